@@ -1,0 +1,55 @@
+# replicant: top-level build (PGXS).
+#   make                 the output plugin and extension, the consumer, the unit tests
+#   make install         installs the plugin, the extension files and the consumer
+#   make installcheck    pg_regress suite on a temporary instance (see regress/logical.conf)
+#   make unitcheck       Check unit tests of the pure C modules
+# The whole suite, as a newcomer runs it: bash regress/run_tests.sh
+
+EXTENSION   = replicant
+MODULE_big  = replicant
+PLUGIN_SRCS = $(sort $(wildcard plugin/*.c))
+COMMON_SRCS = $(sort $(wildcard common/*.c))
+OBJS        = $(PLUGIN_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
+DATA        = $(sort $(wildcard plugin/replicant--*.sql))
+PGFILEDESC  = "replicant - pre-cast change-data-capture output plugin"
+
+REGRESS      = $(basename $(notdir $(sort $(wildcard sql/*.sql))))
+REGRESS_OPTS = --temp-instance=tmp_check --temp-config=regress/logical.conf \
+               $(if $(PLUGIN_LIBS_SETTING),--temp-config=regress/plugin_libraries.conf)
+
+PG_CONFIG  ?= pg_config
+PG_CPPFLAGS = -DRP_BACKEND -I$(srcdir)/common
+# Only servers that know output_plugin_libraries (15.19 and later) may be told about it;
+# older ones refuse to start with an unknown setting in postgresql.conf.
+PG_BINDIR  := $(shell $(PG_CONFIG) --bindir)
+PLUGIN_LIBS_SETTING := $(shell $(PG_BINDIR)/postgres --describe-config 2>/dev/null | grep -c '^output_plugin_libraries')
+ifeq ($(PLUGIN_LIBS_SETTING),0)
+PLUGIN_LIBS_SETTING :=
+endif
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# Common objects are compiled twice: into the plugin (RP_BACKEND, palloc) here, and
+# into the consumer (malloc) by consumer/Makefile, in its own object directory.
+all: consumer
+consumer:
+	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG)
+
+installcheck: regress/plugin_libraries.conf
+regress/plugin_libraries.conf:
+	echo "output_plugin_libraries = 'pgoutput, test_decoding, replicant'" > $@
+
+unitcheck:
+	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) unitcheck
+
+install: install-consumer
+install-consumer:
+	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) install
+
+clean: clean-consumer
+clean-consumer:
+	$(MAKE) -C consumer clean
+	rm -f regress/plugin_libraries.conf
+
+.PHONY: consumer unitcheck install-consumer clean-consumer

@@ -1,0 +1,147 @@
+/*
+ * rp_wire.h
+ *    The replicant wire format: frame header, record tags, flags and value
+ *    encodings.  This header is the contract between the output plugin and
+ *    every reader (the SQL inspection functions, the consumer).  It holds
+ *    constants only; docs/protocol.md is the prose version and must agree.
+ *
+ * All integers are big-endian.  A binary frame is
+ *
+ *     'R'  u8 version  record*
+ *
+ * and each record is
+ *
+ *     u8 tag  u32 payload_length  payload
+ *
+ * The explicit length lets a reader check every record against its bounds
+ * before looking inside it (fail-closed) and skip nothing silently.
+ */
+#ifndef RP_WIRE_H
+#define RP_WIRE_H
+
+#define RP_FRAME_MAGIC          'R'
+#define RP_PROTO_VERSION        1       /* the only version this code speaks */
+#define RP_PROTO_VERSION_MIN    1
+#define RP_PROTO_VERSION_MAX    1
+#define RP_FRAME_HEADER_LEN     2
+#define RP_RECORD_HEADER_LEN    5
+
+/* Record tags. */
+typedef enum RpTag
+{
+	RP_TAG_BEGIN = 'B',			/* xid u32, final_lsn u64, commit_time i64 */
+	RP_TAG_COMMIT = 'C',		/* flags u8, commit_lsn u64, end_lsn u64, commit_time i64 */
+	RP_TAG_ORIGIN = 'O',		/* origin_lsn u64, name str */
+	RP_TAG_RELATION = 'R',		/* see docs/protocol.md "Relation" */
+	RP_TAG_INSERT = 'I',		/* change header, new tuple */
+	RP_TAG_UPDATE = 'U',		/* change header, [old tuple], new tuple */
+	RP_TAG_DELETE = 'D',		/* change header, [old tuple] */
+	RP_TAG_TRUNCATE = 'T',		/* flags u8, [xid u32], nrels u32, relid u32 * nrels */
+	RP_TAG_MESSAGE = 'M',		/* flags u8, [xid u32], lsn u64, prefix str, content bytes */
+	RP_TAG_STREAM_START = 'S',	/* xid u32, first_segment u8 */
+	RP_TAG_STREAM_STOP = 'E',	/* (empty) */
+	RP_TAG_STREAM_COMMIT = 'c', /* xid u32, commit_lsn u64, end_lsn u64, commit_time i64 */
+	RP_TAG_STREAM_ABORT = 'A'	/* xid u32, subxid u32 */
+} RpTag;
+
+/*
+ * Change header: relid u32, flags u8, [xid u32 when RP_CHANGE_HAS_XID].
+ * Inside a stream block every change names the (sub)transaction it belongs
+ * to, so a reader can drop the changes of an aborted subtransaction.
+ */
+#define RP_CHANGE_HAS_XID       0x80
+#define RP_CHANGE_OLD_KEY       0x01	/* old tuple holds the replica identity only */
+#define RP_CHANGE_OLD_FULL      0x02	/* old tuple holds every column (IDENTITY FULL) */
+#define RP_CHANGE_NO_IDENTITY   0x04	/* table has no usable replica identity */
+
+/* Truncate flags. */
+#define RP_TRUNCATE_CASCADE     0x01
+#define RP_TRUNCATE_RESTART_SEQS 0x02
+
+/* Message flags. */
+#define RP_MESSAGE_TRANSACTIONAL 0x01
+
+/* Commit flags (reserved, always 0 in version 1). */
+
+/*
+ * Tuple: natts u16, then per column a kind byte, then for RP_DATUM_VALUE the
+ * value in the column's encoding.  NULL, unchanged TOAST and "not part of
+ * the identity" (old-key tuples) are three different kinds, never one.
+ */
+#define RP_DATUM_NULL           'n'
+#define RP_DATUM_VALUE          'v'
+#define RP_DATUM_UNCHANGED      'u'		/* unchanged TOASTed value: keep the old one */
+#define RP_DATUM_NOT_IN_KEY     'k'		/* old-key tuple: column is not in the identity */
+
+/* Replica identity, as pg_class.relreplident. */
+#define RP_IDENTITY_DEFAULT     'd'
+#define RP_IDENTITY_NOTHING     'n'
+#define RP_IDENTITY_FULL        'f'
+#define RP_IDENTITY_INDEX       'i'
+
+/* Relation column flags. */
+#define RP_COL_PRIMARY_KEY      0x01
+#define RP_COL_IDENTITY         0x02	/* part of the replica identity */
+#define RP_COL_NOT_NULL         0x04
+#define RP_COL_GENERATED        0x08	/* stored generated column */
+
+/*
+ * Value encodings.  Every column (and array element, composite field, range
+ * bound) names one; the reader never guesses from a type OID.
+ */
+typedef enum RpEncoding
+{
+	RP_ENC_TEXT = 0,			/* str: the type's text output (type OID in metadata) */
+	RP_ENC_BOOL = 1,			/* u8 0/1 */
+	RP_ENC_INT2 = 2,			/* i16 */
+	RP_ENC_INT4 = 3,			/* i32 */
+	RP_ENC_INT8 = 4,			/* i64 */
+	RP_ENC_OID = 5,				/* u32 */
+	RP_ENC_FLOAT4 = 6,			/* IEEE 754 binary32 bits */
+	RP_ENC_FLOAT8 = 7,			/* IEEE 754 binary64 bits */
+	RP_ENC_NUMERIC = 8,			/* u32 len, then ndigits i16, weight i16, sign u16,
+								 * dscale u16, base-10000 digits i16 * ndigits */
+	RP_ENC_STRING = 9,			/* str (text, varchar, bpchar, name) */
+	RP_ENC_BYTEA = 10,			/* u32 len, raw bytes */
+	RP_ENC_UUID = 11,			/* 16 bytes */
+	RP_ENC_DATE = 12,			/* i32 days since 1970-01-01; INT32_MIN/MAX = -/+infinity */
+	RP_ENC_TIME = 13,			/* i64 microseconds since midnight */
+	RP_ENC_TIMETZ = 14,			/* i64 microseconds, i32 UTC offset in seconds east */
+	RP_ENC_TIMESTAMP = 15,		/* i64 us since 1970-01-01 00:00 (no zone);
+								 * INT64_MIN/MAX = -/+infinity */
+	RP_ENC_TIMESTAMPTZ = 16,	/* i64 us since 1970-01-01 00:00 UTC; same infinities */
+	RP_ENC_INTERVAL = 17,		/* i64 microseconds, i32 days, i32 months */
+	RP_ENC_JSON = 18,			/* str: JSON text */
+	RP_ENC_JSONB = 19,			/* str: JSON text (canonical jsonb output) */
+	RP_ENC_ARRAY = 20,			/* see docs/protocol.md "Arrays" */
+	RP_ENC_ENUM = 21,			/* str: the label */
+	RP_ENC_COMPOSITE = 22,		/* see docs/protocol.md "Composites" */
+	RP_ENC_RANGE = 23,			/* see docs/protocol.md "Ranges" */
+	RP_ENC__COUNT
+} RpEncoding;
+
+/* Numeric sign word, as in PostgreSQL's binary numeric format. */
+#define RP_NUMERIC_POS          0x0000
+#define RP_NUMERIC_NEG          0x4000
+#define RP_NUMERIC_NAN          0xC000
+#define RP_NUMERIC_PINF         0xD000
+#define RP_NUMERIC_NINF         0xF000
+
+/* Range flags. */
+#define RP_RANGE_EMPTY          0x01
+#define RP_RANGE_LB_INC         0x02
+#define RP_RANGE_UB_INC         0x04
+#define RP_RANGE_LB_INF         0x08
+#define RP_RANGE_UB_INF         0x10
+
+/* Sentinels for infinite dates and timestamps. */
+#define RP_DATE_NEG_INF         ((int32_t) (-2147483647 - 1))
+#define RP_DATE_POS_INF         ((int32_t) 2147483647)
+#define RP_TS_NEG_INF           ((int64_t) (-9223372036854775807LL - 1))
+#define RP_TS_POS_INF           ((int64_t) 9223372036854775807LL)
+
+/* PostgreSQL's epoch (2000-01-01) relative to the Unix epoch. */
+#define RP_PG_EPOCH_DAYS        10957
+#define RP_PG_EPOCH_USECS       INT64_C(946684800000000)
+
+#endif							/* RP_WIRE_H */

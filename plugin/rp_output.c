@@ -1,0 +1,103 @@
+/*
+ * rp_output.c
+ *    Frames, flushing and the JSON format (see rp_output.h).
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "replication/output_plugin.h"
+#include "utils/memutils.h"
+
+#include "rp_encode.h"
+#include "rp_output.h"
+#include "rp_render.h"
+
+void
+rp_output_init(RpState *st)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+
+	rp_buf_init(&st->frame, st->opts.json ? 1024 : (size_t) st->opts.frame_size + 4096);
+	if (st->opts.json)
+	{
+		rp_decoder_init(&st->json_dec);
+		rp_buf_init(&st->json_out, 1024);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+RpBuf *
+rp_output_buf(RpState *st)
+{
+	if (st->frame.len == 0)
+		rp_enc_frame_header(&st->frame);
+	return &st->frame;
+}
+
+/*
+ * JSON: run the record just encoded through the decoder and renderer.  The
+ * decoder keeps relations across calls, so its allocations belong to the
+ * session context, not to the per-change one.
+ */
+static void
+rp_output_json(LogicalDecodingContext *ctx, RpState *st)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+	RpRecord	rec;
+	int			rc;
+
+	if (!rp_decoder_frame(&st->json_dec, st->frame.data, st->frame.len))
+		elog(ERROR, "replicant: %s", st->json_dec.error);
+	while ((rc = rp_decoder_next(&st->json_dec, &rec)) > 0)
+	{
+		if (rec.tag == RP_TAG_RELATION && rec.u.relation.previous)
+			rp_relation_free(rec.u.relation.previous);
+		rp_buf_reset(&st->json_out);
+		rp_render_record(&st->json_out, &rec, &st->json_dec.rels, NULL);
+		OutputPluginPrepareWrite(ctx, true);
+		appendBinaryStringInfo(ctx->out, st->json_out.data, (int) st->json_out.len);
+		OutputPluginWrite(ctx, true);
+	}
+	if (rc < 0)
+		elog(ERROR, "replicant: encoded record failed to decode: %s", st->json_dec.error);
+	rp_buf_reset(&st->frame);
+	MemoryContextSwitchTo(old);
+}
+
+void
+rp_output_flush(LogicalDecodingContext *ctx, RpState *st)
+{
+	if (st->opts.json || st->frame.len <= RP_FRAME_HEADER_LEN)
+		return;
+	OutputPluginPrepareWrite(ctx, true);
+	appendBinaryStringInfo(ctx->out, st->frame.data, (int) st->frame.len);
+	OutputPluginWrite(ctx, true);
+	rp_buf_reset(&st->frame);
+}
+
+void
+rp_output_record_done(LogicalDecodingContext *ctx, RpState *st)
+{
+	if (st->opts.json)
+		rp_output_json(ctx, st);
+	else if (st->frame.len >= (size_t) st->opts.frame_size)
+		rp_output_flush(ctx, st);
+}
+
+void
+rp_output_relation(LogicalDecodingContext *ctx, RpState *st, RpRelEntry *e)
+{
+	RpBuf	   *buf;
+
+	if (e->described != NULL && e->described_len == e->built_len &&
+		memcmp(e->described, e->built, e->built_len) == 0)
+		return;
+	buf = rp_output_buf(st);
+	rp_buf_put_bytes(buf, e->built, e->built_len);
+	if (e->described)
+		pfree(e->described);
+	e->described = MemoryContextAlloc(GetMemoryChunkContext(e->built), e->built_len);
+	memcpy(e->described, e->built, e->built_len);
+	e->described_len = e->built_len;
+	rp_output_record_done(ctx, st);
+}

@@ -1,0 +1,484 @@
+/*
+ * rp_types.c
+ *    Type conversions and value encoders (see rp_types.h).
+ *
+ * Values leave the server pre-cast: fixed-width integers and floats, exact
+ * numerics, Unix-epoch microseconds, raw bytes, JSON text, structured
+ * arrays, composites and ranges.  None of it depends on DateStyle,
+ * TimeZone, IntervalStyle, extra_float_digits, bytea_output or locale;
+ * only RP_ENC_TEXT (types we do not know) goes through an output function.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_enum.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rangetypes.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+#include "utils/uuid.h"
+
+#include "rp_encode.h"
+#include "rp_types.h"
+#include "rp_wire.h"
+
+static MemoryContext rp_types_cxt = NULL;
+static HTAB *rp_types_hash = NULL;
+static bool rp_types_stale = false;
+static bool rp_types_callback_registered = false;
+
+/* Invalidation only flags; the reset happens at a safe point (see below). */
+static void
+rp_types_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	rp_types_stale = true;
+}
+
+/* Our context died with the decoding context: forget the dangling hash. */
+static void
+rp_types_context_gone(void *arg)
+{
+	rp_types_cxt = NULL;
+	rp_types_hash = NULL;
+}
+
+static void
+rp_types_make_hash(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(RpTypeConv);
+	ctl.hcxt = rp_types_cxt;
+	rp_types_hash = hash_create("replicant type conversions", 64, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+void
+rp_types_init(void)
+{
+	MemoryContextCallback *cb;
+
+	rp_types_cxt = AllocSetContextCreate(CurrentMemoryContext,
+										 "replicant type conversions",
+										 ALLOCSET_DEFAULT_SIZES);
+	cb = MemoryContextAlloc(rp_types_cxt, sizeof(MemoryContextCallback));
+	cb->func = rp_types_context_gone;
+	cb->arg = NULL;
+	MemoryContextRegisterResetCallback(rp_types_cxt, cb);
+	rp_types_make_hash();
+	rp_types_stale = false;
+	if (!rp_types_callback_registered)
+	{
+		CacheRegisterSyscacheCallback(TYPEOID, rp_types_invalidate, (Datum) 0);
+		rp_types_callback_registered = true;
+	}
+}
+
+/*
+ * Called at the start of each change, before any conversion is looked at:
+ * nothing holds a pointer into the cache there, so it can be dropped.
+ */
+bool
+rp_types_maybe_reset(void)
+{
+	if (!rp_types_stale || rp_types_hash == NULL)
+		return false;
+	hash_destroy(rp_types_hash);
+	rp_types_make_hash();
+	rp_types_stale = false;
+	return true;
+}
+
+static uint8
+rp_types_pick_encoding(Oid basetypid, Oid *elemtypid)
+{
+	char		typtype;
+
+	*elemtypid = InvalidOid;
+	switch (basetypid)
+	{
+		case BOOLOID:
+			return RP_ENC_BOOL;
+		case INT2OID:
+			return RP_ENC_INT2;
+		case INT4OID:
+			return RP_ENC_INT4;
+		case INT8OID:
+			return RP_ENC_INT8;
+		case OIDOID:
+			return RP_ENC_OID;
+		case FLOAT4OID:
+			return RP_ENC_FLOAT4;
+		case FLOAT8OID:
+			return RP_ENC_FLOAT8;
+		case NUMERICOID:
+			return RP_ENC_NUMERIC;
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case NAMEOID:
+			return RP_ENC_STRING;
+		case BYTEAOID:
+			return RP_ENC_BYTEA;
+		case UUIDOID:
+			return RP_ENC_UUID;
+		case DATEOID:
+			return RP_ENC_DATE;
+		case TIMEOID:
+			return RP_ENC_TIME;
+		case TIMETZOID:
+			return RP_ENC_TIMETZ;
+		case TIMESTAMPOID:
+			return RP_ENC_TIMESTAMP;
+		case TIMESTAMPTZOID:
+			return RP_ENC_TIMESTAMPTZ;
+		case INTERVALOID:
+			return RP_ENC_INTERVAL;
+		case JSONOID:
+			return RP_ENC_JSON;
+		case JSONBOID:
+			return RP_ENC_JSONB;
+	}
+	typtype = get_typtype(basetypid);
+	if (typtype == TYPTYPE_ENUM)
+		return RP_ENC_ENUM;
+	if (typtype == TYPTYPE_COMPOSITE)
+		return RP_ENC_COMPOSITE;
+	if (typtype == TYPTYPE_RANGE)
+	{
+		TypeCacheEntry *tc = lookup_type_cache(basetypid, TYPECACHE_RANGE_INFO);
+
+		*elemtypid = tc->rngelemtype->type_id;
+		return RP_ENC_RANGE;
+	}
+	*elemtypid = get_element_type(basetypid);
+	if (OidIsValid(*elemtypid))
+		return RP_ENC_ARRAY;
+	return RP_ENC_TEXT;
+}
+
+RpTypeConv *
+rp_types_get(Oid typid)
+{
+	RpTypeConv *conv;
+	bool		found;
+	Oid			elemtypid;
+	MemoryContext old;
+
+	conv = hash_search(rp_types_hash, &typid, HASH_ENTER, &found);
+	if (found)
+		return conv;
+
+	/* fill in fully before recursing: the entry stays where it is */
+	conv->basetypid = getBaseType(typid);
+	get_typlenbyvalalign(conv->basetypid, &conv->typlen, &conv->typbyval, &conv->typalign);
+	conv->encoding = rp_types_pick_encoding(conv->basetypid, &elemtypid);
+	conv->has_outfunc = false;
+	conv->elem = NULL;
+	if (conv->encoding == RP_ENC_TEXT)
+	{
+		Oid			outfunc;
+		bool		isvarlena;
+
+		getTypeOutputInfo(conv->basetypid, &outfunc, &isvarlena);
+		old = MemoryContextSwitchTo(rp_types_cxt);
+		fmgr_info_cxt(outfunc, &conv->outfunc, rp_types_cxt);
+		MemoryContextSwitchTo(old);
+		conv->has_outfunc = true;
+	}
+	if (OidIsValid(elemtypid))
+	{
+		RpTypeConv *elem = rp_types_get(elemtypid);
+
+		/* the recursive insert may not move us, but look again to be sure */
+		conv = hash_search(rp_types_hash, &typid, HASH_FIND, NULL);
+		conv->elem = elem;
+	}
+	return conv;
+}
+
+char *
+rp_types_sql_name(Oid typid, int32 typmod)
+{
+	return format_type_extended(typid, typmod,
+								FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+}
+
+static void
+rp_encode_str(RpBuf *buf, struct varlena *v)
+{
+	rp_buf_put_str(buf, VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+}
+
+static void
+rp_encode_array(RpBuf *buf, const RpTypeConv *conv, Datum value)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(value);
+	const RpTypeConv *elem = conv->elem;
+	int			ndim = ARR_NDIM(arr);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	rp_enc_array_header(buf, elem->encoding, elem->typid, ndim, ARR_DIMS(arr), ARR_LBOUND(arr));
+	if (ndim == 0)
+		return;
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), elem->typlen, elem->typbyval, elem->typalign,
+					  &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls && nulls[i])
+			rp_buf_put_u8(buf, RP_DATUM_NULL);
+		else
+		{
+			rp_buf_put_u8(buf, RP_DATUM_VALUE);
+			rp_types_encode(buf, elem, elems[i]);
+		}
+	}
+}
+
+static void
+rp_encode_composite(RpBuf *buf, Datum value)
+{
+	HeapTupleHeader td = DatumGetHeapTupleHeader(value);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(td),
+											  HeapTupleHeaderGetTypMod(td));
+	HeapTupleData tmp;
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+	uint16		live = 0;
+
+	tmp.t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&tmp.t_self);
+	tmp.t_tableOid = InvalidOid;
+	tmp.t_data = td;
+	heap_deform_tuple(&tmp, desc, values, nulls);
+
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			live++;
+	rp_buf_put_u16(buf, live);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		RpTypeConv *fconv;
+
+		if (att->attisdropped)
+			continue;
+		fconv = rp_types_get(att->atttypid);
+		rp_buf_put_cstr(buf, NameStr(att->attname));
+		rp_buf_put_u32(buf, att->atttypid);
+		rp_buf_put_u8(buf, fconv->encoding);
+		if (nulls[i])
+			rp_buf_put_u8(buf, RP_DATUM_NULL);
+		else
+		{
+			rp_buf_put_u8(buf, RP_DATUM_VALUE);
+			rp_types_encode(buf, fconv, values[i]);
+		}
+	}
+	ReleaseTupleDesc(desc);
+}
+
+static void
+rp_encode_range(RpBuf *buf, const RpTypeConv *conv, Datum value)
+{
+	RangeType  *r = DatumGetRangeTypeP(value);
+	TypeCacheEntry *tc = lookup_type_cache(RangeTypeGetOid(r), TYPECACHE_RANGE_INFO);
+	RangeBound	lower,
+				upper;
+	bool		empty;
+	uint8		flags = 0;
+
+	range_deserialize(tc, r, &lower, &upper, &empty);
+	if (empty)
+		flags |= RP_RANGE_EMPTY;
+	else
+	{
+		if (lower.inclusive)
+			flags |= RP_RANGE_LB_INC;
+		if (upper.inclusive)
+			flags |= RP_RANGE_UB_INC;
+		if (lower.infinite)
+			flags |= RP_RANGE_LB_INF;
+		if (upper.infinite)
+			flags |= RP_RANGE_UB_INF;
+	}
+	rp_buf_put_u8(buf, flags);
+	rp_buf_put_u32(buf, conv->elem->typid);
+	rp_buf_put_u8(buf, conv->elem->encoding);
+	if (empty)
+		return;
+	if (!lower.infinite)
+		rp_types_encode(buf, conv->elem, lower.val);
+	if (!upper.infinite)
+		rp_types_encode(buf, conv->elem, upper.val);
+}
+
+static void
+rp_encode_numeric(RpBuf *buf, Datum value)
+{
+	/* PostgreSQL's own binary form is exact and spells out NaN and infinities */
+	bytea	   *b = DatumGetByteaPP(DirectFunctionCall1(numeric_send, value));
+
+	rp_encode_str(buf, (struct varlena *) b);
+}
+
+static int64
+rp_unix_usecs(int64 pg_usecs)
+{
+	if (pg_usecs == DT_NOBEGIN)
+		return RP_TS_NEG_INF;
+	if (pg_usecs == DT_NOEND)
+		return RP_TS_POS_INF;
+	/* PostgreSQL accepts a few millennia past what Unix-epoch int64 holds */
+	if (pg_usecs > PG_INT64_MAX - RP_PG_EPOCH_USECS - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp beyond year 292277 cannot be encoded as Unix-epoch microseconds")));
+	return pg_usecs + RP_PG_EPOCH_USECS;
+}
+
+void
+rp_types_encode(RpBuf *buf, const RpTypeConv *conv, Datum value)
+{
+	switch (conv->encoding)
+	{
+		case RP_ENC_BOOL:
+			rp_buf_put_u8(buf, DatumGetBool(value) ? 1 : 0);
+			break;
+		case RP_ENC_INT2:
+			rp_buf_put_u16(buf, (uint16) DatumGetInt16(value));
+			break;
+		case RP_ENC_INT4:
+			rp_buf_put_u32(buf, (uint32) DatumGetInt32(value));
+			break;
+		case RP_ENC_INT8:
+			rp_buf_put_u64(buf, (uint64) DatumGetInt64(value));
+			break;
+		case RP_ENC_OID:
+			rp_buf_put_u32(buf, DatumGetObjectId(value));
+			break;
+		case RP_ENC_FLOAT4:
+			{
+				union
+				{
+					float4		f;
+					uint32		u;
+				}			v;
+
+				v.f = DatumGetFloat4(value);
+				rp_buf_put_u32(buf, v.u);
+				break;
+			}
+		case RP_ENC_FLOAT8:
+			{
+				union
+				{
+					float8		f;
+					uint64		u;
+				}			v;
+
+				v.f = DatumGetFloat8(value);
+				rp_buf_put_u64(buf, v.u);
+				break;
+			}
+		case RP_ENC_NUMERIC:
+			rp_encode_numeric(buf, value);
+			break;
+		case RP_ENC_STRING:
+			if (conv->basetypid == NAMEOID)
+				rp_buf_put_cstr(buf, NameStr(*DatumGetName(value)));
+			else
+				rp_encode_str(buf, (struct varlena *) DatumGetTextPP(value));
+			break;
+		case RP_ENC_BYTEA:
+		case RP_ENC_JSON:
+			rp_encode_str(buf, (struct varlena *) DatumGetByteaPP(value));
+			break;
+		case RP_ENC_UUID:
+			rp_buf_put_bytes(buf, DatumGetUUIDP(value)->data, UUID_LEN);
+			break;
+		case RP_ENC_DATE:
+			{
+				DateADT		d = DatumGetDateADT(value);
+
+				if (DATE_IS_NOBEGIN(d))
+					rp_buf_put_u32(buf, (uint32) RP_DATE_NEG_INF);
+				else if (DATE_IS_NOEND(d))
+					rp_buf_put_u32(buf, (uint32) RP_DATE_POS_INF);
+				else
+					rp_buf_put_u32(buf, (uint32) (d + RP_PG_EPOCH_DAYS));
+				break;
+			}
+		case RP_ENC_TIME:
+			rp_buf_put_u64(buf, (uint64) DatumGetTimeADT(value));
+			break;
+		case RP_ENC_TIMETZ:
+			{
+				TimeTzADT  *t = DatumGetTimeTzADTP(value);
+
+				rp_buf_put_u64(buf, (uint64) t->time);
+				/* PostgreSQL keeps seconds west of UTC; the wire says east */
+				rp_buf_put_u32(buf, (uint32) (-t->zone));
+				break;
+			}
+		case RP_ENC_TIMESTAMP:
+		case RP_ENC_TIMESTAMPTZ:
+			rp_buf_put_u64(buf, (uint64) rp_unix_usecs(DatumGetInt64(value)));
+			break;
+		case RP_ENC_INTERVAL:
+			{
+				Interval   *iv = DatumGetIntervalP(value);
+
+				rp_buf_put_u64(buf, (uint64) iv->time);
+				rp_buf_put_u32(buf, (uint32) iv->day);
+				rp_buf_put_u32(buf, (uint32) iv->month);
+				break;
+			}
+		case RP_ENC_JSONB:
+			{
+				Jsonb	   *jb = DatumGetJsonbP(value);
+				char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+
+				rp_buf_put_cstr(buf, s);
+				break;
+			}
+		case RP_ENC_ENUM:
+			{
+				HeapTuple	tup = SearchSysCache1(ENUMOID, value);
+
+				if (!HeapTupleIsValid(tup))
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+							 errmsg("invalid internal value for enum type %u", conv->basetypid)));
+				rp_buf_put_cstr(buf, NameStr(((Form_pg_enum) GETSTRUCT(tup))->enumlabel));
+				ReleaseSysCache(tup);
+				break;
+			}
+		case RP_ENC_ARRAY:
+			rp_encode_array(buf, conv, value);
+			break;
+		case RP_ENC_COMPOSITE:
+			rp_encode_composite(buf, value);
+			break;
+		case RP_ENC_RANGE:
+			rp_encode_range(buf, conv, value);
+			break;
+		default:
+			rp_buf_put_cstr(buf, OutputFunctionCall((FmgrInfo *) &conv->outfunc, value));
+			break;
+	}
+}
