@@ -239,12 +239,23 @@ rp_skip_value(RpReader *r, uint8_t encoding, int depth)
 			{
 				uint32_t	len = rp_get_u32(r);
 				const unsigned char *p = rp_get_bytes(r, len);
-				uint16_t	ndigits;
+				uint16_t	ndigits,
+							sign;
 
 				if (p == NULL || len < 8)
 					return r->ok = false;
 				ndigits = rp_load_u16(p);
-				return len == 8u + 2u * ndigits || (r->ok = false);
+				if (len != 8u + 2u * ndigits)
+					return r->ok = false;
+				/* as PostgreSQL's numeric_recv: a known sign, digits 0..9999 */
+				sign = rp_load_u16(p + 4);
+				if (sign != RP_NUMERIC_POS && sign != RP_NUMERIC_NEG && sign != RP_NUMERIC_NAN &&
+					sign != RP_NUMERIC_PINF && sign != RP_NUMERIC_NINF)
+					return r->ok = false;
+				for (uint16_t i = 0; i < ndigits; i++)
+					if (rp_load_u16(p + 8 + 2 * (size_t) i) > 9999)
+						return r->ok = false;
+				return true;
 			}
 		case RP_ENC_ARRAY:
 			{
@@ -384,6 +395,14 @@ rp_decoder_frame(RpDecoder *dec, const void *data, size_t len)
 	dec->frame_start = p;
 	rp_reader_init(&dec->frame, p + RP_FRAME_HEADER_LEN, len - RP_FRAME_HEADER_LEN);
 	return true;
+}
+
+void
+rp_decoder_records(RpDecoder *dec, const void *data, size_t len)
+{
+	dec->error[0] = '\0';
+	dec->frame_start = data;
+	rp_reader_init(&dec->frame, data, len);
 }
 
 uint32_t

@@ -164,6 +164,12 @@ extern void rp_decoder_free(RpDecoder *dec);
  */
 extern bool rp_decoder_frame(RpDecoder *dec, const void *data, size_t len);
 
+/*
+ * Walk a headerless run of whole records (as the consumer stores them for a
+ * transaction); the version is the one of the last frame seen.
+ */
+extern void rp_decoder_records(RpDecoder *dec, const void *data, size_t len);
+
 /* Next record of the frame: 1 = rec filled, 0 = end of frame, -1 = error. */
 extern int	rp_decoder_next(RpDecoder *dec, RpRecord *rec);
 

@@ -7,6 +7,7 @@
 #include "rp_read.h"
 #include "rp_wire.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,12 @@ rp_fmt_float8(RpBuf *buf, double v)
 		rp_buf_put_text(buf, v > 0 ? "Infinity" : "-Infinity");
 		return;
 	}
-	for (int prec = 15; prec <= 17; prec++)
+	/*
+	 * A normal double needs at least DBL_DIG (15) digits only when fewer do
+	 * not round-trip, and %g drops trailing zeros; a subnormal holds fewer
+	 * significant bits, so its shortest form can be shorter: search from 1.
+	 */
+	for (int prec = (v != 0 && fabs(v) < DBL_MIN) ? 1 : 15; prec <= 17; prec++)
 	{
 		n = snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
 		if (strtod(tmp, NULL) == v)
@@ -94,7 +100,8 @@ rp_fmt_float4(RpBuf *buf, float v)
 		rp_buf_put_text(buf, v > 0 ? "Infinity" : "-Infinity");
 		return;
 	}
-	for (int prec = 6; prec <= 9; prec++)
+	/* as for float8: subnormals may need fewer than FLT_DIG digits */
+	for (int prec = (v != 0 && fabsf(v) < FLT_MIN) ? 1 : 6; prec <= 9; prec++)
 	{
 		n = snprintf(tmp, sizeof(tmp), "%.*g", prec, (double) v);
 		if (strtof(tmp, NULL) == v)

@@ -96,9 +96,40 @@ rp_option_list(DefElem *def)
 }
 
 /*
+ * Split a list on commas outside double quotes, keeping the quotes (so
+ * each item can still be parsed as a possibly qualified identifier);
+ * SplitGUCList would reject "s"."t" and strip the quotes of "T".
+ */
+static List *
+rp_split_quoted(char *raw)
+{
+	List	   *items = NIL;
+	char	   *start = raw;
+	bool		quoted = false;
+
+	for (char *p = raw;; p++)
+	{
+		if (*p == '"')
+			quoted = !quoted;	/* a doubled "" toggles twice */
+		else if (*p == '\0' || (*p == ',' && !quoted))
+		{
+			bool		end = (*p == '\0');
+
+			*p = '\0';
+			items = lappend(items, start);
+			if (end)
+				break;
+			start = p + 1;
+		}
+	}
+	return items;
+}
+
+/*
  * Table patterns: "schema.table", "table" (any schema), with * matching
- * any run of characters in either part.  Split on the first unquoted dot
- * after identifier parsing, so "my schema"."t*" works.
+ * any run of characters in either part.  Items are split on unquoted
+ * commas, then parsed as identifiers (unquoted names fold to lower case),
+ * so "My Schema"."T*" works.
  */
 static List *
 rp_option_tables(DefElem *def)
@@ -108,17 +139,17 @@ rp_option_tables(DefElem *def)
 	List	   *patterns = NIL;
 	ListCell   *lc;
 
-	if (!SplitGUCList(raw, ',', &names))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid list syntax in option \"%s\"", def->defname)));
+	/* an empty value is an empty list, as for the other list options */
+	if (raw[strspn(raw, " \t\n\r\f\v")] != '\0')
+		names = rp_split_quoted(raw);
 	foreach(lc, names)
 	{
 		char	   *item = lfirst(lc);
+		char	   *copy = pstrdup(item);	/* split in place; item is for errors */
 		List	   *parts = NIL;
 		RpTablePattern *p = palloc0(sizeof(RpTablePattern));
 
-		if (!SplitIdentifierString(item, '.', &parts) || list_length(parts) > 2 ||
+		if (!SplitIdentifierString(copy, '.', &parts) || list_length(parts) > 2 ||
 			list_length(parts) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -146,7 +146,8 @@ rp_relcache_build(RpRelEntry *e, Relation rel)
 		c->in_identity = cls->relreplident == REPLICA_IDENTITY_FULL || bms_is_member(off, idkey);
 		if (bms_is_member(off, pkey))
 			flags |= RP_COL_PRIMARY_KEY;
-		if (bms_is_member(off, idkey))
+		/* under REPLICA IDENTITY FULL every column is part of the identity */
+		if (c->in_identity)
 			flags |= RP_COL_IDENTITY;
 		if (att->attnotnull)
 			flags |= RP_COL_NOT_NULL;

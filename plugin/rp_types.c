@@ -13,16 +13,22 @@
 #include "access/htup_details.h"
 #include "catalog/pg_enum.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "pgtime.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/bytea.h"
 #include "utils/date.h"
 #include "utils/datetime.h"
+#include "utils/float.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/pg_locale.h"
 #include "utils/rangetypes.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -347,8 +353,57 @@ rp_unix_usecs(int64 pg_usecs)
 	if (pg_usecs > PG_INT64_MAX - RP_PG_EPOCH_USECS - 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp beyond year 292277 cannot be encoded as Unix-epoch microseconds")));
+				 errmsg("timestamp after 294247-01-10 04:00:54.775806 UTC cannot be encoded as Unix-epoch microseconds")));
 	return pg_usecs + RP_PG_EPOCH_USECS;
+}
+
+/*
+ * RP_ENC_TEXT: the type's output function, which may read DateStyle,
+ * IntervalStyle, TimeZone, extra_float_digits, bytea_output or lc_monetary
+ * (multiranges, geometric types, money, extension types).  Those are pinned
+ * to fixed values while it runs, as postgres_fdw does, so the text does not
+ * depend on the session (G6).  Nothing is set when the session already
+ * matches; the nest level undoes it all, also on error.
+ */
+static void
+rp_pin_guc(const char *name, const char *value)
+{
+	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+static char *
+rp_text_output(const RpTypeConv *conv, Datum value)
+{
+	bool		tz = strcmp(pg_get_timezone_name(session_timezone), "UTC") != 0;
+	bool		ds = DateStyle != USE_ISO_DATES || DateOrder != DATEORDER_MDY;
+	bool		is = IntervalStyle != INTSTYLE_POSTGRES;
+	bool		fd = extra_float_digits <= 0;	/* > 0: shortest exact, all alike */
+	bool		bo = bytea_output != BYTEA_OUTPUT_HEX;
+	bool		lm = strcmp(locale_monetary, "C") != 0;
+	int			nest = -1;
+	char	   *s;
+
+	if (tz || ds || is || fd || bo || lm)
+	{
+		nest = NewGUCNestLevel();
+		if (tz)
+			rp_pin_guc("timezone", "UTC");
+		if (ds)
+			rp_pin_guc("datestyle", "ISO, MDY");
+		if (is)
+			rp_pin_guc("intervalstyle", "postgres");
+		if (fd)
+			rp_pin_guc("extra_float_digits", "1");
+		if (bo)
+			rp_pin_guc("bytea_output", "hex");
+		if (lm)
+			rp_pin_guc("lc_monetary", "C");
+	}
+	s = OutputFunctionCall((FmgrInfo *) &conv->outfunc, value);
+	if (nest >= 0)
+		AtEOXact_GUC(true, nest);
+	return s;
 }
 
 void
@@ -478,7 +533,7 @@ rp_types_encode(RpBuf *buf, const RpTypeConv *conv, Datum value)
 			rp_encode_range(buf, conv, value);
 			break;
 		default:
-			rp_buf_put_cstr(buf, OutputFunctionCall((FmgrInfo *) &conv->outfunc, value));
+			rp_buf_put_cstr(buf, rp_text_output(conv, value));
 			break;
 	}
 }

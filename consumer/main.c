@@ -1,0 +1,772 @@
+/*
+ * main.c
+ *    replicant: receive a replicant slot's stream and apply it to a sink.
+ *    The command line follows pg_recvlogical wherever the two overlap.
+ */
+#include "rp_alloc.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rp_asm.h"
+#include "rp_conn.h"
+#include "rp_deliver.h"
+#include "rp_metrics.h"
+#include "rp_status.h"
+#include "rp_wire.h"
+
+#define RP_VERSION "0.1.0"
+
+static const char *progname = "replicant";
+
+static volatile sig_atomic_t stop_requested = 0;
+static volatile sig_atomic_t reopen_requested = 0;
+
+typedef struct RpCli
+{
+	char	   *dbname;
+	char	   *slot;
+	bool		create_slot;
+	bool		if_not_exists;
+	bool		drop_slot;
+	bool		start;
+	char	  **options;		/* name, value pairs, NULL-terminated */
+	int			noptions;
+	uint64_t	startpos;
+	uint64_t	endpos;
+	int			status_interval_ms;
+	bool		no_loop;
+	int			verbose;
+	char	   *sink;
+	size_t		max_memory;
+	uint64_t	max_spill;
+	char	   *state_dir;
+	char	   *spill_dir;
+	RpBatchLimits limits;
+	bool		progress;
+	int			metrics_port;
+} RpCli;
+
+typedef struct RpRun
+{
+	RpCli	   *cli;
+	RpConn		conn;
+	RpSpill		spill;
+	RpAsm		asm_;
+	RpDelivery	dl;
+	RpSink	   *sink;
+	RpMetrics	metrics;
+	bool		connected;
+	int64_t		last_progress_us;
+} RpRun;
+
+static void
+usage(void)
+{
+	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
+	printf("Usage:\n  %s [OPTION]...\n", progname);
+	printf("\nAction to be performed:\n");
+	printf("      --create-slot      create a new replication slot (plugin replicant)\n");
+	printf("      --drop-slot        drop the replication slot\n");
+	printf("      --start            start streaming in a replication slot\n");
+	printf("\nOptions:\n");
+	printf("  -E, --endpos=LSN       stop at the first transaction boundary at or after LSN\n");
+	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
+	printf("  -I, --startpos=LSN     where to start streaming in an existing slot\n");
+	printf("  -n, --no-loop          do not reconnect when the connection is lost\n");
+	printf("  -o, --option=NAME[=VALUE]\n"
+		   "                         pass option NAME with optional VALUE to the plugin\n");
+	printf("  -s, --status-interval=SECS\n"
+		   "                         time between status updates to the server (default: 10)\n");
+	printf("  -S, --slot=SLOTNAME    name of the logical replication slot\n");
+	printf("      --sink=SINK        stdout (or -), file:PATH, exec:COMMAND (default: stdout)\n");
+	printf("      --state-dir=DIR    checkpoint, relation view and spill files (default: ./replicant-state)\n");
+	printf("      --spill-dir=DIR    spill files (default: STATE-DIR/spill)\n");
+	printf("      --max-memory=SIZE  assembled transactions held in memory (default: 256MB)\n");
+	printf("      --max-spill=SIZE   spilled transactions on disk before halting (default: 64GB)\n");
+	printf("      --batch-txns=N     transactions per delivered batch (default: 1000)\n");
+	printf("      --batch-bytes=SIZE bytes per delivered batch (default: 64MB)\n");
+	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
+	printf("      --progress         one-line status on stderr when it is a terminal\n");
+	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
+	printf("  -v, --verbose          output verbose messages\n");
+	printf("  -V, --version          output version information, then exit\n");
+	printf("  -?, --help             show this help, then exit\n");
+	printf("\nConnection options:\n");
+	printf("  -d, --dbname=CONNSTR   database to connect to (a conninfo string or URI)\n");
+	printf("\nExit status: 0 done, 1 error, 2 usage, 3 fail-closed halt (see docs/operations.md).\n");
+}
+
+static void
+pg_log_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+static void
+pg_log_error(const char *fmt,...)
+{
+	va_list		ap;
+
+	fprintf(stderr, "%s: error: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void
+pg_log_info(RpCli *cli, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+static void
+pg_log_info(RpCli *cli, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (!cli->verbose)
+		return;
+	fprintf(stderr, "%s: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void
+on_stop_signal(int signo)
+{
+	stop_requested = 1;
+}
+
+static void
+on_hup_signal(int signo)
+{
+	reopen_requested = 1;
+}
+
+/* "64MB", "1GB", "512kB", "1048576" */
+static bool
+parse_size(const char *s, uint64_t *out)
+{
+	char	   *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	if (*end == '\0' || strcmp(end, "B") == 0)
+		*out = v;
+	else if (strcasecmp(end, "kB") == 0)
+		*out = v << 10;
+	else if (strcasecmp(end, "MB") == 0)
+		*out = v << 20;
+	else if (strcasecmp(end, "GB") == 0)
+		*out = v << 30;
+	else if (strcasecmp(end, "TB") == 0)
+		*out = v << 40;
+	else
+		return false;
+	return true;
+}
+
+static bool
+parse_int(const char *s, int min, int max, int *out)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return false;
+	*out = (int) v;
+	return true;
+}
+
+static void
+add_option(RpCli *cli, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char	   *name = eq ? rp_strndup(arg, (size_t) (eq - arg)) : rp_strndup(arg, strlen(arg));
+
+	cli->options = rp_realloc(cli->options, sizeof(char *) * (size_t) (cli->noptions * 2 + 3));
+	cli->options[cli->noptions * 2] = name;
+	cli->options[cli->noptions * 2 + 1] = eq ? rp_strndup(eq + 1, strlen(eq + 1)) : NULL;
+	cli->noptions++;
+	cli->options[cli->noptions * 2] = NULL;
+}
+
+static int64_t
+now_ms(void)
+{
+	return rp_now_us() / 1000;
+}
+
+/* ---- feedback ------------------------------------------------------------ */
+
+/* The one place that reports progress to the server: flush = durable (G2). */
+static int
+send_feedback(RpRun *run, bool force, bool request_reply)
+{
+	int64_t		now = rp_now_us();
+
+	if (!run->connected)
+		return 0;
+	if (!force && now - run->conn.last_status_us < (int64_t) run->cli->status_interval_ms * 1000)
+		return 0;
+	return rp_conn_feedback(&run->conn, run->dl.ck.end_lsn, request_reply);
+}
+
+/* Sinks call this while they wait, so a slow sink is not a dead client. */
+static void
+idle_hook(void *arg)
+{
+	RpRun	   *run = arg;
+
+	if (send_feedback(run, false, false) < 0)
+		rp_error_clear();		/* the main loop will notice a dead link */
+}
+
+static void
+show_progress(RpRun *run)
+{
+	int64_t		now = rp_now_us();
+	char		ck[24];
+
+	if (!run->cli->progress || !isatty(STDERR_FILENO) || now - run->last_progress_us < 1000000)
+		return;
+	run->last_progress_us = now;
+	rp_lsn_format(run->dl.ck.end_lsn, ck);
+	fprintf(stderr, "\r%s: %" PRIu64 " txns, %" PRIu64 " changes, lag %" PRIu64 " bytes, checkpoint %s   ",
+			progname, run->dl.txns, run->dl.changes,
+			run->conn.server_wal_end > run->dl.ck.end_lsn ? run->conn.server_wal_end - run->dl.ck.end_lsn : 0,
+			ck);
+}
+
+/* ---- the stream ---------------------------------------------------------- */
+
+/* Deliver everything the assembler completed; true once endpos is reached. */
+static int
+deliver_ready(RpRun *run, bool *done)
+{
+	RpItem	   *item;
+
+	while ((item = rp_asm_pop(&run->asm_)) != NULL)
+	{
+		uint64_t	end = item->kind == RP_ITEM_TXN ? item->txn->end_lsn : item->msg.lsn;
+
+		if (rp_deliver_item(&run->dl, item, now_ms()) < 0)
+			return -1;
+		if (run->cli->endpos && end >= run->cli->endpos)
+		{
+			*done = true;
+			break;
+		}
+	}
+	if (*done || stop_requested)
+		return rp_deliver_flush(&run->dl, true, now_ms());
+	return rp_deliver_flush(&run->dl, false, now_ms());
+}
+
+/*
+ * Before resuming, the slot must still hold everything after the
+ * checkpoint: a missing, invalidated or advanced slot is a gap (G3).
+ */
+static int
+check_slot(RpRun *run, bool have_ck)
+{
+	RpSlotInfo	info;
+	char		a[24],
+				b[24];
+
+	if (rp_conn_slot_info(&run->conn, run->cli->slot, &info) < 0)
+		return -1;
+	if (!info.exists)
+		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" does not exist", run->cli->slot);
+	if (!info.logical || strcmp(info.plugin, "replicant") != 0)
+		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" is not a logical slot of plugin replicant",
+					   run->cli->slot);
+	if (info.lost)
+		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" has been invalidated (wal_status lost)",
+					   run->cli->slot);
+	if (have_ck && info.confirmed_flush > run->dl.ck.end_lsn)
+	{
+		rp_lsn_format(info.confirmed_flush, a);
+		rp_lsn_format(run->dl.ck.end_lsn, b);
+		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" is at %s, past the checkpoint %s: changes in between were acknowledged but never applied",
+					   run->cli->slot, a, b);
+	}
+	return 0;
+}
+
+static char **
+plugin_options(RpCli *cli)
+{
+	char	  **o = rp_malloc0(sizeof(char *) * (size_t) (cli->noptions * 2 + 3));
+	int			n = 0;
+
+	o[n++] = "proto_version";
+	o[n++] = "1";
+	for (int i = 0; i < cli->noptions * 2; i++)
+		o[n++] = cli->options[i];
+	o[n] = NULL;
+	return o;
+}
+
+/* One connection's life: 0 = finished (endpos or signal), -1 = error. */
+static int
+stream_once(RpRun *run, bool have_ck)
+{
+	RpCli	   *cli = run->cli;
+	char	  **opts;
+	uint64_t	start = cli->startpos ? cli->startpos : run->dl.ck.end_lsn;
+	int			rc;
+
+	if (rp_conn_open(&run->conn, cli->dbname, progname) < 0)
+		return -1;
+	run->connected = true;
+	if (rp_conn_identify(&run->conn) < 0)
+		return -1;
+	if (have_ck && rp_ckpt_check_source(&run->dl.ck, run->conn.system_id, run->conn.timeline,
+										cli->slot) < 0)
+		return -1;
+	if (!have_ck)
+	{
+		run->dl.ck.system_id = run->conn.system_id;
+		run->dl.ck.timeline = run->conn.timeline;
+		snprintf(run->dl.ck.slot, sizeof(run->dl.ck.slot), "%s", cli->slot);
+	}
+	if (check_slot(run, have_ck) < 0)
+		return -1;
+
+	opts = plugin_options(cli);
+	rc = rp_conn_start(&run->conn, cli->slot, start, opts);
+	rp_free(opts);
+	if (rc < 0)
+		return -1;
+	pg_log_info(cli, "streaming from slot \"%s\"", cli->slot);
+
+	for (;;)
+	{
+		RpMsg		msg;
+		bool		done = false;
+		int			wait_ms = cli->status_interval_ms;
+
+		if (stop_requested)
+		{
+			if (rp_deliver_flush(&run->dl, true, now_ms()) < 0)
+				return -1;
+			send_feedback(run, true, false);
+			return 0;
+		}
+		if (reopen_requested)
+		{
+			reopen_requested = 0;
+			if (run->sink->reopen && run->sink->reopen(run->sink) < 0)
+				return -1;
+		}
+		if (send_feedback(run, false, false) < 0)
+			return -1;
+		show_progress(run);
+		run->metrics.server_wal_end = run->conn.server_wal_end;
+		if (rp_deliver_pending(&run->dl) && cli->limits.max_ms < wait_ms)
+			wait_ms = cli->limits.max_ms;
+		if (wait_ms > 1000)
+			wait_ms = 1000;
+
+		if (rp_conn_read(&run->conn, &msg, wait_ms) < 0)
+			return -1;
+		switch (msg.kind)
+		{
+			case RP_MSG_NONE:
+				if (rp_deliver_flush(&run->dl, false, now_ms()) < 0)
+					return -1;
+				break;
+			case RP_MSG_DATA:
+				rc = rp_asm_frame(&run->asm_, msg.data, msg.len, msg.lsn);
+				run->metrics.bytes += msg.len;
+				rp_conn_release(&msg);
+				if (rc < 0 || deliver_ready(run, &done) < 0)
+					return -1;
+				break;
+			case RP_MSG_KEEPALIVE:
+				rp_conn_release(&msg);
+				/* idle: nothing assembled, buffered, spilled or batched */
+				if (!rp_asm_busy(&run->asm_) && !rp_deliver_pending(&run->dl))
+				{
+					if (rp_deliver_advance(&run->dl, msg.lsn) < 0)
+						return -1;
+					if (cli->endpos && msg.lsn >= cli->endpos)
+						done = true;
+				}
+				if (msg.reply_requested && send_feedback(run, true, false) < 0)
+					return -1;
+				break;
+			case RP_MSG_END:
+				return rp_fail(RP_HALT_NONE, "the server ended the replication stream");
+			case RP_MSG_ERROR:
+				return -1;
+		}
+		if (done)
+		{
+			if (rp_deliver_flush(&run->dl, true, now_ms()) < 0)
+				return -1;
+			send_feedback(run, true, false);
+			return 0;
+		}
+	}
+}
+
+static void
+disconnect(RpRun *run)
+{
+	if (run->connected)
+		rp_conn_close(&run->conn);
+	run->connected = false;
+	/* partial transactions are sent again by the server */
+	rp_asm_reset(&run->asm_);
+}
+
+static int
+run_stream(RpCli *cli)
+{
+	RpRun		run;
+	RpCheckpoint ck;
+	int			have_ck;
+	char		path[4096],
+				view[4096];
+	int			backoff = 1;
+	int			rc;
+
+	memset(&run, 0, sizeof(run));
+	memset(&ck, 0, sizeof(ck));
+	run.cli = cli;
+
+	if (strcmp(cli->sink, "stdout") == 0 || strcmp(cli->sink, "-") == 0)
+		run.sink = rp_sink_stdout_open();
+	else if (strncmp(cli->sink, "file:", 5) == 0)
+		run.sink = rp_sink_file_open(cli->sink + 5);
+	else if (strncmp(cli->sink, "exec:", 5) == 0)
+		run.sink = rp_sink_exec_open(cli->sink + 5);
+	else
+	{
+		pg_log_error("unknown sink \"%s\" (expected stdout, file:PATH or exec:COMMAND)", cli->sink);
+		return RP_EXIT_USAGE;
+	}
+	if (run.sink == NULL)
+	{
+		pg_log_error("%s", rp_error());
+		return RP_EXIT_ERROR;
+	}
+
+	if (mkdir(cli->state_dir, 0700) != 0 && errno != EEXIST)
+	{
+		pg_log_error("could not create state directory \"%s\": %s", cli->state_dir, strerror(errno));
+		return RP_EXIT_ERROR;
+	}
+	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
+	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
+	if (run.sink->owns_checkpoint)
+		have_ck = run.sink->checkpoint(run.sink, &ck);
+	else
+		have_ck = rp_ckpt_read(path, &ck);
+	if (have_ck < 0)
+		goto fail;
+	if (cli->spill_dir == NULL)
+	{
+		static char spill[4096];
+
+		snprintf(spill, sizeof(spill), "%s/spill", cli->state_dir);
+		cli->spill_dir = spill;
+	}
+	if (rp_spill_init(&run.spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
+		goto fail;
+	rp_asm_init(&run.asm_, &run.spill, have_ck ? ck.commit_lsn : 0);
+	if (rp_deliver_init(&run.dl, run.sink, &ck, run.sink->owns_checkpoint ? NULL : path, view,
+						&cli->limits) < 0)
+		goto fail;
+	run.dl.idle_hook = idle_hook;
+	run.dl.idle_arg = &run;
+	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.dl, &run.asm_, &run.spill) < 0)
+		goto fail;
+
+	for (;;)
+	{
+		rc = stream_once(&run, have_ck > 0 || run.dl.ck.end_lsn > 0);
+		if (rc == 0)
+			break;
+		run.metrics.halts[rp_error_halt()]++;
+		/* fail-closed halts and --no-loop end the run; connection trouble retries */
+		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
+			goto fail;
+		pg_log_error("%s; reconnecting in %d s", rp_error(), backoff);
+		if (rp_deliver_flush(&run.dl, true, now_ms()) < 0)
+			goto fail;
+		disconnect(&run);
+		sleep((unsigned) backoff);
+		backoff = backoff < 30 ? backoff * 2 : 30;
+		if (stop_requested)
+			break;
+		have_ck = 1;
+	}
+	disconnect(&run);
+	rp_metrics_stop(&run.metrics);
+	rp_deliver_free(&run.dl);
+	rp_asm_free(&run.asm_);
+	run.sink->close(run.sink);
+	return RP_EXIT_OK;
+
+fail:
+	pg_log_error("%s", rp_error());
+	if (rp_error_halt() != RP_HALT_NONE)
+		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
+				progname, rp_halt_name(rp_error_halt()));
+	disconnect(&run);
+	rp_metrics_stop(&run.metrics);
+	/* spill files are private garbage now */
+	if (run.spill.dir)
+	{
+		RpSpill		again;
+
+		rp_spill_init(&again, run.spill.dir, 0, 0);
+	}
+	return rp_error_halt() != RP_HALT_NONE ? RP_EXIT_HALT : RP_EXIT_ERROR;
+}
+
+static int
+run_slot_action(RpCli *cli)
+{
+	RpConn		conn;
+	int			rc = 0;
+
+	if (rp_conn_open(&conn, cli->dbname, progname) < 0)
+	{
+		pg_log_error("%s", rp_error());
+		return RP_EXIT_ERROR;
+	}
+	if (cli->drop_slot)
+	{
+		pg_log_info(cli, "dropping replication slot \"%s\"", cli->slot);
+		rc = rp_conn_drop_slot(&conn, cli->slot);
+	}
+	if (rc == 0 && cli->create_slot)
+	{
+		pg_log_info(cli, "creating replication slot \"%s\"", cli->slot);
+		rc = rp_conn_create_slot(&conn, cli->slot, "replicant", cli->if_not_exists);
+	}
+	rp_conn_close(&conn);
+	if (rc < 0)
+	{
+		pg_log_error("%s", rp_error());
+		return RP_EXIT_ERROR;
+	}
+	return RP_EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct option long_options[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"slot", required_argument, NULL, 'S'},
+		{"option", required_argument, NULL, 'o'},
+		{"startpos", required_argument, NULL, 'I'},
+		{"endpos", required_argument, NULL, 'E'},
+		{"status-interval", required_argument, NULL, 's'},
+		{"no-loop", no_argument, NULL, 'n'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, '?'},
+		{"create-slot", no_argument, NULL, 1},
+		{"drop-slot", no_argument, NULL, 2},
+		{"start", no_argument, NULL, 3},
+		{"if-not-exists", no_argument, NULL, 4},
+		{"sink", required_argument, NULL, 5},
+		{"max-memory", required_argument, NULL, 6},
+		{"max-spill", required_argument, NULL, 7},
+		{"spill-dir", required_argument, NULL, 8},
+		{"state-dir", required_argument, NULL, 9},
+		{"batch-txns", required_argument, NULL, 10},
+		{"batch-bytes", required_argument, NULL, 11},
+		{"batch-ms", required_argument, NULL, 12},
+		{"progress", no_argument, NULL, 13},
+		{"metrics-port", required_argument, NULL, 14},
+		{NULL, 0, NULL, 0}
+	};
+	RpCli		cli;
+	int			c;
+	int			secs;
+	uint64_t	size;
+
+	memset(&cli, 0, sizeof(cli));
+	cli.status_interval_ms = 10000;
+	cli.sink = "stdout";
+	cli.max_memory = (size_t) 256 << 20;
+	cli.max_spill = (uint64_t) 64 << 30;
+	cli.state_dir = "replicant-state";
+	cli.limits.max_txns = 1000;
+	cli.limits.max_bytes = (uint64_t) 64 << 20;
+	cli.limits.max_ms = 200;
+
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
+	{
+		usage();
+		return RP_EXIT_OK;
+	}
+	while ((c = getopt_long(argc, argv, "d:S:o:I:E:s:nvV?", long_options, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'd':
+				cli.dbname = optarg;
+				break;
+			case 'S':
+				cli.slot = optarg;
+				break;
+			case 'o':
+				if (strncmp(optarg, "format", 6) == 0 || strncmp(optarg, "proto_version", 13) == 0)
+				{
+					pg_log_error("plugin option \"%s\" is set by %s itself", optarg, progname);
+					return RP_EXIT_USAGE;
+				}
+				add_option(&cli, optarg);
+				break;
+			case 'I':
+				if (!rp_lsn_parse(optarg, &cli.startpos))
+				{
+					pg_log_error("could not parse start position \"%s\"", optarg);
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 'E':
+				if (!rp_lsn_parse(optarg, &cli.endpos))
+				{
+					pg_log_error("could not parse end position \"%s\"", optarg);
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 's':
+				if (!parse_int(optarg, 0, INT32_MAX / 1000, &secs))
+				{
+					pg_log_error("invalid status interval \"%s\"", optarg);
+					return RP_EXIT_USAGE;
+				}
+				cli.status_interval_ms = secs * 1000;
+				break;
+			case 'n':
+				cli.no_loop = true;
+				break;
+			case 'v':
+				cli.verbose++;
+				break;
+			case 'V':
+				printf("%s (replicant) %s, wire protocol %d\n", progname, RP_VERSION, RP_PROTO_VERSION);
+				return RP_EXIT_OK;
+			case 1:
+				cli.create_slot = true;
+				break;
+			case 2:
+				cli.drop_slot = true;
+				break;
+			case 3:
+				cli.start = true;
+				break;
+			case 4:
+				cli.if_not_exists = true;
+				break;
+			case 5:
+				cli.sink = optarg;
+				break;
+			case 6:
+			case 7:
+			case 11:
+				if (!parse_size(optarg, &size) || size == 0)
+				{
+					pg_log_error("invalid size \"%s\" for --%s", optarg,
+								 c == 6 ? "max-memory" : c == 7 ? "max-spill" : "batch-bytes");
+					return RP_EXIT_USAGE;
+				}
+				if (c == 6)
+					cli.max_memory = (size_t) size;
+				else if (c == 7)
+					cli.max_spill = size;
+				else
+					cli.limits.max_bytes = size;
+				break;
+			case 8:
+				cli.spill_dir = optarg;
+				break;
+			case 9:
+				cli.state_dir = optarg;
+				break;
+			case 10:
+				if (!parse_int(optarg, 1, 1000000, &cli.limits.max_txns))
+				{
+					pg_log_error("invalid value \"%s\" for --batch-txns", optarg);
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 12:
+				if (!parse_int(optarg, 0, 3600000, &cli.limits.max_ms))
+				{
+					pg_log_error("invalid value \"%s\" for --batch-ms", optarg);
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 13:
+				cli.progress = true;
+				break;
+			case 14:
+				if (!parse_int(optarg, 1, 65535, &cli.metrics_port))
+				{
+					pg_log_error("invalid port \"%s\" for --metrics-port", optarg);
+					return RP_EXIT_USAGE;
+				}
+				break;
+			default:
+				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+				return RP_EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+	{
+		pg_log_error("too many command-line arguments (first is \"%s\")", argv[optind]);
+		fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+		return RP_EXIT_USAGE;
+	}
+	if (cli.slot == NULL)
+	{
+		pg_log_error("no slot specified");
+		fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+		return RP_EXIT_USAGE;
+	}
+	if (!cli.create_slot && !cli.drop_slot && !cli.start)
+	{
+		pg_log_error("at least one action needs to be specified");
+		fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+		return RP_EXIT_USAGE;
+	}
+	if (cli.drop_slot && (cli.create_slot || cli.start))
+	{
+		pg_log_error("cannot use --create-slot or --start together with --drop-slot");
+		return RP_EXIT_USAGE;
+	}
+
+	signal(SIGINT, on_stop_signal);
+	signal(SIGTERM, on_stop_signal);
+	signal(SIGHUP, on_hup_signal);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (cli.create_slot || cli.drop_slot)
+	{
+		int			rc = run_slot_action(&cli);
+
+		if (rc != RP_EXIT_OK || !cli.start)
+			return rc;
+	}
+	return run_stream(&cli);
+}

@@ -1,0 +1,44 @@
+/*
+ * rp_ckpt.h
+ *    Checkpoints: how far a sink durably holds the stream.
+ *
+ * commit_lsn is the dedup watermark (transactions committed at or before
+ * it are done); end_lsn is what may be acknowledged to the server (G2).
+ * A checkpoint is bound to the source's system id, timeline and slot.
+ * The library-owned form is a small text file replaced atomically (temp
+ * file, fsync, rename, fsync of the folder); sink-owned forms live with
+ * the sink's data.
+ */
+#ifndef RP_CKPT_H
+#define RP_CKPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RP_SLOT_NAME_MAX 64
+
+typedef struct RpCheckpoint
+{
+	uint64_t	system_id;
+	uint32_t	timeline;
+	char		slot[RP_SLOT_NAME_MAX];
+	uint64_t	commit_lsn;
+	uint64_t	end_lsn;
+} RpCheckpoint;
+
+/* One line: "replicant-checkpoint v1 sysid=... tli=... slot=... commit=X/Y end=X/Y" */
+extern int	rp_ckpt_format(const RpCheckpoint *ck, char *buf, size_t len);
+extern bool rp_ckpt_parse(const char *line, RpCheckpoint *ck);
+
+/* 1 found, 0 no file, -1 error (unreadable or not a checkpoint). */
+extern int	rp_ckpt_read(const char *path, RpCheckpoint *ck);
+extern int	rp_ckpt_write(const char *path, const RpCheckpoint *ck);
+
+/* Is ck bound to this source?  Halts (G3) with a named reason if not. */
+extern int	rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint32_t timeline,
+								 const char *slot);
+
+extern bool rp_lsn_parse(const char *s, uint64_t *lsn);
+extern void rp_lsn_format(uint64_t lsn, char *buf);	/* buf: at least 24 bytes */
+
+#endif							/* RP_CKPT_H */

@@ -1,0 +1,71 @@
+/*
+ * rp_conn.h
+ *    The replication connection: IDENTIFY_SYSTEM, slots, START_REPLICATION
+ *    and the CopyBoth stream (XLogData, keepalives, standby status).
+ *    Modelled on pg_recvlogical: one feedback function, non-blocking reads.
+ */
+#ifndef RP_CONN_H
+#define RP_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+typedef struct RpConn
+{
+	PGconn	   *pg;
+	uint64_t	system_id;
+	uint32_t	timeline;
+	char	   *dbname;
+	uint64_t	received_lsn;	/* highest WAL position seen (write) */
+	uint64_t	server_wal_end; /* from the last keepalive or XLogData */
+	int64_t		last_status_us;
+} RpConn;
+
+/* What the slot says, for the gap check before resuming (G3). */
+typedef struct RpSlotInfo
+{
+	bool		exists;
+	bool		logical;
+	bool		lost;			/* wal_status = 'lost' or invalidated */
+	char		plugin[64];
+	uint64_t	confirmed_flush;
+} RpSlotInfo;
+
+typedef enum RpMsgKind
+{
+	RP_MSG_NONE,				/* nothing yet (would block) */
+	RP_MSG_DATA,				/* a frame */
+	RP_MSG_KEEPALIVE,
+	RP_MSG_END,					/* the server ended the stream */
+	RP_MSG_ERROR
+} RpMsgKind;
+
+typedef struct RpMsg
+{
+	RpMsgKind	kind;
+	uint64_t	lsn;			/* XLogData start, or keepalive WAL end */
+	bool		reply_requested;
+	const char *data;
+	size_t		len;
+	char	   *owned;			/* PQfreemem'd by rp_conn_release */
+} RpMsg;
+
+/* Connect with replication=database; conninfo may be a string or URI. */
+extern int	rp_conn_open(RpConn *c, const char *conninfo, const char *progname);
+extern void rp_conn_close(RpConn *c);
+extern int	rp_conn_identify(RpConn *c);
+extern int	rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info);
+extern int	rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists);
+extern int	rp_conn_drop_slot(RpConn *c, const char *slot);
+/* options: NULL-terminated "name", "value" pairs, quoted here. */
+extern int	rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *options);
+/* Wait up to timeout_ms for the socket, then read one message. */
+extern int	rp_conn_read(RpConn *c, RpMsg *msg, int timeout_ms);
+extern void rp_conn_release(RpMsg *msg);
+/* Standby status update: write = received, flush = apply = durable. */
+extern int	rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply);
+extern int64_t rp_now_us(void);
+
+#endif							/* RP_CONN_H */

@@ -1,0 +1,115 @@
+/*
+ * rp_metrics.c
+ *    Prometheus text exposition (see rp_metrics.h).
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <microhttpd.h>
+#include <stdio.h>
+
+#include "rp_metrics.h"
+
+static void
+rp_metric(RpBuf *b, const char *name, const char *type, const char *help, const char *labels,
+		  uint64_t v)
+{
+	char		line[512];
+	int			n;
+
+	if (help)
+	{
+		n = snprintf(line, sizeof(line), "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+		rp_buf_put_bytes(b, line, (size_t) n);
+	}
+	n = snprintf(line, sizeof(line), "%s%s %" PRIu64 "\n", name, labels ? labels : "", v);
+	rp_buf_put_bytes(b, line, (size_t) n);
+}
+
+char *
+rp_metrics_render(const RpMetrics *m)
+{
+	RpBuf		b;
+	const RpDelivery *dl = m->dl;
+
+	rp_buf_init(&b, 4096);
+	if (dl)
+	{
+		rp_metric(&b, "replicant_transactions_total", "counter", "Transactions delivered to the sink.", NULL, dl->txns);
+		rp_metric(&b, "replicant_changes_total", "counter", "Rows, truncates and messages delivered.", NULL, dl->changes);
+		rp_metric(&b, "replicant_batches_total", "counter", "Batches delivered.", NULL, dl->batches);
+		rp_metric(&b, "replicant_messages_total", "counter", "Non-transactional messages delivered.", NULL, dl->messages);
+		rp_metric(&b, "replicant_schema_changes_total", "counter", "Schema changes seen.", NULL, dl->schema_changes);
+		rp_metric(&b, "replicant_checkpoint_lsn", "gauge", "End LSN of the last durable unit.", NULL, dl->ck.end_lsn);
+		rp_metric(&b, "replicant_lag_bytes", "gauge", "Server WAL position minus the checkpoint.", NULL,
+				  m->server_wal_end > dl->ck.end_lsn ? m->server_wal_end - dl->ck.end_lsn : 0);
+	}
+	rp_metric(&b, "replicant_received_bytes_total", "counter", "Frame bytes received.", NULL, m->bytes);
+	if (m->asm_)
+		rp_metric(&b, "replicant_dedup_skipped_total", "counter", "Transactions skipped at or below the watermark.", NULL, m->asm_->skipped);
+	if (m->spill)
+	{
+		rp_metric(&b, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, m->spill->spills);
+		rp_metric(&b, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, m->spill->disk_in_use);
+		rp_metric(&b, "replicant_memory_bytes", "gauge", "Assembled bytes held in memory.", NULL, m->spill->mem_in_use);
+	}
+	for (int h = 0; h < RP_HALT__COUNT; h++)
+	{
+		char		labels[64];
+
+		snprintf(labels, sizeof(labels), "{reason=\"%s\"}", rp_halt_name((RpHalt) h));
+		rp_metric(&b, "replicant_halts_total", "counter", h == 0 ? "Stops by reason." : NULL, labels, m->halts[h]);
+	}
+	rp_buf_put_char(&b, '\0');
+	return b.data;
+}
+
+static enum MHD_Result
+rp_metrics_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **state)
+{
+	RpMetrics  *m = cls;
+	char	   *page;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (strcmp(method, "GET") != 0)
+		return MHD_NO;
+	page = rp_metrics_render(m);
+	resp = MHD_create_response_from_buffer(strlen(page), page, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+int
+rp_metrics_start(RpMetrics *m, int port, const RpDelivery *dl, const RpAsm *a, const RpSpill *spill)
+{
+	struct sockaddr_in addr;
+
+	m->dl = dl;
+	m->asm_ = a;
+	m->spill = spill;
+	if (port == 0)
+		return 0;
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t) port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	m->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t) port, NULL, NULL,
+								 rp_metrics_answer, m, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
+	if (m->daemon == NULL)
+		return rp_fail(RP_HALT_NONE, "could not serve metrics on 127.0.0.1:%d", port);
+	return 0;
+}
+
+void
+rp_metrics_stop(RpMetrics *m)
+{
+	if (m->daemon)
+		MHD_stop_daemon(m->daemon);
+	m->daemon = NULL;
+}

@@ -1,0 +1,36 @@
+/*
+ * rp_metrics.h
+ *    Telemetry: counters, lag and the checkpoint, served in Prometheus text
+ *    format on 127.0.0.1:PORT (libmicrohttpd).  Value-free by construction:
+ *    the page is built from a fixed list of numeric fields and the names of
+ *    halt reasons, never from data or error text.
+ */
+#ifndef RP_METRICS_H
+#define RP_METRICS_H
+
+#include <stdint.h>
+
+#include "rp_asm.h"
+#include "rp_deliver.h"
+#include "rp_status.h"
+
+typedef struct RpMetrics
+{
+	uint64_t	bytes;			/* frame bytes received */
+	uint64_t	halts[RP_HALT__COUNT];
+	uint64_t	server_wal_end;
+	int64_t		last_commit_time;	/* us since the Unix epoch */
+	const RpDelivery *dl;
+	const RpAsm *asm_;
+	const RpSpill *spill;
+	void	   *daemon;
+} RpMetrics;
+
+/* port 0: no endpoint, counters only. */
+extern int	rp_metrics_start(RpMetrics *m, int port, const RpDelivery *dl, const RpAsm *a,
+							 const RpSpill *spill);
+extern void rp_metrics_stop(RpMetrics *m);
+/* The exposition text (caller frees). */
+extern char *rp_metrics_render(const RpMetrics *m);
+
+#endif							/* RP_METRICS_H */

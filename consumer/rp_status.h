@@ -1,0 +1,39 @@
+/*
+ * rp_status.h
+ *    Why the consumer stopped: one error slot per process, holding a
+ *    value-free message and, for fail-closed halts, the reason (G3).  Every
+ *    failing library call sets it and returns -1; the CLI prints it once.
+ */
+#ifndef RP_STATUS_H
+#define RP_STATUS_H
+
+#include <stdbool.h>
+
+typedef enum RpHalt
+{
+	RP_HALT_NONE = 0,			/* an ordinary error (connection, I/O): retryable */
+	RP_HALT_MALFORMED,			/* a record that does not decode */
+	RP_HALT_PROTOCOL,			/* records out of order (a row before BEGIN ...) */
+	RP_HALT_UNKNOWN_RELATION,
+	RP_HALT_SCHEMA,				/* a destructive schema change */
+	RP_HALT_SPILL_LIMIT,		/* --max-spill exceeded */
+	RP_HALT_SINK,				/* the sink refused or failed to apply */
+	RP_HALT_GAP,				/* the slot is gone, invalidated or ahead */
+	RP_HALT_IDENTITY,			/* checkpoint of another system or timeline */
+	RP_HALT__COUNT
+} RpHalt;
+
+/* Exit codes of the CLI (docs/operations.md). */
+#define RP_EXIT_OK      0
+#define RP_EXIT_ERROR   1
+#define RP_EXIT_USAGE   2
+#define RP_EXIT_HALT    3
+
+/* Set the error (printf-style, value-free by construction); returns -1. */
+extern int	rp_fail(RpHalt halt, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern const char *rp_error(void);
+extern RpHalt rp_error_halt(void);
+extern void rp_error_clear(void);
+extern const char *rp_halt_name(RpHalt halt);
+
+#endif							/* RP_STATUS_H */

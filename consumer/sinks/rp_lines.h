@@ -1,0 +1,19 @@
+/*
+ * rp_lines.h
+ *    JSON lines for the log sinks (stdout, file, exec): one change per
+ *    line, each carrying its transaction's commit LSN, xid and commit time,
+ *    values pre-cast by the common renderer; one line per truncate and
+ *    message.  docs/sinks.md shows examples.
+ */
+#ifndef RP_LINES_H
+#define RP_LINES_H
+
+#include "rp_deliver.h"
+
+/* Append txn's lines to out; when out passes flush_at bytes, call
+ * flush(arg, out) to empty it (large transactions stream through). */
+extern int	rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
+						 int (*flush) (void *arg, RpBuf *out), void *arg);
+extern void rp_lines_message(RpBuf *out, const RpMessage *msg);
+
+#endif							/* RP_LINES_H */

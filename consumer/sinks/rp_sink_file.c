@@ -1,0 +1,278 @@
+/*
+ * rp_sink_file.c
+ *    The file sink: an append-only JSON-lines log that is effect-once.
+ *
+ * After each unit (transaction or batch) a checkpoint line is appended and
+ * the file is fsynced; the checkpoint therefore lives in the file with the
+ * data it covers.  On open, anything after the last checkpoint line (a
+ * torn tail from a crash between write and fsync) is cut off, and the
+ * resume point is read from that line.  SIGHUP reopens the path (log
+ * rotation) and starts the new file with the current checkpoint line.
+ */
+#include "rp_alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rp_lines.h"
+#include "rp_sink.h"
+#include "rp_status.h"
+
+#define RP_FILE_CHUNK (4 * 1024 * 1024)
+#define RP_CKPT_PREFIX "{\"kind\":\"checkpoint\","
+#define RP_SCAN_CHUNK (64 * 1024)
+
+typedef struct RpFileSink
+{
+	char	   *path;
+	int			fd;
+	RpBuf		out;
+	bool		have_ck;
+	RpCheckpoint ck;
+} RpFileSink;
+
+static void
+rp_file_ckpt_line(RpBuf *out, const RpCheckpoint *ck)
+{
+	char		line[512];
+	int			n = snprintf(line, sizeof(line),
+							 RP_CKPT_PREFIX "\"system_id\":\"%" PRIu64 "\",\"timeline\":%u,"
+							 "\"slot\":\"%s\",\"commit_lsn\":\"%X/%X\",\"end_lsn\":\"%X/%X\"}\n",
+							 ck->system_id, ck->timeline, ck->slot,
+							 (unsigned) (ck->commit_lsn >> 32), (unsigned) ck->commit_lsn,
+							 (unsigned) (ck->end_lsn >> 32), (unsigned) ck->end_lsn);
+
+	rp_buf_put_bytes(out, line, (size_t) n);
+}
+
+static bool
+rp_file_ckpt_parse(const char *line, RpCheckpoint *ck)
+{
+	unsigned long long sysid;
+	unsigned	tli,
+				ch,
+				cl,
+				eh,
+				el;
+	char		slot[RP_SLOT_NAME_MAX];
+
+	memset(ck, 0, sizeof(*ck));
+	if (sscanf(line, RP_CKPT_PREFIX "\"system_id\":\"%llu\",\"timeline\":%u,\"slot\":\"%63[^\"]\","
+			   "\"commit_lsn\":\"%X/%X\",\"end_lsn\":\"%X/%X\"}",
+			   &sysid, &tli, slot, &ch, &cl, &eh, &el) != 7)
+		return false;
+	ck->system_id = sysid;
+	ck->timeline = tli;
+	memcpy(ck->slot, slot, sizeof(slot));
+	ck->commit_lsn = ((uint64_t) ch << 32) | cl;
+	ck->end_lsn = ((uint64_t) eh << 32) | el;
+	return true;
+}
+
+static int
+rp_file_write(void *arg, RpBuf *out)
+{
+	RpFileSink *f = arg;
+	size_t		off = 0;
+
+	while (off < out->len)
+	{
+		ssize_t		w = write(f->fd, out->data + off, out->len - off);
+
+		if (w < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return rp_fail(RP_HALT_SINK, "could not write to \"%s\": %s", f->path, strerror(errno));
+		}
+		off += (size_t) w;
+	}
+	rp_buf_reset(out);
+	return 0;
+}
+
+/*
+ * Find the last complete checkpoint line, scanning backwards from the end,
+ * and cut the file right after it.  No checkpoint line: nothing in the file
+ * was ever committed, so it is emptied.
+ */
+static int
+rp_file_recover(RpFileSink *f)
+{
+	struct stat sb;
+	off_t		size,
+				pos;
+	char	   *buf = rp_malloc(RP_SCAN_CHUNK + 1);
+	off_t		cut = 0;
+
+	f->have_ck = false;
+	if (fstat(f->fd, &sb) != 0)
+	{
+		rp_free(buf);
+		return rp_fail(RP_HALT_SINK, "could not stat \"%s\": %s", f->path, strerror(errno));
+	}
+	size = sb.st_size;
+	pos = size;
+	while (pos > 0 && !f->have_ck)
+	{
+		off_t		start = pos > RP_SCAN_CHUNK ? pos - RP_SCAN_CHUNK : 0;
+		size_t		n = (size_t) (pos - start);
+		ssize_t		r = pread(f->fd, buf, n, start);
+
+		if (r != (ssize_t) n)
+		{
+			rp_free(buf);
+			return rp_fail(RP_HALT_SINK, "could not read \"%s\": %s", f->path, strerror(errno));
+		}
+		buf[n] = '\0';
+		/* line starts in this chunk, last first; a line must end in \n */
+		for (ssize_t i = (ssize_t) n - 1; i >= 0 && !f->have_ck; i--)
+		{
+			if (!((i == 0 && start == 0) || (i > 0 && buf[i - 1] == '\n')))
+				continue;
+			if (strncmp(buf + i, RP_CKPT_PREFIX, strlen(RP_CKPT_PREFIX)) != 0)
+				continue;
+			{
+				char	   *nl = memchr(buf + i, '\n', n - (size_t) i);
+
+				if (nl && rp_file_ckpt_parse(buf + i, &f->ck))
+				{
+					f->have_ck = true;
+					cut = start + (off_t) (nl - buf) + 1;
+				}
+			}
+		}
+		if (start == 0)
+			break;
+		/* overlap so a checkpoint line split across chunks is seen whole */
+		pos = start + 512;
+		if (pos >= size || pos <= start)
+			pos = start;
+	}
+	rp_free(buf);
+	if (cut < size && ftruncate(f->fd, cut) != 0)
+		return rp_fail(RP_HALT_SINK, "could not cut the torn tail of \"%s\": %s", f->path,
+					   strerror(errno));
+	if (cut < size && fsync(f->fd) != 0)
+		return rp_fail(RP_HALT_SINK, "could not fsync \"%s\": %s", f->path, strerror(errno));
+	return 0;
+}
+
+static int
+rp_file_open_path(RpFileSink *f)
+{
+	f->fd = open(f->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (f->fd < 0)
+		return rp_fail(RP_HALT_SINK, "could not open \"%s\": %s", f->path, strerror(errno));
+	return 0;
+}
+
+static int
+rp_file_commit(RpFileSink *f, const RpCheckpoint *ck)
+{
+	rp_file_ckpt_line(&f->out, ck);
+	if (rp_file_write(f, &f->out) < 0)
+		return -1;
+	if (fdatasync(f->fd) != 0)
+		return rp_fail(RP_HALT_SINK, "could not fsync \"%s\": %s", f->path, strerror(errno));
+	f->ck = *ck;
+	f->have_ck = true;
+	return 0;
+}
+
+static int
+rp_file_checkpoint(RpSink *s, RpCheckpoint *ck)
+{
+	RpFileSink *f = s->priv;
+
+	if (!f->have_ck)
+		return 0;
+	*ck = f->ck;
+	return 1;
+}
+
+static int
+rp_file_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
+{
+	RpFileSink *f = s->priv;
+
+	for (int i = 0; i < n; i++)
+		if (rp_lines_txn(&f->out, dl, txns[i], RP_FILE_CHUNK, rp_file_write, f) < 0)
+			return -1;
+	return rp_file_commit(f, ck);
+}
+
+static int
+rp_file_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
+{
+	return rp_file_batch(s, dl, &txn, 1, ck);
+}
+
+static int
+rp_file_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
+{
+	RpFileSink *f = s->priv;
+
+	rp_lines_message(&f->out, msg);
+	return rp_file_commit(f, ck);
+}
+
+static int
+rp_file_reopen(RpSink *s)
+{
+	RpFileSink *f = s->priv;
+	RpCheckpoint ck = f->ck;
+	bool		had_ck = f->have_ck;
+
+	close(f->fd);
+	if (rp_file_open_path(f) < 0 || rp_file_recover(f) < 0)
+		return -1;
+	/* a fresh file must carry the position too, or a restart would lose it */
+	if (f->have_ck || !had_ck)
+		return 0;
+	return rp_file_commit(f, &ck);
+}
+
+static void
+rp_file_close(RpSink *s)
+{
+	RpFileSink *f = s->priv;
+
+	if (f->fd >= 0)
+		close(f->fd);
+	rp_buf_free(&f->out);
+	rp_free(f->path);
+	rp_free(f);
+	rp_free(s);
+}
+
+RpSink *
+rp_sink_file_open(const char *path)
+{
+	RpSink	   *s = rp_malloc0(sizeof(RpSink));
+	RpFileSink *f = rp_malloc0(sizeof(RpFileSink));
+
+	f->path = rp_strndup(path, strlen(path));
+	f->fd = -1;
+	rp_buf_init(&f->out, 64 * 1024);
+	s->name = "file";
+	s->kind = RP_SINK_APPEND_LOG;
+	s->owns_checkpoint = true;
+	s->priv = f;
+	s->checkpoint = rp_file_checkpoint;
+	s->handle_transaction = rp_file_txn;
+	s->handle_batch = rp_file_batch;
+	s->handle_message = rp_file_message;
+	s->reopen = rp_file_reopen;
+	s->close = rp_file_close;
+	if (rp_file_open_path(f) < 0 || rp_file_recover(f) < 0)
+	{
+		rp_file_close(s);
+		return NULL;
+	}
+	return s;
+}

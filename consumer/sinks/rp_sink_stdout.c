@@ -1,0 +1,81 @@
+/*
+ * rp_sink_stdout.c
+ *    The stdout sink: JSON lines on standard output.  At-least-once: the
+ *    library's checkpoint file is written after each unit is flushed.
+ */
+#include "rp_alloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "rp_lines.h"
+#include "rp_sink.h"
+#include "rp_status.h"
+
+#define RP_STDOUT_CHUNK (1024 * 1024)
+
+static int
+rp_stdout_write(void *arg, RpBuf *out)
+{
+	size_t		off = 0;
+
+	while (off < out->len)
+	{
+		ssize_t		w = write(STDOUT_FILENO, out->data + off, out->len - off);
+
+		if (w < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return rp_fail(RP_HALT_SINK, "could not write to standard output: %s", strerror(errno));
+		}
+		off += (size_t) w;
+	}
+	rp_buf_reset(out);
+	return 0;
+}
+
+static int
+rp_stdout_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
+{
+	RpBuf	   *out = s->priv;
+
+	if (rp_lines_txn(out, dl, txn, RP_STDOUT_CHUNK, rp_stdout_write, NULL) < 0)
+		return -1;
+	return rp_stdout_write(NULL, out);
+}
+
+static int
+rp_stdout_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
+{
+	RpBuf	   *out = s->priv;
+
+	rp_lines_message(out, msg);
+	return rp_stdout_write(NULL, out);
+}
+
+static void
+rp_stdout_close(RpSink *s)
+{
+	rp_buf_free(s->priv);
+	rp_free(s->priv);
+	rp_free(s);
+}
+
+RpSink *
+rp_sink_stdout_open(void)
+{
+	RpSink	   *s = rp_malloc0(sizeof(RpSink));
+	RpBuf	   *out = rp_malloc0(sizeof(RpBuf));
+
+	rp_buf_init(out, 64 * 1024);
+	s->name = "stdout";
+	s->kind = RP_SINK_APPEND_LOG;
+	s->owns_checkpoint = false;
+	s->priv = out;
+	s->handle_transaction = rp_stdout_txn;
+	s->handle_message = rp_stdout_message;
+	s->close = rp_stdout_close;
+	return s;
+}
