@@ -14,7 +14,8 @@ DATA        = $(sort $(wildcard plugin/replicant--*.sql))
 PGFILEDESC  = "replicant - pre-cast change-data-capture output plugin"
 
 REGRESS      = $(basename $(notdir $(sort $(wildcard sql/*.sql))))
-REGRESS_OPTS = --temp-instance=tmp_check --temp-config=regress/logical.conf \
+# UTF8 whatever the locale: the suite checks non-ASCII text end to end.
+REGRESS_OPTS = --temp-instance=tmp_check --temp-config=regress/logical.conf --encoding=UTF8 \
                $(if $(PLUGIN_LIBS_SETTING),--temp-config=regress/plugin_libraries.conf)
 
 PG_CONFIG  ?= pg_config

@@ -267,7 +267,8 @@ rp_fmt_timetz(RpBuf *buf, int64_t usecs, int32_t offset_east)
 {
 	char		tmp[16];
 	int			n;
-	int32_t		a = offset_east < 0 ? -offset_east : offset_east;
+	/* 64-bit: negating INT32_MIN (a damaged frame) would overflow */
+	int64_t		a = offset_east < 0 ? -(int64_t) offset_east : offset_east;
 
 	rp_fmt_hms(buf, usecs);
 	n = snprintf(tmp, sizeof(tmp), "%c%02d:%02d", offset_east < 0 ? '-' : '+',

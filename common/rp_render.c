@@ -419,7 +419,8 @@ rp_render_relation(RpBuf *buf, const RpRelation *rel)
 		rp_buf_put_char(buf, '{');
 		rp_json_key(buf, "name");
 		rp_json_cstring(buf, c->name);
-		rp_render_member_u64(buf, "attnum", (uint64_t) c->attnum);
+		rp_buf_put_text(buf, ",\"attnum\":");
+		rp_fmt_int64(buf, c->attnum);	/* signed, as attnum is */
 		rp_buf_put_char(buf, ',');
 		rp_json_key(buf, "type");
 		rp_json_cstring(buf, c->type_name);
@@ -532,8 +533,12 @@ rp_render_record(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels, const ch
 			rp_buf_put_char(buf, ',');
 			rp_json_key(buf, "prefix");
 			rp_json_string(buf, rec->u.message.prefix, rec->u.message.prefix_len);
-			/* text when it is UTF-8, else base64 under its own key */
-			if (rp_utf8_valid(rec->u.message.content, rec->u.message.content_len))
+			/*
+			 * text when it is UTF-8 without NUL (no PostgreSQL text holds one,
+			 * and jsonb refuses \u0000), else base64 under its own key
+			 */
+			if (rp_utf8_valid(rec->u.message.content, rec->u.message.content_len) &&
+				memchr(rec->u.message.content, '\0', rec->u.message.content_len) == NULL)
 			{
 				rp_buf_put_char(buf, ',');
 				rp_json_key(buf, "content");

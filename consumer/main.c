@@ -20,6 +20,7 @@
 #include "rp_conn.h"
 #include "rp_deliver.h"
 #include "rp_metrics.h"
+#include "rp_pg.h"
 #include "rp_status.h"
 #include "rp_wire.h"
 
@@ -53,6 +54,7 @@ typedef struct RpCli
 	RpBatchLimits limits;
 	bool		progress;
 	int			metrics_port;
+	RpPgOptions pg;				/* mirror sink */
 } RpCli;
 
 typedef struct RpRun
@@ -87,7 +89,8 @@ usage(void)
 	printf("  -s, --status-interval=SECS\n"
 		   "                         time between status updates to the server (default: 10)\n");
 	printf("  -S, --slot=SLOTNAME    name of the logical replication slot\n");
-	printf("      --sink=SINK        stdout (or -), file:PATH, exec:COMMAND (default: stdout)\n");
+	printf("      --sink=SINK        stdout (or -), file:PATH, exec:COMMAND, postgresql://URI or\n"
+		   "                         postgres:CONNINFO (a mirror; default: stdout)\n");
 	printf("      --state-dir=DIR    checkpoint, relation view and spill files (default: ./replicant-state)\n");
 	printf("      --spill-dir=DIR    spill files (default: STATE-DIR/spill)\n");
 	printf("      --max-memory=SIZE  assembled transactions held in memory (default: 256MB)\n");
@@ -97,6 +100,15 @@ usage(void)
 	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
+	printf("\nMirror sink options:\n");
+	printf("      --create-tables    create missing destination tables from the source's description\n");
+	printf("      --on-destructive=halt|skip|apply\n"
+		   "                         a dropped column or changed type halts (default), is ignored, or is applied\n");
+	printf("      --schema-prefix=P  destination schema is P followed by the source schema\n");
+	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
+	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
+	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
+	printf("\nOther options:\n");
 	printf("  -v, --verbose          output verbose messages\n");
 	printf("  -V, --version          output version information, then exit\n");
 	printf("  -?, --help             show this help, then exit\n");
@@ -198,6 +210,13 @@ add_option(RpCli *cli, const char *arg)
 	cli->options[cli->noptions * 2 + 1] = eq ? rp_strndup(eq + 1, strlen(eq + 1)) : NULL;
 	cli->noptions++;
 	cli->options[cli->noptions * 2] = NULL;
+}
+
+static void
+add_name(char ***list, int *n, const char *name)
+{
+	*list = rp_realloc(*list, sizeof(char *) * (size_t) (*n + 1));
+	(*list)[(*n)++] = rp_strndup(name, strlen(name));
 }
 
 static int64_t
@@ -452,9 +471,18 @@ run_stream(RpCli *cli)
 		run.sink = rp_sink_file_open(cli->sink + 5);
 	else if (strncmp(cli->sink, "exec:", 5) == 0)
 		run.sink = rp_sink_exec_open(cli->sink + 5);
+	else if (strncmp(cli->sink, "postgresql://", 13) == 0 || strncmp(cli->sink, "postgres://", 11) == 0 ||
+			 strncmp(cli->sink, "postgres:", 9) == 0)
+	{
+		cli->pg.conninfo = strncmp(cli->sink, "postgres:", 9) == 0 && cli->sink[9] != '/'
+			? cli->sink + 9 : cli->sink;
+		cli->pg.slot = cli->slot;
+		run.sink = rp_sink_pg_open(&cli->pg);
+	}
 	else
 	{
-		pg_log_error("unknown sink \"%s\" (expected stdout, file:PATH or exec:COMMAND)", cli->sink);
+		pg_log_error("unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
+					 cli->sink);
 		return RP_EXIT_USAGE;
 	}
 	if (run.sink == NULL)
@@ -504,9 +532,10 @@ run_stream(RpCli *cli)
 		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
 			goto fail;
 		pg_log_error("%s; reconnecting in %d s", rp_error(), backoff);
-		if (rp_deliver_flush(&run.dl, true, now_ms()) < 0)
-			goto fail;
+		/* nothing undelivered was acknowledged: the server sends it again */
+		rp_deliver_discard(&run.dl);
 		disconnect(&run);
+		run.asm_.watermark = run.dl.ck.commit_lsn;
 		sleep((unsigned) backoff);
 		backoff = backoff < 30 ? backoff * 2 : 30;
 		if (stop_requested)
@@ -595,6 +624,12 @@ main(int argc, char **argv)
 		{"batch-ms", required_argument, NULL, 12},
 		{"progress", no_argument, NULL, 13},
 		{"metrics-port", required_argument, NULL, 14},
+		{"create-tables", no_argument, NULL, 15},
+		{"on-destructive", required_argument, NULL, 16},
+		{"schema-prefix", required_argument, NULL, 17},
+		{"history", required_argument, NULL, 18},
+		{"message-route", required_argument, NULL, 19},
+		{"message-ignore", required_argument, NULL, 20},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -726,6 +761,34 @@ main(int argc, char **argv)
 					pg_log_error("invalid port \"%s\" for --metrics-port", optarg);
 					return RP_EXIT_USAGE;
 				}
+				break;
+			case 15:
+				cli.pg.create_tables = true;
+				break;
+			case 16:
+				if (strcmp(optarg, "halt") == 0)
+					cli.pg.on_destructive = RP_DESTRUCTIVE_HALT;
+				else if (strcmp(optarg, "skip") == 0)
+					cli.pg.on_destructive = RP_DESTRUCTIVE_SKIP;
+				else if (strcmp(optarg, "apply") == 0)
+					cli.pg.on_destructive = RP_DESTRUCTIVE_APPLY;
+				else
+				{
+					pg_log_error("invalid value \"%s\" for --on-destructive (halt, skip or apply)", optarg);
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 17:
+				cli.pg.schema_prefix = optarg;
+				break;
+			case 18:
+				add_name(&cli.pg.history, &cli.pg.nhistory, optarg);
+				break;
+			case 19:
+				add_name(&cli.pg.route_prefixes, &cli.pg.nroute, optarg);
+				break;
+			case 20:
+				add_name(&cli.pg.ignore_prefixes, &cli.pg.nignore, optarg);
 				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);

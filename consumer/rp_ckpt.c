@@ -15,16 +15,23 @@
 #include "rp_ckpt.h"
 #include "rp_status.h"
 
+/*
+ * "X/Y" with 1 to 8 hex digits on each side and nothing else, as
+ * PostgreSQL's pg_lsn input (no signs, spaces, 0x or trailing text).
+ */
 bool
 rp_lsn_parse(const char *s, uint64_t *lsn)
 {
-	unsigned int hi,
-				lo;
-	int			n = 0;
+	static const char hex[] = "0123456789abcdefABCDEF";
+	size_t		len1 = strspn(s, hex),
+				len2;
 
-	if (sscanf(s, "%X/%X%n", &hi, &lo, &n) != 2 || n == 0)
+	if (len1 < 1 || len1 > 8 || s[len1] != '/')
 		return false;
-	*lsn = ((uint64_t) hi << 32) | lo;
+	len2 = strspn(s + len1 + 1, hex);
+	if (len2 < 1 || len2 > 8 || s[len1 + 1 + len2] != '\0')
+		return false;
+	*lsn = ((uint64_t) strtoul(s, NULL, 16) << 32) | (uint64_t) strtoul(s + len1 + 1, NULL, 16);
 	return true;
 }
 
@@ -62,7 +69,26 @@ rp_ckpt_parse(const char *line, RpCheckpoint *ck)
 	ck->system_id = sysid;
 	ck->timeline = tli;
 	memcpy(ck->slot, slot, sizeof(slot));
-	return rp_lsn_parse(c, &ck->commit_lsn) && rp_lsn_parse(e, &ck->end_lsn);
+	if (!rp_lsn_parse(c, &ck->commit_lsn) || !rp_lsn_parse(e, &ck->end_lsn))
+		return false;
+
+	/*
+	 * Only the exact line rp_ckpt_format() writes (then optional trailing
+	 * white space): sscanf alone would take "sysid=-1", "tli=+1" or text
+	 * after the end LSN.
+	 */
+	{
+		char		canon[512];
+		int			n = rp_ckpt_format(ck, canon, sizeof(canon));
+
+		if (n <= 0 || (size_t) n >= sizeof(canon) || strncmp(line, canon, (size_t) n) != 0 ||
+			strspn(line + n, " \t\r\n") != strlen(line + n))
+		{
+			memset(ck, 0, sizeof(*ck));
+			return false;
+		}
+	}
+	return true;
 }
 
 int

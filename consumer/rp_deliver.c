@@ -284,13 +284,37 @@ rp_ck_for(const RpDelivery *dl, const RpTxn *t, RpCheckpoint *ck)
 		ck->end_lsn = t->end_lsn;
 }
 
+/*
+ * The first k transactions of the batch are done (durable in the sink or
+ * behind the checkpoint file): count them, free them, keep the rest.
+ */
+static void
+rp_deliver_done(RpDelivery *dl, int k)
+{
+	for (int i = 0; i < k; i++)
+	{
+		dl->changes += dl->batch[i]->nchanges;
+		rp_txn_free(dl->batch[i]);
+		dl->batch[i] = NULL;
+	}
+	dl->txns += (uint64_t) k;
+	if (k == 0)
+		return;
+	memmove(dl->batch, dl->batch + k, sizeof(RpTxn *) * (size_t) (dl->nbatch - k));
+	dl->nbatch -= k;
+	dl->batch_bytes = 0;
+	for (int i = 0; i < dl->nbatch; i++)
+		dl->batch_bytes += rp_store_length(&dl->batch[i]->store);
+}
+
 int
 rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 {
 	RpSink	   *s = dl->sink;
 	RpCheckpoint ck;
 	int			n = dl->nbatch;
-	int			rc = 0;
+	int			done = 0;		/* transactions the sink's own checkpoint covers */
+	int			i;
 
 	if (n == 0)
 		return 0;
@@ -303,36 +327,49 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 	{
 		if (s->handle_batch(s, dl, dl->batch, n, &ck) < 0)
 			return -1;
-		rc = rp_deliver_persist(dl, &ck);
+		if (rp_deliver_persist(dl, &ck) < 0)
+		{
+			if (s->owns_checkpoint)
+				rp_deliver_done(dl, n);
+			return -1;
+		}
 	}
 	else
 	{
-		for (int i = 0; i < n && rc == 0; i++)
+		for (i = 0; i < n; i++)
 		{
 			RpCheckpoint one;
 
 			rp_ck_for(dl, dl->batch[i], &one);
 			if (s->handle_transaction(s, dl, dl->batch[i], &one) < 0)
-				return -1;
-			/* library-owned: one file write per batch, but never behind */
-			if (s->owns_checkpoint || i == n - 1)
-				rc = rp_deliver_persist(dl, &one);
-			else
-				dl->ck = one;
+				break;
+			if (s->owns_checkpoint)
+			{
+				done = i + 1;
+				if (rp_deliver_persist(dl, &one) < 0)
+					break;
+			}
+
+			/*
+			 * Library-owned: one file write per batch.  dl->ck is what the
+			 * server is told (G2), so it moves only with the file.
+			 */
+			else if (i == n - 1 && rp_deliver_persist(dl, &one) < 0)
+				break;
+		}
+		if (i < n)
+		{
+			/*
+			 * A sink that owns its checkpoint already holds the first ones:
+			 * a retry must not hand them over again (G1).  Library-owned,
+			 * the whole batch is delivered again (at-least-once).
+			 */
+			rp_deliver_done(dl, done);
+			return -1;
 		}
 	}
-	if (rc < 0)
-		return -1;
-	for (int i = 0; i < n; i++)
-	{
-		dl->changes += dl->batch[i]->nchanges;
-		rp_txn_free(dl->batch[i]);
-		dl->batch[i] = NULL;
-	}
-	dl->txns += (uint64_t) n;
+	rp_deliver_done(dl, n);
 	dl->batches++;
-	dl->nbatch = 0;
-	dl->batch_bytes = 0;
 	return 0;
 }
 
@@ -406,4 +443,16 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
 		return 0;
 	}
 	return rp_deliver_persist(dl, &ck);
+}
+
+void
+rp_deliver_discard(RpDelivery *dl)
+{
+	for (int i = 0; i < dl->nbatch; i++)
+	{
+		rp_txn_free(dl->batch[i]);
+		dl->batch[i] = NULL;
+	}
+	dl->nbatch = 0;
+	dl->batch_bytes = 0;
 }

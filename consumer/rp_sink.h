@@ -83,5 +83,6 @@ struct RpSink
 extern RpSink *rp_sink_stdout_open(void);
 extern RpSink *rp_sink_file_open(const char *path);
 extern RpSink *rp_sink_exec_open(const char *command);
+/* rp_sink_pg_open(const RpPgOptions *) is declared in sinks/rp_pg.h */
 
 #endif							/* RP_SINK_H */

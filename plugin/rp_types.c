@@ -353,7 +353,7 @@ rp_unix_usecs(int64 pg_usecs)
 	if (pg_usecs > PG_INT64_MAX - RP_PG_EPOCH_USECS - 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp after 294247-01-10 04:00:54.775806 UTC cannot be encoded as Unix-epoch microseconds")));
+				 errmsg("timestamp after 294247-01-10 04:00:54.775806 cannot be encoded as microseconds since 1970-01-01")));
 	return pg_usecs + RP_PG_EPOCH_USECS;
 }
 

@@ -1,0 +1,123 @@
+/*
+ * rp_pg.h
+ *    The PostgreSQL mirror sink's shared state (rp_sink_pg.c: sessions,
+ *    checkpoints and transactions; rp_pg_table.c: destination tables;
+ *    rp_pg_apply.c: net effects and bulk apply).
+ */
+#ifndef RP_PG_H
+#define RP_PG_H
+
+#include <libpq-fe.h>
+
+#include "rp_buf.h"
+#include "rp_decode.h"
+#include "rp_sink.h"
+
+typedef enum RpDestructive
+{
+	RP_DESTRUCTIVE_HALT,
+	RP_DESTRUCTIVE_SKIP,
+	RP_DESTRUCTIVE_APPLY
+} RpDestructive;
+
+typedef struct RpPgOptions
+{
+	const char *conninfo;
+	const char *slot;
+	bool		create_tables;
+	RpDestructive on_destructive;
+	const char *schema_prefix;	/* destination schema = prefix || source schema */
+	char	  **history;		/* "schema.table" of tables kept as history */
+	int			nhistory;
+	char	  **route_prefixes; /* messages written to replicant.messages */
+	int			nroute;
+	char	  **ignore_prefixes;	/* messages acknowledged with no effect */
+	int			nignore;
+} RpPgOptions;
+
+typedef enum RpEffectOp
+{
+	RP_EFFECT_UPSERT,
+	RP_EFFECT_DELETE
+} RpEffectOp;
+
+/* The net effect of a batch on one key. */
+typedef struct RpEffect
+{
+	RpEffectOp	op;
+	bool		partial;		/* some column is unchanged TOAST: keep its value */
+	uint32_t	row_off;		/* serialized row in the table's arena */
+	uint32_t	row_len;
+	uint32_t	key_off;
+	uint32_t	key_len;
+	uint64_t	hash;
+} RpEffect;
+
+typedef struct RpPgTable
+{
+	uint32_t	relid;
+	RpRelation *rel;			/* the description we apply with */
+	char	   *qname;			/* quoted destination name */
+	char	   *dest_schema;
+	char	   *dest_name;
+	int		   *keycols;		/* indexes into rel->cols */
+	int			nkey;
+	bool		full_match;		/* REPLICA IDENTITY FULL without a key */
+	bool		no_identity;	/* updates and deletes cannot be applied */
+	bool		history;
+	bool		resolved;
+	char	   *stage_ups;		/* temporary staging tables, quoted */
+	char	   *stage_del;
+	/* net effects of the pending batch */
+	RpEffect   *effects;
+	int			neffects;
+	int			capeffects;
+	int		   *slots;			/* open addressing: effect index + 1 */
+	int			nslots;
+	RpBuf		arena;
+	int			order;			/* first touch in the batch (apply order) */
+} RpPgTable;
+
+typedef struct RpPg
+{
+	RpPgOptions opts;
+	PGconn	   *conn;
+	RpPgTable **tables;
+	int			ntables;
+	int			captables;
+	int			touched;		/* tables with pending effects */
+	uint64_t	stage_seq;
+	RpCheckpoint ck;			/* as read from the destination */
+	bool		have_ck;
+	bool		in_txn;
+	/* the source transaction being applied (history mode, messages) */
+	uint64_t	cur_commit_lsn;
+	int64_t		cur_commit_time;
+	RpBuf		scratch;
+} RpPg;
+
+/* rp_sink_pg.c */
+extern RpSink *rp_sink_pg_open(const RpPgOptions *opts);
+extern int	rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const RpPgTable *t);
+extern int	rp_pg_exec(RpPg *pg, const char *sql, const char *what, const RpPgTable *t);
+extern int	rp_pg_exec_params(RpPg *pg, const char *sql, int n, const char *const *vals,
+							  const char *what, const RpPgTable *t);
+
+/* rp_pg_table.c */
+extern RpPgTable *rp_pg_table_get(RpPg *pg, const RpRelation *rel);
+extern int	rp_pg_table_resolve(RpPg *pg, RpPgTable *t);
+extern int	rp_pg_table_schema_change(RpPg *pg, const RpRelation *before, const RpRelation *after,
+									  RpSchemaChange change);
+extern int	rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t);
+extern char *rp_pg_ident(RpPg *pg, const char *name);
+extern void rp_pg_table_free(RpPgTable *t);
+
+/* rp_pg_apply.c */
+extern int	rp_pg_apply_change(RpPg *pg, const RpRecord *rec);
+extern int	rp_pg_apply_truncate(RpPg *pg, const RpRecord *rec, const RpRelMap *rels);
+/* Apply every pending net effect (end of batch, or a barrier). */
+extern int	rp_pg_apply_flush(RpPg *pg);
+/* History tables apply per source transaction. */
+extern int	rp_pg_apply_end_txn(RpPg *pg);
+
+#endif							/* RP_PG_H */

@@ -1,0 +1,1019 @@
+/*
+ * rp_pg_apply.c
+ *    Net effects and bulk apply for the mirror sink.
+ *
+ * Within a batch every change is folded into one effect per key (insert
+ * then update = one upsert; insert then delete = a delete of a key the
+ * destination may not have; an update of the key = a delete of the old key
+ * and an upsert of the new one).  At the end of the batch, or at a barrier
+ * (TRUNCATE, a schema change), each table's effects are applied in bulk:
+ * keys to delete and full rows are COPYed into temporary staging tables,
+ * then one DELETE ... USING and one INSERT ... ON CONFLICT DO UPDATE per
+ * table.  Rows with unchanged TOAST columns are updated one by one with
+ * only the columns they carry, so the destination keeps its value.
+ * Tables without a key under REPLICA IDENTITY FULL are applied change by
+ * change, matched on all columns; history tables get one closed and one
+ * opened version per key and source transaction.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "rp_ckpt.h"
+#include "rp_format.h"
+#include "rp_pg.h"
+#include "rp_pgtext.h"
+#include "rp_read.h"
+#include "rp_status.h"
+
+#define RP_COPY_CHUNK (1024 * 1024)
+
+/* ---- serialized rows: per column kind u8, len u32, bytes ------------------ */
+
+static void
+rp_row_put(RpBuf *b, const RpDatum *d)
+{
+	rp_buf_put_u8(b, d->kind);
+	rp_buf_put_u32(b, d->len);
+	if (d->len)
+		rp_buf_put_bytes(b, d->data, d->len);
+}
+
+/* Column i of a serialized row. */
+static void
+rp_row_get(const RpBuf *arena, uint32_t off, int i, RpDatum *d)
+{
+	const unsigned char *p = (const unsigned char *) arena->data + off;
+
+	for (;;)
+	{
+		uint32_t	len = rp_load_u32(p + 1);
+
+		if (i-- == 0)
+		{
+			d->kind = p[0];
+			d->len = len;
+			d->data = p + 5;
+			return;
+		}
+		p += 5 + len;
+	}
+}
+
+static uint64_t
+rp_hash(const unsigned char *p, size_t n)
+{
+	uint64_t	h = UINT64_C(1469598103934665603);
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * UINT64_C(1099511628211);
+	return h;
+}
+
+/* ---- the effect map --------------------------------------------------------- */
+
+static void
+rp_effects_grow(RpPgTable *t)
+{
+	int			n = t->nslots ? t->nslots * 2 : 1024;
+
+	if (t->slots)
+		rp_free(t->slots);
+	t->slots = rp_malloc0(sizeof(int) * (size_t) n);
+	t->nslots = n;
+	for (int e = 0; e < t->neffects; e++)
+	{
+		int			s = (int) (t->effects[e].hash & (uint64_t) (n - 1));
+
+		while (t->slots[s])
+			s = (s + 1) & (n - 1);
+		t->slots[s] = e + 1;
+	}
+}
+
+static RpEffect *
+rp_effect_for(RpPg *pg, RpPgTable *t, const RpBuf *key)
+{
+	uint64_t	h = rp_hash((const unsigned char *) key->data, key->len);
+	int			s;
+	RpEffect   *e;
+
+	if ((t->neffects + 1) * 2 > t->nslots)
+		rp_effects_grow(t);
+	s = (int) (h & (uint64_t) (t->nslots - 1));
+	while (t->slots[s])
+	{
+		e = &t->effects[t->slots[s] - 1];
+		if (e->hash == h && e->key_len == key->len &&
+			memcmp(t->arena.data + e->key_off, key->data, key->len) == 0)
+			return e;
+		s = (s + 1) & (t->nslots - 1);
+	}
+	if (t->neffects == t->capeffects)
+	{
+		t->capeffects = t->capeffects ? t->capeffects * 2 : 1024;
+		t->effects = rp_realloc(t->effects, sizeof(RpEffect) * (size_t) t->capeffects);
+	}
+	if (t->neffects == 0)
+		t->order = ++pg->touched;
+	e = &t->effects[t->neffects++];
+	memset(e, 0, sizeof(*e));
+	e->hash = h;
+	e->key_off = (uint32_t) t->arena.len;
+	e->key_len = (uint32_t) key->len;
+	rp_buf_put_bytes(&t->arena, key->data, key->len);
+	t->slots[s] = t->neffects;
+	return e;
+}
+
+static void
+rp_key_of(const RpPgTable *t, const RpTuple *tup, RpBuf *key)
+{
+	rp_buf_reset(key);
+	for (int k = 0; k < t->nkey; k++)
+		rp_row_put(key, &tup->datums[t->keycols[k]]);
+}
+
+static void
+rp_effect_delete(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key)
+{
+	RpEffect   *e;
+
+	rp_key_of(t, tup, key);
+	e = rp_effect_for(pg, t, key);
+	e->op = RP_EFFECT_DELETE;
+	e->partial = false;
+	e->row_off = e->key_off;
+	e->row_len = 0;
+}
+
+static void
+rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key)
+{
+	RpEffect   *e;
+	bool		partial = false;
+	RpEffect	prev;
+	uint32_t	off;
+
+	rp_key_of(t, tup, key);
+	e = rp_effect_for(pg, t, key);
+	prev = *e;
+	for (uint16_t i = 0; i < tup->natts; i++)
+		partial |= tup->datums[i].kind == RP_DATUM_UNCHANGED;
+	off = (uint32_t) t->arena.len;
+	for (uint16_t i = 0; i < tup->natts; i++)
+	{
+		RpDatum		d = tup->datums[i];
+
+		/* an unchanged TOAST value the batch already holds: take it from there */
+		if (d.kind == RP_DATUM_UNCHANGED && prev.op == RP_EFFECT_UPSERT && prev.row_len > 0)
+			rp_row_get(&t->arena, prev.row_off, i, &d);
+		rp_row_put(&t->arena, &d);
+	}
+	if (partial)
+	{
+		partial = false;
+		for (uint16_t i = 0; i < tup->natts; i++)
+		{
+			RpDatum		d;
+
+			rp_row_get(&t->arena, off, i, &d);
+			partial |= d.kind == RP_DATUM_UNCHANGED;
+		}
+	}
+	e->op = RP_EFFECT_UPSERT;
+	e->partial = partial;
+	e->row_off = off;
+	e->row_len = (uint32_t) (t->arena.len - off);
+}
+
+/* ---- statements ---------------------------------------------------------------- */
+
+/* Query parameters as text, built up one by one. */
+typedef struct RpParams
+{
+	RpBuf		strings;
+	size_t	   *offs;
+	bool	   *isnull;
+	int			n;
+	int			cap;
+} RpParams;
+
+static void
+rp_params_init(RpParams *p)
+{
+	memset(p, 0, sizeof(*p));
+	rp_buf_init(&p->strings, 256);
+}
+
+static int
+rp_params_slot(RpParams *p)
+{
+	if (p->n == p->cap)
+	{
+		p->cap = p->cap ? p->cap * 2 : 16;
+		p->offs = rp_realloc(p->offs, sizeof(size_t) * (size_t) p->cap);
+		p->isnull = rp_realloc(p->isnull, sizeof(bool) * (size_t) p->cap);
+	}
+	p->offs[p->n] = p->strings.len;
+	p->isnull[p->n] = false;
+	return ++p->n;
+}
+
+static int
+rp_params_datum(RpParams *p, uint8_t enc, const RpDatum *d)
+{
+	int			no = rp_params_slot(p);
+
+	if (d->kind != RP_DATUM_VALUE)
+		p->isnull[no - 1] = true;
+	else
+	{
+		rp_pgtext_value(&p->strings, enc, d->data, d->len);
+		rp_buf_put_char(&p->strings, '\0');
+	}
+	return no;
+}
+
+static int
+rp_params_text(RpParams *p, const char *s)
+{
+	int			no = rp_params_slot(p);
+
+	rp_buf_put_text(&p->strings, s);
+	rp_buf_put_char(&p->strings, '\0');
+	return no;
+}
+
+static int
+rp_params_exec(RpPg *pg, RpPgTable *t, const char *sql, RpParams *p, const char *what)
+{
+	const char **vals = rp_malloc0(sizeof(char *) * (size_t) (p->n ? p->n : 1));
+	int			rc;
+
+	for (int i = 0; i < p->n; i++)
+		vals[i] = p->isnull[i] ? NULL : p->strings.data + p->offs[i];
+	rc = rp_pg_exec_params(pg, sql, p->n, vals, what, t);
+	rp_free(vals);
+	return rc;
+}
+
+static void
+rp_params_free(RpParams *p)
+{
+	rp_buf_free(&p->strings);
+	if (p->offs)
+		rp_free(p->offs);
+	if (p->isnull)
+		rp_free(p->isnull);
+}
+
+/* A comparison that works for types without "=" (json, point ...). */
+static void
+rp_match_expr(RpPg *pg, RpBuf *sql, const RpColumn *c, int param, const char *alias)
+{
+	char	   *qc = rp_pg_ident(pg, c->name);
+	char		tmp[32];
+	bool		as_text = c->encoding == RP_ENC_JSON || c->encoding == RP_ENC_TEXT;
+
+	if (alias)
+	{
+		rp_buf_put_text(sql, alias);
+		rp_buf_put_char(sql, '.');
+	}
+	rp_buf_put_text(sql, qc);
+	rp_buf_put_text(sql, as_text ? "::text IS NOT DISTINCT FROM $" : " IS NOT DISTINCT FROM $");
+	snprintf(tmp, sizeof(tmp), "%d", param);
+	rp_buf_put_text(sql, tmp);
+	if (as_text)
+		rp_buf_put_text(sql, "::text");
+	rp_free(qc);
+}
+
+/* Execute sql with datums as its text parameters ($1..$n). */
+static int
+rp_exec_datums(RpPg *pg, RpPgTable *t, const char *sql, int n, const RpDatum *datums,
+			   const uint8_t *encs, const char *what)
+{
+	RpParams	p;
+	int			rc;
+
+	rp_params_init(&p);
+	for (int i = 0; i < n; i++)
+		rp_params_datum(&p, encs[i], &datums[i]);
+	rc = rp_params_exec(pg, t, sql, &p, what);
+	rp_params_free(&p);
+	return rc;
+}
+
+/* Columns of tup as datums/encodings for the applied columns (skip_unchanged). */
+static int
+rp_collect(const RpPgTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
+		   uint8_t *encs, int *which)
+{
+	int			n = 0;
+
+	for (uint16_t i = 0; i < tup->natts; i++)
+	{
+		const RpColumn *c = &t->rel->cols[i];
+
+		if (c->flags & RP_COL_GENERATED)
+			continue;
+		if (skip_unchanged && tup->datums[i].kind == RP_DATUM_UNCHANGED)
+			continue;
+		datums[n] = tup->datums[i];
+		encs[n] = c->encoding;
+		which[n] = i;
+		n++;
+	}
+	return n;
+}
+
+static void
+rp_sql_insert_values(RpPg *pg, RpBuf *sql, const RpPgTable *t, const int *which, int n,
+					 const char *extra_cols, const char *extra_vals)
+{
+	char		tmp[32];
+
+	rp_buf_put_text(sql, "INSERT INTO ");
+	rp_buf_put_text(sql, t->qname);
+	rp_buf_put_text(sql, " (");
+	for (int i = 0; i < n; i++)
+	{
+		char	   *qc = rp_pg_ident(pg, t->rel->cols[which[i]].name);
+
+		if (i)
+			rp_buf_put_text(sql, ", ");
+		rp_buf_put_text(sql, qc);
+		rp_free(qc);
+	}
+	if (extra_cols)
+		rp_buf_put_text(sql, extra_cols);
+	rp_buf_put_text(sql, ") VALUES (");
+	for (int i = 0; i < n; i++)
+	{
+		snprintf(tmp, sizeof(tmp), "%s$%d", i ? ", " : "", i + 1);
+		rp_buf_put_text(sql, tmp);
+	}
+	if (extra_vals)
+		rp_buf_put_text(sql, extra_vals);
+	rp_buf_put_char(sql, ')');
+}
+
+/* ---- REPLICA IDENTITY FULL without a key: change by change ---------------------- */
+
+static int
+rp_apply_full_match(RpPg *pg, RpPgTable *t, const RpRecord *rec)
+{
+	const RpRelation *rel = t->rel;
+	int			natts = rel->natts;
+	RpDatum    *datums = rp_malloc0(sizeof(RpDatum) * (size_t) (2 * natts + 1));
+	uint8_t    *encs = rp_malloc0((size_t) (2 * natts + 1));
+	int		   *which = rp_malloc0(sizeof(int) * (size_t) (2 * natts + 1));
+	RpBuf		sql;
+	int			n = 0,
+				rc;
+	char		tmp[32];
+
+	rp_buf_init(&sql, 512);
+	if (rec->tag == RP_TAG_INSERT)
+	{
+		n = rp_collect(t, &rec->u.change.new_tuple, false, datums, encs, which);
+		rp_sql_insert_values(pg, &sql, t, which, n, NULL, NULL);
+	}
+	else
+	{
+		int			nset = 0;
+		int			nmatch;
+
+		if (!rec->u.change.has_old)
+		{
+			rc = rp_fail(RP_HALT_SINK, "%s on table %s carries no old row to match", rp_tag_name(rec->tag),
+						 t->qname);
+			goto done;
+		}
+		if (rec->tag == RP_TAG_UPDATE)
+		{
+			nset = rp_collect(t, &rec->u.change.new_tuple, true, datums, encs, which);
+			rp_buf_put_text(&sql, "UPDATE ");
+			rp_buf_put_text(&sql, t->qname);
+			rp_buf_put_text(&sql, " SET ");
+			for (int i = 0; i < nset; i++)
+			{
+				char	   *qc = rp_pg_ident(pg, rel->cols[which[i]].name);
+
+				snprintf(tmp, sizeof(tmp), " = $%d", i + 1);
+				if (i)
+					rp_buf_put_text(&sql, ", ");
+				rp_buf_put_text(&sql, qc);
+				rp_buf_put_text(&sql, tmp);
+				rp_free(qc);
+			}
+		}
+		else
+		{
+			rp_buf_put_text(&sql, "DELETE FROM ");
+			rp_buf_put_text(&sql, t->qname);
+		}
+		/* one row that equals the old row in every column */
+		rp_buf_put_text(&sql, " WHERE ctid = (SELECT ctid FROM ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " o WHERE ");
+		nmatch = rp_collect(t, &rec->u.change.old_tuple, false, datums + nset, encs + nset,
+							which + nset);
+		for (int i = 0; i < nmatch; i++)
+		{
+			if (i)
+				rp_buf_put_text(&sql, " AND ");
+			rp_match_expr(pg, &sql, &rel->cols[which[nset + i]], nset + i + 1, "o");
+		}
+		rp_buf_put_text(&sql, " LIMIT 1)");
+		n = nset + nmatch;
+	}
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_exec_datums(pg, t, sql.data, n, datums, encs, "applying a change");
+done:
+	rp_buf_free(&sql);
+	rp_free(datums);
+	rp_free(encs);
+	rp_free(which);
+	return rc;
+}
+
+/* ---- changes ---------------------------------------------------------------------- */
+
+int
+rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
+{
+	RpPgTable  *t = rp_pg_table_get(pg, rec->u.change.rel);
+	RpBuf		key;
+	uint8_t		tag = rec->tag;
+
+	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+		return -1;
+	if (tag != RP_TAG_INSERT && (t->no_identity || (rec->u.change.flags & RP_CHANGE_NO_IDENTITY)))
+		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
+					   rp_tag_name(tag), t->qname);
+	if (t->full_match)
+		return rp_apply_full_match(pg, t, rec);
+
+	rp_buf_init(&key, 64);
+	switch (tag)
+	{
+		case RP_TAG_INSERT:
+			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key);
+			break;
+		case RP_TAG_UPDATE:
+			if (rec->u.change.has_old)
+			{
+				RpBuf		newkey;
+
+				/* the key changed (or the old row is all there): maybe a move */
+				rp_buf_init(&newkey, 64);
+				rp_key_of(t, &rec->u.change.old_tuple, &key);
+				rp_key_of(t, &rec->u.change.new_tuple, &newkey);
+				if (key.len != newkey.len || memcmp(key.data, newkey.data, key.len) != 0)
+					rp_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
+				rp_buf_free(&newkey);
+			}
+			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key);
+			break;
+		case RP_TAG_DELETE:
+			if (!rec->u.change.has_old)
+			{
+				rp_buf_free(&key);
+				return rp_fail(RP_HALT_SINK, "delete on table %s carries no key", t->qname);
+			}
+			rp_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
+			break;
+	}
+	rp_buf_free(&key);
+	return 0;
+}
+
+int
+rp_pg_apply_truncate(RpPg *pg, const RpRecord *rec, const RpRelMap *rels)
+{
+	RpBuf		sql;
+	int			rc;
+
+	/* a barrier: effects before it land first */
+	if (rp_pg_apply_flush(pg) < 0)
+		return -1;
+	rp_buf_init(&sql, 256);
+	rp_buf_put_text(&sql, "TRUNCATE ");
+	for (uint32_t i = 0; i < rec->u.truncate.nrels; i++)
+	{
+		RpPgTable  *t = rp_pg_table_get(pg, rp_relmap_get(rels, rp_truncate_relid(rec, i)));
+
+		if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+		{
+			rp_buf_free(&sql);
+			return -1;
+		}
+		if (i)
+			rp_buf_put_text(&sql, ", ");
+		rp_buf_put_text(&sql, t->qname);
+	}
+	if (rec->u.truncate.flags & RP_TRUNCATE_RESTART_SEQS)
+		rp_buf_put_text(&sql, " RESTART IDENTITY");
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_pg_exec(pg, sql.data, "TRUNCATE", NULL);
+	rp_buf_free(&sql);
+	return rc;
+}
+
+/* ---- bulk apply ----------------------------------------------------------------- */
+
+static int
+rp_copy_send(RpPg *pg, RpBuf *buf, const RpPgTable *t)
+{
+	if (buf->len && PQputCopyData(pg->conn, buf->data, (int) buf->len) != 1)
+		return rp_pg_fail_result(pg, NULL, "COPY", t);
+	rp_buf_reset(buf);
+	return 0;
+}
+
+static int
+rp_copy_end(RpPg *pg, RpBuf *buf, const RpPgTable *t)
+{
+	PGresult   *res;
+	int			rc = rp_copy_send(pg, buf, t);
+
+	if (PQputCopyEnd(pg->conn, NULL) != 1 && rc == 0)
+		rc = rp_pg_fail_result(pg, NULL, "COPY", t);
+	while ((res = PQgetResult(pg->conn)) != NULL)
+	{
+		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
+			rc = rp_pg_fail_result(pg, res, "COPY", t);
+		PQclear(res);
+	}
+	return rc;
+}
+
+static void
+rp_copy_field(RpPg *pg, RpBuf *out, uint8_t enc, const RpDatum *d)
+{
+	if (d->kind != RP_DATUM_VALUE)
+	{
+		rp_buf_put_bytes(out, "\\N", 2);
+		return;
+	}
+	rp_buf_reset(&pg->scratch);
+	rp_pgtext_value(&pg->scratch, enc, d->data, d->len);
+	rp_pgtext_copy_escape(out, pg->scratch.data, pg->scratch.len);
+}
+
+/* COPY the selected effects into a staging table. */
+static int
+rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, bool keys_only, RpEffectOp op)
+{
+	RpBuf		sql,
+				out;
+	PGresult   *res;
+	bool		first = true;
+	int			rc = 0;
+
+	rp_buf_init(&sql, 256);
+	rp_buf_put_text(&sql, "COPY ");
+	rp_buf_put_text(&sql, stage);
+	rp_buf_put_text(&sql, " (");
+	for (uint16_t i = 0; i < t->rel->natts; i++)
+	{
+		bool		want = !keys_only && !(t->rel->cols[i].flags & RP_COL_GENERATED);
+		char	   *qc;
+
+		for (int k = 0; keys_only && k < t->nkey; k++)
+			want |= t->keycols[k] == i;
+		if (!want)
+			continue;
+		qc = rp_pg_ident(pg, t->rel->cols[i].name);
+		if (!first)
+			rp_buf_put_text(&sql, ", ");
+		first = false;
+		rp_buf_put_text(&sql, qc);
+		rp_free(qc);
+	}
+	rp_buf_put_text(&sql, ") FROM STDIN");
+	rp_buf_put_char(&sql, '\0');
+	res = PQexec(pg->conn, sql.data);
+	rp_buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_COPY_IN)
+	{
+		rc = rp_pg_fail_result(pg, res, "COPY", t);
+		PQclear(res);
+		return rc;
+	}
+	PQclear(res);
+
+	rp_buf_init(&out, RP_COPY_CHUNK + 4096);
+	for (int e = 0; e < t->neffects && rc == 0; e++)
+	{
+		const RpEffect *ef = &t->effects[e];
+		bool		firstcol = true;
+
+		if (ef->op != op || ef->partial)
+			continue;
+		if (keys_only)
+		{
+			/* key columns, in column order, from the key bytes */
+			for (uint16_t i = 0; i < t->rel->natts; i++)
+				for (int k = 0; k < t->nkey; k++)
+					if (t->keycols[k] == i)
+					{
+						RpDatum		d;
+
+						rp_row_get(&t->arena, ef->key_off, k, &d);
+						if (!firstcol)
+							rp_buf_put_char(&out, '\t');
+						firstcol = false;
+						rp_copy_field(pg, &out, t->rel->cols[i].encoding, &d);
+					}
+		}
+		else
+		{
+			for (uint16_t i = 0; i < t->rel->natts; i++)
+			{
+				RpDatum		d;
+
+				if (t->rel->cols[i].flags & RP_COL_GENERATED)
+					continue;
+				rp_row_get(&t->arena, ef->row_off, i, &d);
+				if (!firstcol)
+					rp_buf_put_char(&out, '\t');
+				firstcol = false;
+				rp_copy_field(pg, &out, t->rel->cols[i].encoding, &d);
+			}
+		}
+		rp_buf_put_char(&out, '\n');
+		if (out.len >= RP_COPY_CHUNK)
+			rc = rp_copy_send(pg, &out, t);
+	}
+	if (rp_copy_end(pg, &out, t) < 0 && rc == 0)
+		rc = -1;
+	rp_buf_free(&out);
+	return rc;
+}
+
+static void
+rp_sql_cols(RpPg *pg, RpBuf *sql, const RpPgTable *t, const char *alias, bool keys_only,
+			bool non_keys_only, const char *fmt_join)
+{
+	bool		first = true;
+
+	for (uint16_t i = 0; i < t->rel->natts; i++)
+	{
+		bool		is_key = false;
+		char	   *qc;
+
+		if (t->rel->cols[i].flags & RP_COL_GENERATED)
+			continue;
+		for (int k = 0; k < t->nkey; k++)
+			is_key |= t->keycols[k] == i;
+		if ((keys_only && !is_key) || (non_keys_only && is_key))
+			continue;
+		qc = rp_pg_ident(pg, t->rel->cols[i].name);
+		if (!first)
+			rp_buf_put_text(sql, fmt_join);
+		first = false;
+		if (alias)
+		{
+			rp_buf_put_text(sql, alias);
+			rp_buf_put_char(sql, '.');
+		}
+		rp_buf_put_text(sql, qc);
+		rp_free(qc);
+	}
+}
+
+static int
+rp_apply_deletes(RpPg *pg, RpPgTable *t)
+{
+	RpBuf		sql;
+	int			rc;
+
+	if (rp_copy_effects(pg, t, t->stage_del, true, RP_EFFECT_DELETE) < 0)
+		return -1;
+	rp_buf_init(&sql, 512);
+	rp_buf_put_text(&sql, "DELETE FROM ");
+	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, " d USING ");
+	rp_buf_put_text(&sql, t->stage_del);
+	rp_buf_put_text(&sql, " s WHERE ");
+	for (int k = 0; k < t->nkey; k++)
+	{
+		char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+
+		if (k)
+			rp_buf_put_text(&sql, " AND ");
+		rp_buf_put_text(&sql, "d.");
+		rp_buf_put_text(&sql, qc);
+		rp_buf_put_text(&sql, " = s.");
+		rp_buf_put_text(&sql, qc);
+		rp_free(qc);
+	}
+	rp_buf_put_text(&sql, "; TRUNCATE ");
+	rp_buf_put_text(&sql, t->stage_del);
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_pg_exec(pg, sql.data, "applying deletes", t);
+	rp_buf_free(&sql);
+	return rc;
+}
+
+static int
+rp_apply_upserts(RpPg *pg, RpPgTable *t)
+{
+	RpBuf		sql;
+	int			rc;
+	size_t		before;
+
+	if (rp_copy_effects(pg, t, t->stage_ups, false, RP_EFFECT_UPSERT) < 0)
+		return -1;
+	rp_buf_init(&sql, 1024);
+	rp_buf_put_text(&sql, "INSERT INTO ");
+	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, " (");
+	rp_sql_cols(pg, &sql, t, NULL, false, false, ", ");
+	rp_buf_put_text(&sql, ") SELECT ");
+	rp_sql_cols(pg, &sql, t, NULL, false, false, ", ");
+	rp_buf_put_text(&sql, " FROM ");
+	rp_buf_put_text(&sql, t->stage_ups);
+	rp_buf_put_text(&sql, " ON CONFLICT (");
+	rp_sql_cols(pg, &sql, t, NULL, true, false, ", ");
+	rp_buf_put_text(&sql, ") DO ");
+	before = sql.len;
+	rp_buf_put_text(&sql, "UPDATE SET (");
+	rp_sql_cols(pg, &sql, t, NULL, false, true, ", ");
+	rp_buf_put_text(&sql, ") = ROW(");
+	rp_sql_cols(pg, &sql, t, "EXCLUDED", false, true, ", ");
+	rp_buf_put_char(&sql, ')');
+	/* a table of key columns only has nothing to update */
+	if (memcmp(sql.data + before, "UPDATE SET ()", 13) == 0)
+	{
+		sql.len = before;
+		rp_buf_put_text(&sql, "NOTHING");
+	}
+	rp_buf_put_text(&sql, "; TRUNCATE ");
+	rp_buf_put_text(&sql, t->stage_ups);
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_pg_exec(pg, sql.data, "applying upserts", t);
+	rp_buf_free(&sql);
+	return rc;
+}
+
+/* Rows with unchanged TOAST columns: UPDATE only the columns they carry. */
+static int
+rp_apply_partial(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *extra_where)
+{
+	int			natts = t->rel->natts;
+	RpDatum    *datums = rp_malloc0(sizeof(RpDatum) * (size_t) (natts + t->nkey + 1));
+	uint8_t    *encs = rp_malloc0((size_t) (natts + t->nkey + 1));
+	RpBuf		sql;
+	int			n = 0,
+				rc;
+	char		tmp[32];
+
+	rp_buf_init(&sql, 512);
+	rp_buf_put_text(&sql, "UPDATE ");
+	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, " SET ");
+	for (int i = 0; i < natts; i++)
+	{
+		RpDatum		d;
+		bool		is_key = false;
+		char	   *qc;
+
+		for (int k = 0; k < t->nkey; k++)
+			is_key |= t->keycols[k] == i;
+		rp_row_get(&t->arena, ef->row_off, i, &d);
+		if (is_key || d.kind == RP_DATUM_UNCHANGED || (t->rel->cols[i].flags & RP_COL_GENERATED))
+			continue;
+		datums[n] = d;
+		encs[n] = t->rel->cols[i].encoding;
+		qc = rp_pg_ident(pg, t->rel->cols[i].name);
+		snprintf(tmp, sizeof(tmp), " = $%d", n + 1);
+		if (n)
+			rp_buf_put_text(&sql, ", ");
+		rp_buf_put_text(&sql, qc);
+		rp_buf_put_text(&sql, tmp);
+		rp_free(qc);
+		n++;
+	}
+	if (n == 0)
+	{
+		rp_buf_free(&sql);
+		rp_free(datums);
+		rp_free(encs);
+		return 0;
+	}
+	rp_buf_put_text(&sql, " WHERE ");
+	for (int k = 0; k < t->nkey; k++)
+	{
+		char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+
+		rp_row_get(&t->arena, ef->key_off, k, &datums[n]);
+		encs[n] = t->rel->cols[t->keycols[k]].encoding;
+		snprintf(tmp, sizeof(tmp), " = $%d", n + 1);
+		if (k)
+			rp_buf_put_text(&sql, " AND ");
+		rp_buf_put_text(&sql, qc);
+		rp_buf_put_text(&sql, tmp);
+		rp_free(qc);
+		n++;
+	}
+	if (extra_where)
+		rp_buf_put_text(&sql, extra_where);
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_exec_datums(pg, t, sql.data, n, datums, encs, "applying a partial update");
+	rp_buf_free(&sql);
+	rp_free(datums);
+	rp_free(encs);
+	return rc;
+}
+
+/* ---- history tables ------------------------------------------------------------------ */
+
+/* " AND o.k = $n" for every key column (the first without AND). */
+static void
+rp_history_key_match(RpPg *pg, RpPgTable *t, const RpEffect *ef, RpBuf *sql, RpParams *p)
+{
+	for (int k = 0; k < t->nkey; k++)
+	{
+		RpDatum		d;
+		char		tmp[32];
+		char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+		int			no;
+
+		rp_row_get(&t->arena, ef->key_off, k, &d);
+		no = rp_params_datum(p, t->rel->cols[t->keycols[k]].encoding, &d);
+		rp_buf_put_text(sql, k ? " AND o." : "o.");
+		rp_buf_put_text(sql, qc);
+		snprintf(tmp, sizeof(tmp), " = $%d", no);
+		rp_buf_put_text(sql, tmp);
+		rp_free(qc);
+	}
+}
+
+/*
+ * One source transaction's net effect per key becomes a new version opened
+ * at the commit LSN (unless the key was deleted), then the version open
+ * before it closed at that LSN.  Unchanged TOAST columns are copied from
+ * the version being closed.
+ */
+static int
+rp_apply_history(RpPg *pg, RpPgTable *t)
+{
+	char		lsn[24];
+	RpBuf		tsb;
+	int			rc = 0;
+
+	rp_lsn_format(pg->cur_commit_lsn, lsn);
+	rp_buf_init(&tsb, 64);
+	rp_fmt_timestamp(&tsb, pg->cur_commit_time, true);
+	rp_buf_put_char(&tsb, '\0');
+
+	for (int e = 0; e < t->neffects && rc == 0; e++)
+	{
+		const RpEffect *ef = &t->effects[e];
+		RpBuf		sql;
+		RpParams	p;
+		char		tmp[64];
+		int			lno,
+					tno;
+
+		rp_buf_init(&sql, 1024);
+		if (ef->op == RP_EFFECT_UPSERT)
+		{
+			rp_params_init(&p);
+			rp_buf_put_text(&sql, "INSERT INTO ");
+			rp_buf_put_text(&sql, t->qname);
+			rp_buf_put_text(&sql, " (");
+			rp_sql_cols(pg, &sql, t, NULL, false, false, ", ");
+			rp_buf_put_text(&sql, ", valid_from_lsn, valid_from_time) SELECT ");
+			for (int i = 0, out = 0; i < t->rel->natts; i++)
+			{
+				const RpColumn *c = &t->rel->cols[i];
+				RpDatum		d;
+				char	   *qc;
+
+				if (c->flags & RP_COL_GENERATED)
+					continue;
+				rp_row_get(&t->arena, ef->row_off, i, &d);
+				if (out++)
+					rp_buf_put_text(&sql, ", ");
+				if (d.kind == RP_DATUM_UNCHANGED)
+				{
+					qc = rp_pg_ident(pg, c->name);
+					rp_buf_put_text(&sql, "o.");
+					rp_buf_put_text(&sql, qc);
+					rp_free(qc);
+				}
+				else
+				{
+					/* the column's own type: SELECT lists do not infer it */
+					snprintf(tmp, sizeof(tmp), "$%d::", rp_params_datum(&p, c->encoding, &d));
+					rp_buf_put_text(&sql, tmp);
+					rp_buf_put_text(&sql, c->type_name);
+				}
+			}
+			lno = rp_params_text(&p, lsn);
+			tno = rp_params_text(&p, tsb.data);
+			snprintf(tmp, sizeof(tmp), ", $%d::pg_catalog.pg_lsn, $%d::timestamptz", lno, tno);
+			rp_buf_put_text(&sql, tmp);
+			if (ef->partial)
+			{
+				rp_buf_put_text(&sql, " FROM ");
+				rp_buf_put_text(&sql, t->qname);
+				rp_buf_put_text(&sql, " o WHERE ");
+				rp_history_key_match(pg, t, ef, &sql, &p);
+				rp_buf_put_text(&sql, " AND o.valid_to_lsn IS NULL");
+			}
+			rp_buf_put_char(&sql, '\0');
+			rc = rp_params_exec(pg, t, sql.data, &p, "opening a history version");
+			rp_params_free(&p);
+			rp_buf_reset(&sql);
+		}
+		if (rc == 0)
+		{
+			rp_params_init(&p);
+			lno = rp_params_text(&p, lsn);
+			tno = rp_params_text(&p, tsb.data);
+			rp_buf_put_text(&sql, "UPDATE ");
+			rp_buf_put_text(&sql, t->qname);
+			snprintf(tmp, sizeof(tmp), " o SET valid_to_lsn = $%d, valid_to_time = $%d WHERE ", lno, tno);
+			rp_buf_put_text(&sql, tmp);
+			rp_history_key_match(pg, t, ef, &sql, &p);
+			snprintf(tmp, sizeof(tmp), " AND o.valid_to_lsn IS NULL AND o.valid_from_lsn <> $%d", lno);
+			rp_buf_put_text(&sql, tmp);
+			rp_buf_put_char(&sql, '\0');
+			rc = rp_params_exec(pg, t, sql.data, &p, "closing a history version");
+			rp_params_free(&p);
+		}
+		rp_buf_free(&sql);
+	}
+	rp_buf_free(&tsb);
+	return rc;
+}
+
+static void
+rp_effects_clear(RpPgTable *t)
+{
+	t->neffects = 0;
+	t->order = 0;
+	rp_buf_reset(&t->arena);
+	if (t->slots)
+		memset(t->slots, 0, sizeof(int) * (size_t) t->nslots);
+}
+
+int
+rp_pg_apply_end_txn(RpPg *pg)
+{
+	for (int i = 0; i < pg->ntables; i++)
+	{
+		RpPgTable  *t = pg->tables[i];
+
+		if (!t->history || t->neffects == 0)
+			continue;
+		if (rp_apply_history(pg, t) < 0)
+			return -1;
+		rp_effects_clear(t);
+	}
+	return 0;
+}
+
+int
+rp_pg_apply_flush(RpPg *pg)
+{
+	if (rp_pg_apply_end_txn(pg) < 0)
+		return -1;
+	/* tables in the order the batch first touched them */
+	for (int ord = 1; ord <= pg->touched; ord++)
+		for (int i = 0; i < pg->ntables; i++)
+		{
+			RpPgTable  *t = pg->tables[i];
+			bool		any_del = false,
+						any_full = false;
+
+			if (t->order != ord || t->neffects == 0)
+				continue;
+			for (int e = 0; e < t->neffects; e++)
+			{
+				any_del |= t->effects[e].op == RP_EFFECT_DELETE;
+				any_full |= t->effects[e].op == RP_EFFECT_UPSERT && !t->effects[e].partial;
+			}
+			if ((any_del || any_full) && rp_pg_table_ensure_stage(pg, t) < 0)
+				return -1;
+			if (any_del && rp_apply_deletes(pg, t) < 0)
+				return -1;
+			if (any_full && rp_apply_upserts(pg, t) < 0)
+				return -1;
+			for (int e = 0; e < t->neffects; e++)
+				if (t->effects[e].op == RP_EFFECT_UPSERT && t->effects[e].partial &&
+					rp_apply_partial(pg, t, &t->effects[e], NULL) < 0)
+					return -1;
+			rp_effects_clear(t);
+		}
+	pg->touched = 0;
+	return 0;
+}

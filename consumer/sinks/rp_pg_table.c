@@ -1,0 +1,520 @@
+/*
+ * rp_pg_table.c
+ *    Destination tables of the mirror sink: mapping, checks, creation,
+ *    schema changes and staging tables.
+ *
+ * A source table maps to the destination table of the same schema (after
+ * --schema-prefix) and name.  It must have every replicated column and a
+ * primary key or unique index on the source's key; a table kept as history
+ * gets valid_from/valid_to columns instead.  Every identifier goes through
+ * PQescapeIdentifier; catalog lookups take names as parameters.
+ */
+#include "rp_alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rp_deliver.h"
+#include "rp_pg.h"
+#include "rp_status.h"
+
+char *
+rp_pg_ident(RpPg *pg, const char *name)
+{
+	char	   *q = PQescapeIdentifier(pg->conn, name, strlen(name));
+	char	   *copy;
+
+	if (q == NULL)
+		return rp_strndup("\"?\"", 3);
+	copy = rp_strndup(q, strlen(q));
+	PQfreemem(q);
+	return copy;
+}
+
+/* Columns that are applied: generated columns are the destination's business. */
+static inline bool
+rp_pg_applied(const RpColumn *c)
+{
+	return (c->flags & RP_COL_GENERATED) == 0;
+}
+
+static bool
+rp_pg_is_history(RpPg *pg, const RpRelation *rel)
+{
+	char		name[512];
+
+	snprintf(name, sizeof(name), "%s.%s", rel->schema, rel->name);
+	for (int i = 0; i < pg->opts.nhistory; i++)
+		if (strcmp(pg->opts.history[i], name) == 0 || strcmp(pg->opts.history[i], rel->name) == 0)
+			return true;
+	return false;
+}
+
+/* The key: replica identity columns, else the primary key, else none. */
+static void
+rp_pg_table_key(RpPgTable *t)
+{
+	const RpRelation *rel = t->rel;
+
+	if (t->keycols)
+		rp_free(t->keycols);
+	t->keycols = rp_malloc0(sizeof(int) * (rel->natts ? rel->natts : 1));
+	t->nkey = 0;
+	/* under FULL every column is "identity": the primary key is the key */
+	for (uint16_t i = 0; i < rel->natts && rel->identity != RP_IDENTITY_FULL; i++)
+		if (rel->cols[i].flags & RP_COL_IDENTITY)
+			t->keycols[t->nkey++] = i;
+	if (t->nkey == 0)
+		for (uint16_t i = 0; i < rel->natts; i++)
+			if (rel->cols[i].flags & RP_COL_PRIMARY_KEY)
+				t->keycols[t->nkey++] = i;
+	t->full_match = t->nkey == 0 && rel->identity == RP_IDENTITY_FULL;
+	t->no_identity = t->nkey == 0 && !t->full_match;
+}
+
+static void
+rp_pg_table_reset_stage(RpPgTable *t)
+{
+	if (t->stage_ups)
+		rp_free(t->stage_ups);
+	if (t->stage_del)
+		rp_free(t->stage_del);
+	t->stage_ups = t->stage_del = NULL;
+}
+
+static void
+rp_pg_table_describe(RpPg *pg, RpPgTable *t, const RpRelation *rel)
+{
+	char		schema[256];
+
+	if (t->rel)
+		rp_relation_free(t->rel);
+	t->rel = rp_relation_copy(rel);
+	if (t->qname)
+		rp_free(t->qname);
+	if (t->dest_schema)
+		rp_free(t->dest_schema);
+	if (t->dest_name)
+		rp_free(t->dest_name);
+	snprintf(schema, sizeof(schema), "%s%s", pg->opts.schema_prefix ? pg->opts.schema_prefix : "",
+			 rel->schema);
+	t->dest_schema = rp_strndup(schema, strlen(schema));
+	t->dest_name = rp_strndup(rel->name, strlen(rel->name));
+	{
+		char	   *qs = rp_pg_ident(pg, t->dest_schema);
+		char	   *qn = rp_pg_ident(pg, t->dest_name);
+		size_t		n = strlen(qs) + strlen(qn) + 2;
+
+		t->qname = rp_malloc(n);
+		snprintf(t->qname, n, "%s.%s", qs, qn);
+		rp_free(qs);
+		rp_free(qn);
+	}
+	t->history = rp_pg_is_history(pg, rel);
+	rp_pg_table_key(t);
+	rp_pg_table_reset_stage(t);
+	t->resolved = false;
+}
+
+static bool
+rp_pg_same_layout(const RpRelation *a, const RpRelation *b)
+{
+	if (a->natts != b->natts)
+		return false;
+	for (uint16_t i = 0; i < a->natts; i++)
+		if (a->cols[i].attnum != b->cols[i].attnum || a->cols[i].type_oid != b->cols[i].type_oid ||
+			strcmp(a->cols[i].name, b->cols[i].name) != 0 || a->cols[i].flags != b->cols[i].flags)
+			return false;
+	return strcmp(a->schema, b->schema) == 0 && strcmp(a->name, b->name) == 0 &&
+		a->identity == b->identity;
+}
+
+RpPgTable *
+rp_pg_table_get(RpPg *pg, const RpRelation *rel)
+{
+	RpPgTable  *t = NULL;
+
+	for (int i = 0; i < pg->ntables; i++)
+		if (pg->tables[i]->relid == rel->relid)
+		{
+			t = pg->tables[i];
+			break;
+		}
+	if (t == NULL)
+	{
+		if (pg->ntables == pg->captables)
+		{
+			pg->captables = pg->captables ? pg->captables * 2 : 16;
+			pg->tables = rp_realloc(pg->tables, sizeof(RpPgTable *) * (size_t) pg->captables);
+		}
+		t = rp_malloc0(sizeof(RpPgTable));
+		t->relid = rel->relid;
+		rp_buf_init(&t->arena, 64 * 1024);
+		pg->tables[pg->ntables++] = t;
+		rp_pg_table_describe(pg, t, rel);
+	}
+	else if (!rp_pg_same_layout(t->rel, rel))
+		rp_pg_table_describe(pg, t, rel);
+	return t;
+}
+
+void
+rp_pg_table_free(RpPgTable *t)
+{
+	rp_relation_free(t->rel);
+	rp_free(t->qname);
+	rp_free(t->dest_schema);
+	rp_free(t->dest_name);
+	if (t->keycols)
+		rp_free(t->keycols);
+	rp_pg_table_reset_stage(t);
+	if (t->effects)
+		rp_free(t->effects);
+	if (t->slots)
+		rp_free(t->slots);
+	rp_buf_free(&t->arena);
+	rp_free(t);
+}
+
+static int
+rp_pg_create_table(RpPg *pg, RpPgTable *t)
+{
+	RpBuf		sql;
+	char	   *qs = rp_pg_ident(pg, t->dest_schema);
+	int			rc;
+	bool		first = true;
+
+	rp_buf_init(&sql, 1024);
+	rp_buf_put_text(&sql, "CREATE SCHEMA IF NOT EXISTS ");
+	rp_buf_put_text(&sql, qs);
+	rp_buf_put_text(&sql, "; CREATE TABLE ");
+	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, " (");
+	for (uint16_t i = 0; i < t->rel->natts; i++)
+	{
+		const RpColumn *c = &t->rel->cols[i];
+		char	   *qc;
+
+		if (!rp_pg_applied(c))
+			continue;
+		qc = rp_pg_ident(pg, c->name);
+		if (!first)
+			rp_buf_put_text(&sql, ", ");
+		first = false;
+		rp_buf_put_text(&sql, qc);
+		rp_buf_put_char(&sql, ' ');
+		/* the source's own SQL spelling of the type, typmod included */
+		rp_buf_put_text(&sql, c->type_name);
+		if (c->flags & RP_COL_NOT_NULL)
+			rp_buf_put_text(&sql, " NOT NULL");
+		rp_free(qc);
+	}
+	if (t->history)
+		rp_buf_put_text(&sql, ", valid_from_lsn pg_catalog.pg_lsn NOT NULL,"
+						" valid_to_lsn pg_catalog.pg_lsn,"
+						" valid_from_time timestamptz NOT NULL, valid_to_time timestamptz");
+	if (t->nkey > 0)
+	{
+		rp_buf_put_text(&sql, ", PRIMARY KEY (");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+
+			if (k)
+				rp_buf_put_text(&sql, ", ");
+			rp_buf_put_text(&sql, qc);
+			rp_free(qc);
+		}
+		if (t->history)
+			rp_buf_put_text(&sql, ", valid_from_lsn");
+		rp_buf_put_char(&sql, ')');
+	}
+	rp_buf_put_text(&sql, ")");
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_pg_exec(pg, sql.data, "CREATE TABLE", t);
+	rp_buf_free(&sql);
+	rp_free(qs);
+	return rc;
+}
+
+/* '{"a","b"}': names as a text[] parameter. */
+static void
+rp_pg_name_array(RpBuf *out, const RpPgTable *t, bool key_only)
+{
+	bool		first = true;
+
+	rp_buf_put_char(out, '{');
+	for (uint16_t i = 0; i < t->rel->natts; i++)
+	{
+		const char *n = t->rel->cols[i].name;
+		bool		want = !key_only ? rp_pg_applied(&t->rel->cols[i]) : false;
+
+		for (int k = 0; key_only && k < t->nkey; k++)
+			want |= t->keycols[k] == i;
+		if (!want)
+			continue;
+		if (!first)
+			rp_buf_put_char(out, ',');
+		first = false;
+		rp_buf_put_char(out, '"');
+		for (; *n; n++)
+		{
+			if (*n == '"' || *n == '\\')
+				rp_buf_put_char(out, '\\');
+			rp_buf_put_char(out, *n);
+		}
+		rp_buf_put_char(out, '"');
+	}
+	rp_buf_put_char(out, '}');
+	rp_buf_put_char(out, '\0');
+}
+
+int
+rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
+{
+	const char *vals[3];
+	PGresult   *res;
+	char		oid[16];
+	RpBuf		names;
+	int			rc = 0;
+
+	vals[0] = t->dest_schema;
+	vals[1] = t->dest_name;
+	res = PQexecParams(pg->conn,
+					   "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
+					   " ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2"
+					   " AND c.relkind IN ('r', 'p')", 2, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		rc = rp_pg_fail_result(pg, res, "looking up the table", t);
+		PQclear(res);
+		return rc;
+	}
+	if (PQntuples(res) == 0)
+	{
+		PQclear(res);
+		if (!pg->opts.create_tables)
+			return rp_fail(RP_HALT_SINK, "destination table %s does not exist (create it, or run with --create-tables)",
+						   t->qname);
+		if (rp_pg_create_table(pg, t) < 0)
+			return -1;
+		t->resolved = true;
+		return 0;
+	}
+	snprintf(oid, sizeof(oid), "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+
+	/* every replicated column must be there */
+	rp_buf_init(&names, 256);
+	rp_pg_name_array(&names, t, false);
+	vals[0] = oid;
+	vals[1] = names.data;
+	res = PQexecParams(pg->conn,
+					   "SELECT x FROM pg_catalog.unnest($2::text[]) x WHERE NOT EXISTS ("
+					   " SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = $1::oid"
+					   " AND a.attname = x AND a.attnum > 0 AND NOT a.attisdropped) LIMIT 1",
+					   2, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = rp_pg_fail_result(pg, res, "checking columns", t);
+	else if (PQntuples(res) > 0)
+		rc = rp_fail(RP_HALT_SINK, "destination table %s has no column \"%s\"", t->qname,
+					 PQgetvalue(res, 0, 0));
+	PQclear(res);
+
+	/* and a unique index on exactly the key, for ON CONFLICT and matching */
+	if (rc == 0 && t->nkey > 0 && !t->history)
+	{
+		rp_buf_reset(&names);
+		rp_pg_name_array(&names, t, true);
+		vals[1] = names.data;
+		res = PQexecParams(pg->conn,
+						   "SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = $1::oid"
+						   " AND i.indisunique AND i.indisvalid AND i.indpred IS NULL"
+						   " AND i.indexprs IS NULL AND (SELECT pg_catalog.array_agg(a.attname::text ORDER BY a.attname::text)"
+						   "  FROM pg_catalog.pg_attribute a WHERE a.attrelid = i.indrelid"
+						   "  AND a.attnum = ANY (i.indkey::int2[]))"
+						   " = (SELECT pg_catalog.array_agg(x ORDER BY x) FROM pg_catalog.unnest($2::text[]) x)",
+						   2, NULL, vals, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+			rc = rp_pg_fail_result(pg, res, "checking the key", t);
+		else if (PQntuples(res) == 0)
+			rc = rp_fail(RP_HALT_SINK, "destination table %s has no primary key or unique index on the source's key %s",
+						 t->qname, names.data);
+		PQclear(res);
+	}
+	rp_buf_free(&names);
+	if (rc == 0)
+		t->resolved = true;
+	return rc;
+}
+
+int
+rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t)
+{
+	RpBuf		sql;
+	char		name[64];
+	int			rc = 0;
+	bool		first;
+
+	if (t->stage_ups)
+		return 0;
+	rp_buf_init(&sql, 512);
+	for (int pass = 0; pass < 2 && rc == 0; pass++)
+	{
+		snprintf(name, sizeof(name), "pg_temp.rp_stage_%llu_%s",
+				 (unsigned long long) ++pg->stage_seq, pass == 0 ? "u" : "d");
+		rp_buf_reset(&sql);
+		rp_buf_put_text(&sql, "CREATE TEMP TABLE ");
+		rp_buf_put_text(&sql, name + strlen("pg_temp."));
+		rp_buf_put_text(&sql, " ON COMMIT DELETE ROWS AS SELECT ");
+		first = true;
+		for (uint16_t i = 0; i < t->rel->natts; i++)
+		{
+			bool		want = pass == 0 ? rp_pg_applied(&t->rel->cols[i]) : false;
+			char	   *qc;
+
+			for (int k = 0; pass == 1 && k < t->nkey; k++)
+				want |= t->keycols[k] == i;
+			if (!want)
+				continue;
+			qc = rp_pg_ident(pg, t->rel->cols[i].name);
+			if (!first)
+				rp_buf_put_text(&sql, ", ");
+			first = false;
+			rp_buf_put_text(&sql, qc);
+			rp_free(qc);
+		}
+		rp_buf_put_text(&sql, " FROM ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " WITH NO DATA");
+		rp_buf_put_char(&sql, '\0');
+		rc = rp_pg_exec(pg, sql.data, "creating a staging table", t);
+		if (pass == 0)
+			t->stage_ups = rp_strndup(name, strlen(name));
+		else
+			t->stage_del = rp_strndup(name, strlen(name));
+	}
+	rp_buf_free(&sql);
+	if (rc < 0)
+		rp_pg_table_reset_stage(t);
+	return rc;
+}
+
+static int
+rp_pg_alter(RpPg *pg, RpPgTable *t, const char *action, const RpColumn *c, const char *extra)
+{
+	RpBuf		sql;
+	char	   *qc = rp_pg_ident(pg, c->name);
+	int			rc;
+
+	rp_buf_init(&sql, 256);
+	rp_buf_put_text(&sql, "ALTER TABLE ");
+	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_char(&sql, ' ');
+	rp_buf_put_text(&sql, action);
+	rp_buf_put_char(&sql, ' ');
+	rp_buf_put_text(&sql, qc);
+	if (extra)
+	{
+		rp_buf_put_char(&sql, ' ');
+		rp_buf_put_text(&sql, extra);
+	}
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_pg_exec(pg, sql.data, "ALTER TABLE", t);
+	rp_buf_free(&sql);
+	rp_free(qc);
+	return rc;
+}
+
+static const RpColumn *
+rp_pg_col(const RpRelation *rel, int16_t attnum)
+{
+	for (uint16_t i = 0; i < rel->natts; i++)
+		if (rel->cols[i].attnum == attnum)
+			return &rel->cols[i];
+	return NULL;
+}
+
+/*
+ * Additive changes are applied in the destination transaction of the data
+ * that follows them; destructive ones halt unless --on-destructive says
+ * apply (drop or retype the column) or skip (go on without it).
+ */
+int
+rp_pg_table_schema_change(RpPg *pg, const RpRelation *before, const RpRelation *after,
+						  RpSchemaChange change)
+{
+	RpPgTable  *t;
+	char		what[256];
+
+	if (change == RP_SCHEMA_SAME)
+		return 0;
+	if (!pg->in_txn)
+		return 0;				/* tables are resolved when their rows come */
+	t = rp_pg_table_get(pg, before ? before : after);
+	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+		return -1;
+	if (change == RP_SCHEMA_NEW)
+		return 0;
+
+	/* a schema change is a barrier: what came before is applied first */
+	if (rp_pg_apply_flush(pg) < 0)
+		return -1;
+	rp_schema_diff(before, after, what, sizeof(what));
+	if (change == RP_SCHEMA_DESTRUCTIVE)
+	{
+		if (pg->opts.on_destructive == RP_DESTRUCTIVE_HALT)
+			return rp_fail(RP_HALT_SCHEMA, "destructive schema change of table %s: %s (halting; --on-destructive=apply or skip overrides)",
+						   t->qname, what);
+		if (strcmp(before->schema, after->schema) != 0 || strcmp(before->name, after->name) != 0 ||
+			before->identity != after->identity)
+			return rp_fail(RP_HALT_SCHEMA, "schema change of table %s cannot be applied: %s",
+						   t->qname, what);
+	}
+	if (change == RP_SCHEMA_ADDITIVE || pg->opts.on_destructive == RP_DESTRUCTIVE_APPLY)
+	{
+		for (uint16_t i = 0; i < before->natts; i++)
+		{
+			const RpColumn *b = &before->cols[i];
+			const RpColumn *a = rp_pg_col(after, b->attnum);
+
+			if (!rp_pg_applied(b))
+				continue;
+			if (a == NULL)
+			{
+				if (rp_pg_alter(pg, t, "DROP COLUMN IF EXISTS", b, NULL) < 0)
+					return -1;
+			}
+			else if (strcmp(a->name, b->name) != 0)
+			{
+				char	   *qn = rp_pg_ident(pg, a->name);
+				char		extra[512];
+
+				snprintf(extra, sizeof(extra), "TO %s", qn);
+				rp_free(qn);
+				if (rp_pg_alter(pg, t, "RENAME COLUMN", b, extra) < 0)
+					return -1;
+			}
+			else if (a->type_oid != b->type_oid || a->typmod != b->typmod)
+			{
+				char	   *qc = rp_pg_ident(pg, a->name);
+				char		extra[1024];
+
+				snprintf(extra, sizeof(extra), "TYPE %s USING %s::%s", a->type_name, qc, a->type_name);
+				rp_free(qc);
+				if (rp_pg_alter(pg, t, "ALTER COLUMN", a, extra) < 0)
+					return -1;
+			}
+		}
+		for (uint16_t i = 0; i < after->natts; i++)
+		{
+			const RpColumn *a = &after->cols[i];
+
+			if (rp_pg_applied(a) && rp_pg_col(before, a->attnum) == NULL &&
+				rp_pg_alter(pg, t, "ADD COLUMN IF NOT EXISTS", a, a->type_name) < 0)
+				return -1;
+		}
+	}
+	rp_pg_table_describe(pg, t, after);
+	return rp_pg_table_resolve(pg, t);
+}

@@ -1,0 +1,513 @@
+/*
+ * rp_sink_pg.c
+ *    The PostgreSQL mirror sink: sessions, the checkpoint table and the
+ *    destination transaction of each batch.
+ *
+ * Effect-once (G1): every destination transaction holds one batch of
+ * source transactions and the checkpoint, committed together.  The
+ * checkpoint lives in replicant.checkpoint, keyed by the source's system
+ * id and slot; each batch reads its row FOR UPDATE first, skips source
+ * transactions at or below it (a replay changes nothing), and only ever
+ * advances it.  A table rather than a replication origin, because
+ * pg_replication_origin_xact_setup() needs superuser and the destination
+ * role should not.
+ *
+ * Errors are reported by SQLSTATE, table, column and constraint name; the
+ * server's message text, DETAIL and CONTEXT are dropped because they can
+ * carry row values (G4).
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rp_ckpt.h"
+#include "rp_deliver.h"
+#include "rp_pg.h"
+#include "rp_status.h"
+
+static const char *const rp_pg_setup_sql =
+"CREATE SCHEMA IF NOT EXISTS replicant;"
+"CREATE TABLE IF NOT EXISTS replicant.checkpoint ("
+"  system_id text NOT NULL, slot text NOT NULL, timeline integer NOT NULL,"
+"  commit_lsn pg_catalog.pg_lsn NOT NULL, end_lsn pg_catalog.pg_lsn NOT NULL,"
+"  updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),"
+"  PRIMARY KEY (system_id, slot));"
+"CREATE TABLE IF NOT EXISTS replicant.messages ("
+"  system_id text NOT NULL, slot text NOT NULL, lsn pg_catalog.pg_lsn NOT NULL,"
+"  transactional boolean NOT NULL, commit_lsn pg_catalog.pg_lsn, prefix text NOT NULL,"
+"  content bytea NOT NULL, PRIMARY KEY (system_id, slot, lsn));";
+
+/* A few SQLSTATEs by name; anything else by its code alone. */
+static const char *
+rp_pg_sqlstate_name(const char *state)
+{
+	static const struct
+	{
+		const char *code;
+		const char *name;
+	}			names[] = {
+		{"23502", "not_null_violation"}, {"23503", "foreign_key_violation"},
+		{"23505", "unique_violation"}, {"23514", "check_violation"},
+		{"23P01", "exclusion_violation"}, {"22P02", "invalid_text_representation"},
+		{"22001", "string_data_right_truncation"}, {"22003", "numeric_value_out_of_range"},
+		{"42P01", "undefined_table"}, {"42703", "undefined_column"},
+		{"42501", "insufficient_privilege"}, {"40001", "serialization_failure"},
+		{"40P01", "deadlock_detected"}, {"57P01", "admin_shutdown"},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(names[i].code, state) == 0)
+			return names[i].name;
+	return "error";
+}
+
+int
+rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const RpPgTable *t)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *table = res ? PQresultErrorField(res, PG_DIAG_TABLE_NAME) : NULL;
+	const char *column = res ? PQresultErrorField(res, PG_DIAG_COLUMN_NAME) : NULL;
+	const char *constraint = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
+	char		where[512] = "";
+	RpHalt		halt;
+
+	/* a lost destination is retried after reconnecting; anything else halts */
+	if (pg->conn == NULL || PQstatus(pg->conn) != CONNECTION_OK || state == NULL ||
+		strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
+	{
+		char		line[256];
+
+		snprintf(line, sizeof(line), "%s", pg->conn ? PQerrorMessage(pg->conn) : "no connection");
+		line[strcspn(line, "\n")] = '\0';
+		return rp_fail(RP_HALT_NONE, "destination connection lost during %s: %s", what, line);
+	}
+	if (table || t)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where), " on table %s",
+				 table ? table : t->qname);
+	if (column)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where), " column \"%s\"", column);
+	if (constraint)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where), " constraint \"%s\"",
+				 constraint);
+	halt = RP_HALT_SINK;
+	return rp_fail(halt, "destination %s failed: SQLSTATE %s (%s)%s", what, state,
+				   rp_pg_sqlstate_name(state), where);
+}
+
+int
+rp_pg_exec(RpPg *pg, const char *sql, const char *what, const RpPgTable *t)
+{
+	PGresult   *res = PQexec(pg->conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+	int			rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = rp_pg_fail_result(pg, res, what, t);
+	PQclear(res);
+	return rc;
+}
+
+int
+rp_pg_exec_params(RpPg *pg, const char *sql, int n, const char *const *vals, const char *what,
+				  const RpPgTable *t)
+{
+	PGresult   *res = PQexecParams(pg->conn, sql, n, NULL, vals, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(res);
+	int			rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = rp_pg_fail_result(pg, res, what, t);
+	PQclear(res);
+	return rc;
+}
+
+/* Notices may quote values too: keep them off stderr. */
+static void
+rp_pg_notice(void *arg, const PGresult *res)
+{
+}
+
+static int
+rp_pg_connect(RpPg *pg)
+{
+	if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
+		return 0;
+	if (pg->conn)
+		PQfinish(pg->conn);
+	/* every cached destination fact may be stale on a new session */
+	for (int i = 0; i < pg->ntables; i++)
+	{
+		pg->tables[i]->resolved = false;
+		if (pg->tables[i]->stage_ups)
+			rp_free(pg->tables[i]->stage_ups);
+		if (pg->tables[i]->stage_del)
+			rp_free(pg->tables[i]->stage_del);
+		pg->tables[i]->stage_ups = pg->tables[i]->stage_del = NULL;
+	}
+	pg->in_txn = false;
+	pg->conn = PQconnectdb(pg->opts.conninfo);
+	if (PQstatus(pg->conn) != CONNECTION_OK)
+	{
+		char		line[256];
+
+		snprintf(line, sizeof(line), "%s", PQerrorMessage(pg->conn));
+		line[strcspn(line, "\n")] = '\0';
+		PQfinish(pg->conn);
+		pg->conn = NULL;
+		return rp_fail(RP_HALT_NONE, "could not connect to the destination: %s", line);
+	}
+	PQsetNoticeReceiver(pg->conn, rp_pg_notice, NULL);
+	/* pinned search_path: every name we send is schema-qualified and quoted */
+	if (rp_pg_exec(pg, "SET search_path = ''; SET application_name = 'replicant';"
+				   " SET synchronous_commit = on", "session setup", NULL) < 0)
+		return -1;
+	return rp_pg_exec(pg, rp_pg_setup_sql, "creating replicant.checkpoint", NULL);
+}
+
+static int
+rp_pg_checkpoint(RpSink *s, RpCheckpoint *ck)
+{
+	RpPg	   *pg = s->priv;
+	const char *vals[1] = {pg->opts.slot};
+	PGresult   *res;
+	int			rc = 0;
+
+	if (rp_pg_connect(pg) < 0)
+		return -1;
+	res = PQexecParams(pg->conn,
+					   "SELECT system_id, timeline, commit_lsn::text, end_lsn::text "
+					   "FROM replicant.checkpoint WHERE slot = $1 ORDER BY updated_at DESC",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = rp_pg_fail_result(pg, res, "reading the checkpoint", NULL);
+	else if (PQntuples(res) > 0)
+	{
+		memset(ck, 0, sizeof(*ck));
+		ck->system_id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+		ck->timeline = (uint32_t) strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+		snprintf(ck->slot, sizeof(ck->slot), "%s", pg->opts.slot);
+		rp_lsn_parse(PQgetvalue(res, 0, 2), &ck->commit_lsn);
+		rp_lsn_parse(PQgetvalue(res, 0, 3), &ck->end_lsn);
+		rc = 1;
+	}
+	PQclear(res);
+	return rc;
+}
+
+static void
+rp_pg_ck_params(const RpCheckpoint *ck, char sysid[24], char tli[16], char commit[24],
+				char end[24])
+{
+	snprintf(sysid, 24, "%" PRIu64, ck->system_id);
+	snprintf(tli, 16, "%u", ck->timeline);
+	rp_lsn_format(ck->commit_lsn, commit);
+	rp_lsn_format(ck->end_lsn, end);
+}
+
+/*
+ * BEGIN and lock this source's checkpoint row; *done gets the commit LSN
+ * the destination already holds (0 when none).
+ */
+static int
+rp_pg_begin(RpPg *pg, const RpCheckpoint *ck, uint64_t *done)
+{
+	char		sysid[24],
+				tli[16],
+				commit[24],
+				end[24];
+	const char *vals[3];
+	PGresult   *res;
+	int			rc = 0;
+
+	if (rp_pg_connect(pg) < 0)
+		return -1;
+	if (rp_pg_exec(pg, "BEGIN", "BEGIN", NULL) < 0)
+		return -1;
+	pg->in_txn = true;
+	rp_pg_ck_params(ck, sysid, tli, commit, end);
+	vals[0] = sysid;
+	vals[1] = ck->slot;
+	vals[2] = tli;
+	if (rp_pg_exec_params(pg, "INSERT INTO replicant.checkpoint (system_id, slot, timeline, commit_lsn, end_lsn) "
+						  "VALUES ($1, $2, $3, '0/0', '0/0') ON CONFLICT DO NOTHING",
+						  3, vals, "creating the checkpoint row", NULL) < 0)
+		return -1;
+	res = PQexecParams(pg->conn,
+					   "SELECT commit_lsn::text FROM replicant.checkpoint "
+					   "WHERE system_id = $1 AND slot = $2 FOR UPDATE",
+					   2, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		rc = rp_pg_fail_result(pg, res, "locking the checkpoint", NULL);
+	else if (!rp_lsn_parse(PQgetvalue(res, 0, 0), done))
+		rc = rp_fail(RP_HALT_SINK, "destination checkpoint row is damaged");
+	PQclear(res);
+	return rc;
+}
+
+/* Advance the checkpoint (never backwards) and COMMIT. */
+static int
+rp_pg_commit(RpPg *pg, const RpCheckpoint *ck)
+{
+	char		sysid[24],
+				tli[16],
+				commit[24],
+				end[24];
+	const char *vals[5];
+
+	rp_pg_ck_params(ck, sysid, tli, commit, end);
+	vals[0] = sysid;
+	vals[1] = ck->slot;
+	vals[2] = tli;
+	vals[3] = commit;
+	vals[4] = end;
+	if (rp_pg_exec_params(pg, "UPDATE replicant.checkpoint SET timeline = $3,"
+						  " commit_lsn = GREATEST(commit_lsn, $4::pg_lsn),"
+						  " end_lsn = GREATEST(end_lsn, $5::pg_lsn), updated_at = now()"
+						  " WHERE system_id = $1 AND slot = $2",
+						  5, vals, "advancing the checkpoint", NULL) < 0)
+		return -1;
+	if (rp_pg_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
+		return -1;
+	pg->in_txn = false;
+	pg->ck = *ck;
+	pg->have_ck = true;
+	return 0;
+}
+
+static void
+rp_pg_abort(RpPg *pg)
+{
+	if (pg->in_txn && pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
+	{
+		PGresult   *res = PQexec(pg->conn, "ROLLBACK");
+
+		PQclear(res);
+	}
+	pg->in_txn = false;
+	/* pending effects belong to the aborted transaction */
+	for (int i = 0; i < pg->ntables; i++)
+	{
+		RpPgTable  *t = pg->tables[i];
+
+		t->neffects = 0;
+		t->order = 0;
+		rp_buf_reset(&t->arena);
+		if (t->slots)
+			memset(t->slots, 0, sizeof(int) * (size_t) t->nslots);
+	}
+	pg->touched = 0;
+}
+
+/*
+ * Logical messages are routed by prefix, fail-closed: ignored prefixes have
+ * no effect, routed ones are stored in replicant.messages inside the
+ * current destination transaction, and any other prefix halts.
+ */
+static int
+rp_pg_route_message(RpPg *pg, bool transactional, uint64_t lsn, const char *prefix,
+					size_t prefix_len, const unsigned char *content, uint32_t content_len)
+{
+	char	   *pfx = rp_strndup(prefix, prefix_len);
+	char		sysid[24],
+				lsnbuf[24],
+				commit[24];
+	const char *vals[7];
+	int			lens[7] = {0, 0, 0, 0, 0, 0, (int) content_len};
+	int			fmts[7] = {0, 0, 0, 0, 0, 0, 1};	/* content as raw bytes */
+	bool		routed = false;
+	PGresult   *res;
+	int			rc = 0;
+
+	for (int i = 0; i < pg->opts.nignore; i++)
+		if (strcmp(pg->opts.ignore_prefixes[i], pfx) == 0)
+		{
+			rp_free(pfx);
+			return 0;
+		}
+	for (int i = 0; i < pg->opts.nroute; i++)
+		routed |= strcmp(pg->opts.route_prefixes[i], pfx) == 0;
+	if (!routed)
+	{
+		rc = rp_fail(RP_HALT_SINK, "logical message with prefix \"%s\" is neither routed nor ignored (see --message-route and --message-ignore)",
+					 pfx);
+		rp_free(pfx);
+		return rc;
+	}
+	snprintf(sysid, sizeof(sysid), "%" PRIu64, pg->ck.system_id);
+	rp_lsn_format(lsn, lsnbuf);
+	rp_lsn_format(pg->cur_commit_lsn, commit);
+	vals[0] = sysid;
+	vals[1] = pg->ck.slot;
+	vals[2] = lsnbuf;
+	vals[3] = transactional ? "t" : "f";
+	vals[4] = transactional ? commit : NULL;
+	vals[5] = pfx;
+	vals[6] = (const char *) content;
+	res = PQexecParams(pg->conn,
+					   "INSERT INTO replicant.messages (system_id, slot, lsn, transactional, commit_lsn, prefix, content)"
+					   " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+					   7, NULL, vals, lens, fmts, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = rp_pg_fail_result(pg, res, "routing a logical message", NULL);
+	PQclear(res);
+	rp_free(pfx);
+	return rc;
+}
+
+static int
+rp_pg_apply_txn(RpPg *pg, RpDelivery *dl, RpTxn *txn)
+{
+	RpCursor	c;
+	RpRecord	rec;
+	int			rc;
+
+	pg->cur_commit_lsn = txn->commit_lsn;
+	pg->cur_commit_time = txn->commit_time;
+	if (rp_cursor_open(&c, dl, txn) < 0)
+		return -1;
+	while ((rc = rp_cursor_next(&c, &rec)) > 0)
+	{
+		switch (rec.tag)
+		{
+			case RP_TAG_INSERT:
+			case RP_TAG_UPDATE:
+			case RP_TAG_DELETE:
+				rc = rp_pg_apply_change(pg, &rec);
+				break;
+			case RP_TAG_TRUNCATE:
+				rc = rp_pg_apply_truncate(pg, &rec, &dl->dec.rels);
+				break;
+			case RP_TAG_MESSAGE:
+				rc = rp_pg_route_message(pg, true, rec.u.message.lsn, rec.u.message.prefix,
+										 rec.u.message.prefix_len, rec.u.message.content,
+										 rec.u.message.content_len);
+				break;
+			default:
+				rc = 0;
+		}
+		if (rc < 0)
+			break;
+	}
+	rp_cursor_close(&c);
+	if (rc < 0)
+		return -1;
+	return rp_pg_apply_end_txn(pg);
+}
+
+static int
+rp_pg_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
+{
+	RpPg	   *pg = s->priv;
+	uint64_t	done = 0;
+
+	pg->ck = *ck;
+	if (rp_pg_begin(pg, ck, &done) < 0)
+		goto fail;
+	for (int i = 0; i < n; i++)
+	{
+		/* already in the destination (a replay, or another consumer): no effect */
+		if (txns[i]->commit_lsn <= done)
+			continue;
+		if (rp_pg_apply_txn(pg, dl, txns[i]) < 0)
+			goto fail;
+	}
+	if (rp_pg_apply_flush(pg) < 0 || rp_pg_commit(pg, ck) < 0)
+		goto fail;
+	return 0;
+
+fail:
+	rp_pg_abort(pg);
+	return -1;
+}
+
+static int
+rp_pg_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
+{
+	return rp_pg_batch(s, dl, &txn, 1, ck);
+}
+
+static int
+rp_pg_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
+{
+	RpPg	   *pg = s->priv;
+	uint64_t	done = 0;
+
+	pg->ck = *ck;
+	pg->cur_commit_lsn = 0;
+	if (rp_pg_begin(pg, ck, &done) < 0 ||
+		rp_pg_route_message(pg, false, msg->lsn, msg->prefix, strlen(msg->prefix), msg->content,
+							msg->content_len) < 0 ||
+		rp_pg_commit(pg, ck) < 0)
+	{
+		rp_pg_abort(pg);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+rp_pg_schema_change(RpSink *s, const RpRelation *before, const RpRelation *after,
+					RpSchemaChange change)
+{
+	return rp_pg_table_schema_change(s->priv, before, after, change);
+}
+
+static int
+rp_pg_advance(RpSink *s, const RpCheckpoint *ck)
+{
+	RpPg	   *pg = s->priv;
+	uint64_t	done;
+
+	if (rp_pg_begin(pg, ck, &done) < 0 || rp_pg_commit(pg, ck) < 0)
+	{
+		rp_pg_abort(pg);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+rp_pg_close(RpSink *s)
+{
+	RpPg	   *pg = s->priv;
+
+	rp_pg_abort(pg);
+	if (pg->conn)
+		PQfinish(pg->conn);
+	for (int i = 0; i < pg->ntables; i++)
+		rp_pg_table_free(pg->tables[i]);
+	if (pg->tables)
+		rp_free(pg->tables);
+	rp_buf_free(&pg->scratch);
+	rp_free(pg);
+	rp_free(s);
+}
+
+RpSink *
+rp_sink_pg_open(const RpPgOptions *opts)
+{
+	RpSink	   *s = rp_malloc0(sizeof(RpSink));
+	RpPg	   *pg = rp_malloc0(sizeof(RpPg));
+
+	pg->opts = *opts;
+	rp_buf_init(&pg->scratch, 4096);
+	s->name = "postgresql";
+	s->kind = RP_SINK_STATE;
+	s->owns_checkpoint = true;
+	s->priv = pg;
+	s->checkpoint = rp_pg_checkpoint;
+	s->handle_transaction = rp_pg_txn;
+	s->handle_batch = rp_pg_batch;
+	s->handle_message = rp_pg_message;
+	s->handle_schema_change = rp_pg_schema_change;
+	s->advance = rp_pg_advance;
+	s->close = rp_pg_close;
+	if (rp_pg_connect(pg) < 0)
+	{
+		rp_pg_close(s);
+		return NULL;
+	}
+	return s;
+}

@@ -1,0 +1,637 @@
+/*
+ * test_file_sink.c
+ *    The file sink (consumer/sinks/rp_sink_file.c): an append-only JSON
+ *    lines log whose checkpoint lines make it effect-once (G1).  Lines and
+ *    checkpoint lines of delivered transactions, torn tails cut back to the
+ *    last checkpoint line on open, a file without one emptied, a checkpoint
+ *    line split across the 64 KiB backward-scan chunks still found, and
+ *    SIGHUP rotation starting the new file with the current checkpoint.
+ */
+#include "ct_util.h"
+
+#define REL 16384u
+#define SCAN_CHUNK (64 * 1024)
+
+static RpSpill sp;
+static RpAsm as;
+static char logpath[512];
+
+static void
+setup(void)
+{
+	ct_setup_dir();
+	snprintf(logpath, sizeof(logpath), "%s/changes.jsonl", ct_dir);
+	ck_assert_int_eq(rp_spill_init(&sp, ct_path("spill"), 1 << 20, 1 << 30), 0);
+	rp_asm_init(&as, &sp, 0);
+}
+
+static void
+teardown(void)
+{
+	rp_asm_free(&as);
+	rp_free(sp.dir);
+	ct_teardown_dir();
+}
+
+static RpSink *
+open_sink(const char *path)
+{
+	RpSink	   *s = rp_sink_file_open(path);
+
+	ck_assert_msg(s != NULL, "open failed: %s", rp_error());
+	ck_assert_str_eq(s->name, "file");
+	ck_assert(s->owns_checkpoint);
+	ck_assert_int_eq(s->kind, RP_SINK_APPEND_LOG);
+	return s;
+}
+
+/* A committed transaction of n inserts (ids first..), via the assembler. */
+static RpItem *
+txn(uint32_t xid, uint64_t lsn, int n, int32_t first, const char *note)
+{
+	RpBuf		b;
+	RpItem	   *it;
+
+	ct_txn_frame(&b, as.nraw == 0, REL, 2, xid, lsn, n, first, note);
+	ck_assert_int_eq(ct_feed(&as, &b, lsn), 0);
+	it = rp_asm_pop(&as);
+	ck_assert_ptr_nonnull(it);
+	ck_assert_int_eq(it->kind, RP_ITEM_TXN);
+	return it;
+}
+
+static void
+deliver(RpDelivery *dl, RpItem *it)
+{
+	ck_assert_msg(rp_deliver_item(dl, it, 0) == 0, "delivery failed: %s", rp_error());
+	ck_assert_msg(rp_deliver_flush(dl, true, 0) == 0, "flush failed: %s", rp_error());
+}
+
+static void
+start(RpDelivery *dl, RpSink *s, int max_txns)
+{
+	RpCheckpoint ck = ct_ck(0, 0);
+	RpBatchLimits l = ct_limits(max_txns, CT_NEVER_BYTES, CT_NEVER_MS);
+
+	/* as the CLI does: resume from the sink's own checkpoint */
+	ck_assert_int_ge(s->checkpoint(s, &ck), 0);
+	ck_assert_int_eq(rp_deliver_init(dl, s, &ck, NULL, NULL, &l), 0);
+}
+
+/* Split text into lines (in place); returns the count. */
+static int
+split_lines(char *text, char **lines, int max)
+{
+	int			n = 0;
+	char	   *p = text;
+
+	while (*p && n < max)
+	{
+		char	   *nl = strchr(p, '\n');
+
+		lines[n++] = p;
+		if (nl == NULL)
+			break;
+		*nl = '\0';
+		p = nl + 1;
+	}
+	return n;
+}
+
+/* The checkpoint line the sink writes for ck (taken from a real file). */
+static char *
+ckpt_line_for(uint64_t commit, uint64_t end)
+{
+	char		path[600];
+	RpSink	   *s;
+	RpCheckpoint ck = ct_ck(commit, end);
+	char	   *text,
+			   *last,
+			   *copy;
+	size_t		len;
+
+	snprintf(path, sizeof(path), "%s/ckline-%llx.jsonl", ct_dir, (unsigned long long) commit);
+	s = open_sink(path);
+	/* a message commits a checkpoint line of exactly ck */
+	{
+		RpMessage	m = {0};
+
+		m.prefix = "p";
+		m.content = (unsigned char *) "c";
+		m.content_len = 1;
+		ck_assert_int_eq(s->handle_message(s, &m, &ck), 0);
+	}
+	s->close(s);
+	text = ct_slurp(path, &len);
+	ck_assert(len > 0 && text[len - 1] == '\n');
+	text[len - 1] = '\0';
+	last = strrchr(text, '\n');
+	last = last ? last + 1 : text;
+	ck_assert_msg(strncmp(last, "{\"kind\":\"checkpoint\",", 21) == 0, "%s", last);
+	ck_assert_int_eq(asprintf(&copy, "%s\n", last), (int) strlen(last) + 1);
+	free(text);
+	unlink(path);
+	return copy;
+}
+
+/* n bytes of non-checkpoint lines (the last one maybe without newline). */
+static void
+put_filler(FILE *f, size_t n, bool end_with_newline)
+{
+	while (n > 0)
+	{
+		size_t		len = n > 80 ? 64 : n;
+
+		for (size_t i = 0; i + 1 < len; i++)
+			fputc(i == 0 ? '{' : 'x', f);
+		if (len == n && !end_with_newline)
+			fputc('x', f);
+		else
+			fputc('\n', f);
+		n -= len;
+	}
+}
+
+static void
+expect_ck(RpSink *s, uint64_t commit, uint64_t end)
+{
+	RpCheckpoint ck;
+
+	ck_assert_int_eq(s->checkpoint(s, &ck), 1);
+	ck_assert_uint_eq(ck.commit_lsn, commit);
+	ck_assert_uint_eq(ck.end_lsn, end);
+	ck_assert_uint_eq(ck.system_id, 7412345678901234567ULL);
+	ck_assert_uint_eq(ck.timeline, 1);
+	ck_assert_str_eq(ck.slot, "unit_slot");
+}
+
+/* ---- lines --------------------------------------------------------------------------- */
+
+START_TEST(test_new_file_lines)
+{
+	RpSink	   *s;
+	RpDelivery	dl;
+	RpCheckpoint ck;
+	char	   *text;
+	char	   *lines[64];
+	int			n;
+	struct stat sb;
+
+	ck_assert(!ct_exists(logpath));
+	s = open_sink(logpath);
+	ck_assert(ct_exists(logpath));
+	ck_assert_int_eq(ct_file_size(logpath), 0);
+	ck_assert_int_eq(stat(logpath, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0007, 0);	/* not world-readable */
+	ck_assert_int_eq(s->checkpoint(s, &ck), 0);
+
+	start(&dl, s, 1);
+	deliver(&dl, txn(700, 0x1000, 2, 1, "first"));
+	deliver(&dl, txn(701, 0x2000, 1, 3, "second"));
+	expect_ck(s, 0x2000, 0x2028);
+
+	text = ct_slurp(logpath, NULL);
+	n = split_lines(text, lines, 64);
+	ck_assert_int_eq(n, 5);
+	/* the rows, each with its transaction's fields */
+	for (int i = 0; i < 2; i++)
+	{
+		ck_assert_msg(strncmp(lines[i], "{\"kind\":\"insert\",", 17) == 0, "%s", lines[i]);
+		ck_assert_msg(strstr(lines[i], "\"commit_lsn\":\"0/1000\""), "%s", lines[i]);
+		ck_assert_msg(strstr(lines[i], "\"end_lsn\":\"0/1028\""), "%s", lines[i]);
+		ck_assert_msg(strstr(lines[i], "\"xid\":700"), "%s", lines[i]);
+		ck_assert_msg(strstr(lines[i], "\"note\":\"first\""), "%s", lines[i]);
+	}
+	ck_assert_msg(strstr(lines[0], "\"id\":1"), "%s", lines[0]);
+	ck_assert_msg(strstr(lines[1], "\"id\":2"), "%s", lines[1]);
+	ck_assert_str_eq(lines[2], "{\"kind\":\"checkpoint\",\"system_id\":\"7412345678901234567\","
+					 "\"timeline\":1,\"slot\":\"unit_slot\",\"commit_lsn\":\"0/1000\",\"end_lsn\":\"0/1028\"}");
+	ck_assert_msg(strstr(lines[3], "\"xid\":701") && strstr(lines[3], "\"id\":3"), "%s", lines[3]);
+	ck_assert_msg(strstr(lines[4], "\"commit_lsn\":\"0/2000\",\"end_lsn\":\"0/2028\"}"), "%s", lines[4]);
+	free(text);
+	rp_deliver_free(&dl);
+	s->close(s);
+
+	/* reopened: same checkpoint, nothing cut */
+	{
+		off_t		size = ct_file_size(logpath);
+
+		s = open_sink(logpath);
+		expect_ck(s, 0x2000, 0x2028);
+		ck_assert_int_eq(ct_file_size(logpath), size);
+		s->close(s);
+	}
+}
+END_TEST
+
+START_TEST(test_batch_one_checkpoint_line)
+{
+	RpSink	   *s = open_sink(logpath);
+	RpDelivery	dl;
+	char	   *text;
+
+	start(&dl, s, 3);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn(1, 0x100, 1, 1, "a"), 0), 0);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn(2, 0x200, 1, 2, "b"), 0), 0);
+	ck_assert_int_eq(ct_file_size(logpath), 0);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn(3, 0x300, 1, 3, "c"), 0), 0);
+	text = ct_slurp(logpath, NULL);
+	ck_assert_int_eq(ct_count(text, "\n"), 4);
+	ck_assert_int_eq(ct_count(text, "\"kind\":\"checkpoint\""), 1);
+	ck_assert_int_eq(ct_count(text, "\"kind\":\"insert\""), 3);
+	ck_assert_msg(strstr(text, "\"commit_lsn\":\"0/300\",\"end_lsn\":\"0/328\"}\n") != NULL, "%s", text);
+	free(text);
+	expect_ck(s, 0x300, 0x328);
+	rp_deliver_free(&dl);
+	s->close(s);
+}
+END_TEST
+
+START_TEST(test_message_and_stream_lines)
+{
+	RpSink	   *s = open_sink(logpath);
+	RpDelivery	dl;
+	RpBuf		b;
+	RpItem	   *it;
+	char	   *text;
+	char	   *lines[16];
+
+	start(&dl, s, 1);
+	/* a streamed transaction with a subtransaction, and an origin-less message */
+	ct_frame(&b);
+	ct_rel(&b, REL, "public", "t", 2);
+	rp_enc_stream_start(&b, 900, true);
+	ct_insert(&b, REL, 900, 2, 1, "top");
+	ct_insert(&b, REL, 901, 2, 2, "sub");
+	rp_enc_stream_stop(&b);
+	rp_enc_stream_commit(&b, 900, 0x900, 0x928, 0);
+	rp_enc_message(&b, false, 0, 0x950, "audit", "hello", 5);
+	ck_assert_int_eq(ct_feed(&as, &b, 0x900), 0);
+	while ((it = rp_asm_pop(&as)) != NULL)
+		ck_assert_int_eq(rp_deliver_item(&dl, it, 0), 0);
+	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
+	text = ct_slurp(logpath, NULL);
+	ck_assert_int_eq(split_lines(text, lines, 16), 5);
+	/* every row carries the toplevel xid, once: never the subtransaction's */
+	ck_assert_msg(ct_count(lines[1], "\"xid\"") == 1 && strstr(lines[1], "\"xid\":900"), "%s", lines[1]);
+	ck_assert_msg(strstr(lines[1], "901") == NULL, "%s", lines[1]);
+	ck_assert_msg(strstr(lines[2], "\"commit_lsn\":\"0/900\""), "%s", lines[2]);
+	ck_assert_msg(strncmp(lines[3], "{\"kind\":\"message\"", 17) == 0, "%s", lines[3]);
+	ck_assert_msg(strstr(lines[3], "\"prefix\":\"audit\"") && strstr(lines[3], "\"content\":\"hello\""),
+				  "%s", lines[3]);
+	ck_assert_msg(strstr(lines[4], "\"commit_lsn\":\"0/900\",\"end_lsn\":\"0/950\"}"), "%s", lines[4]);
+	free(text);
+	expect_ck(s, 0x900, 0x950);
+	rp_deliver_free(&dl);
+	s->close(s);
+}
+END_TEST
+
+/* ---- torn tails ------------------------------------------------------------------------- */
+
+/* A file with two delivered transactions; returns its size. */
+static off_t
+good_file(void)
+{
+	RpSink	   *s = open_sink(logpath);
+	RpDelivery	dl;
+	off_t		size;
+
+	start(&dl, s, 1);
+	deliver(&dl, txn(1, 0x100, 3, 1, "a"));
+	deliver(&dl, txn(2, 0x200, 3, 4, "b"));
+	rp_deliver_free(&dl);
+	s->close(s);
+	size = ct_file_size(logpath);
+	ck_assert_int_gt(size, 0);
+	return size;
+}
+
+static void
+expect_cut(off_t size, const char *tail, size_t taillen)
+{
+	RpSink	   *s;
+
+	ct_write_file(logpath, tail, taillen, true);
+	ck_assert_int_eq(ct_file_size(logpath), size + (off_t) taillen);
+	s = open_sink(logpath);
+	ck_assert_msg(ct_file_size(logpath) == size, "tail of %zu bytes not cut: %lld, expected %lld",
+				  taillen, (long long) ct_file_size(logpath), (long long) size);
+	expect_ck(s, 0x200, 0x228);
+	s->close(s);
+}
+
+START_TEST(test_torn_tail)
+{
+	off_t		size = good_file();
+	char	   *line = ckpt_line_for(0x900, 0x928);
+	size_t		ll = strlen(line);
+	char		buf[2048];
+
+	/* garbage and a partial row */
+	expect_cut(size, "garbage\n{\"kind\":\"insert\",\"partial", 33);
+	/* whole rows of a transaction that never got its checkpoint line */
+	expect_cut(size, "{\"kind\":\"insert\"}\n{\"kind\":\"insert\"}\n", 36);
+	/* a checkpoint line without its newline */
+	expect_cut(size, line, ll - 1);
+	/* the first half of a checkpoint line */
+	expect_cut(size, line, ll / 2);
+	/* rows, then a torn checkpoint line */
+	snprintf(buf, sizeof(buf), "{\"kind\":\"insert\"}\n%.*s", (int) (ll - 10), line);
+	expect_cut(size, buf, strlen(buf));
+	/* a checkpoint line cut inside its end LSN, followed by other bytes and a newline */
+	{
+		const char *e = strstr(line, "\"end_lsn\":\"0/9") + strlen("\"end_lsn\":\"0/9");
+		size_t		keep = (size_t) (e - line);
+
+		memcpy(buf, line, keep);
+		memcpy(buf + keep, "\n", 1);
+		expect_cut(size, buf, keep + 1);
+		/* ... or zeros (a block never written before the crash) then a newline */
+		memset(buf + keep, 0, 16);
+		buf[keep + 16] = '\n';
+		expect_cut(size, buf, keep + 17);
+	}
+	/* a checkpoint-looking line of another shape */
+	expect_cut(size, "{\"kind\":\"checkpoint\",\"system_id\":\"1\"}\n", 39);
+	/* a whole valid checkpoint line after garbage is a real checkpoint */
+	snprintf(buf, sizeof(buf), "junk\n%s", line);
+	ct_write_file(logpath, buf, strlen(buf), true);
+	{
+		RpSink	   *s = open_sink(logpath);
+
+		expect_ck(s, 0x900, 0x928);
+		ck_assert_int_eq(ct_file_size(logpath), size + (off_t) strlen(buf));
+		s->close(s);
+	}
+	free(line);
+}
+END_TEST
+
+START_TEST(test_no_checkpoint_emptied)
+{
+	RpSink	   *s;
+	RpCheckpoint ck;
+
+	ct_write_file(logpath, "{\"kind\":\"insert\"}\nhalf a li", 27, false);
+	s = open_sink(logpath);
+	ck_assert_int_eq(ct_file_size(logpath), 0);
+	ck_assert_int_eq(s->checkpoint(s, &ck), 0);
+	s->close(s);
+}
+END_TEST
+
+/*
+ * prefix bytes (with an older checkpoint line in them), the checkpoint
+ * line, then tail bytes without one.  The line starts d bytes before the
+ * scan boundary at `from_end` bytes before the end of the file.
+ */
+static void
+straddle_case(size_t from_end, long d)
+{
+	char	   *older = ckpt_line_for(0x100, 0x128);
+	char	   *line = ckpt_line_for(0x5000, 0x5028);
+	size_t		ll = strlen(line);
+	size_t		prefix = 20000;
+	size_t		tail = (size_t) ((long) from_end + d - (long) ll);
+	FILE	   *f = fopen(logpath, "wb");
+	RpSink	   *s;
+
+	ck_assert_ptr_nonnull(f);
+	put_filler(f, 5000, true);
+	fputs(older, f);
+	put_filler(f, prefix - 5000 - strlen(older), true);
+	fputs(line, f);
+	put_filler(f, tail, d % 2 == 0);
+	fclose(f);
+	ck_assert_int_eq(ct_file_size(logpath), (off_t) (prefix + ll + tail));
+	/* the boundary is where we meant it */
+	ck_assert_int_eq((long) (prefix + ll + tail - from_end) - (long) prefix, d);
+
+	s = open_sink(logpath);
+	ck_assert_msg(ct_file_size(logpath) == (off_t) (prefix + ll),
+				  "d=%ld from_end=%zu: size %lld, expected %zu", d, from_end,
+				  (long long) ct_file_size(logpath), prefix + ll);
+	expect_ck(s, 0x5000, 0x5028);
+	s->close(s);
+	free(older);
+	free(line);
+}
+
+START_TEST(test_checkpoint_across_scan_chunks)
+{
+	char	   *line = ckpt_line_for(0x5000, 0x5028);
+	long		ll = (long) strlen(line);
+	long		ds[] = {0, 1, 2, 3, ll / 2, ll - 2, ll - 1, ll, ll + 1, 200};
+
+	free(line);
+	for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
+	{
+		/* the first chunk's boundary: SCAN_CHUNK from the end */
+		straddle_case(SCAN_CHUNK, ds[i]);
+		/* the second chunk's (chunks overlap by 512 bytes) */
+		straddle_case(2 * SCAN_CHUNK - 512, ds[i]);
+		/* a few chunks further */
+		straddle_case(5 * SCAN_CHUNK - 4 * 512, ds[i]);
+	}
+}
+END_TEST
+
+START_TEST(test_long_tail)
+{
+	/* megabytes of torn tail after the checkpoint line */
+	off_t		size = good_file();
+	FILE	   *f = fopen(logpath, "ab");
+	RpSink	   *s;
+
+	put_filler(f, 3 * 1024 * 1024 + 17, false);
+	fclose(f);
+	s = open_sink(logpath);
+	ck_assert_int_eq(ct_file_size(logpath), size);
+	expect_ck(s, 0x200, 0x228);
+	s->close(s);
+}
+END_TEST
+
+/* ---- rotation ----------------------------------------------------------------------------- */
+
+START_TEST(test_reopen_rotation)
+{
+	RpSink	   *s = open_sink(logpath);
+	RpDelivery	dl;
+	char		rotated[600];
+	char	   *text;
+	char	   *lines[16];
+	off_t		old_size,
+				size;
+
+	snprintf(rotated, sizeof(rotated), "%s.1", logpath);
+	start(&dl, s, 1);
+	deliver(&dl, txn(1, 0x100, 2, 1, "a"));
+	old_size = ct_file_size(logpath);
+
+	/* logrotate renames the file away, then SIGHUP */
+	ck_assert_int_eq(rename(logpath, rotated), 0);
+	ck_assert_int_eq(s->reopen(s), 0);
+	ck_assert(ct_exists(logpath));
+	text = ct_slurp(logpath, NULL);
+	ck_assert_int_eq(split_lines(text, lines, 16), 1);
+	ck_assert_msg(strstr(lines[0], "\"kind\":\"checkpoint\"") &&
+				  strstr(lines[0], "\"commit_lsn\":\"0/100\",\"end_lsn\":\"0/128\""), "%s", lines[0]);
+	free(text);
+	expect_ck(s, 0x100, 0x128);
+
+	/* new data goes to the new file only */
+	deliver(&dl, txn(2, 0x200, 1, 3, "b"));
+	ck_assert_int_eq(ct_file_size(rotated), old_size);
+	text = ct_slurp(logpath, NULL);
+	ck_assert_int_eq(split_lines(text, lines, 16), 3);
+	ck_assert_msg(strstr(lines[1], "\"kind\":\"insert\"") && strstr(lines[1], "\"id\":3"), "%s", lines[1]);
+	ck_assert_msg(strstr(lines[2], "\"commit_lsn\":\"0/200\""), "%s", lines[2]);
+	free(text);
+
+	/* a SIGHUP without rotation changes nothing */
+	size = ct_file_size(logpath);
+	ck_assert_int_eq(s->reopen(s), 0);
+	ck_assert_int_eq(ct_file_size(logpath), size);
+	expect_ck(s, 0x200, 0x228);
+
+	/* a restart on the new file resumes from its checkpoint */
+	rp_deliver_free(&dl);
+	s->close(s);
+	s = open_sink(logpath);
+	expect_ck(s, 0x200, 0x228);
+	s->close(s);
+}
+END_TEST
+
+START_TEST(test_reopen_before_any_checkpoint)
+{
+	RpSink	   *s = open_sink(logpath);
+	RpCheckpoint ck;
+	char		rotated[600];
+
+	snprintf(rotated, sizeof(rotated), "%s.1", logpath);
+	ck_assert_int_eq(rename(logpath, rotated), 0);
+	ck_assert_int_eq(s->reopen(s), 0);
+	ck_assert_int_eq(ct_file_size(logpath), 0);
+	ck_assert_int_eq(s->checkpoint(s, &ck), 0);
+	s->close(s);
+}
+END_TEST
+
+START_TEST(test_open_error)
+{
+	rp_error_clear();
+	ck_assert_ptr_null(rp_sink_file_open(ct_path("no/such/dir/log")));
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
+	ck_assert_msg(strstr(rp_error(), "no/such/dir/log") != NULL, "%s", rp_error());
+}
+END_TEST
+
+/* ---- failures leave nothing behind ------------------------------------------------------- */
+
+START_TEST(test_failed_txn_leaves_no_lines)
+{
+	/*
+	 * A transaction that fails half-way (a destructive schema change
+	 * inside it) after more than the 4 MB write chunk was written: the file
+	 * must end at its last checkpoint line again, and a later transaction
+	 * must not be preceded by the failed one's lines.
+	 */
+	RpSink	   *s = open_sink(logpath);
+	RpDelivery	dl;
+	RpBuf		b;
+	RpItem	   *bad,
+			   *it;
+	RpCheckpoint ck;
+	char		note[1000];
+	off_t		size;
+	char	   *text;
+
+	memset(note, 'n', sizeof(note) - 1);
+	note[sizeof(note) - 1] = '\0';
+	start(&dl, s, 1);
+	deliver(&dl, txn(1, 0x100, 1, 1, "a"));
+	size = ct_file_size(logpath);
+
+	for (int rows = 5; rows <= 6000; rows += 5995)
+	{
+		ct_frame(&b);
+		rp_enc_begin(&b, 2, 0x200, 0);
+		for (int i = 0; i < rows; i++)
+			ct_insert(&b, REL, 0, 2, 100 + i, note);
+		ct_rel(&b, REL, "public", "t", 1);	/* "note" dropped */
+		ct_insert(&b, REL, 0, 1, 99999, NULL);
+		rp_enc_commit(&b, 0x200, 0x228, 0);
+		ck_assert_int_eq(ct_feed(&as, &b, 0x200), 0);
+		bad = rp_asm_pop(&as);
+		ck_assert_ptr_nonnull(bad);
+		ck = dl.ck;
+		ck.commit_lsn = 0x200;
+		rp_error_clear();
+		ck_assert_int_eq(s->handle_transaction(s, &dl, bad->txn, &ck), -1);
+		ck_assert_int_eq(rp_error_halt(), RP_HALT_SCHEMA);
+		rp_item_free(bad);
+		ck_assert_msg(ct_file_size(logpath) == size, "%d rows: %lld bytes after the failure, expected %lld",
+					  rows, (long long) ct_file_size(logpath), (long long) size);
+		expect_ck(s, 0x100, 0x128);
+		/* the assembler's relation goes back for the next round */
+		ct_frame(&b);
+		ct_rel(&b, REL, "public", "t", 2);
+		ck_assert_int_eq(ct_feed(&as, &b, 0x200), 0);
+	}
+
+	/* the next transaction's lines follow the checkpoint line directly */
+	rp_deliver_free(&dl);
+	start(&dl, s, 1);
+	it = txn(3, 0x300, 1, 7, "c");
+	deliver(&dl, it);
+	text = ct_slurp(logpath, NULL);
+	ck_assert_int_eq(ct_count(text, "\n"), 4);
+	ck_assert_int_eq(ct_count(text, "nnnn"), 0);
+	free(text);
+	rp_deliver_free(&dl);
+	s->close(s);
+}
+END_TEST
+
+static Suite *
+file_sink_suite(void)
+{
+	Suite	   *s = suite_create("file_sink");
+	TCase	   *tc;
+
+	tc = tcase_create("lines");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_new_file_lines);
+	tcase_add_test(tc, test_batch_one_checkpoint_line);
+	tcase_add_test(tc, test_message_and_stream_lines);
+	tcase_add_test(tc, test_open_error);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("recovery");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_torn_tail);
+	tcase_add_test(tc, test_no_checkpoint_emptied);
+	tcase_add_test(tc, test_checkpoint_across_scan_chunks);
+	tcase_add_test(tc, test_long_tail);
+	tcase_add_test(tc, test_failed_txn_leaves_no_lines);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("rotation");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_reopen_rotation);
+	tcase_add_test(tc, test_reopen_before_any_checkpoint);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return ct_run(file_sink_suite());
+}

@@ -1,0 +1,431 @@
+#!/usr/bin/env bash
+# regress/t/file_sink_kill9.sh: the file sink is effect-once across SIGKILL.
+#
+# Proves G1 (effect-once: dup = 0, loss = 0 in the file log, in commit order, nothing from
+# rolled-back subtransactions or aborted transactions) and G2 (ack discipline: after every
+# kill the slot's confirmed_flush_lsn is at or behind the last durable checkpoint line of
+# the log).
+#
+# A source cluster with logical_decoding_work_mem = 64kB runs two workload procedures that
+# COMMIT per transaction: small mixed insert/update/delete transactions over three tables
+# of assorted types (some with rolled-back subtransactions, some rolled back whole), and
+# large transactions (streamed by the server with -o streaming=on, spilled by the consumer
+# past --max-memory 128kB; some with a rolled-back subtransaction, some aborted whole).
+# Every committed change is recorded in an audit table in the same transaction, keyed
+# (table, id, op, version); rows of rolled-back work carry negative ids.
+# The consumer (--sink file:LOG, small batches) is killed with SIGKILL 24 times: after random
+# sleeps of 0.05-1.5 s, right after a new checkpoint line reaches the log (the sink wrote,
+# the feedback did not go out yet) and while spill files exist; it restarts each time with
+# the same state dir; some kills land while a unit is half written (the log ends in data
+# lines that the restart must cut). Then the workload stops, the consumer runs to -E past the last
+# commit, and a checker compares the log with the audit table.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=regress/lib.sh
+. "$here/../lib.sh"
+export PATH="$RP_BINDIR:$PATH"
+
+ROUNDS=${ROUNDS:-24}
+work=$(mktemp -d /tmp/rp-kill9.XXXXXX)
+LOG=$work/changes.jsonl
+STATE=$work/state
+SLOT=kill9
+consumer_pid=
+workers=()
+status=1
+
+cleanup() {
+	local rc=$?
+	[[ -n $consumer_pid ]] && kill -9 "$consumer_pid" 2>/dev/null
+	for p in "${workers[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rp_cluster_cleanup_all
+	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
+	return "$rc"
+}
+trap cleanup EXIT
+
+fail() {
+	printf 'FAIL file_sink_kill9: %s\n' "$*"
+	for f in "$work"/consumer-*.err; do
+		[[ -s $f ]] && { printf -- '--- %s\n' "$f"; tail -n 5 "$f"; }
+	done
+	exit 1
+}
+
+started=$SECONDS
+rp_cluster_start src
+rp_psql src -c "ALTER SYSTEM SET logical_decoding_work_mem = '64kB'" -c "SELECT pg_reload_conf()" >/dev/null
+
+rp_psql src <<'SQL' >/dev/null
+CREATE TABLE t_a (id bigint PRIMARY KEY, ver int NOT NULL, name text, amount numeric(12,2),
+                  ts timestamptz, flag bool);
+CREATE TABLE t_b (id bigint PRIMARY KEY, ver int NOT NULL, doc jsonb, raw bytea, tags text[]);
+CREATE TABLE t_c (id bigint PRIMARY KEY, ver int NOT NULL, u uuid, d date, f float8,
+                  iv interval);
+-- what was committed, written in the same transaction as the change it records
+CREATE TABLE audit (seq bigserial PRIMARY KEY, txid bigint NOT NULL, tbl text NOT NULL,
+                    id bigint NOT NULL, op char(1) NOT NULL, ver int NOT NULL);
+CREATE TABLE ctl (stop bool NOT NULL);
+INSERT INTO ctl VALUES (false);
+CREATE TABLE fence (at timestamptz);
+
+-- n rows into tbl with ids from first (negative ids: work that must never be seen)
+CREATE FUNCTION wl_insert(tbl text, first bigint, n int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	cols text := CASE tbl
+		WHEN 't_a' THEN 'name, amount, ts, flag'
+		WHEN 't_b' THEN 'doc, raw, tags'
+		ELSE 'u, d, f, iv' END;
+	vals text := CASE tbl
+		WHEN 't_a' THEN 'md5(g::text), round((random() * 10000)::numeric, 2), now(), random() > 0.5'
+		WHEN 't_b' THEN 'jsonb_build_object(''k'', g, ''s'', md5(g::text)), decode(md5(g::text), ''hex''), ARRAY[''x'', g::text]'
+		ELSE 'gen_random_uuid(), current_date - (g % 1000)::int, random(), make_interval(secs => g)' END;
+BEGIN
+	EXECUTE format('WITH i AS (INSERT INTO %I (id, ver, %s) SELECT g, 0, %s FROM generate_series($1, $1 + $2 - 1) g RETURNING id, ver)
+	                INSERT INTO audit (txid, tbl, id, op, ver) SELECT txid_current(), %L, id, ''I'', ver FROM i',
+	               tbl, cols, vals, tbl) USING first, n;
+END $$;
+
+-- bump the version of rows lo..hi of tbl (those that exist)
+CREATE FUNCTION wl_update(tbl text, lo bigint, hi bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	sets text := CASE tbl
+		WHEN 't_a' THEN 'name = md5(random()::text), amount = amount + 1'
+		WHEN 't_b' THEN 'doc = doc || jsonb_build_object(''v'', ver + 1)'
+		ELSE 'f = random(), iv = iv + interval ''1 day''' END;
+BEGIN
+	EXECUTE format('WITH u AS (UPDATE %I SET ver = ver + 1, %s WHERE id BETWEEN $1 AND $2 RETURNING id, ver)
+	                INSERT INTO audit (txid, tbl, id, op, ver) SELECT txid_current(), %L, id, ''U'', ver FROM u',
+	               tbl, sets, tbl) USING lo, hi;
+END $$;
+
+CREATE FUNCTION wl_delete(tbl text, lo bigint, hi bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE format('WITH d AS (DELETE FROM %I WHERE id BETWEEN $1 AND $2 RETURNING id, ver)
+	                INSERT INTO audit (txid, tbl, id, op, ver) SELECT txid_current(), %L, id, ''D'', ver FROM d',
+	               tbl, tbl) USING lo, hi;
+END $$;
+
+-- Worker w: ids w * 10^12 + counter (disjoint ranges, so workers never wait on each other).
+-- big = false: small mixed transactions; big = true: large ones. Runs until ctl.stop.
+CREATE PROCEDURE workload(w int, big bool) LANGUAGE plpgsql AS $$
+DECLARE
+	base bigint := w * 1000000000000;
+	tbls text[] := ARRAY['t_a', 't_b', 't_c'];
+	next bigint[] := ARRAY[1, 1, 1];
+	ghost bigint := 1;
+	t int;
+	n int;
+	k int;
+	x bigint;
+	r float8;
+BEGIN
+	LOOP
+		EXIT WHEN (SELECT stop FROM ctl);
+		r := random();
+		IF NOT big THEN
+			FOR s IN 1 .. 1 + (random() * 4)::int LOOP
+				t := 1 + (random() * 2.99)::int % 3;
+				x := base + 1 + (random() * (next[t] - 1))::bigint;
+				k := (random() * 9)::int;
+				IF k <= 4 OR next[t] < 10 THEN
+					n := 1 + (random() * 5)::int;
+					PERFORM wl_insert(tbls[t], base + next[t], n);
+					next[t] := next[t] + n;
+				ELSIF k <= 7 THEN
+					PERFORM wl_update(tbls[t], x, x + (random() * 3)::int);
+				ELSE
+					PERFORM wl_delete(tbls[t], x, x);
+				END IF;
+			END LOOP;
+			IF r < 0.15 THEN
+				-- a rolled-back subtransaction: ghost rows and updates of real rows
+				BEGIN
+					PERFORM wl_insert(tbls[t], -(base + ghost), 3);
+					ghost := ghost + 3;
+					PERFORM wl_update(tbls[t], base + 1, base + 5);
+					RAISE EXCEPTION 'roll back the subtransaction';
+				EXCEPTION WHEN raise_exception THEN NULL;
+				END;
+			END IF;
+			IF r > 0.93 THEN
+				PERFORM wl_insert(tbls[t], -(base + ghost), 2);
+				ghost := ghost + 2;
+				ROLLBACK;
+			ELSE
+				COMMIT;
+			END IF;
+			PERFORM pg_sleep(0.005);
+		ELSE
+			t := 1 + (random() * 2.99)::int % 3;
+			n := 600 + (random() * 1400)::int;
+			IF r BETWEEN 0.3 AND 0.38 THEN
+				n := 12000;	-- its log lines pass the file sink's 4 MB write chunk
+			END IF;
+			PERFORM wl_insert(tbls[t], base + next[t], n);
+			PERFORM wl_update(tbls[t], base + next[t], base + next[t] + 200);
+			next[t] := next[t] + n;
+			IF r < 0.3 THEN
+				-- a large rolled-back subtransaction inside a streamed transaction
+				BEGIN
+					PERFORM wl_insert(tbls[t], -(base + ghost), 800);
+					ghost := ghost + 800;
+					RAISE EXCEPTION 'roll back the subtransaction';
+				EXCEPTION WHEN raise_exception THEN NULL;
+				END;
+				PERFORM wl_insert(tbls[t], base + next[t], 10);
+				next[t] := next[t] + 10;
+			END IF;
+			IF r > 0.85 THEN
+				-- a large transaction aborted whole after it was streamed
+				PERFORM wl_insert(tbls[t], -(base + ghost), 1000);
+				ghost := ghost + 1000;
+				ROLLBACK;
+			ELSE
+				COMMIT;
+			END IF;
+			PERFORM pg_sleep(0.3);
+		END IF;
+	END LOOP;
+END $$;
+SQL
+
+replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
+
+runs=0
+start_consumer() {
+	runs=$((runs + 1))
+	replicant -d "$src_CONNSTR" -S "$SLOT" --start -o streaming=on -s 1 \
+		--sink "file:$LOG" --state-dir "$STATE" --max-memory 128kB \
+		--batch-txns 3 --batch-ms 50 "$@" 2>"$work/consumer-$runs.err" &
+	consumer_pid=$!
+}
+
+# The checkpoint line the log would resume from (the last complete one): prints its end
+# LSN and how many lines follow it (a tail the restart must cut).
+last_ckpt() {
+	[[ -f $LOG ]] || return 0
+	tac "$LOG" | grep -a -n -m1 '^{"kind":"checkpoint",.*}$' |
+		sed 's/^\([0-9]*\):.*"end_lsn":"\([0-9A-F/]*\)".*/\2 \1/' || true
+}
+
+kill_consumer() {
+	local rc=0
+	if ! kill -0 "$consumer_pid" 2>/dev/null; then
+		wait "$consumer_pid" || rc=$?
+		fail "consumer run $runs exited by itself (status $rc) before round $1's kill"
+	fi
+	kill -9 "$consumer_pid"
+	wait "$consumer_pid" 2>/dev/null || true
+	consumer_pid=
+}
+
+# wait (up to 5 s) until the log grows and ends with a checkpoint line
+wait_new_ckpt() {
+	local before=$1 deadline=$((SECONDS + 5)) size
+	while ((SECONDS < deadline)); do
+		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
+		if ((size > before)) && tail -c 300 "$LOG" | tail -n 1 | grep -q '^{"kind":"checkpoint"'; then
+			return 0
+		fi
+		sleep 0.005
+	done
+	return 1
+}
+
+# wait (up to 10 s) until this consumer run wrote into the log (its size is not the one
+# the last kill left) and the log ends in data lines, not a checkpoint line
+wait_mid_write() {
+	local left=$1 deadline=$((SECONDS + 10)) size
+	while ((SECONDS < deadline)); do
+		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
+		if ((size > 0 && size != left)) && ! tail -c 300 "$LOG" | tail -n 1 | grep -q '^{"kind":"checkpoint"'; then
+			return 0
+		fi
+		sleep 0.002
+	done
+	return 1
+}
+
+# wait (up to 5 s) until this consumer run has a spill file (they are named by pid)
+wait_spill() {
+	local deadline=$((SECONDS + 5))
+	while ((SECONDS < deadline)); do
+		compgen -G "$STATE/spill/replicant-spill-$consumer_pid-*" >/dev/null && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+size_at_kill=0
+start_consumer
+rp_psql src -c "CALL workload(1, false)" >"$work/worker1.out" 2>&1 &
+workers+=($!)
+rp_psql src -c "CALL workload(2, true)" >"$work/worker2.out" 2>&1 &
+workers+=($!)
+
+after_ckpt=0
+during_spill=0
+mid_write=0
+acked_behind=0 # rounds whose restart must drop already-logged transactions (dedup)
+torn=0         # rounds that left lines after the last checkpoint line
+for ((round = 1; round <= ROUNDS; round++)); do
+	case $((round % 8)) in
+	0 | 4)	# right after the sink made a unit durable, before the feedback
+		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
+		if wait_new_ckpt "$size"; then after_ckpt=$((after_ckpt + 1)); how=after-checkpoint; else how=timeout; fi ;;
+	3)	# in the middle of a unit: the log ends in data lines (a tail to cut)
+		if wait_mid_write "$size_at_kill"; then mid_write=$((mid_write + 1)); how=mid-write; else how=timeout; fi ;;
+	2 | 6)	# while a large transaction is spilled to disk
+		if wait_spill; then during_spill=$((during_spill + 1)); how=during-spill; else how=timeout; fi ;;
+	*)
+		ms=$((50 + RANDOM % 1451))
+		sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+		how="after ${ms}ms" ;;
+	esac
+	kill_consumer "$round"
+	size_at_kill=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
+	# G2: the server never heard of a position the log does not durably hold
+	ck='' tail_lines=''
+	read -r ck tail_lines < <(last_ckpt) || true
+	ack=none
+	if [[ -n $ck ]]; then
+		ack=$(rp_psql src -Atc "SELECT CASE WHEN confirmed_flush_lsn > '$ck' THEN 'PAST' WHEN confirmed_flush_lsn < '$ck' THEN 'behind' ELSE 'equal' END
+		                        FROM pg_replication_slots WHERE slot_name = '$SLOT'")
+		[[ $ack != PAST ]] || fail "round $round: slot confirmed_flush_lsn is past the log's last checkpoint $ck"
+		[[ $ack != behind ]] || acked_behind=$((acked_behind + 1))
+		((tail_lines <= 1)) || torn=$((torn + 1))
+	fi
+	printf 'round %2d: killed %s; log checkpoint %s, %d lines after it; slot ack %s\n' \
+		"$round" "$how" "${ck:-none}" "$((${tail_lines:-1} - 1))" "$ack"
+	for p in "${workers[@]}"; do
+		kill -0 "$p" 2>/dev/null || { cat "$work"/worker*.out; fail "a workload worker died"; }
+	done
+	start_consumer
+done
+((after_ckpt > 0)) || fail "no round killed the consumer right after a checkpoint line"
+((during_spill > 0)) || fail "no round killed the consumer while it had spilled"
+((acked_behind > 0)) || fail "no round left the slot behind the log, so dedup on restart went untested"
+
+rp_psql src -c "UPDATE ctl SET stop = true" >/dev/null
+for p in "${workers[@]}"; do
+	wait "$p" || { cat "$work"/worker*.out; fail "a workload worker failed"; }
+done
+workers=()
+kill_consumer final
+# every workload transaction ends before endpos; the fence transaction ends after it
+endpos=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+start_consumer -E "$endpos" -n
+rc=0
+wait "$consumer_pid" || rc=$?
+consumer_pid=
+((rc == 0)) || fail "the final consumer run to $endpos exited with status $rc"
+
+if compgen -G "$STATE/spill/replicant-spill-*" >/dev/null; then
+	fail "spill files left behind: $(ls "$STATE/spill")"
+fi
+read -r streamed stream_bytes < <(rp_psql src -Atc \
+	"SELECT stream_txns, stream_bytes FROM pg_stat_replication_slots WHERE slot_name = '$SLOT'" | tr '|' ' ')
+((streamed > 0)) || fail "the server streamed no transaction (stream_txns = 0)"
+
+rp_psql src -c "\\copy (SELECT txid, tbl, id, op, ver FROM audit ORDER BY seq) TO '$work/audit.tsv'"
+
+python3 - "$LOG" "$work/audit.tsv" <<'PY' || fail "the log does not match what was committed"
+import collections, json, sys
+
+log_path, audit_path = sys.argv[1], sys.argv[2]
+
+def lsn(s):
+    hi, lo = s.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+expected = collections.Counter()      # (tbl, id, op, ver) of every committed change
+expected_txid = {}
+audit_expected = collections.Counter()
+with open(audit_path) as f:
+    for line in f:
+        txid, tbl, id_, op, ver = line.rstrip("\n").split("\t")
+        key = (tbl, int(id_), op, None if op == "D" else int(ver))
+        expected[key] += 1
+        expected_txid[key] = int(txid) & 0xFFFFFFFF
+        audit_expected[(int(txid) & 0xFFFFFFFF, tbl, int(id_), op, int(ver))] += 1
+
+got = collections.Counter()
+got_audit = collections.Counter()
+errors = []
+prev_commit = 0
+prev_ck = 0
+xid_of_commit, commit_of_xid = {}, {}
+last_ver = {}
+lines = data = 0
+last_kind = None
+with open(log_path) as f:
+    for n, line in enumerate(f, 1):
+        lines += 1
+        if not line.endswith("\n"):
+            errors.append(f"line {n}: torn (no newline)")
+            break
+        rec = json.loads(line)
+        last_kind = rec["kind"]
+        if rec["kind"] == "checkpoint":
+            c = lsn(rec["commit_lsn"])
+            if c < prev_ck:
+                errors.append(f"line {n}: checkpoint commit_lsn goes back")
+            prev_ck = c
+            continue
+        if rec["kind"] not in ("insert", "update", "delete"):
+            errors.append(f"line {n}: unexpected kind {rec['kind']}")
+            continue
+        data += 1
+        c = lsn(rec["commit_lsn"])
+        if c < prev_commit:
+            errors.append(f"line {n}: commit_lsn {rec['commit_lsn']} after a later one (commit order)")
+        prev_commit = c
+        xid = rec["xid"]
+        if xid_of_commit.setdefault(c, xid) != xid or commit_of_xid.setdefault(xid, c) != c:
+            errors.append(f"line {n}: xid {xid} and commit_lsn {rec['commit_lsn']} do not pair up")
+        tbl = rec["table"]
+        if tbl in ("fence", "ctl"):
+            continue
+        tup = rec["key"] if rec["kind"] == "delete" else rec["new"]
+        if tup["id"] < 0:
+            errors.append(f"line {n}: a change of rolled-back work (id {tup['id']}) in {tbl}")
+            continue
+        if tbl == "audit":
+            got_audit[(xid, tup["tbl"], tup["id"], tup["op"], tup["ver"])] += 1
+            continue
+        op = rec["kind"][0].upper()
+        key = (tbl, tup["id"], op, None if op == "D" else tup["ver"])
+        got[key] += 1
+        if key in expected_txid and expected_txid[key] != xid:
+            errors.append(f"line {n}: {key} in xid {xid}, committed in xid {expected_txid[key]}")
+        if op != "D":
+            if last_ver.get((tbl, tup["id"]), -1) >= tup["ver"]:
+                errors.append(f"line {n}: {tbl} id {tup['id']} version {tup['ver']} after a later one")
+            last_ver[(tbl, tup["id"])] = tup["ver"]
+
+if last_kind != "checkpoint":
+    errors.append("the log does not end with a checkpoint line")
+dup = sum(got[k] - expected[k] for k in got if k in expected and got[k] > expected[k])
+phantom = sum(v for k, v in got.items() if k not in expected)
+loss = sum(expected[k] - got[k] for k in expected if got[k] < expected[k])
+adup = sum(max(0, got_audit[k] - audit_expected[k]) for k in got_audit)
+aloss = sum(max(0, audit_expected[k] - got_audit[k]) for k in audit_expected)
+print(f"checker: {lines} lines, {data} changes, {len(commit_of_xid)} transactions; "
+      f"expected {sum(expected.values())} changes + {sum(audit_expected.values())} audit rows; "
+      f"dup={dup} loss={loss} phantom={phantom} audit_dup={adup} audit_loss={aloss}")
+for e in errors[:20]:
+    print("  " + e)
+for k in [k for k in expected if got[k] < expected[k]][:5]:
+    print(f"  lost: {k}")
+for k in [k for k in got if got[k] > expected[k]][:5]:
+    print(f"  extra: {k} x{got[k] - expected[k]}")
+sys.exit(1 if errors or dup or loss or phantom or adup or aloss else 0)
+PY
+
+printf 'server streamed %s transactions (%s bytes); %d consumer runs; kills: %d after a checkpoint line, %d during a spill, %d mid-write, %d with the slot behind the log, %d with a tail to cut\n' \
+	"$streamed" "$stream_bytes" "$runs" "$after_ckpt" "$during_spill" "$mid_write" "$acked_behind" "$torn"
+status=0
+printf 'PASS file_sink_kill9: %d SIGKILL rounds, effect-once and in commit order (G1), acks behind the log (G2) (%ds)\n' \
+	"$ROUNDS" "$((SECONDS - started))"
