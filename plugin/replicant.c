@@ -296,11 +296,37 @@ rp_progress(LogicalDecodingContext *ctx, RpState *st)
  * which is not the same as NULL in the row); an unchanged TOASTed value
  * is marked too, never sent as NULL.
  */
-static void
-rp_encode_tuple(RpBuf *buf, RpRelEntry *e, TupleDesc desc, HeapTuple tuple, bool old_key)
+typedef struct RpEncodeContext
 {
+	Relation	rel;
+	AttrNumber	attnum;
+} RpEncodeContext;
+
+/* Errors while encoding name the relation and column, never the value. */
+static void
+rp_encode_error_context(void *arg)
+{
+	RpEncodeContext *ec = arg;
+
+	if (ec->attnum > 0)
+		errcontext("encoding column \"%s\" of relation \"%s\"",
+				   NameStr(TupleDescAttr(RelationGetDescr(ec->rel), ec->attnum - 1)->attname),
+				   RelationGetRelationName(ec->rel));
+}
+
+static void
+rp_encode_tuple(RpBuf *buf, RpRelEntry *e, Relation rel, HeapTuple tuple, bool old_key)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+	RpEncodeContext ec = {rel, 0};
+	ErrorContextCallback cb;
+
+	cb.callback = rp_encode_error_context;
+	cb.arg = &ec;
+	cb.previous = error_context_stack;
+	error_context_stack = &cb;
 
 	heap_deform_tuple(tuple, desc, values, nulls);
 	rp_enc_tuple_start(buf, (uint16) e->ncols);
@@ -319,9 +345,11 @@ rp_encode_tuple(RpBuf *buf, RpRelEntry *e, TupleDesc desc, HeapTuple tuple, bool
 		else
 		{
 			rp_enc_datum_kind(buf, RP_DATUM_VALUE);
+			ec.attnum = c->attnum;
 			rp_types_encode(buf, c->conv, values[k]);
 		}
 	}
+	error_context_stack = cb.previous;
 }
 
 static void
@@ -394,10 +422,9 @@ rp_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 	buf = rp_output_buf(st);
 	at = rp_enc_change_start(buf, tag, RelationGetRelid(rel), flags, xid);
 	if (oldtup)
-		rp_encode_tuple(buf, e, RelationGetDescr(rel), oldtup,
-						e->identity != REPLICA_IDENTITY_FULL);
+		rp_encode_tuple(buf, e, rel, oldtup, e->identity != REPLICA_IDENTITY_FULL);
 	if (newtup && tag != RP_TAG_DELETE)
-		rp_encode_tuple(buf, e, RelationGetDescr(rel), newtup, false);
+		rp_encode_tuple(buf, e, rel, newtup, false);
 	rp_buf_end_record(buf, at);
 	rp_output_record_done(ctx, st);
 	rp_progress(ctx, st);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # A first look at replicant:  bash regress/demo.sh
 #
-# Builds and installs replicant (like regress/run_tests.sh), starts a throwaway source
-# cluster, creates a logical replication slot with the replicant output plugin, runs a small
-# workload and streams it with pg_recvlogical in replicant's JSON format. Everything it
-# starts is stopped and deleted at the end (RP_KEEP_CLUSTERS=1 keeps the cluster).
+# Builds and installs replicant (like regress/run_tests.sh), starts a throwaway source and
+# destination cluster, creates two slots with the replicant output plugin, runs a small
+# workload, and streams it with the replicant consumer into a mirror (the destination
+# cluster, tables created from the source's description) and into an append-only log
+# (JSON lines with checkpoint lines), then compares source and mirror. Everything it
+# starts is stopped and deleted at the end (RP_KEEP_CLUSTERS=1 keeps the clusters).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -20,17 +22,22 @@ fi
 # ---------------------------------------------------------------- the demo, unprivileged
 trap rp_cluster_cleanup_all EXIT
 SLOT=demo_slot
-LOG=$RP_ROOT/regress/log/demo-changes.json
+LOG=$RP_ROOT/regress/log/demo-changes.jsonl
+STATE=$RP_ROOT/regress/log/demo-state
+REPLICANT=$RP_BINDIR/replicant
 mkdir -p "$(dirname "$LOG")"
 
 src_sql() { rp_psql src -d demo "$@"; }
 
-# 1. A source cluster with wal_level = logical and replicant in output_plugin_libraries.
+# 1. Source and destination clusters (wal_level = logical, replicant in
+#    output_plugin_libraries where the server knows that setting).
 demo_source() {
-	rp_say "1. source cluster"
+	rp_say "1. source and destination clusters"
 	rp_cluster_start src
+	rp_cluster_start dst
 	rp_psql src -c 'CREATE DATABASE demo'
-	printf '   %s\n' "$(rp_conninfo src demo)"
+	rp_psql dst -c 'CREATE DATABASE mirror'
+	printf '   source:      %s\n   destination: %s\n' "$(rp_conninfo src demo)" "$(rp_conninfo dst mirror)"
 	src_sql <<-'SQL'
 		CREATE TABLE item (
 		    id       bigint PRIMARY KEY,
@@ -46,17 +53,21 @@ demo_source() {
 		    due      date,
 		    photo    bytea
 		);
-		-- no primary key and the default replica identity: updates and deletes carry no old key
+		-- no primary key: REPLICA IDENTITY FULL lets the mirror match rows on all columns
 		CREATE TABLE note (body text, at timestamptz DEFAULT now());
+		ALTER TABLE note REPLICA IDENTITY FULL;
 	SQL
 }
 
-# 2. A logical slot that decodes with the replicant output plugin.
+# 2. Two logical slots that decode with the replicant output plugin: one per consumer.
 demo_slot() {
-	rp_say "2. slot $SLOT with plugin replicant"
-	if ! "$RP_BINDIR/pg_recvlogical" -d "$(rp_conninfo src demo)" -S "$SLOT" --create-slot -P replicant; then
-		rp_die "could not create a slot with the replicant plugin: is it built and installed (make install), and listed in output_plugin_libraries?"
-	fi
+	local s
+	for s in "${SLOT}_mirror" "${SLOT}_log"; do
+		rp_say "2. replicant --create-slot -S $s"
+		if ! "$REPLICANT" -d "$(rp_conninfo src demo)" -S "$s" --create-slot; then
+			rp_die "could not create a slot with the replicant plugin: is it built and installed (make install), and listed in output_plugin_libraries?"
+		fi
+	done
 }
 
 # 3. A small workload: inserts, updates (one changes the key), deletes, a truncate and
@@ -85,24 +96,44 @@ demo_workload() {
 	SQL
 }
 
-# 4. Stream everything up to the current WAL position into a log file.
+# 4. The mirror: apply the stream to the destination, tables created from the source's
+#    description, up to the current WAL position (a transaction boundary at or after it).
+demo_mirror() {
+	local lsn
+	lsn=$(src_sql -Atc 'SELECT pg_current_wal_insert_lsn()')
+	rp_say "4. replicant --start --sink postgres:... --create-tables -E $lsn"
+	timeout 120 "$REPLICANT" -d "$(rp_conninfo src demo)" -S "${SLOT}_mirror" --start \
+		--sink "postgres:$(rp_conninfo dst mirror)" --create-tables --message-route demo \
+		--state-dir "$STATE" -E "$lsn" --no-loop
+	rp_psql dst -d mirror -c 'TABLE item ORDER BY id' -c 'TABLE note' \
+		-c 'SELECT prefix, convert_from(content, $$UTF8$$) AS content, transactional FROM replicant.messages' \
+		-c 'SELECT slot, commit_lsn, end_lsn FROM replicant.checkpoint'
+	local a b
+	a=$(src_sql -Atc 'SELECT md5(string_agg(i::text, $$|$$ ORDER BY id)) FROM item i')
+	b=$(rp_psql dst -d mirror -Atc 'SELECT md5(string_agg(i::text, $$|$$ ORDER BY id)) FROM item i')
+	[[ $a == "$b" ]] || rp_die "mirror differs from the source (item: $a vs $b)"
+	rp_say "   source and mirror agree (item md5 $a)"
+}
+
+# 5. The log: the same changes as JSON lines, one per change, with checkpoint lines; run
+#    twice to show that a restart resumes from the log's own checkpoint (nothing doubled).
 demo_log() {
 	local lsn
-	# The insert position: a non-transactional message is not flushed at once, so the
-	# write position (pg_current_wal_lsn) can lag behind it.
 	lsn=$(src_sql -Atc 'SELECT pg_current_wal_insert_lsn()')
-	rp_say "4. pg_recvlogical --start -o format=json --endpos=$lsn"
-	timeout 120 "$RP_BINDIR/pg_recvlogical" -d "$(rp_conninfo src demo)" -S "$SLOT" --start \
-		-o format=json --endpos="$lsn" --no-loop -f "$LOG"
+	rp_say "5. replicant --start --sink file:$LOG -E $lsn (twice)"
+	rm -f "$LOG"
+	timeout 120 "$REPLICANT" -d "$(rp_conninfo src demo)" -S "${SLOT}_log" --start \
+		--sink "file:$LOG" --state-dir "$STATE" -E "$lsn" --no-loop
+	timeout 120 "$REPLICANT" -d "$(rp_conninfo src demo)" -S "${SLOT}_log" --start \
+		--sink "file:$LOG" --state-dir "$STATE" -E "$lsn" --no-loop
 	rp_say "the change log ($LOG):"
 	cat "$LOG"
 	src_sql -c "SELECT slot_name, plugin, confirmed_flush_lsn FROM pg_replication_slots"
 }
 
-# The steps, in order. The mirror (the replicant consumer applying the same slot to a second
-# cluster) becomes step 5, between the log and the end.
 demo_source
 demo_slot
 demo_workload
+demo_mirror
 demo_log
-rp_say "done: stopping and deleting the cluster"
+rp_say "done: stopping and deleting the clusters"

@@ -33,20 +33,29 @@ typedef struct RpFileSink
 	RpBuf		out;
 	bool		have_ck;
 	RpCheckpoint ck;
+	off_t		committed;		/* file length up to the last checkpoint line */
 } RpFileSink;
 
-static void
-rp_file_ckpt_line(RpBuf *out, const RpCheckpoint *ck)
+/* The checkpoint line of ck, newline included, into line[512]; its length. */
+static size_t
+rp_file_ckpt_format(char *line, const RpCheckpoint *ck)
 {
-	char		line[512];
-	int			n = snprintf(line, sizeof(line),
+	int			n = snprintf(line, 512,
 							 RP_CKPT_PREFIX "\"system_id\":\"%" PRIu64 "\",\"timeline\":%u,"
 							 "\"slot\":\"%s\",\"commit_lsn\":\"%X/%X\",\"end_lsn\":\"%X/%X\"}\n",
 							 ck->system_id, ck->timeline, ck->slot,
 							 (unsigned) (ck->commit_lsn >> 32), (unsigned) ck->commit_lsn,
 							 (unsigned) (ck->end_lsn >> 32), (unsigned) ck->end_lsn);
 
-	rp_buf_put_bytes(out, line, (size_t) n);
+	return n < 0 ? 0 : (size_t) n < 512 ? (size_t) n : 511;
+}
+
+static void
+rp_file_ckpt_line(RpBuf *out, const RpCheckpoint *ck)
+{
+	char		line[512];
+
+	rp_buf_put_bytes(out, line, rp_file_ckpt_format(line, ck));
 }
 
 static bool
@@ -71,6 +80,40 @@ rp_file_ckpt_parse(const char *line, RpCheckpoint *ck)
 	ck->commit_lsn = ((uint64_t) ch << 32) | cl;
 	ck->end_lsn = ((uint64_t) eh << 32) | el;
 	return true;
+}
+
+/*
+ * Is there a whole checkpoint line at p (avail bytes readable)?  Only the
+ * exact bytes rp_file_ckpt_line() writes count, newline included: sscanf
+ * alone would take a line torn inside its end LSN (it stops matching at
+ * the first difference, or at a NUL of a block never written) as whole.
+ * Returns the line's length, or 0.
+ */
+static size_t
+rp_file_ckpt_match(const char *p, size_t avail, RpCheckpoint *ck)
+{
+	RpCheckpoint c;
+	char		line[512];
+	size_t		n;
+
+	if (!rp_file_ckpt_parse(p, &c))
+		return 0;
+	n = rp_file_ckpt_format(line, &c);
+	if (n == 0 || n > avail || memcmp(p, line, n) != 0)
+		return 0;
+	*ck = c;
+	return n;
+}
+
+/* A unit that failed half-way: drop what it buffered and what it wrote. */
+static void
+rp_file_abandon(RpFileSink *f)
+{
+	rp_buf_reset(&f->out);
+	if (f->fd >= 0 && ftruncate(f->fd, f->committed) != 0)
+	{
+		/* the next open cuts the torn tail anyway */
+	}
 }
 
 static int
@@ -137,12 +180,12 @@ rp_file_recover(RpFileSink *f)
 			if (strncmp(buf + i, RP_CKPT_PREFIX, strlen(RP_CKPT_PREFIX)) != 0)
 				continue;
 			{
-				char	   *nl = memchr(buf + i, '\n', n - (size_t) i);
+				size_t		len = rp_file_ckpt_match(buf + i, n - (size_t) i, &f->ck);
 
-				if (nl && rp_file_ckpt_parse(buf + i, &f->ck))
+				if (len > 0)
 				{
 					f->have_ck = true;
-					cut = start + (off_t) (nl - buf) + 1;
+					cut = start + (off_t) i + (off_t) len;
 				}
 			}
 		}
@@ -154,6 +197,7 @@ rp_file_recover(RpFileSink *f)
 			pos = start;
 	}
 	rp_free(buf);
+	f->committed = cut;
 	if (cut < size && ftruncate(f->fd, cut) != 0)
 		return rp_fail(RP_HALT_SINK, "could not cut the torn tail of \"%s\": %s", f->path,
 					   strerror(errno));
@@ -181,6 +225,8 @@ rp_file_commit(RpFileSink *f, const RpCheckpoint *ck)
 		return rp_fail(RP_HALT_SINK, "could not fsync \"%s\": %s", f->path, strerror(errno));
 	f->ck = *ck;
 	f->have_ck = true;
+	/* O_APPEND: the offset is the end of what was written */
+	f->committed = lseek(f->fd, 0, SEEK_CUR);
 	return 0;
 }
 
@@ -202,8 +248,17 @@ rp_file_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint
 
 	for (int i = 0; i < n; i++)
 		if (rp_lines_txn(&f->out, dl, txns[i], RP_FILE_CHUNK, rp_file_write, f) < 0)
+		{
+			/* no lines of a unit without its checkpoint line (G1) */
+			rp_file_abandon(f);
 			return -1;
-	return rp_file_commit(f, ck);
+		}
+	if (rp_file_commit(f, ck) < 0)
+	{
+		rp_file_abandon(f);
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -218,7 +273,12 @@ rp_file_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 	RpFileSink *f = s->priv;
 
 	rp_lines_message(&f->out, msg);
-	return rp_file_commit(f, ck);
+	if (rp_file_commit(f, ck) < 0)
+	{
+		rp_file_abandon(f);
+		return -1;
+	}
+	return 0;
 }
 
 static int

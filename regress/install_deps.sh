@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install what replicant needs to build and test, from Debian's packages (as root).
+#   sudo bash regress/install_deps.sh
+# Used by the README's two commands and by .ci/run.
+#   postgresql-15, -server-dev-15, libpq-dev   the server, PGXS headers, libpq
+#   libmicrohttpd-dev                            the consumer's Prometheus endpoint
+#   check, pkg-config                            Check unit tests
+#   libipc-run-perl                              PostgreSQL::Test::Cluster (TAP)
+#   postgresql-15-wal2json, bc, python3          the benchmarks' peers and the test checkers
+set -euo pipefail
+if [[ $(id -u) -ne 0 ]]; then
+	echo "install_deps.sh: run as root (sudo bash regress/install_deps.sh)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+	build-essential pkg-config ca-certificates \
+	postgresql-15 postgresql-server-dev-15 postgresql-client-15 postgresql-contrib \
+	libpq-dev libmicrohttpd-dev check libipc-run-perl postgresql-15-wal2json \
+	bc python3 procps >/dev/null
