@@ -68,6 +68,7 @@ typedef struct RpRun
 	RpMetrics	metrics;
 	bool		connected;
 	int64_t		last_progress_us;
+	uint64_t	last_progress_changes;
 } RpRun;
 
 static void
@@ -255,15 +256,19 @@ show_progress(RpRun *run)
 {
 	int64_t		now = rp_now_us();
 	char		ck[24];
+	double		secs = (now - run->last_progress_us) / 1e6;
+	uint64_t	lag = run->conn.server_wal_end > run->dl.ck.end_lsn
+		? run->conn.server_wal_end - run->dl.ck.end_lsn : 0;
 
 	if (!run->cli->progress || !isatty(STDERR_FILENO) || now - run->last_progress_us < 1000000)
 		return;
-	run->last_progress_us = now;
 	rp_lsn_format(run->dl.ck.end_lsn, ck);
-	fprintf(stderr, "\r%s: %" PRIu64 " txns, %" PRIu64 " changes, lag %" PRIu64 " bytes, checkpoint %s   ",
-			progname, run->dl.txns, run->dl.changes,
-			run->conn.server_wal_end > run->dl.ck.end_lsn ? run->conn.server_wal_end - run->dl.ck.end_lsn : 0,
-			ck);
+	fprintf(stderr, "\r%s: %" PRIu64 " txns, %.0f changes/s, lag %" PRIu64 " bytes %.1f s, checkpoint %s   ",
+			progname, run->dl.txns,
+			run->last_progress_us ? (run->dl.changes - run->last_progress_changes) / secs : 0.0,
+			lag, rp_metrics_lag_seconds(&run->metrics, lag, now), ck);
+	run->last_progress_us = now;
+	run->last_progress_changes = run->dl.changes;
 }
 
 /* ---- the stream ---------------------------------------------------------- */
@@ -277,6 +282,9 @@ deliver_ready(RpRun *run, bool *done)
 	while ((item = rp_asm_pop(&run->asm_)) != NULL)
 	{
 		uint64_t	end = item->kind == RP_ITEM_TXN ? item->txn->end_lsn : item->msg.lsn;
+
+		if (item->kind == RP_ITEM_TXN)
+			run->metrics.last_commit_time = item->txn->commit_time;
 
 		if (rp_deliver_item(&run->dl, item, now_ms()) < 0)
 			return -1;

@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <stdio.h>
 
+#include "rp_conn.h"
 #include "rp_metrics.h"
 
 static void
@@ -28,6 +29,14 @@ rp_metric(RpBuf *b, const char *name, const char *type, const char *help, const 
 	rp_buf_put_bytes(b, line, (size_t) n);
 }
 
+double
+rp_metrics_lag_seconds(const RpMetrics *m, uint64_t lag_bytes, int64_t now_us)
+{
+	if (lag_bytes == 0 || m->last_commit_time == 0 || now_us < m->last_commit_time)
+		return 0.0;
+	return (now_us - m->last_commit_time) / 1e6;
+}
+
 char *
 rp_metrics_render(const RpMetrics *m)
 {
@@ -43,8 +52,18 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_messages_total", "counter", "Non-transactional messages delivered.", NULL, dl->messages);
 		rp_metric(&b, "replicant_schema_changes_total", "counter", "Schema changes seen.", NULL, dl->schema_changes);
 		rp_metric(&b, "replicant_checkpoint_lsn", "gauge", "End LSN of the last durable unit.", NULL, dl->ck.end_lsn);
-		rp_metric(&b, "replicant_lag_bytes", "gauge", "Server WAL position minus the checkpoint.", NULL,
-				  m->server_wal_end > dl->ck.end_lsn ? m->server_wal_end - dl->ck.end_lsn : 0);
+		{
+			uint64_t	lag = m->server_wal_end > dl->ck.end_lsn ? m->server_wal_end - dl->ck.end_lsn : 0;
+			char		line[256];
+			int			n;
+
+			rp_metric(&b, "replicant_lag_bytes", "gauge", "Server WAL position minus the checkpoint.", NULL, lag);
+			n = snprintf(line, sizeof(line),
+						 "# HELP replicant_lag_seconds Age of the last delivered commit while WAL is pending.\n"
+						 "# TYPE replicant_lag_seconds gauge\nreplicant_lag_seconds %.3f\n",
+						 rp_metrics_lag_seconds(m, lag, rp_now_us()));
+			rp_buf_put_bytes(&b, line, (size_t) n);
+		}
 	}
 	rp_metric(&b, "replicant_received_bytes_total", "counter", "Frame bytes received.", NULL, m->bytes);
 	if (m->asm_)

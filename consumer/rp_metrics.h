@@ -30,6 +30,8 @@ typedef struct RpMetrics
 extern int	rp_metrics_start(RpMetrics *m, int port, const RpDelivery *dl, const RpAsm *a,
 							 const RpSpill *spill);
 extern void rp_metrics_stop(RpMetrics *m);
+/* Seconds behind: age of the last delivered commit while WAL is pending. */
+extern double rp_metrics_lag_seconds(const RpMetrics *m, uint64_t lag_bytes, int64_t now_us);
 /* The exposition text (caller frees). */
 extern char *rp_metrics_render(const RpMetrics *m);
 
