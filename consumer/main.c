@@ -22,6 +22,7 @@
 #include "rp_metrics.h"
 #include "rp_pg.h"
 #include "rp_status.h"
+#include "rp_verify.h"
 #include "rp_wire.h"
 
 #define RP_VERSION "0.1.0"
@@ -607,6 +608,10 @@ run_slot_action(RpCli *cli)
 int
 main(int argc, char **argv)
 {
+	/* subcommands that need no server (rp_verify.h) */
+	if (argc > 1 && strcmp(argv[1], "verify-snapshot") == 0)
+		return rp_verify_snapshot_main(argc - 1, argv + 1);
+
 	static struct option long_options[] = {
 		{"dbname", required_argument, NULL, 'd'},
 		{"slot", required_argument, NULL, 'S'},

@@ -42,8 +42,13 @@ rp_view_load(RpDelivery *dl)
 	dl->view.len = (size_t) sb.st_size;
 	rp_decoder_records(&dl->dec, dl->view.data, dl->view.len);
 	while ((rc = rp_decoder_next(&dl->dec, &rec)) > 0)
-		if (rec.tag == RP_TAG_RELATION)
-			rp_relation_free(rec.u.relation.previous);
+	{
+		/* relation records only: rp_view_put() reads each one's relid */
+		if (rec.tag != RP_TAG_RELATION)
+			return rp_fail(RP_HALT_MALFORMED, "relation view \"%s\" holds a %s record",
+						   dl->view_path, rp_tag_name(rec.tag));
+		rp_relation_free(rec.u.relation.previous);
+	}
 	if (rc < 0)
 		return rp_fail(RP_HALT_MALFORMED, "relation view \"%s\" is damaged: %s", dl->view_path,
 					   dl->dec.error);

@@ -32,8 +32,9 @@ typedef enum RpSchemaChange
 {
 	RP_SCHEMA_NEW,				/* first description of the relation */
 	RP_SCHEMA_SAME,				/* described again, nothing that matters changed */
-	RP_SCHEMA_ADDITIVE,			/* columns added (or renamed table/schema) */
-	RP_SCHEMA_DESTRUCTIVE		/* column dropped, type/typmod, key or identity changed */
+	RP_SCHEMA_ADDITIVE,			/* columns added */
+	RP_SCHEMA_DESTRUCTIVE		/* column dropped or renamed, type/typmod, key or identity
+								 * changed, table renamed */
 } RpSchemaChange;
 
 typedef struct RpDelivery RpDelivery;

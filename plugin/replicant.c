@@ -202,7 +202,12 @@ rp_stream_start(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 
 	st->in_stream = true;
 	st->stream_txn = txn;
-	st->stream_first_segment = !rbtxn_is_streamed(txn);
+	/*
+	 * "First" means first that the client sees: with skip_empty_xacts and
+	 * filters, the server's first block may have sent nothing at all.
+	 */
+	st->stream_first_segment = !(txn->output_plugin_private &&
+								 ((RpTxnState *) txn->output_plugin_private)->sent_any);
 	st->stream_start_sent = false;
 	if (!st->opts.skip_empty_xacts)
 		rp_send_stream_start(ctx, st);

@@ -62,11 +62,23 @@ fz_close(RpSink *s)
 {
 }
 
+static void
+fz_cleanup(void)
+{
+	RpSpill		sp;
+
+	/* every store was freed: the folder is empty but for strays of a crash */
+	if (rp_spill_init(&sp, spill_dir, 0, 0) == 0)
+		rmdir(spill_dir);
+	rp_free(sp.dir);
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	snprintf(spill_dir, sizeof(spill_dir), "/tmp/rp-fuzz-asm-%d", (int) getpid());
 	rp_buf_init(&out, 0);
+	atexit(fz_cleanup);
 	return 0;
 }
 

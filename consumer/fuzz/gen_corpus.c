@@ -208,6 +208,29 @@ main(int argc, char **argv)
 	rp_buf_end_record(&b, at);
 	emit("stored_records", &b, false);
 
+	/* for fuzz_asm: frames separated by RPSPLIT (begin, rows, commit apart) */
+	rp_buf_init(&b, 0);
+	rp_enc_frame_header(&b);
+	rp_enc_begin(&b, 703, 0x6000, 0);
+	rp_buf_put_text(&b, "RPSPLIT");
+	rp_enc_frame_header(&b);
+	insert_t(&b, 0, 6, "split");
+	rp_buf_put_text(&b, "RPSPLIT");
+	rp_enc_frame_header(&b);
+	rp_enc_commit(&b, 0x6000, 0x6028, 0);
+	rp_enc_message(&b, false, 0, 0x6100, "m", "x", 1);
+	printf("multi_frame: %zu bytes (not checked: several frames)\n", b.len);
+	{
+		char		path[4096];
+		FILE	   *f;
+
+		snprintf(path, sizeof(path), "%s/multi_frame", outdir);
+		f = fopen(path, "wb");
+		if (f == NULL || fwrite(b.data, 1, b.len, f) != b.len || fclose(f) != 0)
+			return 1;
+	}
+	rp_buf_free(&b);
+
 	/* the smallest frames */
 	frame(&b);
 	emit("empty_frame", &b, true);

@@ -218,6 +218,15 @@ rp_file_open_path(RpFileSink *f)
 static int
 rp_file_commit(RpFileSink *f, const RpCheckpoint *ck)
 {
+	/*
+	 * Data first, then the checkpoint line, each made durable on its own: a
+	 * single flush of both could leave the line on disk without the data it
+	 * vouches for if the machine fails during that flush.
+	 */
+	if (rp_file_write(f, &f->out) < 0)
+		return -1;
+	if (fdatasync(f->fd) != 0)
+		return rp_fail(RP_HALT_SINK, "could not fsync \"%s\": %s", f->path, strerror(errno));
 	rp_file_ckpt_line(&f->out, ck);
 	if (rp_file_write(f, &f->out) < 0)
 		return -1;

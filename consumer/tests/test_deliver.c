@@ -854,6 +854,21 @@ START_TEST(test_view_replaces_records)
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, view, &l), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_MALFORMED);
 	rp_deliver_free(&dl);
+	/* so does one holding anything but relation records (here a stream stop) */
+	{
+		RpBuf		b;
+
+		rp_buf_init(&b, 0);
+		enc_spec(&b, REL, &s);
+		rp_enc_stream_stop(&b);
+		ct_write_file(view, b.data, b.len, false);
+		rp_buf_free(&b);
+	}
+	rp_error_clear();
+	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, view, &l), -1);
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_MALFORMED);
+	ck_assert_msg(strstr(rp_error(), "stream_stop") != NULL, "%s", rp_error());
+	rp_deliver_free(&dl);
 }
 END_TEST
 

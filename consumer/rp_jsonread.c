@@ -1,0 +1,587 @@
+/*
+ * rp_jsonread.c
+ *    The strict JSON reader (see rp_jsonread.h): a recursive-descent
+ *    validator with a depth limit that records the top-level members.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+
+#include "rp_jsonread.h"
+#include "rp_status.h"
+
+typedef struct JrParser
+{
+	const unsigned char *s;
+	size_t		len;
+	size_t		pos;
+	int			depth;
+	RpJrDoc    *doc;			/* NULL: validate only */
+	const char *reason;
+	size_t		err_off;
+} JrParser;
+
+static int	jr_value(JrParser *p, RpJrType *type);
+
+static int
+jr_error(JrParser *p, size_t off, const char *reason)
+{
+	if (p->reason == NULL)
+	{
+		p->reason = reason;
+		p->err_off = off;
+	}
+	return -1;
+}
+
+static void
+jr_ws(JrParser *p)
+{
+	while (p->pos < p->len)
+	{
+		unsigned char c = p->s[p->pos];
+
+		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+			break;
+		p->pos++;
+	}
+}
+
+/* Length of the valid UTF-8 sequence at s (at most left bytes), or 0. */
+static size_t
+jr_utf8_seq(const unsigned char *s, size_t left)
+{
+	unsigned char c = s[0];
+	size_t		n;
+	uint32_t	cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2, cp = c & 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3, cp = c & 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+	{
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+		(cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+		return 0;
+	return n;
+}
+
+static int
+jr_hex4(const unsigned char *s, uint32_t *out)
+{
+	uint32_t	v = 0;
+
+	for (int i = 0; i < 4; i++)
+	{
+		unsigned char c = s[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (uint32_t) (c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (uint32_t) (c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (uint32_t) (c - 'A' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static void
+jr_put_utf8(RpBuf *out, uint32_t cp)
+{
+	unsigned char b[4];
+	size_t		n;
+
+	if (cp < 0x80)
+		b[0] = (unsigned char) cp, n = 1;
+	else if (cp < 0x800)
+	{
+		b[0] = (unsigned char) (0xC0 | (cp >> 6));
+		b[1] = (unsigned char) (0x80 | (cp & 0x3F));
+		n = 2;
+	}
+	else if (cp < 0x10000)
+	{
+		b[0] = (unsigned char) (0xE0 | (cp >> 12));
+		b[1] = (unsigned char) (0x80 | ((cp >> 6) & 0x3F));
+		b[2] = (unsigned char) (0x80 | (cp & 0x3F));
+		n = 3;
+	}
+	else
+	{
+		b[0] = (unsigned char) (0xF0 | (cp >> 18));
+		b[1] = (unsigned char) (0x80 | ((cp >> 12) & 0x3F));
+		b[2] = (unsigned char) (0x80 | ((cp >> 6) & 0x3F));
+		b[3] = (unsigned char) (0x80 | (cp & 0x3F));
+		n = 4;
+	}
+	rp_buf_put_bytes(out, b, n);
+}
+
+/*
+ * A string at p->pos (the opening quote); decoded into out when out is not
+ * NULL.  *escaped tells whether it held any backslash escape.
+ */
+static int
+jr_string(JrParser *p, RpBuf *out, bool *escaped)
+{
+	const unsigned char *s = p->s;
+	size_t		i = p->pos + 1;
+
+	if (escaped)
+		*escaped = false;
+	for (;;)
+	{
+		size_t		run = i;
+		unsigned char c;
+
+		/* plain ASCII runs: the common case */
+		while (i < p->len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+			i++;
+		if (out && i > run)
+			rp_buf_put_bytes(out, s + run, i - run);
+		if (i >= p->len)
+			return jr_error(p, i, "unterminated string");
+		c = s[i];
+		if (c == '"')
+		{
+			p->pos = i + 1;
+			return 0;
+		}
+		if (c < 0x20)
+			return jr_error(p, i, "control character in string");
+		if (c >= 0x80)
+		{
+			size_t		n = jr_utf8_seq(s + i, p->len - i);
+
+			if (n == 0)
+				return jr_error(p, i, "invalid UTF-8 in string");
+			if (out)
+				rp_buf_put_bytes(out, s + i, n);
+			i += n;
+			continue;
+		}
+		/* a backslash escape */
+		if (escaped)
+			*escaped = true;
+		if (i + 1 >= p->len)
+			return jr_error(p, i, "unterminated string");
+		c = s[i + 1];
+		switch (c)
+		{
+			case '"':
+			case '\\':
+			case '/':
+				if (out)
+					rp_buf_put_char(out, (char) c);
+				i += 2;
+				break;
+			case 'b':
+			case 'f':
+			case 'n':
+			case 'r':
+			case 't':
+				if (out)
+					rp_buf_put_char(out, c == 'b' ? '\b' : c == 'f' ? '\f' :
+									c == 'n' ? '\n' : c == 'r' ? '\r' : '\t');
+				i += 2;
+				break;
+			case 'u':
+				{
+					uint32_t	cp,
+								lo;
+
+					if (i + 6 > p->len || jr_hex4(s + i + 2, &cp) < 0)
+						return jr_error(p, i, "invalid \\u escape");
+					if (cp >= 0xDC00 && cp <= 0xDFFF)
+						return jr_error(p, i, "unpaired low surrogate escape");
+					if (cp >= 0xD800 && cp <= 0xDBFF)
+					{
+						if (i + 12 > p->len || s[i + 6] != '\\' || s[i + 7] != 'u' ||
+							jr_hex4(s + i + 8, &lo) < 0 || lo < 0xDC00 || lo > 0xDFFF)
+							return jr_error(p, i, "unpaired high surrogate escape");
+						cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+						i += 6;
+					}
+					if (out)
+						jr_put_utf8(out, cp);
+					i += 6;
+					break;
+				}
+			default:
+				return jr_error(p, i, "invalid escape in string");
+		}
+	}
+}
+
+static bool
+jr_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int
+jr_number(JrParser *p)
+{
+	const unsigned char *s = p->s;
+	size_t		i = p->pos;
+
+	if (i < p->len && s[i] == '-')
+		i++;
+	if (i >= p->len || !jr_digit(s[i]))
+		return jr_error(p, i, "invalid number");
+	if (s[i] == '0')
+	{
+		i++;
+		if (i < p->len && jr_digit(s[i]))
+			return jr_error(p, i, "leading zero in number");
+	}
+	else
+		while (i < p->len && jr_digit(s[i]))
+			i++;
+	if (i < p->len && s[i] == '.')
+	{
+		i++;
+		if (i >= p->len || !jr_digit(s[i]))
+			return jr_error(p, i, "digit expected after decimal point");
+		while (i < p->len && jr_digit(s[i]))
+			i++;
+	}
+	if (i < p->len && (s[i] == 'e' || s[i] == 'E'))
+	{
+		i++;
+		if (i < p->len && (s[i] == '+' || s[i] == '-'))
+			i++;
+		if (i >= p->len || !jr_digit(s[i]))
+			return jr_error(p, i, "digit expected in exponent");
+		while (i < p->len && jr_digit(s[i]))
+			i++;
+	}
+	p->pos = i;
+	return 0;
+}
+
+static int
+jr_literal(JrParser *p, const char *word)
+{
+	size_t		n = strlen(word);
+
+	if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0)
+		return jr_error(p, p->pos, "invalid literal");
+	p->pos += n;
+	return 0;
+}
+
+static void
+jr_add_member(RpJrDoc *doc, const RpJrMember *m)
+{
+	if (doc->nmembers == doc->cap)
+	{
+		doc->cap = doc->cap ? doc->cap * 2 : 16;
+		doc->members = rp_realloc(doc->members, (size_t) doc->cap * sizeof(RpJrMember));
+	}
+	doc->members[doc->nmembers++] = *m;
+}
+
+static int
+jr_object(JrParser *p)
+{
+	bool		top = (p->depth == 1 && p->doc != NULL);
+
+	p->pos++;					/* '{' */
+	jr_ws(p);
+	if (p->pos < p->len && p->s[p->pos] == '}')
+	{
+		p->pos++;
+		return 0;
+	}
+	for (;;)
+	{
+		RpJrMember	m;
+		size_t		vstart;
+
+		if (p->pos >= p->len)
+			return jr_error(p, p->pos, "unterminated object");
+		if (p->s[p->pos] != '"')
+			return jr_error(p, p->pos, "member name expected");
+		m.key = (const char *) p->s + p->pos + 1;
+		if (jr_string(p, NULL, &m.key_escaped) < 0)
+			return -1;
+		m.key_len = (size_t) ((const char *) p->s + p->pos - 1 - m.key);
+		jr_ws(p);
+		if (p->pos >= p->len || p->s[p->pos] != ':')
+			return jr_error(p, p->pos, "':' expected after member name");
+		p->pos++;
+		jr_ws(p);
+		vstart = p->pos;
+		if (jr_value(p, &m.type) < 0)
+			return -1;
+		if (top)
+		{
+			m.val = (const char *) p->s + vstart;
+			m.val_len = p->pos - vstart;
+			jr_add_member(p->doc, &m);
+		}
+		jr_ws(p);
+		if (p->pos >= p->len)
+			return jr_error(p, p->pos, "unterminated object");
+		if (p->s[p->pos] == '}')
+		{
+			p->pos++;
+			return 0;
+		}
+		if (p->s[p->pos] != ',')
+			return jr_error(p, p->pos, "',' or '}' expected in object");
+		p->pos++;
+		jr_ws(p);
+	}
+}
+
+static int
+jr_array(JrParser *p)
+{
+	RpJrType	t;
+
+	p->pos++;					/* '[' */
+	jr_ws(p);
+	if (p->pos < p->len && p->s[p->pos] == ']')
+	{
+		p->pos++;
+		return 0;
+	}
+	for (;;)
+	{
+		if (jr_value(p, &t) < 0)
+			return -1;
+		jr_ws(p);
+		if (p->pos >= p->len)
+			return jr_error(p, p->pos, "unterminated array");
+		if (p->s[p->pos] == ']')
+		{
+			p->pos++;
+			return 0;
+		}
+		if (p->s[p->pos] != ',')
+			return jr_error(p, p->pos, "',' or ']' expected in array");
+		p->pos++;
+		jr_ws(p);
+	}
+}
+
+static int
+jr_value(JrParser *p, RpJrType *type)
+{
+	int			rc;
+
+	if (p->pos >= p->len)
+		return jr_error(p, p->pos, "value expected");
+	switch (p->s[p->pos])
+	{
+		case '{':
+		case '[':
+			if (p->depth >= RP_JR_MAX_DEPTH)
+				return jr_error(p, p->pos, "nesting too deep");
+			p->depth++;
+			if (p->s[p->pos] == '{')
+			{
+				*type = RP_JR_OBJECT;
+				rc = jr_object(p);
+			}
+			else
+			{
+				*type = RP_JR_ARRAY;
+				rc = jr_array(p);
+			}
+			p->depth--;
+			return rc;
+		case '"':
+			*type = RP_JR_STRING;
+			return jr_string(p, NULL, NULL);
+		case 't':
+			*type = RP_JR_TRUE;
+			return jr_literal(p, "true");
+		case 'f':
+			*type = RP_JR_FALSE;
+			return jr_literal(p, "false");
+		case 'n':
+			*type = RP_JR_NULL;
+			return jr_literal(p, "null");
+		default:
+			*type = RP_JR_NUMBER;
+			return jr_number(p);
+	}
+}
+
+void
+rp_jr_init(RpJrDoc *doc)
+{
+	memset(doc, 0, sizeof(*doc));
+}
+
+void
+rp_jr_free(RpJrDoc *doc)
+{
+	rp_free(doc->members);
+	memset(doc, 0, sizeof(*doc));
+}
+
+int
+rp_jr_parse(RpJrDoc *doc, const char *text, size_t len)
+{
+	JrParser	p;
+
+	memset(&p, 0, sizeof(p));
+	p.s = (const unsigned char *) text;
+	p.len = len;
+	p.doc = doc;
+	doc->nmembers = 0;
+	doc->err.offset = 0;
+	doc->err.reason = NULL;
+	jr_ws(&p);
+	if (jr_value(&p, &doc->type) == 0)
+	{
+		jr_ws(&p);
+		if (p.pos == p.len)
+			return 0;
+		jr_error(&p, p.pos, "text after the JSON value");
+	}
+	doc->nmembers = 0;
+	doc->err.offset = p.err_off;
+	doc->err.reason = p.reason;
+	return rp_fail(RP_HALT_MALFORMED, "invalid JSON at byte %zu: %s", p.err_off, p.reason);
+}
+
+/* Does the raw key (escapes possibly present) name exactly `name`? */
+static bool
+jr_key_eq(const RpJrMember *m, const char *name, size_t name_len)
+{
+	RpBuf		b;
+	JrParser	p;
+	bool		eq;
+
+	if (!m->key_escaped)
+		return m->key_len == name_len && memcmp(m->key, name, name_len) == 0;
+	memset(&p, 0, sizeof(p));
+	p.s = (const unsigned char *) m->key - 1;
+	p.len = m->key_len + 2;
+	rp_buf_init(&b, m->key_len + 1);
+	eq = jr_string(&p, &b, NULL) == 0 && b.len == name_len && memcmp(b.data, name, name_len) == 0;
+	rp_buf_free(&b);
+	return eq;
+}
+
+int
+rp_jr_find(const RpJrDoc *doc, const char *name, const RpJrMember **m)
+{
+	size_t		name_len = strlen(name);
+	const RpJrMember *found = NULL;
+
+	*m = NULL;
+	if (doc->type != RP_JR_OBJECT)
+		return 0;
+	for (int i = 0; i < doc->nmembers; i++)
+	{
+		if (!jr_key_eq(&doc->members[i], name, name_len))
+			continue;
+		if (found)
+			return rp_fail(RP_HALT_MALFORMED, "duplicate member \"%s\"", name);
+		found = &doc->members[i];
+	}
+	*m = found;
+	return found ? 1 : 0;
+}
+
+int
+rp_jr_string(const char *val, size_t len, RpBuf *out)
+{
+	JrParser	p;
+	size_t		mark = out->len;
+
+	memset(&p, 0, sizeof(p));
+	p.s = (const unsigned char *) val;
+	p.len = len;
+	if (len < 2 || val[0] != '"' || jr_string(&p, out, NULL) < 0 || p.pos != len)
+	{
+		out->len = mark;
+		return rp_fail(RP_HALT_MALFORMED, "invalid JSON string%s%s",
+					   p.reason ? ": " : "", p.reason ? p.reason : "");
+	}
+	return 0;
+}
+
+bool
+rp_jr_string_eq(const char *val, size_t len, const char *s)
+{
+	size_t		n = strlen(s);
+	RpBuf		b;
+	bool		eq;
+
+	if (len < 2 || val[0] != '"')
+		return false;
+	/* fast path: no escape in the span */
+	if (memchr(val, '\\', len) == NULL)
+		return len == n + 2 && val[len - 1] == '"' && memcmp(val + 1, s, n) == 0;
+	rp_buf_init(&b, len);
+	eq = rp_jr_string(val, len, &b) == 0 && b.len == n && memcmp(b.data, s, n) == 0;
+	rp_buf_free(&b);
+	return eq;
+}
+
+int
+rp_jr_int64(const char *val, size_t len, int64_t *out)
+{
+	size_t		i = 0;
+	bool		neg = false;
+	uint64_t	v = 0;
+	uint64_t	limit;
+
+	if (len > 0 && val[0] == '-')
+	{
+		neg = true;
+		i = 1;
+	}
+	if (i >= len)
+		return rp_fail(RP_HALT_MALFORMED, "integer expected");
+	if (val[i] == '0' && len - i > 1)
+		return rp_fail(RP_HALT_MALFORMED, "integer expected");
+	limit = neg ? (uint64_t) INT64_MAX + 1 : (uint64_t) INT64_MAX;
+	for (; i < len; i++)
+	{
+		unsigned	d;
+
+		if (val[i] < '0' || val[i] > '9')
+			return rp_fail(RP_HALT_MALFORMED, "integer expected");
+		d = (unsigned) (val[i] - '0');
+		if (v > (limit - d) / 10)
+			return rp_fail(RP_HALT_MALFORMED, "integer out of range");
+		v = v * 10 + d;
+	}
+	*out = neg ? (int64_t) (0 - v) : (int64_t) v;
+	return 0;
+}
+
+const char *
+rp_jr_type_name(RpJrType t)
+{
+	static const char *const names[] = {
+		"null", "false", "true", "number", "string", "array", "object"
+	};
+
+	return (unsigned) t < sizeof(names) / sizeof(names[0]) ? names[t] : "unknown";
+}
