@@ -46,6 +46,7 @@ typedef struct RpEffect
 {
 	RpEffectOp	op;
 	bool		partial;		/* some column is unchanged TOAST: keep its value */
+	bool		fresh;			/* the batch's first change of the key was an INSERT */
 	uint32_t	row_off;		/* serialized row in the table's arena */
 	uint32_t	row_len;
 	uint32_t	key_off;

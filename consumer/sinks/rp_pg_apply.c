@@ -149,15 +149,19 @@ rp_effect_delete(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key)
 }
 
 static void
-rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key)
+rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool insert)
 {
 	RpEffect   *e;
 	bool		partial = false;
 	RpEffect	prev;
 	uint32_t	off;
+	int			before = t->neffects;
 
 	rp_key_of(t, tup, key);
 	e = rp_effect_for(pg, t, key);
+	/* a key first seen as an INSERT did not exist before the batch */
+	if (t->neffects > before)
+		e->fresh = insert;
 	prev = *e;
 	for (uint16_t i = 0; i < tup->natts; i++)
 		partial |= tup->datums[i].kind == RP_DATUM_UNCHANGED;
@@ -462,7 +466,7 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 	switch (tag)
 	{
 		case RP_TAG_INSERT:
-			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key);
+			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, true);
 			break;
 		case RP_TAG_UPDATE:
 			if (rec->u.change.has_old)
@@ -477,7 +481,7 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 					rp_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
 				rp_buf_free(&newkey);
 			}
-			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key);
+			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, false);
 			break;
 		case RP_TAG_DELETE:
 			if (!rec->u.change.has_old)
@@ -565,10 +569,37 @@ rp_copy_field(RpPg *pg, RpBuf *out, uint8_t enc, const RpDatum *d)
 	rp_pgtext_copy_escape(out, pg->scratch.data, pg->scratch.len);
 }
 
-/* COPY the selected effects into a staging table. */
-static int
-rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, bool keys_only, RpEffectOp op)
+/* Which effects a COPY takes. */
+typedef enum RpCopyWhich
 {
+	RP_COPY_DELETES,			/* keys of deletes */
+	RP_COPY_UPSERTS,			/* full rows of upserts that are not fresh */
+	RP_COPY_FRESH,				/* full rows of fresh upserts */
+	RP_COPY_ALL_UPSERTS			/* full rows of every upsert */
+} RpCopyWhich;
+
+static bool
+rp_copy_wants(const RpEffect *ef, RpCopyWhich which)
+{
+	switch (which)
+	{
+		case RP_COPY_DELETES:
+			return ef->op == RP_EFFECT_DELETE;
+		case RP_COPY_UPSERTS:
+			return ef->op == RP_EFFECT_UPSERT && !ef->partial && !ef->fresh;
+		case RP_COPY_FRESH:
+			return ef->op == RP_EFFECT_UPSERT && !ef->partial && ef->fresh;
+		case RP_COPY_ALL_UPSERTS:
+			return ef->op == RP_EFFECT_UPSERT && !ef->partial;
+	}
+	return false;
+}
+
+/* COPY the selected effects into a staging table (or the table itself). */
+static int
+rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
+{
+	bool		keys_only = which == RP_COPY_DELETES;
 	RpBuf		sql,
 				out;
 	PGresult   *res;
@@ -613,7 +644,7 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, bool keys_only, RpEff
 		const RpEffect *ef = &t->effects[e];
 		bool		firstcol = true;
 
-		if (ef->op != op || ef->partial)
+		if (!rp_copy_wants(ef, which))
 			continue;
 		if (keys_only)
 		{
@@ -693,7 +724,7 @@ rp_apply_deletes(RpPg *pg, RpPgTable *t)
 	RpBuf		sql;
 	int			rc;
 
-	if (rp_copy_effects(pg, t, t->stage_del, true, RP_EFFECT_DELETE) < 0)
+	if (rp_copy_effects(pg, t, t->stage_del, RP_COPY_DELETES) < 0)
 		return -1;
 	rp_buf_init(&sql, 512);
 	rp_buf_put_text(&sql, "DELETE FROM ");
@@ -721,14 +752,41 @@ rp_apply_deletes(RpPg *pg, RpPgTable *t)
 	return rc;
 }
 
+/*
+ * Fresh keys (first seen as an INSERT in this batch) are COPYed straight
+ * into the table: no staging, no conflict handling.  If one exists after
+ * all (a destination that already held rows), the savepoint undoes the COPY
+ * and the caller sends every upsert through the staging path instead.
+ * Returns 1 when the rows went in, 0 to fall back, -1 on error.
+ */
 static int
-rp_apply_upserts(RpPg *pg, RpPgTable *t)
+rp_apply_fresh(RpPg *pg, RpPgTable *t)
+{
+	PGresult   *res;
+	int			rc;
+
+	if (rp_pg_exec(pg, "SAVEPOINT rp_fresh", "SAVEPOINT", t) < 0)
+		return -1;
+	rc = rp_copy_effects(pg, t, t->qname, RP_COPY_FRESH);
+	if (rc == 0)
+		return rp_pg_exec(pg, "RELEASE SAVEPOINT rp_fresh", "RELEASE SAVEPOINT", t) < 0 ? -1 : 1;
+	if (rp_error_halt() != RP_HALT_SINK || strstr(rp_error(), "SQLSTATE 23505") == NULL)
+		return -1;
+	res = PQexec(pg->conn, "ROLLBACK TO SAVEPOINT rp_fresh");
+	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : rp_pg_fail_result(pg, res, "ROLLBACK TO SAVEPOINT", t);
+	PQclear(res);
+	rp_error_clear();
+	return rc;
+}
+
+static int
+rp_apply_upserts(RpPg *pg, RpPgTable *t, RpCopyWhich which)
 {
 	RpBuf		sql;
 	int			rc;
 	size_t		before;
 
-	if (rp_copy_effects(pg, t, t->stage_ups, false, RP_EFFECT_UPSERT) < 0)
+	if (rp_copy_effects(pg, t, t->stage_ups, which) < 0)
 		return -1;
 	rp_buf_init(&sql, 1024);
 	rp_buf_put_text(&sql, "INSERT INTO ");
@@ -993,20 +1051,28 @@ rp_pg_apply_flush(RpPg *pg)
 		{
 			RpPgTable  *t = pg->tables[i];
 			bool		any_del = false,
-						any_full = false;
+						any_full = false,
+						any_fresh = false;
+			int			fresh = 0;
 
 			if (t->order != ord || t->neffects == 0)
 				continue;
 			for (int e = 0; e < t->neffects; e++)
 			{
-				any_del |= t->effects[e].op == RP_EFFECT_DELETE;
-				any_full |= t->effects[e].op == RP_EFFECT_UPSERT && !t->effects[e].partial;
+				any_del |= rp_copy_wants(&t->effects[e], RP_COPY_DELETES);
+				any_full |= rp_copy_wants(&t->effects[e], RP_COPY_UPSERTS);
+				any_fresh |= rp_copy_wants(&t->effects[e], RP_COPY_FRESH);
 			}
-			if ((any_del || any_full) && rp_pg_table_ensure_stage(pg, t) < 0)
+			if ((any_del || any_full || any_fresh) && rp_pg_table_ensure_stage(pg, t) < 0)
 				return -1;
 			if (any_del && rp_apply_deletes(pg, t) < 0)
 				return -1;
-			if (any_full && rp_apply_upserts(pg, t) < 0)
+			if (any_fresh && (fresh = rp_apply_fresh(pg, t)) < 0)
+				return -1;
+			/* fresh rows that could not go in directly join the staged upserts */
+			if ((any_full || (any_fresh && fresh == 0)) &&
+				rp_apply_upserts(pg, t, fresh == 1 || !any_fresh ? RP_COPY_UPSERTS
+								 : RP_COPY_ALL_UPSERTS) < 0)
 				return -1;
 			for (int e = 0; e < t->neffects; e++)
 				if (t->effects[e].op == RP_EFFECT_UPSERT && t->effects[e].partial &&
