@@ -21,6 +21,7 @@
 #include "rp_deliver.h"
 #include "rp_metrics.h"
 #include "rp_pg.h"
+#include "rp_pipe.h"
 #include "rp_status.h"
 #include "rp_verify.h"
 #include "rp_wire.h"
@@ -64,7 +65,8 @@ typedef struct RpRun
 	RpConn		conn;
 	RpSpill		spill;
 	RpAsm		asm_;
-	RpDelivery	dl;
+	RpDelivery	dl;				/* owned by the delivery thread once it runs */
+	RpPipe		pipe;
 	RpSink	   *sink;
 	RpMetrics	metrics;
 	bool		connected;
@@ -221,12 +223,6 @@ add_name(char ***list, int *n, const char *name)
 	(*list)[(*n)++] = rp_strndup(name, strlen(name));
 }
 
-static int64_t
-now_ms(void)
-{
-	return rp_now_us() / 1000;
-}
-
 /* ---- feedback ------------------------------------------------------------ */
 
 /* The one place that reports progress to the server: flush = durable (G2). */
@@ -234,22 +230,26 @@ static int
 send_feedback(RpRun *run, bool force, bool request_reply)
 {
 	int64_t		now = rp_now_us();
+	RpCheckpoint durable;
 
+	if (rp_pipe_durable(&run->pipe, &durable) < 0)
+		return -1;
 	if (!run->connected)
 		return 0;
 	if (!force && now - run->conn.last_status_us < (int64_t) run->cli->status_interval_ms * 1000)
 		return 0;
-	return rp_conn_feedback(&run->conn, run->dl.ck.end_lsn, request_reply);
+	return rp_conn_feedback(&run->conn, durable.end_lsn, request_reply);
 }
 
-/* Sinks call this while they wait, so a slow sink is not a dead client. */
+/* While waiting for the delivery thread: keep the server answered. */
 static void
-idle_hook(void *arg)
+wait_tick(void *arg)
 {
 	RpRun	   *run = arg;
 
+	/* a failure here shows up again in the main loop's next call */
 	if (send_feedback(run, false, false) < 0)
-		rp_error_clear();		/* the main loop will notice a dead link */
+		rp_error_clear();
 }
 
 static void
@@ -258,12 +258,12 @@ show_progress(RpRun *run)
 	int64_t		now = rp_now_us();
 	char		ck[24];
 	double		secs = (now - run->last_progress_us) / 1e6;
-	uint64_t	lag = run->conn.server_wal_end > run->dl.ck.end_lsn
-		? run->conn.server_wal_end - run->dl.ck.end_lsn : 0;
+	uint64_t	end = run->pipe.durable.end_lsn;
+	uint64_t	lag = run->conn.server_wal_end > end ? run->conn.server_wal_end - end : 0;
 
 	if (!run->cli->progress || !isatty(STDERR_FILENO) || now - run->last_progress_us < 1000000)
 		return;
-	rp_lsn_format(run->dl.ck.end_lsn, ck);
+	rp_lsn_format(end, ck);
 	fprintf(stderr, "\r%s: %" PRIu64 " txns, %.0f changes/s, lag %" PRIu64 " bytes %.1f s, checkpoint %s   ",
 			progname, run->dl.txns,
 			run->last_progress_us ? (run->dl.changes - run->last_progress_changes) / secs : 0.0,
@@ -287,7 +287,7 @@ deliver_ready(RpRun *run, bool *done)
 		if (item->kind == RP_ITEM_TXN)
 			run->metrics.last_commit_time = item->txn->commit_time;
 
-		if (rp_deliver_item(&run->dl, item, now_ms()) < 0)
+		if (rp_pipe_push(&run->pipe, item, wait_tick, run) < 0)
 			return -1;
 		if (run->cli->endpos && end >= run->cli->endpos)
 		{
@@ -296,8 +296,8 @@ deliver_ready(RpRun *run, bool *done)
 		}
 	}
 	if (*done || stop_requested)
-		return rp_deliver_flush(&run->dl, true, now_ms());
-	return rp_deliver_flush(&run->dl, false, now_ms());
+		return rp_pipe_drain(&run->pipe, wait_tick, run);
+	return 0;
 }
 
 /*
@@ -305,7 +305,7 @@ deliver_ready(RpRun *run, bool *done)
  * checkpoint: a missing, invalidated or advanced slot is a gap (G3).
  */
 static int
-check_slot(RpRun *run, bool have_ck)
+check_slot(RpRun *run, bool have_ck, const RpCheckpoint *ck)
 {
 	RpSlotInfo	info;
 	char		a[24],
@@ -321,10 +321,11 @@ check_slot(RpRun *run, bool have_ck)
 	if (info.lost)
 		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" has been invalidated (wal_status lost)",
 					   run->cli->slot);
-	if (have_ck && info.confirmed_flush > run->dl.ck.end_lsn)
+	/* a checkpoint that never held a position (nothing delivered yet) has no gap */
+	if (have_ck && ck->end_lsn > 0 && info.confirmed_flush > ck->end_lsn)
 	{
 		rp_lsn_format(info.confirmed_flush, a);
-		rp_lsn_format(run->dl.ck.end_lsn, b);
+		rp_lsn_format(ck->end_lsn, b);
 		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" is at %s, past the checkpoint %s: changes in between were acknowledged but never applied",
 					   run->cli->slot, a, b);
 	}
@@ -351,7 +352,8 @@ stream_once(RpRun *run, bool have_ck)
 {
 	RpCli	   *cli = run->cli;
 	char	  **opts;
-	uint64_t	start = cli->startpos ? cli->startpos : run->dl.ck.end_lsn;
+	RpCheckpoint ck;
+	uint64_t	start;
 	int			rc;
 
 	if (rp_conn_open(&run->conn, cli->dbname, progname) < 0)
@@ -359,17 +361,28 @@ stream_once(RpRun *run, bool have_ck)
 	run->connected = true;
 	if (rp_conn_identify(&run->conn) < 0)
 		return -1;
-	if (have_ck && rp_ckpt_check_source(&run->dl.ck, run->conn.system_id, run->conn.timeline,
-										cli->slot) < 0)
-		return -1;
-	if (!have_ck)
+	if (!run->pipe.started)
 	{
-		run->dl.ck.system_id = run->conn.system_id;
-		run->dl.ck.timeline = run->conn.timeline;
-		snprintf(run->dl.ck.slot, sizeof(run->dl.ck.slot), "%s", cli->slot);
+		/* the first connection binds a new checkpoint to this source */
+		if (have_ck && rp_ckpt_check_source(&run->dl.ck, run->conn.system_id,
+											run->conn.timeline, cli->slot) < 0)
+			return -1;
+		if (!have_ck)
+		{
+			run->dl.ck.system_id = run->conn.system_id;
+			run->dl.ck.timeline = run->conn.timeline;
+			snprintf(run->dl.ck.slot, sizeof(run->dl.ck.slot), "%s", cli->slot);
+		}
+		if (rp_pipe_start(&run->pipe, &run->dl, 2 * cli->limits.max_bytes) < 0)
+			return -1;
 	}
-	if (check_slot(run, have_ck) < 0)
+	if (rp_pipe_durable(&run->pipe, &ck) < 0)
 		return -1;
+	if (have_ck && rp_ckpt_check_source(&ck, run->conn.system_id, run->conn.timeline, cli->slot) < 0)
+		return -1;
+	if (check_slot(run, have_ck, &ck) < 0)
+		return -1;
+	start = cli->startpos ? cli->startpos : ck.end_lsn;
 
 	opts = plugin_options(cli);
 	rc = rp_conn_start(&run->conn, cli->slot, start, opts);
@@ -386,7 +399,7 @@ stream_once(RpRun *run, bool have_ck)
 
 		if (stop_requested)
 		{
-			if (rp_deliver_flush(&run->dl, true, now_ms()) < 0)
+			if (rp_pipe_drain(&run->pipe, wait_tick, run) < 0)
 				return -1;
 			send_feedback(run, true, false);
 			return 0;
@@ -401,8 +414,6 @@ stream_once(RpRun *run, bool have_ck)
 			return -1;
 		show_progress(run);
 		run->metrics.server_wal_end = run->conn.server_wal_end;
-		if (rp_deliver_pending(&run->dl) && cli->limits.max_ms < wait_ms)
-			wait_ms = cli->limits.max_ms;
 		if (wait_ms > 1000)
 			wait_ms = 1000;
 
@@ -411,8 +422,6 @@ stream_once(RpRun *run, bool have_ck)
 		switch (msg.kind)
 		{
 			case RP_MSG_NONE:
-				if (rp_deliver_flush(&run->dl, false, now_ms()) < 0)
-					return -1;
 				break;
 			case RP_MSG_DATA:
 				rc = rp_asm_frame(&run->asm_, msg.data, msg.len, msg.lsn);
@@ -424,10 +433,9 @@ stream_once(RpRun *run, bool have_ck)
 			case RP_MSG_KEEPALIVE:
 				rp_conn_release(&msg);
 				/* idle: nothing assembled, buffered, spilled or batched */
-				if (!rp_asm_busy(&run->asm_) && !rp_deliver_pending(&run->dl))
+				if (!rp_asm_busy(&run->asm_) && rp_pipe_idle(&run->pipe))
 				{
-					if (rp_deliver_advance(&run->dl, msg.lsn) < 0)
-						return -1;
+					rp_pipe_advance(&run->pipe, msg.lsn);
 					if (cli->endpos && msg.lsn >= cli->endpos)
 						done = true;
 				}
@@ -441,7 +449,7 @@ stream_once(RpRun *run, bool have_ck)
 		}
 		if (done)
 		{
-			if (rp_deliver_flush(&run->dl, true, now_ms()) < 0)
+			if (rp_pipe_drain(&run->pipe, wait_tick, run) < 0)
 				return -1;
 			send_feedback(run, true, false);
 			return 0;
@@ -526,14 +534,13 @@ run_stream(RpCli *cli)
 	if (rp_deliver_init(&run.dl, run.sink, &ck, run.sink->owns_checkpoint ? NULL : path, view,
 						&cli->limits) < 0)
 		goto fail;
-	run.dl.idle_hook = idle_hook;
-	run.dl.idle_arg = &run;
+	/* no idle_hook: the receiving thread itself answers the server while the sink works */
 	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.dl, &run.asm_, &run.spill) < 0)
 		goto fail;
 
 	for (;;)
 	{
-		rc = stream_once(&run, have_ck > 0 || run.dl.ck.end_lsn > 0);
+		rc = stream_once(&run, have_ck > 0);
 		if (rc == 0)
 			break;
 		run.metrics.halts[rp_error_halt()]++;
@@ -541,10 +548,19 @@ run_stream(RpCli *cli)
 		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
 			goto fail;
 		pg_log_error("%s; reconnecting in %d s", rp_error(), backoff);
-		/* nothing undelivered was acknowledged: the server sends it again */
-		rp_deliver_discard(&run.dl);
 		disconnect(&run);
-		run.asm_.watermark = run.dl.ck.commit_lsn;
+		/*
+		 * The server sends again from the durable position; what was already
+		 * handed to the delivery thread is skipped as a duplicate.
+		 */
+		{
+			RpCheckpoint durable;
+
+			if (rp_pipe_durable(&run.pipe, &durable) < 0)
+				goto fail;
+			run.asm_.watermark = durable.commit_lsn > run.pipe.last_pushed_commit
+				? durable.commit_lsn : run.pipe.last_pushed_commit;
+		}
 		sleep((unsigned) backoff);
 		backoff = backoff < 30 ? backoff * 2 : 30;
 		if (stop_requested)
@@ -552,6 +568,7 @@ run_stream(RpCli *cli)
 		have_ck = 1;
 	}
 	disconnect(&run);
+	rp_pipe_stop(&run.pipe);
 	rp_metrics_stop(&run.metrics);
 	rp_deliver_free(&run.dl);
 	rp_asm_free(&run.asm_);
@@ -564,6 +581,7 @@ fail:
 		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
 				progname, rp_halt_name(rp_error_halt()));
 	disconnect(&run);
+	rp_pipe_stop(&run.pipe);
 	rp_metrics_stop(&run.metrics);
 	/* spill files are private garbage now */
 	if (run.spill.dir)

@@ -449,15 +449,3 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
 	}
 	return rp_deliver_persist(dl, &ck);
 }
-
-void
-rp_deliver_discard(RpDelivery *dl)
-{
-	for (int i = 0; i < dl->nbatch; i++)
-	{
-		rp_txn_free(dl->batch[i]);
-		dl->batch[i] = NULL;
-	}
-	dl->nbatch = 0;
-	dl->batch_bytes = 0;
-}

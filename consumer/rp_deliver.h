@@ -64,8 +64,6 @@ extern int	rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms);
 /* Deliver the pending batch if its time is up (or force). */
 extern int	rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms);
 extern bool rp_deliver_pending(const RpDelivery *dl);
-/* Drop the pending batch (reconnect: it is sent again). */
-extern void rp_deliver_discard(RpDelivery *dl);
 /* A sink waiting on something slow calls this now and then. */
 extern void rp_deliver_idle(RpDelivery *dl);
 /* Nothing in flight: a state sink may record an idle-advanced position. */

@@ -424,6 +424,8 @@ jr_value(JrParser *p, RpJrType *type)
 			return jr_literal(p, "null");
 		default:
 			*type = RP_JR_NUMBER;
+			if (p->s[p->pos] != '-' && !jr_digit(p->s[p->pos]))
+				return jr_error(p, p->pos, "unexpected character");
 			return jr_number(p);
 	}
 }

@@ -7,8 +7,9 @@
 
 #include "rp_status.h"
 
-static char rp_error_buf[1024];
-static RpHalt rp_error_reason = RP_HALT_NONE;
+/* per thread: the delivery thread reports its own failures */
+static __thread char rp_error_buf[1024];
+static __thread RpHalt rp_error_reason = RP_HALT_NONE;
 
 int
 rp_fail(RpHalt halt, const char *fmt,...)

@@ -17,6 +17,14 @@
 #include "rp_store.h"
 #include "rp_wire.h"
 
+/*
+ * The totals are shared by the receiving thread (which appends) and the
+ * delivery thread (which reads back and frees): plain atomic counters.
+ */
+#define RP_ADD(x, n) __atomic_add_fetch(&(x), (n), __ATOMIC_RELAXED)
+#define RP_SUB(x, n) __atomic_sub_fetch(&(x), (n), __ATOMIC_RELAXED)
+#define RP_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
 #define RP_SPILL_PREFIX "replicant-spill-"
 #define RP_SPILL_WRITE_BEHIND (1024 * 1024)
 #define RP_SPILL_READ_CHUNK (1024 * 1024)
@@ -92,15 +100,15 @@ rp_store_drain(RpStore *st)
 
 	if (n == 0)
 		return 0;
-	if (st->sp->disk_in_use + n > st->sp->max_spill)
+	if (RP_LOAD(st->sp->disk_in_use) + n > st->sp->max_spill)
 		return rp_fail(RP_HALT_SPILL_LIMIT,
 					   "spilled transactions would exceed --max-spill (%llu bytes)",
 					   (unsigned long long) st->sp->max_spill);
 	if (rp_store_write_all(st, st->mem.data, n) < 0)
 		return -1;
 	st->file_len += n;
-	st->sp->disk_in_use += n;
-	st->sp->mem_in_use -= n;
+	RP_ADD(st->sp->disk_in_use, n);
+	RP_SUB(st->sp->mem_in_use, n);
 	rp_buf_reset(&st->mem);
 	return 0;
 }
@@ -111,13 +119,13 @@ rp_store_spill(RpStore *st)
 	char		path[4096];
 
 	snprintf(path, sizeof(path), "%s/" RP_SPILL_PREFIX "%d-%u", st->sp->dir, (int) getpid(),
-			 ++st->sp->seq);
+			 RP_ADD(st->sp->seq, 1));
 	st->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0600);
 	if (st->fd < 0)
 		return rp_fail(RP_HALT_NONE, "could not create spill file \"%s\": %s", path,
 					   strerror(errno));
 	st->path = rp_strndup(path, strlen(path));
-	st->sp->spills++;
+	RP_ADD(st->sp->spills, 1);
 	return rp_store_drain(st);
 }
 
@@ -125,14 +133,14 @@ int
 rp_store_append(RpStore *st, const void *rec, size_t len)
 {
 	rp_buf_put_bytes(&st->mem, rec, len);
-	st->sp->mem_in_use += len;
+	RP_ADD(st->sp->mem_in_use, len);
 	if (st->fd >= 0)
 	{
 		if (st->mem.len >= RP_SPILL_WRITE_BEHIND)
 			return rp_store_drain(st);
 		return 0;
 	}
-	if (st->sp->mem_in_use > st->sp->max_memory)
+	if (RP_LOAD(st->sp->mem_in_use) > st->sp->max_memory)
 		return rp_store_spill(st);
 	return 0;
 }
@@ -152,17 +160,17 @@ rp_store_truncate(RpStore *st, uint64_t len)
 
 		if (keep < st->mem.len)
 		{
-			st->sp->mem_in_use -= st->mem.len - keep;
+			RP_SUB(st->sp->mem_in_use, st->mem.len - keep);
 			st->mem.len = keep;
 		}
 		return 0;
 	}
-	st->sp->mem_in_use -= st->mem.len;
+	RP_SUB(st->sp->mem_in_use, st->mem.len);
 	rp_buf_reset(&st->mem);
 	if (ftruncate(st->fd, (off_t) len) != 0 || lseek(st->fd, (off_t) len, SEEK_SET) < 0)
 		return rp_fail(RP_HALT_NONE, "could not truncate spill file \"%s\": %s", st->path,
 					   strerror(errno));
-	st->sp->disk_in_use -= st->file_len - len;
+	RP_SUB(st->sp->disk_in_use, st->file_len - len);
 	st->file_len = len;
 	return 0;
 }
@@ -171,13 +179,13 @@ void
 rp_store_free(RpStore *st)
 {
 	if (st->sp)
-		st->sp->mem_in_use -= st->mem.len;
+		RP_SUB(st->sp->mem_in_use, st->mem.len);
 	rp_buf_free(&st->mem);
 	if (st->fd >= 0)
 	{
 		close(st->fd);
 		unlink(st->path);
-		st->sp->disk_in_use -= st->file_len;
+		RP_SUB(st->sp->disk_in_use, st->file_len);
 		st->fd = -1;
 	}
 	if (st->path)

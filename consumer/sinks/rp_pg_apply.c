@@ -165,6 +165,24 @@ rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool in
 	prev = *e;
 	for (uint16_t i = 0; i < tup->natts; i++)
 		partial |= tup->datums[i].kind == RP_DATUM_UNCHANGED;
+
+	/*
+	 * Values taken from prev's row point into the arena we append to: make
+	 * room for the whole row first, so no append moves the arena under them.
+	 */
+	{
+		size_t		need = 0;
+
+		for (uint16_t i = 0; i < tup->natts; i++)
+		{
+			RpDatum		d = tup->datums[i];
+
+			if (d.kind == RP_DATUM_UNCHANGED && prev.op == RP_EFFECT_UPSERT && prev.row_len > 0)
+				rp_row_get(&t->arena, prev.row_off, i, &d);
+			need += 5 + (size_t) d.len;
+		}
+		rp_buf_reserve(&t->arena, need);
+	}
 	off = (uint32_t) t->arena.len;
 	for (uint16_t i = 0; i < tup->natts; i++)
 	{
