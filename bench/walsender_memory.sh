@@ -18,7 +18,8 @@
 # MB, and pg_stat_replication_slots (stream_txns > 0 proves the transaction was streamed).
 # Target (issue 2): growth < 64 MB with streaming on.
 #
-# Environment: MODES="on off floor" (default; "on" alone skips the comparisons), RP_KEEP_CLUSTERS=1
+# Environment: MODES="on off floor" (default; "on" alone skips the comparisons), WORK_MEM=SIZE
+# sets logical_decoding_work_mem (the target is set on the default, 64MB), RP_KEEP_CLUSTERS=1
 # keeps the cluster. The report is printed and written to bench/out/walsender_memory-<timestamp>.txt.
 # Uses the installed plugin: run `make && make install` first, or pass --build.
 set -euo pipefail
@@ -29,7 +30,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LIMIT_MB=64
 
 usage() {
-	printf 'usage: [MODES="on off floor"] bash bench/walsender_memory.sh [--build] [ROWS]\n'
+	printf 'usage: [MODES="on off floor"] [WORK_MEM=SIZE] bash bench/walsender_memory.sh [--build] [ROWS]\n'
 	printf '  ROWS     rows inserted in one transaction (default 5000000)\n'
 	printf '  --build  make && make install first\n'
 }
@@ -54,7 +55,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	mkdir -p "$RP_ROOT/bench/out"
 	out=$RP_ROOT/bench/out/walsender_memory-$(date +%Y%m%d-%H%M%S).txt
 	rc=0
-	rp_run_unprivileged bench/walsender_memory.sh --phase-run "$rows" "$modes" | tee "$out" || rc=$?
+	rp_run_unprivileged bench/walsender_memory.sh --phase-run "$rows" "$modes" "${WORK_MEM:-}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -62,10 +63,13 @@ fi
 # ---------------------------------------------------------------- the bench, unprivileged
 ROWS=$2
 read -r -a MODES <<<"$3"
+WORK_MEM=$4
 export PATH="$RP_BINDIR:$PATH"
 trap rp_cluster_cleanup_all EXIT
 
-rp_cluster_start wmem "autovacuum = off" "max_wal_size = 8GB"
+settings=("autovacuum = off" "max_wal_size = 8GB")
+[[ -n $WORK_MEM ]] && settings+=("logical_decoding_work_mem = '$WORK_MEM'")
+rp_cluster_start wmem "${settings[@]}"
 CONN=$(rp_conninfo wmem)
 # shellcheck disable=SC2154 # exported by rp_cluster_start
 DIR=$wmem_DIR SERVER_LOG=$wmem_LOG
@@ -75,7 +79,7 @@ sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; } # kB to MB
 label() { case $1 in on) printf 'replicant, streaming=on' ;; off) printf 'replicant, streaming=off' ;;
 	floor) printf 'floor: pgoutput, streaming=on, no tables' ;; esac; }
-mbb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; } # bytes to MB
+mbb() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1048576 }'; } # bytes to MB
 
 # contexts PID: from the memory-context dumps PID wrote to the server log, the largest over the
 # snapshots of: the grand total, and the totals of three subtrees (the logical decoding context,
@@ -136,7 +140,7 @@ sample() {
 		END { if (rss != "") print rss, pss, anon, priv, hwm }'
 }
 
-declare -A GROWTH_RSS GROWTH_ANON STREAM_TXNS
+declare -A GROWTH_RSS GROWTH_ANON PEAK_RSS PEAK_ANON STREAM_TXNS
 for m in "${MODES[@]}"; do
 	slot=m_$m
 	read -r -a opts <<<"${ROPTS[$m]}"
@@ -194,6 +198,8 @@ for m in "${MODES[@]}"; do
 		"$stream_txns" "$stream_count" "$stream_bytes" "$spill_txns" "$spill_count" "$spill_bytes" "$total_txns" "$total_bytes"
 	GROWTH_RSS[$m]=$((peak_rss - base_rss))
 	GROWTH_ANON[$m]=$((peak_anon - base_anon))
+	PEAK_RSS[$m]=$peak_rss
+	PEAK_ANON[$m]=$peak_anon
 	STREAM_TXNS[$m]=$stream_txns
 	psql_ -Atc "select pg_drop_replication_slot('$slot')" >/dev/null
 done
@@ -215,8 +221,10 @@ if [[ -n ${GROWTH_RSS[on]:-} ]]; then
 	fi
 fi
 if [[ -n ${GROWTH_RSS[on]:-} && -n ${GROWTH_RSS[floor]:-} ]]; then
-	printf 'replicant streaming=on above the floor (what the plugin adds to the server'"'"'s own decoding memory): Rss %s MB, Anonymous %s MB\n' \
-		"$(mb $((GROWTH_RSS[on] - GROWTH_RSS[floor])))" "$(mb $((GROWTH_ANON[on] - GROWTH_ANON[floor])))"
+	printf 'replicant streaming=on above the floor (what the plugin adds to the server'"'"'s own decoding memory):\n'
+	printf '  growth: Rss %s MB, Anonymous %s MB; peak: Rss %s MB, Anonymous %s MB\n' \
+		"$(mb $((GROWTH_RSS[on] - GROWTH_RSS[floor])))" "$(mb $((GROWTH_ANON[on] - GROWTH_ANON[floor])))" \
+		"$(mb $((PEAK_RSS[on] - PEAK_RSS[floor])))" "$(mb $((PEAK_ANON[on] - PEAK_ANON[floor])))"
 fi
 
 # Other work on the machine skews every number: say so.

@@ -17,7 +17,9 @@
 # sleeps of 0.05-1.5 s, right after a new checkpoint line reaches the log (the sink wrote,
 # the feedback did not go out yet) and while spill files exist; it restarts each time with
 # the same state dir; some kills land while a unit is half written (the log ends in data
-# lines that the restart must cut). Then the workload stops, the consumer runs to -E past the last
+# lines that the restart must cut). Twice the source itself goes down instead (pg_ctl stop
+# -m immediate, then -m fast) and the running consumer reconnects on its own (G1 across a
+# crash of the source). Then the workload stops, the consumer runs to -E past the last
 # commit, and a checker compares the log with the audit table.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,7 +27,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib.sh"
 export PATH="$RP_BINDIR:$PATH"
 
-ROUNDS=${ROUNDS:-24}
+ROUNDS=${ROUNDS:-26} # 24 consumer kills and 2 source restarts
 work=$(mktemp -d /tmp/rp-kill9.XXXXXX)
 LOG=$work/changes.jsonl
 STATE=$work/state
@@ -107,14 +109,34 @@ BEGIN
 	               tbl, tbl) USING lo, hi;
 END $$;
 
--- Worker w: ids w * 10^12 + counter (disjoint ranges, so workers never wait on each other).
+-- Worker w's ids in table t: w * 10^12 + a sequence of its own (disjoint ranges, so workers
+-- never wait on each other; sequences are not transactional, so a restarted worker or
+-- server never hands out an id twice). wl_take reserves n ids, wl_high is the highest.
+CREATE SEQUENCE ids_1_1; CREATE SEQUENCE ids_1_2; CREATE SEQUENCE ids_1_3;
+CREATE SEQUENCE ids_2_1; CREATE SEQUENCE ids_2_2; CREATE SEQUENCE ids_2_3;
+CREATE FUNCTION wl_take(w int, t int, n int) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	first bigint := nextval(format('ids_%s_%s', w, t));
+BEGIN
+	PERFORM setval(format('ids_%s_%s', w, t), first + n - 1);
+	RETURN w * 1000000000000 + first;
+END $$;
+CREATE FUNCTION wl_high(w int, t int) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	high bigint;
+BEGIN
+	EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ids_%s_%s', w, t) INTO high;
+	RETURN w * 1000000000000 + high;
+END $$;
+
 -- big = false: small mixed transactions; big = true: large ones. Runs until ctl.stop.
 CREATE PROCEDURE workload(w int, big bool) LANGUAGE plpgsql AS $$
 DECLARE
 	base bigint := w * 1000000000000;
 	tbls text[] := ARRAY['t_a', 't_b', 't_c'];
-	next bigint[] := ARRAY[1, 1, 1];
 	ghost bigint := 1;
+	first bigint;
+	high bigint;
 	t int;
 	n int;
 	k int;
@@ -123,16 +145,23 @@ DECLARE
 BEGIN
 	LOOP
 		EXIT WHEN (SELECT stop FROM ctl);
+		-- keep the consumer's backlog bounded (16 MB of WAL past what the slot confirmed), so
+		-- every restart re-reads little and the run's length does not depend on the load
+		WHILE (SELECT pg_current_wal_lsn() - confirmed_flush_lsn > 16 * 1024 * 1024
+		         FROM pg_replication_slots WHERE slot_name = 'kill9') AND NOT (SELECT stop FROM ctl) LOOP
+			PERFORM pg_sleep(0.05);
+			COMMIT;
+		END LOOP;
 		r := random();
 		IF NOT big THEN
 			FOR s IN 1 .. 1 + (random() * 4)::int LOOP
 				t := 1 + (random() * 2.99)::int % 3;
-				x := base + 1 + (random() * (next[t] - 1))::bigint;
+				high := wl_high(w, t);
+				x := base + 1 + (random() * (high - base - 1))::bigint;
 				k := (random() * 9)::int;
-				IF k <= 4 OR next[t] < 10 THEN
+				IF k <= 4 OR high - base < 10 THEN
 					n := 1 + (random() * 5)::int;
-					PERFORM wl_insert(tbls[t], base + next[t], n);
-					next[t] := next[t] + n;
+					PERFORM wl_insert(tbls[t], wl_take(w, t, n), n);
 				ELSIF k <= 7 THEN
 					PERFORM wl_update(tbls[t], x, x + (random() * 3)::int);
 				ELSE
@@ -159,13 +188,13 @@ BEGIN
 			PERFORM pg_sleep(0.005);
 		ELSE
 			t := 1 + (random() * 2.99)::int % 3;
-			n := 600 + (random() * 1400)::int;
+			n := 500 + (random() * 1000)::int;
 			IF r BETWEEN 0.3 AND 0.38 THEN
 				n := 12000;	-- its log lines pass the file sink's 4 MB write chunk
 			END IF;
-			PERFORM wl_insert(tbls[t], base + next[t], n);
-			PERFORM wl_update(tbls[t], base + next[t], base + next[t] + 200);
-			next[t] := next[t] + n;
+			first := wl_take(w, t, n);
+			PERFORM wl_insert(tbls[t], first, n);
+			PERFORM wl_update(tbls[t], first, first + 200);
 			IF r < 0.3 THEN
 				-- a large rolled-back subtransaction inside a streamed transaction
 				BEGIN
@@ -174,8 +203,7 @@ BEGIN
 					RAISE EXCEPTION 'roll back the subtransaction';
 				EXCEPTION WHEN raise_exception THEN NULL;
 				END;
-				PERFORM wl_insert(tbls[t], base + next[t], 10);
-				next[t] := next[t] + 10;
+				PERFORM wl_insert(tbls[t], wl_take(w, t, 10), 10);
 			END IF;
 			IF r > 0.85 THEN
 				-- a large transaction aborted whole after it was streamed
@@ -185,7 +213,7 @@ BEGIN
 			ELSE
 				COMMIT;
 			END IF;
-			PERFORM pg_sleep(0.3);
+			PERFORM pg_sleep(0.8);
 		END IF;
 	END LOOP;
 END $$;
@@ -221,9 +249,21 @@ kill_consumer() {
 	consumer_pid=
 }
 
-# wait (up to 5 s) until the log grows and ends with a checkpoint line
+# wait (up to 5 s) until this consumer run wrote into the log: its size is not the one
+# the last kill left (a restart first re-reads the WAL from the slot's restart_lsn)
+wait_progress() {
+	local left=$1 deadline=$((SECONDS + 5)) size
+	while ((SECONDS < deadline)); do
+		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
+		((size == left)) || return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+# wait (up to 3 s) until the log grows and ends with a checkpoint line
 wait_new_ckpt() {
-	local before=$1 deadline=$((SECONDS + 5)) size
+	local before=$1 deadline=$((SECONDS + 3)) size
 	while ((SECONDS < deadline)); do
 		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
 		if ((size > before)) && tail -c 300 "$LOG" | tail -n 1 | grep -q '^{"kind":"checkpoint"'; then
@@ -234,10 +274,10 @@ wait_new_ckpt() {
 	return 1
 }
 
-# wait (up to 10 s) until this consumer run wrote into the log (its size is not the one
+# wait (up to 5 s) until this consumer run wrote into the log (its size is not the one
 # the last kill left) and the log ends in data lines, not a checkpoint line
 wait_mid_write() {
-	local left=$1 deadline=$((SECONDS + 10)) size
+	local left=$1 deadline=$((SECONDS + 5)) size
 	while ((SECONDS < deadline)); do
 		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
 		if ((size > 0 && size != left)) && ! tail -c 300 "$LOG" | tail -n 1 | grep -q '^{"kind":"checkpoint"'; then
@@ -258,11 +298,19 @@ wait_spill() {
 	return 1
 }
 
+# A worker calls the workload again when a server restart cut it off; it returns once the
+# procedure returns (ctl.stop).
+run_worker() {
+	until rp_psql src -c "CALL workload($1, $2)" >>"$work/worker$1.out" 2>&1; do
+		sleep 0.3
+	done
+}
+
 size_at_kill=0
 start_consumer
-rp_psql src -c "CALL workload(1, false)" >"$work/worker1.out" 2>&1 &
+run_worker 1 false &
 workers+=($!)
-rp_psql src -c "CALL workload(2, true)" >"$work/worker2.out" 2>&1 &
+run_worker 2 true &
 workers+=($!)
 
 after_ckpt=0
@@ -270,7 +318,30 @@ during_spill=0
 mid_write=0
 acked_behind=0 # rounds whose restart must drop already-logged transactions (dedup)
 torn=0         # rounds that left lines after the last checkpoint line
+source_restarts=0
 for ((round = 1; round <= ROUNDS; round++)); do
+	if ((round == 9 || round == 19)); then
+		# the source crashes (immediate) or restarts (fast) under the running consumer,
+		# which reconnects by itself
+		mode=$( ((round == 9)) && echo immediate || echo fast)
+		wait_progress "$size_at_kill" || true
+		sleep "0.$((RANDOM % 9 + 1))"
+		t0=$SECONDS
+		# a fast stop waits for the walsender to send everything to the consumer first
+		"$RP_BINDIR/pg_ctl" -D "$src_DATA" -m "$mode" -w -t 300 stop >/dev/null
+		"$RP_BINDIR/pg_ctl" -D "$src_DATA" -l "$src_LOG" -w -t 60 start >/dev/null
+		took=$((SECONDS - t0))
+		sleep 2
+		kill -0 "$consumer_pid" 2>/dev/null || fail "the consumer did not survive a $mode source restart"
+		flush=$(rp_psql src -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$SLOT'")
+		read -r ck _ < <(last_ckpt) || true
+		ok=$(rp_psql src -Atc "SELECT '$flush'::pg_lsn <= '${ck:-0/0}'::pg_lsn")
+		[[ $ok == t ]] || fail "round $round: slot confirmed_flush_lsn $flush is past the log's checkpoint $ck"
+		source_restarts=$((source_restarts + 1))
+		printf 'round %2d: source restarted (%s, %d s); consumer reconnected; slot ack %s, log checkpoint %s\n' \
+			"$round" "$mode" "$took" "$flush" "${ck:-none}"
+		continue
+	fi
 	case $((round % 8)) in
 	0 | 4)	# right after the sink made a unit durable, before the feedback
 		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
@@ -279,7 +350,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		if wait_mid_write "$size_at_kill"; then mid_write=$((mid_write + 1)); how=mid-write; else how=timeout; fi ;;
 	2 | 6)	# while a large transaction is spilled to disk
 		if wait_spill; then during_spill=$((during_spill + 1)); how=during-spill; else how=timeout; fi ;;
-	*)
+	*)	# at a random moment once this run is under way
+		wait_progress "$size_at_kill" || true
 		ms=$((50 + RANDOM % 1451))
 		sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
 		how="after ${ms}ms" ;;
@@ -300,7 +372,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	printf 'round %2d: killed %s; log checkpoint %s, %d lines after it; slot ack %s\n' \
 		"$round" "$how" "${ck:-none}" "$((${tail_lines:-1} - 1))" "$ack"
 	for p in "${workers[@]}"; do
-		kill -0 "$p" 2>/dev/null || { cat "$work"/worker*.out; fail "a workload worker died"; }
+		kill -0 "$p" 2>/dev/null || { cat "$work"/worker*.out; fail "a workload worker ended early"; }
 	done
 	start_consumer
 done
@@ -313,6 +385,8 @@ for p in "${workers[@]}"; do
 	wait "$p" || { cat "$work"/worker*.out; fail "a workload worker failed"; }
 done
 workers=()
+# connections cut by the restarts are expected; an SQL error is a broken workload
+if grep -h 'ERROR:' "$work"/worker*.out; then fail "the workload hit an SQL error"; fi
 kill_consumer final
 # every workload transaction ends before endpos; the fence transaction ends after it
 endpos=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
@@ -427,5 +501,5 @@ PY
 printf 'server streamed %s transactions (%s bytes); %d consumer runs; kills: %d after a checkpoint line, %d during a spill, %d mid-write, %d with the slot behind the log, %d with a tail to cut\n' \
 	"$streamed" "$stream_bytes" "$runs" "$after_ckpt" "$during_spill" "$mid_write" "$acked_behind" "$torn"
 status=0
-printf 'PASS file_sink_kill9: %d SIGKILL rounds, effect-once and in commit order (G1), acks behind the log (G2) (%ds)\n' \
-	"$ROUNDS" "$((SECONDS - started))"
+printf 'PASS file_sink_kill9: %d SIGKILLs, %d source restarts, effect-once and in commit order (G1), acks behind the log (G2) (%ds)\n' \
+	"$((ROUNDS - source_restarts))" "$source_restarts" "$((SECONDS - started))"
