@@ -406,9 +406,9 @@ stream_once(RpRun *run, bool have_ck)
 		}
 		if (reopen_requested)
 		{
+			/* the sink belongs to the delivery thread: it reopens between units */
 			reopen_requested = 0;
-			if (run->sink->reopen && run->sink->reopen(run->sink) < 0)
-				return -1;
+			rp_pipe_reopen(&run->pipe);
 		}
 		if (send_feedback(run, false, false) < 0)
 			return -1;
@@ -444,8 +444,6 @@ stream_once(RpRun *run, bool have_ck)
 				break;
 			case RP_MSG_END:
 				return rp_fail(RP_HALT_NONE, "the server ended the replication stream");
-			case RP_MSG_ERROR:
-				return -1;
 		}
 		if (done)
 		{

@@ -38,8 +38,7 @@ typedef enum RpMsgKind
 	RP_MSG_NONE,				/* nothing yet (would block) */
 	RP_MSG_DATA,				/* a frame */
 	RP_MSG_KEEPALIVE,
-	RP_MSG_END,					/* the server ended the stream */
-	RP_MSG_ERROR
+	RP_MSG_END					/* the server ended the stream */
 } RpMsgKind;
 
 typedef struct RpMsg

@@ -56,6 +56,18 @@ rp_pipe_main(void *arg)
 		RpItem	   *item = p->head;
 		int			rc = 0;
 
+		if (p->reopen_requested)
+		{
+			RpSink	   *sink = p->dl->sink;
+
+			p->reopen_requested = false;
+			pthread_mutex_unlock(&p->lock);
+			if (sink->reopen)
+				rc = sink->reopen(sink);
+			pthread_mutex_lock(&p->lock);
+			rp_pipe_publish(p, rc);
+			continue;
+		}
 		if (item)
 		{
 			p->head = item->next;
@@ -208,6 +220,15 @@ rp_pipe_idle(RpPipe *p)
 	idle = !p->busy && p->head == NULL && !p->failed;
 	pthread_mutex_unlock(&p->lock);
 	return idle;
+}
+
+void
+rp_pipe_reopen(RpPipe *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->reopen_requested = true;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
 }
 
 void

@@ -30,6 +30,7 @@ typedef struct RpPipe
 	uint64_t	queued_bytes;
 	uint64_t	max_queued_bytes;
 	bool		flush_requested;	/* deliver the pending batch now */
+	bool		reopen_requested;	/* SIGHUP: the sink reopens (log rotation) */
 	uint64_t	advance_lsn;	/* idle advance requested (0: none) */
 	bool		stopping;
 	bool		busy;			/* the delivery thread holds undelivered work */
@@ -48,6 +49,8 @@ extern int	rp_pipe_push(RpPipe *p, RpItem *item, void (*tick) (void *), void *ar
 extern int	rp_pipe_drain(RpPipe *p, void (*tick) (void *), void *arg);
 /* Nothing queued, batched or being delivered? */
 extern bool rp_pipe_idle(RpPipe *p);
+/* Ask the sink to reopen its output (SIGHUP), between two units. */
+extern void rp_pipe_reopen(RpPipe *p);
 /* Ask for an idle advance to lsn (state sinks; see rp_deliver_advance). */
 extern void rp_pipe_advance(RpPipe *p, uint64_t lsn);
 /* The durable checkpoint; -1 (with the delivery thread's error) once it failed. */

@@ -79,22 +79,6 @@ rp_relcache_init(const RpOptions *opts)
 	}
 }
 
-void
-rp_relcache_forget_sent(void)
-{
-	HASH_SEQ_STATUS status;
-	RpRelEntry *e;
-
-	hash_seq_init(&status, rp_rel_hash);
-	while ((e = hash_seq_search(&status)) != NULL)
-	{
-		if (e->described)
-			pfree(e->described);
-		e->described = NULL;
-		e->described_len = 0;
-	}
-}
-
 /*
  * Work happens in the caller's per-change context; only the column array
  * and the encoded description are kept, in the cache's own context.

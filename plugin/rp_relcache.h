@@ -42,7 +42,4 @@ extern void rp_relcache_init(const RpOptions *opts);
 /* The entry for rel, rebuilt first if DDL or a type change invalidated it. */
 extern RpRelEntry *rp_relcache_get(Relation rel);
 
-/* Forget what was sent: every relation is described again before use. */
-extern void rp_relcache_forget_sent(void);
-
 #endif							/* RP_RELCACHE_H */
