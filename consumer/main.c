@@ -72,13 +72,15 @@ typedef struct RpRun
 	bool		connected;
 	int64_t		last_progress_us;
 	uint64_t	last_progress_changes;
+	bool		streamed;		/* START_REPLICATION succeeded since the last retry */
 } RpRun;
 
 static void
 usage(void)
 {
 	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
-	printf("Usage:\n  %s [OPTION]...\n", progname);
+	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
+		   progname, progname);
 	printf("\nAction to be performed:\n");
 	printf("      --create-slot      create a new replication slot (plugin replicant)\n");
 	printf("      --drop-slot        drop the replication slot\n");
@@ -389,6 +391,7 @@ stream_once(RpRun *run, bool have_ck)
 	rp_free(opts);
 	if (rc < 0)
 		return -1;
+	run->streamed = true;
 	pg_log_info(cli, "streaming from slot \"%s\"", cli->slot);
 
 	for (;;)
@@ -545,6 +548,10 @@ run_stream(RpCli *cli)
 		/* fail-closed halts and --no-loop end the run; connection trouble retries */
 		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
 			goto fail;
+		/* a connection that got to stream starts the backoff over */
+		if (run.streamed)
+			backoff = 1;
+		run.streamed = false;
 		pg_log_error("%s; reconnecting in %d s", rp_error(), backoff);
 		disconnect(&run);
 		/*
@@ -563,7 +570,13 @@ run_stream(RpCli *cli)
 		backoff = backoff < 30 ? backoff * 2 : 30;
 		if (stop_requested)
 			break;
-		have_ck = 1;
+		/*
+		 * Once a connection has bound the checkpoint to the source (the
+		 * delivery thread runs), later ones check against it; before that
+		 * there is still no checkpoint to check.
+		 */
+		if (run.pipe.started)
+			have_ck = 1;
 	}
 	disconnect(&run);
 	rp_pipe_stop(&run.pipe);

@@ -263,6 +263,7 @@ typedef struct Snap
 	Bitmap		present;
 	Bitmap		dup;
 	bool		any_dup;
+	bool		identity_conflict;	/* frames disagree on store or snapshot_at */
 	bool		conflict;
 	bool		keep;
 	/* kept rows, indexed by seq: file << 48 | offset of "record", its length */
@@ -362,6 +363,27 @@ snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t a
 	else
 		index_insert(r, r->nsnaps - 1);
 	return s;
+}
+
+/* Order of s's identity against (store, at): <0, 0, >0. */
+static int
+snap_identity_cmp(const Snap *s, const char *store, const char *at, size_t at_len)
+{
+	int			c = strcmp(s->rep.store, store);
+	size_t		n = s->snapshot_at_len < at_len ? s->snapshot_at_len : at_len;
+
+	if (c != 0)
+		return c;
+	c = memcmp(s->snapshot_at, at, n);
+	if (c != 0)
+		return c;
+	return s->snapshot_at_len < at_len ? -1 : s->snapshot_at_len > at_len ? 1 : 0;
+}
+
+static bool
+snap_same_identity(const Snap *s, const char *store, const char *at, size_t at_len)
+{
+	return snap_identity_cmp(s, store, at, at_len) == 0;
 }
 
 static void
@@ -669,14 +691,30 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 			return;
 	}
 
+	rp_buf_reset(&r->scratch);
+	if (rp_jr_string(m_store->val, m_store->val_len, &r->scratch) < 0 ||
+		memchr(r->scratch.data, '\0', r->scratch.len) != NULL)
+	{
+		skip_line(r, lc, "frame field \"store\" is not a name");
+		return;
+	}
+	rp_buf_put_char(&r->scratch, '\0');
+
 	if (lc->pass == 2)
 	{
 		uint64_t	h,
 					old;
 
 		s = snap_lookup(r, id);
-		if (s == NULL || !s->any_dup || (kind != FK_ROW && kind != FK_OVERSIZE) ||
-			!bm_test(&s->dup, seq))
+		if (s == NULL)
+			return;
+		if (s->identity_conflict && !snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
+		{
+			/* differs from the settled identity (the smallest seen) */
+			snap_conflict(s, seq);
+			return;
+		}
+		if (!s->any_dup || (kind != FK_ROW && kind != FK_OVERSIZE) || !bm_test(&s->dup, seq))
 			return;
 		h = fnv1a(UINT64_C(0xcbf29ce484222325), kind == FK_ROW ? "r" : "o", 1);
 		if (kind == FK_OVERSIZE)
@@ -693,21 +731,24 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 	}
 
 	/* pass 1 */
-	rp_buf_reset(&r->scratch);
-	if (rp_jr_string(m_store->val, m_store->val_len, &r->scratch) < 0 ||
-		memchr(r->scratch.data, '\0', r->scratch.len) != NULL)
-	{
-		skip_line(r, lc, "frame field \"store\" is not a name");
-		return;
-	}
-	rp_buf_put_char(&r->scratch, '\0');
 	s = snap_get(r, id, r->scratch.data, m_at->val, m_at->val_len);
-	if (strcmp(s->rep.store, r->scratch.data) != 0 ||
-		s->snapshot_at_len != m_at->val_len ||
-		memcmp(s->snapshot_at, m_at->val, m_at->val_len) != 0)
+	if (!snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
 	{
-		/* frames of one snapshot disagree on what it is */
-		snap_conflict(s, seq);
+		/*
+		 * Frames of one snapshot disagree on what it is.  Which frame is
+		 * wrong cannot be told; to report the same whatever the order, the
+		 * smallest (store, snapshot_at) seen is kept, and pass 2 reports
+		 * the smallest seq of a frame that differs from it.
+		 */
+		s->identity_conflict = true;
+		if (snap_identity_cmp(s, r->scratch.data, m_at->val, m_at->val_len) > 0)
+		{
+			rp_free(s->rep.store);
+			rp_free(s->snapshot_at);
+			s->rep.store = rp_strndup(r->scratch.data, strlen(r->scratch.data));
+			s->snapshot_at = rp_strndup(m_at->val, m_at->val_len);
+			s->snapshot_at_len = m_at->val_len;
+		}
 		return;
 	}
 	switch (kind)
@@ -839,7 +880,7 @@ rp_reasm_run(RpReasm *r, const char *const *paths, int npaths)
 			return -1;
 	/* pass 2: content of the seqs seen more than once */
 	for (size_t i = 0; i < r->nsnaps; i++)
-		again |= r->snaps[i]->any_dup;
+		again |= r->snaps[i]->any_dup || r->snaps[i]->identity_conflict;
 	if (again)
 		for (int i = 0; i < npaths; i++)
 			if (reasm_file(r, i, 2) < 0)
@@ -889,13 +930,65 @@ rp_reasm_skipped(const RpReasm *r)
 	return r->skipped;
 }
 
+/*
+ * A read window over the input files: rows are mostly in file order, so
+ * one pread(2) of a large block serves many of them.
+ */
+#define ROW_WINDOW ((size_t) 1 << 20)
+
+typedef struct RowWindow
+{
+	int			file;			/* -1: empty */
+	uint64_t	start;
+	size_t		len;
+	char	   *buf;
+	size_t		cap;
+} RowWindow;
+
+/* Make [off, off+len) of file available in w; -1 (rp_fail) on error. */
+static int
+window_fill(RpReasm *r, RowWindow *w, int *fds, int file, uint64_t off, size_t len)
+{
+	size_t		want = len > ROW_WINDOW ? len : ROW_WINDOW;
+	size_t		got = 0;
+
+	if (w->file == file && off >= w->start && off + len <= w->start + w->len)
+		return 0;
+	if (fds[file] < 0 && (fds[file] = open(r->paths[file], O_RDONLY | O_CLOEXEC)) < 0)
+		return rp_fail(RP_HALT_NONE, "could not open \"%s\": %s", r->paths[file], strerror(errno));
+	if (want > w->cap)
+	{
+		w->cap = want;
+		w->buf = rp_realloc(w->buf, w->cap);
+	}
+	w->file = -1;
+	while (got < want)
+	{
+		ssize_t		n = pread(fds[file], w->buf + got, want - got, (off_t) (off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return rp_fail(RP_HALT_NONE, "could not read \"%s\": %s", r->paths[file], strerror(errno));
+		if (n == 0)
+			break;
+		got += (size_t) n;
+	}
+	if (got < len)
+		return rp_fail(RP_HALT_NONE, "\"%s\" changed while it was read (byte %" PRIu64 ")",
+					   r->paths[file], off + got);
+	w->file = file;
+	w->start = off;
+	w->len = got;
+	return 0;
+}
+
 int
 rp_reasm_write_rows(RpReasm *r, FILE *out)
 {
 	Snap	   *s = r->keep_id[0] ? snap_lookup(r, r->keep_id) : NULL;
 	int		   *fds;
-	char	   *buf = NULL;
-	size_t		bufcap = 0;
+	RowWindow	w = {-1, 0, 0, NULL, 0};
 	int			rc = 0;
 
 	if (s == NULL)
@@ -907,13 +1000,12 @@ rp_reasm_write_rows(RpReasm *r, FILE *out)
 	fds = rp_malloc((size_t) (r->npaths ? r->npaths : 1) * sizeof(int));
 	for (int i = 0; i < r->npaths; i++)
 		fds[i] = -1;
-	for (uint64_t seq = 0; seq < s->rep.row_count && rc == 0; seq++)
+	for (uint64_t seq = 0; seq < s->rep.row_count; seq++)
 	{
 		uint64_t	pos = seq < s->loc_cap ? s->loc_pos[seq] : LOC_NONE;
 		uint32_t	len;
 		int			file;
 		uint64_t	off;
-		size_t		got = 0;
 
 		if (pos == LOC_NONE)
 		{
@@ -925,37 +1017,13 @@ rp_reasm_write_rows(RpReasm *r, FILE *out)
 			continue;			/* an oversize stub: its row is in the dead-letter file */
 		file = (int) (pos >> FILE_SHIFT);
 		off = pos & ((UINT64_C(1) << FILE_SHIFT) - 1);
-		if (fds[file] < 0 && (fds[file] = open(r->paths[file], O_RDONLY | O_CLOEXEC)) < 0)
-		{
-			rc = rp_fail(RP_HALT_NONE, "could not open \"%s\": %s", r->paths[file], strerror(errno));
+		if ((rc = window_fill(r, &w, fds, file, off, len)) < 0)
 			break;
-		}
-		if (len + (size_t) 1 > bufcap)
+		if (fwrite(w.buf + (off - w.start), 1, len, out) != len || putc('\n', out) == EOF)
 		{
-			bufcap = len + (size_t) 1;
-			buf = rp_realloc(buf, bufcap);
-		}
-		while (got < len)
-		{
-			ssize_t		n = pread(fds[file], buf + got, len - got, (off_t) (off + got));
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-			{
-				rc = n < 0 ?
-					rp_fail(RP_HALT_NONE, "could not read \"%s\": %s", r->paths[file], strerror(errno)) :
-					rp_fail(RP_HALT_NONE, "\"%s\" changed while it was read (byte %" PRIu64 ")",
-							r->paths[file], off + got);
-				break;
-			}
-			got += (size_t) n;
-		}
-		if (rc < 0)
-			break;
-		buf[len] = '\n';
-		if (fwrite(buf, 1, (size_t) len + 1, out) != (size_t) len + 1)
 			rc = rp_fail(RP_HALT_NONE, "could not write the rows: %s", strerror(errno));
+			break;
+		}
 	}
 	if (rc == 0 && fflush(out) != 0)
 		rc = rp_fail(RP_HALT_NONE, "could not write the rows: %s", strerror(errno));
@@ -963,7 +1031,7 @@ rp_reasm_write_rows(RpReasm *r, FILE *out)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	rp_free(fds);
-	rp_free(buf);
+	rp_free(w.buf);
 	return rc;
 }
 

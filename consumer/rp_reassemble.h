@@ -11,8 +11,8 @@
  * change, a checkpoint, a flush line, a dead-letter line) is ignored.  A
  * line that is not valid JSON, or a frame that lacks a field it needs or
  * has one of the wrong type, is skipped with a warning (file, line, byte
- * offset, field; never a value).  Skipping only ever removes evidence, so
- * it can turn complete into truncated or open, never the reverse.
+ * offset, field; never a value).  Skipping only ignores evidence: it can
+ * never make a missing seq look present.
  *
  * Verdicts, per snapshot_id:
  *    complete   an end frame, and every seq in 0 .. row_count-1 present
@@ -21,8 +21,10 @@
  *    open       no end frame
  *    conflict   two frames disagree: the same seq with different content
  *               (or kind), two ends with different row_count, a row or
- *               stub at or past row_count, or a frame whose store or
- *               snapshot_at differs from the snapshot's other frames
+ *               stub at or past row_count, or frames that disagree on the
+ *               snapshot's store or snapshot_at (then the smallest pair seen
+ *               is reported, with the smallest seq of a frame differing
+ *               from it, so the verdict does not depend on line order)
  *
  * Memory: per snapshot a paged bitmap of the seqs seen and one of the seqs
  * seen more than once.  Content is compared only for repeated seqs, in a

@@ -94,6 +94,8 @@ typedef struct RpPg
 	/* the source transaction being applied (history mode, messages) */
 	uint64_t	cur_commit_lsn;
 	int64_t		cur_commit_time;
+	/* a barrier inside that transaction already opened some of its versions */
+	uint64_t	history_barrier_lsn;
 	RpBuf		scratch;
 } RpPg;
 

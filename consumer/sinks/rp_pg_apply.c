@@ -19,6 +19,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "rp_ckpt.h"
 #include "rp_format.h"
@@ -28,6 +29,12 @@
 #include "rp_status.h"
 
 #define RP_COPY_CHUNK (1024 * 1024)
+
+/*
+ * A datum kind of the sink's own effect rows (never on the wire): the
+ * destination's text of a value, read back from the destination.
+ */
+#define RP_PG_DATUM_TEXT 't'
 
 /* ---- serialized rows: per column kind u8, len u32, bytes ------------------ */
 
@@ -125,6 +132,28 @@ rp_effect_for(RpPg *pg, RpPgTable *t, const RpBuf *key)
 	rp_buf_put_bytes(&t->arena, key->data, key->len);
 	t->slots[s] = t->neffects;
 	return e;
+}
+
+/* The batch's effect on key, or NULL. */
+static RpEffect *
+rp_effect_find(RpPgTable *t, const RpBuf *key)
+{
+	uint64_t	h = rp_hash((const unsigned char *) key->data, key->len);
+	int			s;
+
+	if (t->nslots == 0)
+		return NULL;
+	s = (int) (h & (uint64_t) (t->nslots - 1));
+	while (t->slots[s])
+	{
+		RpEffect   *e = &t->effects[t->slots[s] - 1];
+
+		if (e->hash == h && e->key_len == key->len &&
+			memcmp(t->arena.data + e->key_off, key->data, key->len) == 0)
+			return e;
+		s = (s + 1) & (t->nslots - 1);
+	}
+	return NULL;
 }
 
 static void
@@ -248,7 +277,12 @@ rp_params_datum(RpParams *p, uint8_t enc, const RpDatum *d)
 {
 	int			no = rp_params_slot(p);
 
-	if (d->kind != RP_DATUM_VALUE)
+	if (d->kind == RP_PG_DATUM_TEXT)
+	{
+		rp_buf_put_bytes(&p->strings, d->data, d->len);
+		rp_buf_put_char(&p->strings, '\0');
+	}
+	else if (d->kind != RP_DATUM_VALUE)
 		p->isnull[no - 1] = true;
 	else
 	{
@@ -277,6 +311,26 @@ rp_params_exec(RpPg *pg, RpPgTable *t, const char *sql, RpParams *p, const char 
 	for (int i = 0; i < p->n; i++)
 		vals[i] = p->isnull[i] ? NULL : p->strings.data + p->offs[i];
 	rc = rp_pg_exec_params(pg, sql, p->n, vals, what, t);
+	rp_free(vals);
+	return rc;
+}
+
+/* Like rp_params_exec; returns the number of rows the command affected. */
+static int
+rp_params_exec_count(RpPg *pg, RpPgTable *t, const char *sql, RpParams *p, const char *what)
+{
+	const char **vals = rp_malloc0(sizeof(char *) * (size_t) (p->n ? p->n : 1));
+	PGresult   *res;
+	int			rc;
+
+	for (int i = 0; i < p->n; i++)
+		vals[i] = p->isnull[i] ? NULL : p->strings.data + p->offs[i];
+	res = PQexecParams(pg->conn, sql, p->n, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = rp_pg_fail_result(pg, res, what, t);
+	else
+		rc = atoi(PQcmdTuples(res));
+	PQclear(res);
 	rp_free(vals);
 	return rc;
 }
@@ -463,6 +517,136 @@ done:
 	return rc;
 }
 
+/* ---- key changes with unchanged TOAST --------------------------------------------- */
+
+/*
+ * An update that changes the key while some column is unchanged TOAST does
+ * not carry that column's value.  It is in the batch's row of the old key,
+ * in the old tuple (REPLICA IDENTITY FULL), or else in the destination's row
+ * of the old key (history: its open version), which the batch has not
+ * touched yet.  out gets the new tuple with every unchanged column filled
+ * in; its bytes live in hold.  Without this the new key would get a partial
+ * UPDATE of a row that does not exist, and the row would be lost.
+ */
+static int
+rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, RpTuple *out,
+			  RpBuf *hold)
+{
+	const RpTuple *nt = &rec->u.change.new_tuple;
+	const RpTuple *ot = &rec->u.change.old_tuple;
+	const RpEffect *src = rp_effect_find(t, oldkey);
+	int			natts = nt->natts;
+	size_t	   *offs = rp_malloc0(sizeof(size_t) * (size_t) (natts ? natts : 1));
+	bool		need_dest = false;
+	int			rc = 0;
+
+	out->natts = nt->natts;
+	out->datums = rp_malloc0(sizeof(RpDatum) * (size_t) (natts ? natts : 1));
+	for (int i = 0; i < natts; i++)
+	{
+		RpDatum		d = nt->datums[i];
+
+		if (d.kind == RP_DATUM_UNCHANGED && src && src->op == RP_EFFECT_UPSERT && src->row_len > 0)
+			rp_row_get(&t->arena, src->row_off, i, &d);
+		if (d.kind == RP_DATUM_UNCHANGED && i < ot->natts &&
+			(ot->datums[i].kind == RP_DATUM_VALUE || ot->datums[i].kind == RP_DATUM_NULL))
+			d = ot->datums[i];
+		offs[i] = hold->len;
+		if (d.kind != RP_DATUM_UNCHANGED && d.len)
+			rp_buf_put_bytes(hold, d.data, d.len);
+		out->datums[i] = d;
+		need_dest |= d.kind == RP_DATUM_UNCHANGED;
+	}
+	if (need_dest)
+	{
+		RpBuf		sql;
+		RpParams	p;
+		PGresult   *res;
+		const char **vals;
+		char		tmp[32];
+		bool		first = true;
+
+		rp_buf_init(&sql, 512);
+		rp_params_init(&p);
+		rp_buf_put_text(&sql, "SELECT ");
+		for (int i = 0; i < natts; i++)
+		{
+			char	   *qc;
+
+			if (out->datums[i].kind != RP_DATUM_UNCHANGED)
+				continue;
+			qc = rp_pg_ident(pg, t->rel->cols[i].name);
+			if (!first)
+				rp_buf_put_text(&sql, ", ");
+			first = false;
+			rp_buf_put_text(&sql, qc);
+			rp_buf_put_text(&sql, "::text");
+			rp_free(qc);
+		}
+		rp_buf_put_text(&sql, " FROM ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " WHERE ");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			RpDatum		d;
+			char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+
+			rp_row_get(oldkey, 0, k, &d);
+			snprintf(tmp, sizeof(tmp), " = $%d", rp_params_datum(&p, t->rel->cols[t->keycols[k]].encoding, &d));
+			if (k)
+				rp_buf_put_text(&sql, " AND ");
+			rp_buf_put_text(&sql, qc);
+			rp_buf_put_text(&sql, tmp);
+			rp_free(qc);
+		}
+		if (t->history)
+			rp_buf_put_text(&sql, " AND valid_to_lsn IS NULL");
+		rp_buf_put_text(&sql, " LIMIT 1");
+		rp_buf_put_char(&sql, '\0');
+		vals = rp_malloc0(sizeof(char *) * (size_t) (p.n ? p.n : 1));
+		for (int i = 0; i < p.n; i++)
+			vals[i] = p.isnull[i] ? NULL : p.strings.data + p.offs[i];
+		res = PQexecParams(pg->conn, sql.data, p.n, NULL, vals, NULL, NULL, 0);
+		rp_free(vals);
+		rp_params_free(&p);
+		rp_buf_free(&sql);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+			rc = rp_pg_fail_result(pg, res, "reading the unchanged TOAST values of a moved row", t);
+		else if (PQntuples(res) != 1)
+			rc = rp_fail(RP_HALT_SINK, "update on table %s changes the key of a row the destination does not hold, and its unchanged TOAST values are only there",
+						 t->qname);
+		else
+		{
+			int			f = 0;
+
+			for (int i = 0; i < natts; i++)
+			{
+				if (out->datums[i].kind != RP_DATUM_UNCHANGED)
+					continue;
+				offs[i] = hold->len;
+				if (PQgetisnull(res, 0, f))
+				{
+					out->datums[i].kind = RP_DATUM_NULL;
+					out->datums[i].len = 0;
+				}
+				else
+				{
+					out->datums[i].kind = RP_PG_DATUM_TEXT;
+					out->datums[i].len = (uint32_t) PQgetlength(res, 0, f);
+					rp_buf_put_bytes(hold, PQgetvalue(res, 0, f), out->datums[i].len);
+				}
+				f++;
+			}
+		}
+		PQclear(res);
+	}
+	/* hold is complete: point into it */
+	for (int i = 0; i < natts; i++)
+		out->datums[i].data = out->datums[i].len ? (const unsigned char *) hold->data + offs[i] : NULL;
+	rp_free(offs);
+	return rc;
+}
+
 /* ---- changes ---------------------------------------------------------------------- */
 
 int
@@ -496,7 +680,34 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 				rp_key_of(t, &rec->u.change.old_tuple, &key);
 				rp_key_of(t, &rec->u.change.new_tuple, &newkey);
 				if (key.len != newkey.len || memcmp(key.data, newkey.data, key.len) != 0)
+				{
+					const RpTuple *nt = &rec->u.change.new_tuple;
+					bool		unchanged = false;
+
+					for (uint16_t i = 0; i < nt->natts; i++)
+						unchanged |= nt->datums[i].kind == RP_DATUM_UNCHANGED;
+					if (unchanged)
+					{
+						RpTuple		filled;
+						RpBuf		hold;
+						int			rc;
+
+						/* read the old key's values before its effect becomes a delete */
+						rp_buf_init(&hold, 1024);
+						rc = rp_fill_moved(pg, t, rec, &key, &filled, &hold);
+						if (rc == 0)
+						{
+							rp_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
+							rp_effect_upsert(pg, t, &filled, &key, false);
+						}
+						rp_free(filled.datums);
+						rp_buf_free(&hold);
+						rp_buf_free(&newkey);
+						rp_buf_free(&key);
+						return rc;
+					}
 					rp_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
+				}
 				rp_buf_free(&newkey);
 			}
 			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, false);
@@ -577,6 +788,11 @@ rp_copy_end(RpPg *pg, RpBuf *buf, const RpPgTable *t)
 static void
 rp_copy_field(RpPg *pg, RpBuf *out, uint8_t enc, const RpDatum *d)
 {
+	if (d->kind == RP_PG_DATUM_TEXT)
+	{
+		rp_pgtext_copy_escape(out, (const char *) d->data, d->len);
+		return;
+	}
 	if (d->kind != RP_DATUM_VALUE)
 	{
 		rp_buf_put_bytes(out, "\\N", 2);
@@ -932,6 +1148,66 @@ rp_history_key_match(RpPg *pg, RpPgTable *t, const RpEffect *ef, RpBuf *sql, RpP
 }
 
 /*
+ * A barrier (TRUNCATE, a schema change) inside a source transaction applies
+ * the versions it opened so far; a later change of the same key in that
+ * transaction revises the version it opened (valid_from_lsn = its commit
+ * LSN) instead of opening a second one, and a later delete removes it (the
+ * version before it was closed when it was opened).  Returns the number of
+ * versions revised: 0 means go on the usual way.
+ */
+static int
+rp_history_revise(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *lsn, const char *ts)
+{
+	RpBuf		sql;
+	RpParams	p;
+	char		tmp[64];
+	int			n;
+
+	rp_buf_init(&sql, 512);
+	rp_params_init(&p);
+	if (ef->op == RP_EFFECT_UPSERT)
+	{
+		rp_buf_put_text(&sql, "UPDATE ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " o SET ");
+		for (int i = 0; i < t->rel->natts; i++)
+		{
+			const RpColumn *c = &t->rel->cols[i];
+			RpDatum		d;
+			char	   *qc;
+
+			rp_row_get(&t->arena, ef->row_off, i, &d);
+			if ((c->flags & RP_COL_GENERATED) || d.kind == RP_DATUM_UNCHANGED)
+				continue;
+			qc = rp_pg_ident(pg, c->name);
+			rp_buf_put_text(&sql, qc);
+			snprintf(tmp, sizeof(tmp), " = $%d::", rp_params_datum(&p, c->encoding, &d));
+			rp_buf_put_text(&sql, tmp);
+			rp_buf_put_text(&sql, c->type_name);
+			rp_buf_put_text(&sql, ", ");
+			rp_free(qc);
+		}
+		snprintf(tmp, sizeof(tmp), "valid_from_time = $%d::timestamptz WHERE ", rp_params_text(&p, ts));
+		rp_buf_put_text(&sql, tmp);
+	}
+	else
+	{
+		rp_buf_put_text(&sql, "DELETE FROM ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " o WHERE ");
+	}
+	rp_history_key_match(pg, t, ef, &sql, &p);
+	snprintf(tmp, sizeof(tmp), " AND o.valid_from_lsn = $%d::pg_catalog.pg_lsn", rp_params_text(&p, lsn));
+	rp_buf_put_text(&sql, tmp);
+	rp_buf_put_char(&sql, '\0');
+	n = rp_params_exec_count(pg, t, sql.data, &p, "revising a history version");
+	rp_params_free(&p);
+	rp_buf_free(&sql);
+	/* a removed version still needs the usual close, which finds nothing open */
+	return n < 0 ? -1 : ef->op == RP_EFFECT_UPSERT ? n : 0;
+}
+
+/*
  * One source transaction's net effect per key becomes a new version opened
  * at the commit LSN (unless the key was deleted), then the version open
  * before it closed at that LSN.  Unchanged TOAST columns are copied from
@@ -958,6 +1234,18 @@ rp_apply_history(RpPg *pg, RpPgTable *t)
 		int			lno,
 					tno;
 
+		if (pg->history_barrier_lsn == pg->cur_commit_lsn)
+		{
+			int			revised = rp_history_revise(pg, t, ef, lsn, tsb.data);
+
+			if (revised < 0)
+			{
+				rc = -1;
+				break;
+			}
+			if (revised > 0)
+				continue;
+		}
 		rp_buf_init(&sql, 1024);
 		if (ef->op == RP_EFFECT_UPSERT)
 		{
@@ -1061,8 +1349,15 @@ rp_pg_apply_end_txn(RpPg *pg)
 int
 rp_pg_apply_flush(RpPg *pg)
 {
+	bool		history = false;
+
+	for (int i = 0; i < pg->ntables; i++)
+		history |= pg->tables[i]->history && pg->tables[i]->neffects > 0;
 	if (rp_pg_apply_end_txn(pg) < 0)
 		return -1;
+	/* versions of a transaction not ended yet: a barrier inside it */
+	if (history)
+		pg->history_barrier_lsn = pg->cur_commit_lsn;
 	/* tables in the order the batch first touched them */
 	for (int ord = 1; ord <= pg->touched; ord++)
 		for (int i = 0; i < pg->ntables; i++)
