@@ -147,9 +147,9 @@ ticks_s() { awk -v t="$1" -v hz="$TICKS" 'BEGIN { printf "%.2f", t / hz }'; }
 # shellcheck disable=SC2154 # exported by rp_cluster_start
 POSTMASTER=$(head -n 1 "$bench_DATA/postmaster.pid")
 
-declare -A SQL_S STREAM_S STREAM_BYTES SQL_ROWS SQL_BYTES SQL_CPU STREAM_CPU
+declare -A SQL_S STREAM_S STREAM_BYTES SQL_ROWS SQL_BYTES SQL_CPU STREAM_CPU CLIENT_CPU STREAM_ALL_CPU
 for name in "${NAMES[@]}"; do
-	sql_times=() stream_times=() sql_cpus=() stream_cpus=()
+	sql_times=() stream_times=() sql_cpus=() stream_cpus=() client_cpus=()
 	o=${OPTS[$name]}
 	[[ -n $o ]] && o=",$o"
 	read -r -a ropts <<<"${ROPTS[$name]}"
@@ -176,8 +176,15 @@ for name in "${NAMES[@]}"; do
 		bytesfile=$bench_DIR/bytes
 		: >"$bytesfile"
 		b=$(now)
-		{ timeout 1800 pg_recvlogical -d "$CONN" -S "$slot" --start --endpos="$END" --no-loop -v \
-			"${ropts[@]}" -f - 2>"$errlog" | wc -c >"$bytesfile"; } &
+		timesfile=$bench_DIR/times
+		# in a subshell: its `times` then reports the CPU of pg_recvlogical and wc
+		(
+			timeout 1800 pg_recvlogical -d "$CONN" -S "$slot" --start --endpos="$END" --no-loop -v \
+				"${ropts[@]}" -f - 2>"$errlog" | wc -c >"$bytesfile"
+			rc=${PIPESTATUS[0]}
+			times >"$timesfile"
+			exit "$rc"
+		) &
 		bg=$!
 		wsnd='' stream_cpu=0
 		while kill -0 "$bg" 2>/dev/null; do
@@ -191,6 +198,8 @@ for name in "${NAMES[@]}"; do
 		wait "$bg" || { cat "$errlog" >&2; rp_die "$name: pg_recvlogical failed"; }
 		c=$(now)
 		bytes=$(<"$bytesfile")
+		client_cpu=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] }
+			printf "%.2f", t }' "$timesfile")
 		# pg_recvlogical -v says why it stopped: the stream must have reached END
 		if ! grep -q 'end position .* reached' "$errlog"; then
 			cat "$errlog" >&2
@@ -203,14 +212,17 @@ for name in "${NAMES[@]}"; do
 		stream_times+=("$(sub "$c" "$b")")
 		sql_cpus+=("$(ticks_s "$sql_cpu")")
 		stream_cpus+=("$(ticks_s "$stream_cpu")")
-		printf '  %-15s run %d: sql %6.2f s (cpu %5.2f s; %s rows, %s bytes)  stream %6.2f s (walsender cpu %5.2f s; %s bytes; end reached by %s, slot confirmed at end%+d)\n' \
+		client_cpus+=("$client_cpu")
+		printf '  %-15s run %d: sql %6.2f s (cpu %5.2f s; %s rows, %s bytes)  stream %6.2f s (cpu: walsender %5.2f s, client %5.2f s; %s bytes; end reached by %s, slot confirmed at end%+d)\n' \
 			"$name" "$run" "${sql_times[-1]}" "${sql_cpus[-1]}" "${res%%|*}" "${res##*|}" \
-			"${stream_times[-1]}" "${stream_cpus[-1]}" "$bytes" "$how" "$past"
+			"${stream_times[-1]}" "${stream_cpus[-1]}" "${client_cpus[-1]}" "$bytes" "$how" "$past"
 	done
 	SQL_S[$name]=$(median "${sql_times[@]}")
 	STREAM_S[$name]=$(median "${stream_times[@]}")
 	SQL_CPU[$name]=$(median "${sql_cpus[@]}")
 	STREAM_CPU[$name]=$(median "${stream_cpus[@]}")
+	CLIENT_CPU[$name]=$(median "${client_cpus[@]}")
+	STREAM_ALL_CPU[$name]=$(awk -v a="${STREAM_CPU[$name]}" -v b="${CLIENT_CPU[$name]}" 'BEGIN { printf "%.2f", a + b }')
 	STREAM_BYTES[$name]=$bytes
 	SQL_ROWS[$name]=${res%%|*}
 	SQL_BYTES[$name]=${res##*|}
@@ -228,13 +240,15 @@ for name in "${NAMES[@]}"; do
 		"$(ratio "${STREAM_S[$name]}" "${STREAM_S[pgoutput]:-}")"
 done
 printf '(ratios are time / pgoutput time: below 1.00 is faster than pgoutput)\n'
-printf '\n%-15s %10s %14s %9s %15s %20s\n' plugin sql_rows sql_bytes sql_cpu_s walsender_cpu_s cpu_ratios_vs_pgoutput
+printf '\n%-15s %10s %14s %9s %15s %12s %16s %16s\n' plugin sql_rows sql_bytes sql_cpu_s walsender_cpu_s client_cpu_s ratio_sql_cpu ratio_stream_cpu
 for name in "${NAMES[@]}"; do
-	printf '%-15s %10d %14d %9.2f %15.2f %9s %10s\n' "$name" "${SQL_ROWS[$name]}" "${SQL_BYTES[$name]}" \
-		"${SQL_CPU[$name]}" "${STREAM_CPU[$name]}" "$(ratio "${SQL_CPU[$name]}" "${SQL_CPU[pgoutput]:-}")" \
-		"$(ratio "${STREAM_CPU[$name]}" "${STREAM_CPU[pgoutput]:-}")"
+	printf '%-15s %10d %14d %9.2f %15.2f %12.2f %16s %16s\n' "$name" "${SQL_ROWS[$name]}" "${SQL_BYTES[$name]}" \
+		"${SQL_CPU[$name]}" "${STREAM_CPU[$name]}" "${CLIENT_CPU[$name]}" \
+		"$(ratio "${SQL_CPU[$name]}" "${SQL_CPU[pgoutput]:-}")" \
+		"$(ratio "${STREAM_ALL_CPU[$name]}" "${STREAM_ALL_CPU[pgoutput]:-}")"
 done
-printf '(CPU seconds of the decoding backend and of the walsender: steadier than wall time on a busy machine)\n'
+printf '(CPU seconds: sql = the decoding backend; stream = the walsender, and the client (pg_recvlogical and\n'
+printf ' wc); ratio_stream_cpu is on walsender + client. CPU time is steadier than wall time on a busy machine)\n'
 
 # target LABEL A B OP LIMIT [info]: the ratio A/B against LIMIT (OP: ge = at least, le = at
 # most); with info, a comparison beside a target, printed without a verdict
@@ -273,7 +287,7 @@ targets() {
 	target 'speedup, replicant json stream vs wal2json format 2 stream' "${st[wal2json2]:-}" "${st[replicant_json]:-}" ge 1.5
 }
 targets 'wall time (the measure the targets are set on)' SQL_S STREAM_S
-targets 'CPU time of the backend (sql) and the walsender (stream), for reference' SQL_CPU STREAM_CPU
+targets 'CPU time, for reference: sql = the backend, stream = walsender + client' SQL_CPU STREAM_ALL_CPU
 printf '(speedup = peer time / replicant time; slowdown = replicant time / reference time)\n'
 
 # Other work on the machine skews every number: say so.

@@ -26,7 +26,8 @@
 #
 # Arguments: ROWS alone = one configuration in 1,000-row transactions; ROWS ROWS_PER_TXN = one
 # configuration. Environment: CONFIGS="ROWS:PER_TXN ..." (default "1000000:1000 200000:10");
-# MODES="native replicant" (default both); REPLICANT_OPTS="..." extra consumer options (e.g.
+# MODES="native replicant" (default both); REPLICANT_BIN=PATH another consumer binary (an A/B
+# comparison; default the installed one); REPLICANT_OPTS="..." extra consumer options (e.g.
 # "--batch-txns 5000"); SETTINGS="line;line" more postgresql.conf lines for both clusters
 # (default "autovacuum = off": the 2-core machine's numbers are steadier without it, and it is
 # the same for both sides; "fsync = on" is always added, over regress/logical.conf's
@@ -81,7 +82,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	out=$RP_ROOT/bench/out/mirror-$(date +%Y%m%d-%H%M%S).txt
 	rc=0
 	rp_run_unprivileged bench/mirror.sh --phase-run "$configs" "$modes" \
-		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" | tee "$out" || rc=$?
+		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -92,6 +93,7 @@ read -r -a MODES <<<"$3"
 IFS=';' read -r -a SETTINGS <<<"$4"
 read -r -a ROPTS <<<"$5"
 PERF=$6
+REPLICANT_BIN=$7
 export PATH="$RP_BINDIR:$PATH"
 trap rp_cluster_cleanup_all EXIT
 
@@ -117,11 +119,13 @@ digest() { "$1" -Atc "$DIGEST_SQL $2 t"; }
 
 printf 'replicant mirror bench: PostgreSQL %s, %s cores, %s\n' \
 	"$(src -Atc 'show server_version')" "$(nproc)" "$(date -u '+%Y-%m-%d %H:%M UTC')"
-CONSUMER=$(command -v replicant) || rp_die "replicant is not installed in $RP_BINDIR: run make install"
+CONSUMER=${REPLICANT_BIN:-$(command -v replicant)} || rp_die "replicant is not installed in $RP_BINDIR: run make install"
+[[ -x $CONSUMER ]] || rp_die "not an executable: $CONSUMER"
 bin_id() { printf '%s, md5 %s' "$(date -u -r "$1" '+%Y-%m-%d %H:%M:%S UTC')" "$(md5sum <"$1" | cut -c1-12)"; }
 PLUGIN_SO=$("$PG_CONFIG" --pkglibdir)/replicant.so
 IDS="$(bin_id "$PLUGIN_SO") / $(bin_id "$CONSUMER")"
 printf 'replicant.so / replicant: built %s\n' "$IDS"
+[[ -n $REPLICANT_BIN ]] && printf 'consumer: %s\n' "$CONSUMER"
 printf 'both clusters: fsync = %s, synchronous_commit = %s, wal_level = %s, shared_buffers = %s, max_wal_size = %s' \
 	"$(dst -Atc 'show fsync')" "$(dst -Atc 'show synchronous_commit')" "$(dst -Atc 'show wal_level')" \
 	"$(dst -Atc 'show shared_buffers')" "$(dst -Atc 'show max_wal_size')"
@@ -133,44 +137,76 @@ printf '\n'
 # CPU seconds of the servers' processes (both clusters: backends, walsenders, the apply
 # worker, checkpointer ...) over a timed window: cpu_begin, cpu_poll while it runs (every
 # 0.1 s; a process seen first in the window counts from zero; the last 0.1 s of one that exits
-# is lost), cpu_total. Steadier than wall time when other work shares the cores.
+# is lost), cpu_total; cpu_split names the big ones (walsender, the apply worker, the
+# destination's backends, the rest). Steadier than wall time when other work shares the cores.
 TICKS=$(getconf CLK_TCK)
-declare -A C0 C1
+declare -A C0 C1 CLASS
 ticks_of() { # user + system ticks of PID, or failure once it is gone
 	local line f
 	read -r line 2>/dev/null <"/proc/$1/stat" || return 1
 	read -r -a f <<<"${line##*) }" # after "pid (comm) ": state is f[0], utime f[11], stime f[12]
 	printf '%d' $((f[11] + f[12]))
 }
-server_pids() {
-	local pm
-	for pm in "${POSTMASTERS[@]}"; do
-		printf '%s ' "$pm"
-		cat "/proc/$pm/task/$pm/children" 2>/dev/null || true
+server_pids() { # "PID:CLUSTER" of each postmaster and its children
+	local pm i
+	for i in "${!POSTMASTERS[@]}"; do
+		pm=${POSTMASTERS[$i]}
+		for pid in "$pm" $(cat "/proc/$pm/task/$pm/children" 2>/dev/null || true); do
+			printf '%s:%s ' "$pid" "$i"
+		done
 	done
 }
+classify() { # PID CLUSTER(0 = source, 1 = destination)
+	local cmd
+	cmd=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true)
+	case $cmd in
+	*walsender*) CLASS[$1]=walsender ;;
+	*"logical replication worker"*) CLASS[$1]=apply_worker ;;
+	*"postgres: postgres postgres"*) (($2 == 1)) && CLASS[$1]=dst_backend || CLASS[$1]=other ;;
+	*) CLASS[$1]=other ;;
+	esac
+}
 cpu_begin() {
-	local pid t
-	C0=() C1=()
-	for pid in $(server_pids); do
+	local pid t e
+	C0=() C1=() CLASS=()
+	for e in $(server_pids); do
+		pid=${e%:*}
 		t=$(ticks_of "$pid") || continue
 		C0[$pid]=$t C1[$pid]=$t
+		classify "$pid" "${e#*:}"
 	done
 }
 cpu_poll() {
-	local pid t
-	for pid in $(server_pids); do
+	local pid t e
+	for e in $(server_pids); do
+		pid=${e%:*}
 		t=$(ticks_of "$pid") || continue
-		[[ -n ${C0[$pid]:-} ]] || C0[$pid]=0
+		if [[ -z ${C0[$pid]:-} ]]; then
+			C0[$pid]=0
+			classify "$pid" "${e#*:}"
+		fi
 		C1[$pid]=$t
 	done
 }
+secs() { awk -v t="$1" -v hz="$TICKS" 'BEGIN { printf "%.2f", t / hz }'; }
 cpu_total() {
 	local pid sum=0
 	for pid in "${!C1[@]}"; do
 		sum=$((sum + C1[$pid] - C0[$pid]))
 	done
-	awk -v t="$sum" -v hz="$TICKS" 'BEGIN { printf "%.2f", t / hz }'
+	secs "$sum"
+}
+cpu_split() { # "walsender X s, apply_worker Y s, ..." for the classes that used any
+	local pid c out=''
+	declare -A by=()
+	for pid in "${!C1[@]}"; do
+		c=${CLASS[$pid]:-other}
+		by[$c]=$((${by[$c]:-0} + C1[$pid] - C0[$pid]))
+	done
+	for c in walsender apply_worker dst_backend other; do
+		[[ -n ${by[$c]:-} ]] && out+="${out:+, }$c $(secs "${by[$c]}")"
+	done
+	printf '%s' "$out"
 }
 
 # run_measured LOG CMD...: runs CMD with stderr to LOG; sets RUN_RC, RUN_S (wall), RUN_CPU
@@ -203,6 +239,7 @@ run_measured() {
 	b=$(now)
 	RUN_S=$(sub "$b" "$a")
 	RUN_SERVER_CPU=$(cpu_total)
+	RUN_SERVER_SPLIT=$(cpu_split)
 	if ((timed)); then
 		RUN_RSS_KB=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tfile")
 		RUN_CPU=$(awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { printf "%.2f", u + s }' "$tfile")
@@ -214,8 +251,14 @@ run_measured() {
 
 # the brief's table, as native_apply.sh creates it
 ddl() { printf 'CREATE TABLE %s(id bigint primary key, a int, b text, c timestamptz, d numeric(12,2), e bool, f jsonb);' "$1"; }
-# workload TABLE N T: exactly native_apply.sh's workload, on TABLE
+# workload TABLE N T: exactly native_apply.sh's workload, on TABLE; sets END, the WAL insert
+# position right after it (the end of its last commit record, as native_apply.sh takes it). A
+# CHECKPOINT on both clusters before it (so that no checkpoint falls inside it, and both sides'
+# backlogs carry the same full-page images) and after END (so that the timed catch-up does not
+# pay for flushing the workload's dirty buffers).
+checkpoint_both() { src -c CHECKPOINT; dst -c CHECKPOINT; }
 workload() {
+	checkpoint_both
 	src <<-SQL
 		DO \$\$ BEGIN FOR i IN 0..($2/$3)-1 LOOP
 		  INSERT INTO $1 SELECT g, g%1000, md5(g::text), now() + g*interval '1s', g/7.0, g%2=0, jsonb_build_object('k',g) FROM generate_series(i*$3+1,(i+1)*$3) g;
@@ -223,6 +266,8 @@ workload() {
 		UPDATE $1 SET a=a+1 WHERE id % 4 = 0;
 		DELETE FROM $1 WHERE id % 10 = 0;
 	SQL
+	END=$(src -Atc "select pg_current_wal_lsn()")
+	checkpoint_both
 }
 
 # native_catchup N T: native_apply.sh's steps; sets NAT_S[$cfg], NAT_WAL and END
@@ -235,7 +280,6 @@ native_catchup() {
 	dst -c "CREATE SUBSCRIPTION nsub CONNECTION '$SRC' PUBLICATION npub WITH (copy_data = false, enabled = false)"
 	start_lsn=$(src -Atc "select confirmed_flush_lsn from pg_replication_slots where slot_name = 'nsub'")
 	workload nbench "$1" "$2"
-	END=$(src -Atc "select pg_current_wal_lsn()")
 	NAT_WAL=$(src -Atc "select pg_size_pretty(pg_wal_lsn_diff('$END', '$start_lsn'))")
 	cpu_begin
 	t0=$(now)
@@ -248,6 +292,7 @@ native_catchup() {
 	cpu_poll
 	NAT_S[$cfg]=$(sub "$t1" "$t0")
 	NAT_CPU[$cfg]=$(cpu_total)
+	NAT_SPLIT=$(cpu_split)
 }
 
 declare -A NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF
@@ -265,8 +310,8 @@ for cfg in "${CONFIGS[@]}"; do
 		d_dig=$(digest dst nbench)
 		[[ $s_dig == "$d_dig" ]] && NAT_OK[$cfg]="${d_dig%% *} rows, equal" ||
 			NAT_OK[$cfg]="DIFFERENT: src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
-		printf '  native: %s s (servers cpu %s s); backlog %s of WAL, end %s; source %s, destination %s\n' \
-			"${NAT_S[$cfg]}" "${NAT_CPU[$cfg]}" "$NAT_WAL" "$END" "$s_dig" "$d_dig"
+		printf '  native: %s s (servers cpu %s s: %s); backlog %s of WAL, end %s; source %s, destination %s\n' \
+			"${NAT_S[$cfg]}" "${NAT_CPU[$cfg]}" "$NAT_SPLIT" "$NAT_WAL" "$END" "$s_dig" "$d_dig"
 		# the next configuration starts from empty tables: free the space now
 		dst -c "DROP SUBSCRIPTION nsub" -c "DROP TABLE nbench"
 		src -c "DROP TABLE nbench" -c "DROP PUBLICATION npub"
@@ -284,7 +329,6 @@ for cfg in "${CONFIGS[@]}"; do
 		replicant -d "$SRC" -S "$slot" --create-slot 2>"$log" || { cat "$log" >&2; rp_die "replicant --create-slot failed"; }
 		start_lsn=$(src -Atc "select confirmed_flush_lsn from pg_replication_slots where slot_name = '$slot'")
 		workload "$table" "$N" "$T"
-		END=$(src -Atc "select pg_current_wal_lsn()")
 		WAL_OF[$cfg]=$(src -Atc "select pg_size_pretty(pg_wal_lsn_diff('$END', '$start_lsn'))")
 		if [[ $PERF == 1 ]]; then
 			cmd=(perf record -g -o "$WORK/perf-$cfg.data" -- "$CONSUMER")
@@ -307,8 +351,8 @@ for cfg in "${CONFIGS[@]}"; do
 		d_dig=$(digest dst "public.$table")
 		[[ $s_dig == "$d_dig" ]] && REP_OK[$cfg]="${d_dig%% *} rows, equal" ||
 			REP_OK[$cfg]="DIFFERENT: src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
-		printf '  replicant: %s s (consumer cpu %s s, servers cpu %s s, consumer peak RSS %s MB); backlog %s of WAL, end %s\n' \
-			"${REP_S[$cfg]}" "${REP_CPU[$cfg]}" "${REP_SCPU[$cfg]}" "${REP_RSS[$cfg]}" "${WAL_OF[$cfg]}" "$END"
+		printf '  replicant: %s s (consumer cpu %s s, servers cpu %s s: %s; consumer peak RSS %s MB); backlog %s of WAL, end %s\n' \
+			"${REP_S[$cfg]}" "${REP_CPU[$cfg]}" "${REP_SCPU[$cfg]}" "$RUN_SERVER_SPLIT" "${REP_RSS[$cfg]}" "${WAL_OF[$cfg]}" "$END"
 		printf '  replicant: destination checkpoint end_lsn %s, slot confirmed at end%+d bytes; source %s, destination %s\n' \
 			"$ck" "$confirmed" "$s_dig" "$d_dig"
 		[[ $PERF == 1 ]] && { perf report -i "$WORK/perf-$cfg.data" --stdio --no-children 2>/dev/null |
@@ -325,7 +369,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 plus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "") printf ""; else printf "%.2f", a + b }'; }
 label() { printf '%s rows / %s per txn' "${1%%:*}" "${1##*:}"; }
 printf 'wall time (the measure the targets are set on):\n'
-printf '%-26s %9s %12s %17s %17s\n' backlog native_s replicant_s native/replicant target
+printf '%-28s %9s %12s %17s %17s\n' backlog native_s replicant_s native/replicant target
 for cfg in "${CONFIGS[@]}"; do
 	want=2
 	((${cfg##*:} <= 10)) && want=4
@@ -335,19 +379,19 @@ for cfg in "${CONFIGS[@]}"; do
 		verdict=MISSED
 		awk -v r="$r" -v w="$want" 'BEGIN { exit !(r >= w) }' && verdict=met
 	fi
-	printf '%-26s %9s %12s %16sx %17s\n' "$(label "$cfg")" "${NAT_S[$cfg]:--}" "${REP_S[$cfg]:--}" \
+	printf '%-28s %9s %12s %16sx %17s\n' "$(label "$cfg")" "${NAT_S[$cfg]:--}" "${REP_S[$cfg]:--}" \
 		"$r" ">= ${want}x: $verdict"
 done
 printf '\nCPU seconds (for reference; both clusters'"'"' processes, plus the consumer for replicant):\n'
-printf '%-26s %12s %15s %15s %15s %17s %12s\n' backlog native_cpu replicant_srv consumer_cpu replicant_total native/replicant peak_rss_mb
+printf '%-28s %12s %15s %15s %15s %17s %12s\n' backlog native_cpu replicant_srv consumer_cpu replicant_total native/replicant peak_rss_mb
 for cfg in "${CONFIGS[@]}"; do
 	tot=$(plus "${REP_SCPU[$cfg]:-}" "${REP_CPU[$cfg]:-}")
-	printf '%-26s %12s %15s %15s %15s %16sx %12s\n' "$(label "$cfg")" "${NAT_CPU[$cfg]:--}" "${REP_SCPU[$cfg]:--}" \
+	printf '%-28s %12s %15s %15s %15s %16sx %12s\n' "$(label "$cfg")" "${NAT_CPU[$cfg]:--}" "${REP_SCPU[$cfg]:--}" \
 		"${REP_CPU[$cfg]:--}" "${tot:--}" "$(ratio "${NAT_CPU[$cfg]:-}" "$tot")" "${REP_RSS[$cfg]:--}"
 done
-printf '\n%-26s %-36s %-36s\n' backlog 'native: destination vs source' 'replicant: destination vs source'
+printf '\n%-28s %-36s %-36s\n' backlog 'native: destination vs source' 'replicant: destination vs source'
 for cfg in "${CONFIGS[@]}"; do
-	printf '%-26s %-36s %-36s\n' "$(label "$cfg")" "${NAT_OK[$cfg]:--}" "${REP_OK[$cfg]:--}"
+	printf '%-28s %-36s %-36s\n' "$(label "$cfg")" "${NAT_OK[$cfg]:--}" "${REP_OK[$cfg]:--}"
 	[[ ${NAT_OK[$cfg]:-} == DIFF* || ${REP_OK[$cfg]:-} == DIFF* ]] && RC=1
 done
 printf '\ntargets: native/replicant >= 2x (1,000-row transactions), >= 4x (10-row transactions); consumer peak RSS < %d MB:' "$RSS_LIMIT_MB"

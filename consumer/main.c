@@ -73,6 +73,7 @@ typedef struct RpRun
 	int64_t		last_progress_us;
 	uint64_t	last_progress_changes;
 	bool		streamed;		/* START_REPLICATION succeeded since the last retry */
+	int64_t		last_advance_us;	/* last idle advance asked of the delivery thread */
 } RpRun;
 
 static void
@@ -438,7 +439,19 @@ stream_once(RpRun *run, bool have_ck)
 				/* idle: nothing assembled, buffered, spilled or batched */
 				if (!rp_asm_busy(&run->asm_) && rp_pipe_idle(&run->pipe))
 				{
-					rp_pipe_advance(&run->pipe, msg.lsn);
+					int64_t		now = rp_now_us();
+
+					/*
+					 * A sink that records an idle position pays a write for it:
+					 * once per status interval, or when the server asks (it
+					 * does when it waits for us, e.g. to shut down).
+					 */
+					if (msg.reply_requested ||
+						now - run->last_advance_us >= (int64_t) cli->status_interval_ms * 1000)
+					{
+						rp_pipe_advance(&run->pipe, msg.lsn);
+						run->last_advance_us = now;
+					}
 					if (cli->endpos && msg.lsn >= cli->endpos)
 						done = true;
 				}
@@ -468,6 +481,28 @@ disconnect(RpRun *run)
 	rp_asm_reset(&run->asm_);
 }
 
+static RpSink *
+open_sink(RpCli *cli)
+{
+	if (strcmp(cli->sink, "stdout") == 0 || strcmp(cli->sink, "-") == 0)
+		return rp_sink_stdout_open();
+	if (strncmp(cli->sink, "file:", 5) == 0)
+		return rp_sink_file_open(cli->sink + 5);
+	if (strncmp(cli->sink, "exec:", 5) == 0)
+		return rp_sink_exec_open(cli->sink + 5);
+	if (strncmp(cli->sink, "postgresql://", 13) == 0 || strncmp(cli->sink, "postgres://", 11) == 0 ||
+		strncmp(cli->sink, "postgres:", 9) == 0)
+	{
+		cli->pg.conninfo = strncmp(cli->sink, "postgres:", 9) == 0 && cli->sink[9] != '/'
+			? cli->sink + 9 : cli->sink;
+		cli->pg.slot = cli->slot;
+		return rp_sink_pg_open(&cli->pg);
+	}
+	rp_fail(RP_HALT_CONFIG, "unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
+			cli->sink);
+	return NULL;
+}
+
 static int
 run_stream(RpCli *cli)
 {
@@ -483,31 +518,24 @@ run_stream(RpCli *cli)
 	memset(&ck, 0, sizeof(ck));
 	run.cli = cli;
 
-	if (strcmp(cli->sink, "stdout") == 0 || strcmp(cli->sink, "-") == 0)
-		run.sink = rp_sink_stdout_open();
-	else if (strncmp(cli->sink, "file:", 5) == 0)
-		run.sink = rp_sink_file_open(cli->sink + 5);
-	else if (strncmp(cli->sink, "exec:", 5) == 0)
-		run.sink = rp_sink_exec_open(cli->sink + 5);
-	else if (strncmp(cli->sink, "postgresql://", 13) == 0 || strncmp(cli->sink, "postgres://", 11) == 0 ||
-			 strncmp(cli->sink, "postgres:", 9) == 0)
+	/* a destination that is down at start is waited for, like a lost one */
+	while ((run.sink = open_sink(cli)) == NULL)
 	{
-		cli->pg.conninfo = strncmp(cli->sink, "postgres:", 9) == 0 && cli->sink[9] != '/'
-			? cli->sink + 9 : cli->sink;
-		cli->pg.slot = cli->slot;
-		run.sink = rp_sink_pg_open(&cli->pg);
+		if (rp_error_halt() == RP_HALT_CONFIG)
+		{
+			pg_log_error("%s", rp_error());
+			return RP_EXIT_USAGE;
+		}
+		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
+		{
+			pg_log_error("%s", rp_error());
+			return rp_error_halt() != RP_HALT_NONE ? RP_EXIT_HALT : RP_EXIT_ERROR;
+		}
+		pg_log_error("%s; retrying in %d s", rp_error(), backoff);
+		sleep((unsigned) backoff);
+		backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 	}
-	else
-	{
-		pg_log_error("unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
-					 cli->sink);
-		return RP_EXIT_USAGE;
-	}
-	if (run.sink == NULL)
-	{
-		pg_log_error("%s", rp_error());
-		return RP_EXIT_ERROR;
-	}
+	backoff = 1;
 
 	if (mkdir(cli->state_dir, 0700) != 0 && errno != EEXIST)
 	{
@@ -562,12 +590,29 @@ run_stream(RpCli *cli)
 			RpCheckpoint durable;
 
 			if (rp_pipe_durable(&run.pipe, &durable) < 0)
-				goto fail;
-			run.asm_.watermark = durable.commit_lsn > run.pipe.last_pushed_commit
-				? durable.commit_lsn : run.pipe.last_pushed_commit;
+			{
+				/*
+				 * The delivery thread lost its sink (a destination restart):
+				 * start delivery over from what is durable.  The relation view
+				 * is reloaded too, so a schema change rolled back with the
+				 * failed batch is seen (and applied, or halted on) again.
+				 */
+				rp_error_clear();
+				durable = run.pipe.durable;
+				rp_pipe_stop(&run.pipe);
+				rp_deliver_free(&run.dl);
+				if (rp_deliver_init(&run.dl, run.sink, &durable,
+									run.sink->owns_checkpoint ? NULL : path, view, &cli->limits) < 0 ||
+					rp_pipe_start(&run.pipe, &run.dl, 2 * cli->limits.max_bytes) < 0)
+					goto fail;
+				run.asm_.watermark = durable.commit_lsn;
+			}
+			else
+				run.asm_.watermark = durable.commit_lsn > run.pipe.last_pushed_commit
+					? durable.commit_lsn : run.pipe.last_pushed_commit;
 		}
 		sleep((unsigned) backoff);
-		backoff = backoff < 30 ? backoff * 2 : 30;
+		backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 		if (stop_requested)
 			break;
 		/*
@@ -588,7 +633,7 @@ run_stream(RpCli *cli)
 
 fail:
 	pg_log_error("%s", rp_error());
-	if (rp_error_halt() != RP_HALT_NONE)
+	if (rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG)
 		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
 				progname, rp_halt_name(rp_error_halt()));
 	disconnect(&run);
@@ -601,7 +646,8 @@ fail:
 
 		rp_spill_init(&again, run.spill.dir, 0, 0);
 	}
-	return rp_error_halt() != RP_HALT_NONE ? RP_EXIT_HALT : RP_EXIT_ERROR;
+	return rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG
+		? RP_EXIT_HALT : RP_EXIT_ERROR;
 }
 
 static int
@@ -705,7 +751,8 @@ main(int argc, char **argv)
 				cli.slot = optarg;
 				break;
 			case 'o':
-				if (strncmp(optarg, "format", 6) == 0 || strncmp(optarg, "proto_version", 13) == 0)
+				if ((strcspn(optarg, "=") == 6 && strncmp(optarg, "format", 6) == 0) ||
+					(strcspn(optarg, "=") == 13 && strncmp(optarg, "proto_version", 13) == 0))
 				{
 					pg_log_error("plugin option \"%s\" is set by %s itself", optarg, progname);
 					return RP_EXIT_USAGE;

@@ -228,7 +228,13 @@ rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *optio
 	rp_buf_put_char(&cmd, '\0');
 	res = PQexec(c->pg, cmd.data);
 	if (PQresultStatus(res) != PGRES_COPY_BOTH)
-		rc = rp_conn_fail(c, RP_HALT_NONE, "START_REPLICATION", res);
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		/* a bad plugin option (22xxx, 42xxx) fails the same way every time */
+		rc = rp_conn_fail(c, state && (strncmp(state, "22", 2) == 0 || strncmp(state, "42", 2) == 0)
+						  ? RP_HALT_CONFIG : RP_HALT_NONE, "START_REPLICATION", res);
+	}
 	PQclear(res);
 	rp_buf_free(&cmd);
 	if (rc == 0 && PQsetnonblocking(c->pg, 1) != 0)
@@ -294,7 +300,13 @@ rp_conn_read(RpConn *c, RpMsg *msg, int timeout_ms)
 
 		msg->kind = RP_MSG_END;
 		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			rc = rp_conn_fail(c, RP_HALT_NONE, "the replication stream", res);
+		{
+			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+			/* a row the server cannot decode (data exception) fails every time */
+			rc = rp_conn_fail(c, state && (strncmp(state, "22", 2) == 0 || strncmp(state, "XX", 2) == 0)
+							  ? RP_HALT_MALFORMED : RP_HALT_NONE, "the replication stream", res);
+		}
 		PQclear(res);
 		return rc;
 	}

@@ -434,8 +434,13 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
 {
 	RpCheckpoint ck = dl->ck;
 
-	/* an append log keeps every change: its position moves only with data */
-	if (dl->sink->kind == RP_SINK_APPEND_LOG || dl->nbatch > 0 || lsn <= dl->ck.end_lsn)
+	/*
+	 * An append log's position moves with its data, or (a sink that keeps its
+	 * own checkpoint, like the file sink) by recording the position itself;
+	 * a log whose checkpoint is the library's file never moves when idle.
+	 */
+	if ((dl->sink->kind == RP_SINK_APPEND_LOG && dl->sink->advance == NULL) ||
+		dl->nbatch > 0 || lsn <= dl->ck.end_lsn)
 		return 0;
 	ck.end_lsn = lsn;
 	if (dl->sink->owns_checkpoint)

@@ -20,6 +20,7 @@ typedef enum RpHalt
 	RP_HALT_SINK,				/* the sink refused or failed to apply */
 	RP_HALT_GAP,				/* the slot is gone, invalidated or ahead */
 	RP_HALT_IDENTITY,			/* checkpoint of another system or timeline */
+	RP_HALT_CONFIG,				/* the server refused our options: retrying cannot help */
 	RP_HALT__COUNT
 } RpHalt;
 

@@ -290,6 +290,25 @@ rp_file_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 	return 0;
 }
 
+/*
+ * Idle advance: the position is recorded by a checkpoint line of its own,
+ * so the log still vouches for everything the server is told.  Without it
+ * a log fed only by filtered-out WAL would hold WAL forever, and a server
+ * shutdown would wait for a confirmation that never comes.
+ */
+static int
+rp_file_advance(RpSink *s, const RpCheckpoint *ck)
+{
+	RpFileSink *f = s->priv;
+
+	if (rp_file_commit(f, ck) < 0)
+	{
+		rp_file_abandon(f);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 rp_file_reopen(RpSink *s)
 {
@@ -337,6 +356,7 @@ rp_sink_file_open(const char *path)
 	s->handle_batch = rp_file_batch;
 	s->handle_message = rp_file_message;
 	s->reopen = rp_file_reopen;
+	s->advance = rp_file_advance;
 	s->close = rp_file_close;
 	if (rp_file_open_path(f) < 0 || rp_file_recover(f) < 0)
 	{

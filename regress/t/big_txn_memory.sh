@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
 # regress/t/big_txn_memory.sh: a 5,000,000-row transaction in bounded consumer memory.
 #
 # Proves G5 (bounded memory): one transaction inserting 5,000,000 rows of (bigint, ~20-byte
@@ -7,7 +8,9 @@
 # Asserts: the consumer's peak RSS (/usr/bin/time -v "Maximum resident set size", else
 # VmHWM sampled from /proc) stays under 128 MB; it spilled (spill files seen in the spill
 # dir while it ran, and replicant_spills_total > 0 on --metrics-port when curl exists); the
-# spill dir is empty afterwards; the output holds exactly 5,000,000 insert lines.
+# spill dir is empty afterwards; the output holds exactly 5,000,000 insert lines. Then the
+# disk cap: the same transaction with --max-spill 8MB halts with exit 3 (spill_limit),
+# leaving no spill file, no checkpoint and the slot where it was.
 # 5M rows took about 70 s end to end on the 2-core development machine (insert 15 s, consumer
 # 50 s; peak RSS 73 MB), well inside the 4-minute budget, so 5M stays. ROWS=N overrides.
 set -euo pipefail
@@ -25,8 +28,8 @@ pid=
 cleanup() {
 	local rc=$?
 	[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
+	rp_cluster_cleanup_all || true # its connections gone, every background job ends
 	wait 2>/dev/null || true
-	rp_cluster_cleanup_all
 	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
 	return "$rc"
 }
@@ -41,6 +44,7 @@ started=$SECONDS
 rp_cluster_start src "logical_decoding_work_mem = '64kB'"
 rp_psql src -c "CREATE TABLE big (id bigint, v text)"
 replicant -d "$src_CONNSTR" -S big --create-slot
+replicant -d "$src_CONNSTR" -S capped --create-slot
 
 t0=$SECONDS
 rp_psql src -c "INSERT INTO big SELECT g, 'row-' || lpad(g::text, 16, '0') FROM generate_series(1, $ROWS) g"
@@ -111,6 +115,20 @@ printf 'insert %ds, consume %ds; consumer peak RSS %d kB (%s; sampled VmHWM %d k
 [[ -z $port ]] || ((spills_metric > 0)) || fail "replicant_spills_total stayed 0"
 if compgen -G "$STATE/spill/*" >/dev/null; then fail "the spill dir is not empty afterwards: $(ls "$STATE/spill")"; fi
 
+# the disk cap: the same transaction with --max-spill 8MB halts (exit 3) once its spill file
+# would pass 8 MB, names the limit, acknowledges nothing and leaves no spill file
+capped_flush=$(rp_psql src -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'capped'")
+rc=0
+replicant -d "$src_CONNSTR" -S capped --start -n -E "$endpos" -o streaming=on --sink stdout \
+	--state-dir "$work/state-capped" --max-memory 64MB --max-spill 8MB 2>"$work/capped.err" >/dev/null || rc=$?
+((rc == 3)) || { cat "$work/capped.err"; fail "with --max-spill 8MB the consumer exited with $rc, not 3"; }
+grep -q 'would exceed --max-spill' "$work/capped.err" || { cat "$work/capped.err"; fail "the halt does not name --max-spill"; }
+grep -q 'halted (spill_limit)' "$work/capped.err" || { cat "$work/capped.err"; fail "the halt is not a spill_limit halt"; }
+if compgen -G "$work/state-capped/spill/*" >/dev/null; then fail "the spill-limit halt left spill files"; fi
+[[ ! -e $work/state-capped/capped.checkpoint ]] || fail "the spill-limit halt wrote a checkpoint"
+[[ $(rp_psql src -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'capped'") == "$capped_flush" ]] ||
+	fail "the spill-limit halt moved the slot"
+
 status=0
-printf 'PASS big_txn_memory: %d rows in one transaction, peak RSS %d MB < 128 MB with --max-memory 64MB, spilled and cleaned up (G5) (%ds)\n' \
+printf 'PASS big_txn_memory: %d rows in one transaction, peak RSS %d MB < 128 MB with --max-memory 64MB, spilled and cleaned up, --max-spill halts (G5) (%ds)\n' \
 	"$ROWS" "$((rss_kb / 1024))" "$((SECONDS - started))"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
 # regress/t/canary.sh: no row value reaches a log line, an error message or a metric.
 #
 # Proves G4 (value-free), with the fail-closed halts of G3 as the occasions to leak: rows
