@@ -725,34 +725,66 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 	return 0;
 }
 
+/*
+ * TRUNCATE is a barrier: effects before it land first.  A history table is
+ * not emptied: its open versions are closed at the truncating commit, so
+ * the history still says what was there before.
+ */
 int
 rp_pg_apply_truncate(RpPg *pg, const RpRecord *rec, const RpRelMap *rels)
 {
 	RpBuf		sql;
-	int			rc;
+	int			rc = 0;
+	int			nplain = 0;
 
-	/* a barrier: effects before it land first */
 	if (rp_pg_apply_flush(pg) < 0)
 		return -1;
 	rp_buf_init(&sql, 256);
 	rp_buf_put_text(&sql, "TRUNCATE ");
-	for (uint32_t i = 0; i < rec->u.truncate.nrels; i++)
+	for (uint32_t i = 0; i < rec->u.truncate.nrels && rc == 0; i++)
 	{
 		RpPgTable  *t = rp_pg_table_get(pg, rp_relmap_get(rels, rp_truncate_relid(rec, i)));
 
 		if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+			rc = -1;
+		else if (t->history)
 		{
-			rp_buf_free(&sql);
-			return -1;
+			RpParams	p;
+			RpBuf		q,
+						ts;
+			char		lsn[24];
+
+			rp_lsn_format(pg->cur_commit_lsn, lsn);
+			rp_buf_init(&ts, 64);
+			rp_fmt_timestamp(&ts, pg->cur_commit_time, true);
+			rp_buf_put_char(&ts, '\0');
+			rp_params_init(&p);
+			rp_params_text(&p, lsn);
+			rp_params_text(&p, ts.data);
+			rp_buf_init(&q, 256);
+			rp_buf_put_text(&q, "UPDATE ");
+			rp_buf_put_text(&q, t->qname);
+			rp_buf_put_text(&q, " SET valid_to_lsn = $1, valid_to_time = $2 WHERE valid_to_lsn IS NULL");
+			rp_buf_put_char(&q, '\0');
+			rc = rp_params_exec(pg, t, q.data, &p, "closing a truncated history");
+			rp_buf_free(&q);
+			rp_buf_free(&ts);
+			rp_params_free(&p);
 		}
-		if (i)
-			rp_buf_put_text(&sql, ", ");
-		rp_buf_put_text(&sql, t->qname);
+		else
+		{
+			if (nplain++)
+				rp_buf_put_text(&sql, ", ");
+			rp_buf_put_text(&sql, t->qname);
+		}
 	}
-	if (rec->u.truncate.flags & RP_TRUNCATE_RESTART_SEQS)
-		rp_buf_put_text(&sql, " RESTART IDENTITY");
-	rp_buf_put_char(&sql, '\0');
-	rc = rp_pg_exec(pg, sql.data, "TRUNCATE", NULL);
+	if (rc == 0 && nplain > 0)
+	{
+		if (rec->u.truncate.flags & RP_TRUNCATE_RESTART_SEQS)
+			rp_buf_put_text(&sql, " RESTART IDENTITY");
+		rp_buf_put_char(&sql, '\0');
+		rc = rp_pg_exec(pg, sql.data, "TRUNCATE", NULL);
+	}
 	rp_buf_free(&sql);
 	return rc;
 }

@@ -73,7 +73,15 @@ rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const RpPgTable *t)
 	char		where[512] = "";
 	RpHalt		halt;
 
-	/* a lost destination is retried after reconnecting; anything else halts */
+	/*
+	 * A lost destination is retried after reconnecting, and so are the
+	 * transient conditions (serialization failure, deadlock, lock timeout,
+	 * cancel, out of resources); anything else halts.
+	 */
+	if (state && (strncmp(state, "40", 2) == 0 || strcmp(state, "55P03") == 0 ||
+				  strcmp(state, "57014") == 0 || strncmp(state, "53", 2) == 0))
+		return rp_fail(RP_HALT_NONE, "destination %s failed: SQLSTATE %s (%s), will retry", what,
+					   state, rp_pg_sqlstate_name(state));
 	if (pg->conn == NULL || PQstatus(pg->conn) != CONNECTION_OK || state == NULL ||
 		strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
 	{
