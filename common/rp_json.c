@@ -5,8 +5,7 @@
 #include "rp_alloc.h"
 #include "rp_json.h"
 
-/* Length of the valid UTF-8 sequence at s (at most left bytes), or 0. */
-static size_t
+size_t
 rp_utf8_seq(const unsigned char *s, size_t left)
 {
 	unsigned char c = s[0];

@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 
+#include "rp_json.h"
 #include "rp_jsonread.h"
 #include "rp_status.h"
 
@@ -45,38 +46,6 @@ jr_ws(JrParser *p)
 			break;
 		p->pos++;
 	}
-}
-
-/* Length of the valid UTF-8 sequence at s (at most left bytes), or 0. */
-static size_t
-jr_utf8_seq(const unsigned char *s, size_t left)
-{
-	unsigned char c = s[0];
-	size_t		n;
-	uint32_t	cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 2, cp = c & 0x1F;
-	else if (c >= 0xE0 && c <= 0xEF)
-		n = 3, cp = c & 0x0F;
-	else if (c >= 0xF0 && c <= 0xF4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n > left)
-		return 0;
-	for (size_t i = 1; i < n; i++)
-	{
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3F);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-		(cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
-		return 0;
-	return n;
 }
 
 static int
@@ -168,7 +137,7 @@ jr_string(JrParser *p, RpBuf *out, bool *escaped)
 			return jr_error(p, i, "control character in string");
 		if (c >= 0x80)
 		{
-			size_t		n = jr_utf8_seq(s + i, p->len - i);
+			size_t		n = rp_utf8_seq(s + i, p->len - i);
 
 			if (n == 0)
 				return jr_error(p, i, "invalid UTF-8 in string");

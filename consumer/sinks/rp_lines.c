@@ -4,13 +4,16 @@
  */
 #include "rp_alloc.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "rp_format.h"
 #include "rp_json.h"
 #include "rp_lines.h"
 #include "rp_render.h"
+#include "rp_status.h"
 
 int
 rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
@@ -80,4 +83,25 @@ rp_lines_message(RpBuf *out, const RpMessage *msg)
 	rec.u.message.content_len = msg->content_len;
 	rp_render_record(out, &rec, NULL, NULL);
 	rp_buf_put_char(out, '\n');
+}
+
+int
+rp_lines_write(int fd, RpBuf *out, const char *what)
+{
+	size_t		off = 0;
+
+	while (off < out->len)
+	{
+		ssize_t		w = write(fd, out->data + off, out->len - off);
+
+		if (w < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return rp_fail(RP_HALT_SINK, "could not write to %s: %s", what, strerror(errno));
+		}
+		off += (size_t) w;
+	}
+	rp_buf_reset(out);
+	return 0;
 }

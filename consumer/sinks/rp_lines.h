@@ -16,4 +16,7 @@ extern int	rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
 						 int (*flush) (void *arg, RpBuf *out), void *arg);
 extern void rp_lines_message(RpBuf *out, const RpMessage *msg);
 
+/* Write all of out to fd and empty it; what names the target in errors. */
+extern int	rp_lines_write(int fd, RpBuf *out, const char *what);
+
 #endif							/* RP_LINES_H */

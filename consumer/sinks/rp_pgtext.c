@@ -375,29 +375,30 @@ rp_pgtext_value(RpBuf *out, uint8_t encoding, const unsigned char *data, uint32_
 	rp_pgtext_reader(out, &r, encoding);
 }
 
+/* The bytes COPY's text format escapes (see rp_pgtext_copy_escape). */
+static const unsigned char rp_copy_special[256] = {
+	['\\'] = '\\', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'
+};
+
 void
 rp_pgtext_copy_escape(RpBuf *out, const char *s, size_t len)
 {
-	size_t		run = 0;		/* start of the bytes not copied yet */
+	size_t		i = 0,
+				run = 0;		/* start of the bytes not copied yet */
 
 	rp_buf_reserve(out, len);
-	for (size_t i = 0; i < len; i++)
+	for (;;)
 	{
-		unsigned char c = (unsigned char) s[i];
-		char		esc;
-
-		/* one compare skips every byte above '\\' and most below it */
-		if (c > '\\' || (c != '\\' && c != '\n' && c != '\r' && c != '\t'))
-			continue;
-		esc = c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
-		/* the plain run before it in one copy, then the escape */
-		rp_buf_reserve(out, i - run + 2);
-		memcpy(out->data + out->len, s + run, i - run);
-		out->len += i - run;
+		/* a plain run in one copy: one table load per byte */
+		while (i < len && !rp_copy_special[(unsigned char) s[i]])
+			i++;
+		if (i > run)
+			rp_buf_put_bytes(out, s + run, i - run);
+		if (i >= len)
+			break;
+		rp_buf_reserve(out, 2);
 		out->data[out->len++] = '\\';
-		out->data[out->len++] = esc;
-		run = i + 1;
+		out->data[out->len++] = (char) rp_copy_special[(unsigned char) s[i]];
+		run = ++i;
 	}
-	if (len > run)
-		rp_buf_put_bytes(out, s + run, len - run);
 }

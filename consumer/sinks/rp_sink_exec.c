@@ -43,23 +43,8 @@ static int
 rp_exec_write(void *arg, RpBuf *out)
 {
 	RpExecSink *x = arg;
-	size_t		off = 0;
 
-	while (off < out->len)
-	{
-		ssize_t		w = write(x->to_child, out->data + off, out->len - off);
-
-		if (w < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			return rp_fail(RP_HALT_SINK, "could not write to the exec sink's child: %s",
-						   strerror(errno));
-		}
-		off += (size_t) w;
-	}
-	rp_buf_reset(out);
-	return 0;
+	return rp_lines_write(x->to_child, out, "the exec sink's child");
 }
 
 /* Wait for "ack N\n", keeping the replication connection alive meanwhile. */

@@ -120,22 +120,8 @@ static int
 rp_file_write(void *arg, RpBuf *out)
 {
 	RpFileSink *f = arg;
-	size_t		off = 0;
 
-	while (off < out->len)
-	{
-		ssize_t		w = write(f->fd, out->data + off, out->len - off);
-
-		if (w < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			return rp_fail(RP_HALT_SINK, "could not write to \"%s\": %s", f->path, strerror(errno));
-		}
-		off += (size_t) w;
-	}
-	rp_buf_reset(out);
-	return 0;
+	return rp_lines_write(f->fd, out, f->path);
 }
 
 /*

@@ -18,22 +18,7 @@
 static int
 rp_stdout_write(void *arg, RpBuf *out)
 {
-	size_t		off = 0;
-
-	while (off < out->len)
-	{
-		ssize_t		w = write(STDOUT_FILENO, out->data + off, out->len - off);
-
-		if (w < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			return rp_fail(RP_HALT_SINK, "could not write to standard output: %s", strerror(errno));
-		}
-		off += (size_t) w;
-	}
-	rp_buf_reset(out);
-	return 0;
+	return rp_lines_write(STDOUT_FILENO, out, "standard output");
 }
 
 static int
