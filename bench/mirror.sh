@@ -4,7 +4,8 @@
 #
 # Starts two throwaway clusters with the same settings, a source and a destination
 # (regress/lib.sh; as root, the run continues as the postgres user through rp_run_unprivileged;
-# fsync and synchronous_commit are the server defaults, on). For each backlog configuration
+# fsync = on over logical.conf's off, synchronous_commit at its default, on). For each backlog
+# configuration
 # (default: 1,000,000 rows in 1,000-row transactions, then 200,000 rows in 10-row
 # transactions; each followed by an update pass, a=a+1 where id%4=0, and a delete pass,
 # id%10=0) it measures:
@@ -19,10 +20,13 @@
 #              replicant slot created before it), then, timed from start to exit,
 #                replicant -S SLOT -n --start -E END --sink postgres:DST --create-tables
 #              with the default batching (--batch-txns 1000, --batch-bytes 64MB, --max-memory 256MB)
+# A CHECKPOINT on both clusters before each workload and after it (END is taken before it).
 # Reported: seconds of each, the ratio native/replicant (targets: >= 2x on the 1,000-row backlog,
 # >= 4x on the 10-row one), source and destination row counts and content checksums (md5 of
-# every row's text, in key order: they must be equal), the consumer's CPU time and peak RSS
-# (/usr/bin/time -v, or VmHWM sampled from /proc; target < 256 MB).
+# every row's text, in key order: they must be equal; the exit status is 1 when not), the CPU
+# seconds of both clusters' processes during each catch-up (walsender, apply worker, destination
+# backend, the rest), the consumer's CPU time and peak RSS (/usr/bin/time -v, or VmHWM sampled
+# from /proc; target < 256 MB).
 #
 # Arguments: ROWS alone = one configuration in 1,000-row transactions; ROWS ROWS_PER_TXN = one
 # configuration. Environment: CONFIGS="ROWS:PER_TXN ..." (default "1000000:1000 200000:10");
@@ -32,8 +36,8 @@
 # (default "autovacuum = off": the 2-core machine's numbers are steadier without it, and it is
 # the same for both sides; "fsync = on" is always added, over regress/logical.conf's
 # fsync = off, so commits are durable as in production); PERF=1 records the consumer
-# with perf (call graphs, into the cluster directory, kept with RP_KEEP_CLUSTERS=1) and prints
-# the top of its report; RP_KEEP_CLUSTERS=1 keeps the clusters. The report is printed and written
+# with perf (into the cluster directory, kept with RP_KEEP_CLUSTERS=1) and prints the top of
+# its report; RP_KEEP_CLUSTERS=1 keeps the clusters. The report is printed and written
 # to bench/out/mirror-<timestamp>.txt. Uses the installed plugin and consumer: run
 # `make && make install` first (or pass --build).
 set -euo pipefail

@@ -100,6 +100,8 @@ rp_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 									ALLOCSET_DEFAULT_SIZES);
 	st->change_cxt = AllocSetContextCreate(ctx->context, "replicant change",
 										   ALLOCSET_DEFAULT_SIZES);
+	st->write_cxt = AllocSetContextCreate(ctx->context, "replicant write",
+										  ALLOCSET_DEFAULT_SIZES);
 	ctx->output_plugin_private = st;
 
 	old = MemoryContextSwitchTo(st->cxt);

@@ -6,6 +6,7 @@
 
 #include "lib/stringinfo.h"
 #include "replication/output_plugin.h"
+#include "replication/walsender.h"
 #include "utils/memutils.h"
 
 #include "rp_encode.h"
@@ -34,10 +35,29 @@ rp_output_buf(RpState *st)
 	return &st->frame;
 }
 
+/* Hand a finished message to the walsender or the SQL function. */
+static void
+rp_output_write(LogicalDecodingContext *ctx, RpState *st, const char *data, size_t len)
+{
+	/* PostgreSQL copies the row it keeps: do it where that copy is freed */
+	MemoryContext old = MemoryContextSwitchTo(st->write_cxt);
+
+	OutputPluginPrepareWrite(ctx, true);
+	appendBinaryStringInfo(ctx->out, data, (int) len);
+	OutputPluginWrite(ctx, true);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(st->write_cxt);
+}
+
 /*
  * JSON: run the record just encoded through the decoder and renderer.  The
  * decoder keeps relations across calls, so its allocations belong to the
  * session context, not to the per-change one.
+ *
+ * Through the SQL functions every record is its own row.  In a walsender,
+ * where the per-message cost dominates, records are joined by newlines into
+ * one message up to frame_size (pg_recvlogical ends each message with a
+ * newline, so its output is still one object per line).
  */
 static void
 rp_output_json(LogicalDecodingContext *ctx, RpState *st)
@@ -52,26 +72,35 @@ rp_output_json(LogicalDecodingContext *ctx, RpState *st)
 	{
 		if (rec.tag == RP_TAG_RELATION && rec.u.relation.previous)
 			rp_relation_free(rec.u.relation.previous);
-		rp_buf_reset(&st->json_out);
+		if (!am_walsender)
+			rp_buf_reset(&st->json_out);
+		else if (st->json_out.len > 0)
+			rp_buf_put_char(&st->json_out, '\n');
 		rp_render_record(&st->json_out, &rec, &st->json_dec.rels, NULL);
-		OutputPluginPrepareWrite(ctx, true);
-		appendBinaryStringInfo(ctx->out, st->json_out.data, (int) st->json_out.len);
-		OutputPluginWrite(ctx, true);
+		if (!am_walsender)
+			rp_output_write(ctx, st, st->json_out.data, st->json_out.len);
 	}
 	if (rc < 0)
 		elog(ERROR, "replicant: encoded record failed to decode: %s", st->json_dec.error);
 	rp_buf_reset(&st->frame);
 	MemoryContextSwitchTo(old);
+	if (am_walsender && st->json_out.len >= (size_t) st->opts.frame_size)
+		rp_output_flush(ctx, st);
 }
 
 void
 rp_output_flush(LogicalDecodingContext *ctx, RpState *st)
 {
-	if (st->opts.json || st->frame.len <= RP_FRAME_HEADER_LEN)
+	if (st->opts.json)
+	{
+		if (st->json_out.len > 0)
+			rp_output_write(ctx, st, st->json_out.data, st->json_out.len);
+		rp_buf_reset(&st->json_out);
 		return;
-	OutputPluginPrepareWrite(ctx, true);
-	appendBinaryStringInfo(ctx->out, st->frame.data, (int) st->frame.len);
-	OutputPluginWrite(ctx, true);
+	}
+	if (st->frame.len <= RP_FRAME_HEADER_LEN)
+		return;
+	rp_output_write(ctx, st, st->frame.data, st->frame.len);
 	rp_buf_reset(&st->frame);
 }
 

@@ -4,8 +4,9 @@
  *    that goes out as a single CopyData message (or one row of the SQL
  *    interface) at commit, at the end of a stream block, and whenever it
  *    passes frame_size.  JSON: every record is decoded again by the common
- *    codec and rendered as one JSON object per write, so the JSON format
- *    and the binary format cannot disagree.
+ *    codec and rendered as one JSON object (one row of the SQL functions;
+ *    in a walsender, newline-joined lines batched like binary frames), so
+ *    the JSON format and the binary format cannot disagree.
  */
 #ifndef RP_OUTPUT_H
 #define RP_OUTPUT_H
@@ -23,6 +24,7 @@ typedef struct RpState
 	RpOptions	opts;
 	MemoryContext cxt;			/* the session: frame, JSON decoder */
 	MemoryContext change_cxt;	/* reset after every callback */
+	MemoryContext write_cxt;	/* reset after every write */
 	RpBuf		frame;			/* binary: the pending frame; json: one record */
 	RpDecoder	json_dec;		/* json: relations seen, for rendering */
 	RpBuf		json_out;
