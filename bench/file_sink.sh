@@ -18,6 +18,10 @@
 # walsender; polled every 0.1 s). The WAL is read once before the first client so that every
 # client finds it in the page cache.
 #
+# The server's logical_decoding_work_mem is left at 64MB: it spills the 1M-row transaction to
+# pg_replslot/ for every client, unless replicant is run with REPLICANT_OPTS="-o streaming=on"
+# (then it streams the transaction while in progress; pg_recvlogical with wal2json cannot).
+#
 # Environment: CLIENTS="replicant wal2json2 pgoutput" (default all, in this order); KEEP_FILES=1
 # keeps the output files in the cluster directory (with RP_KEEP_CLUSTERS=1); PERF=1 records the
 # replicant consumer with perf and prints the top of its report; REPLICANT_OPTS="..." extra
@@ -191,8 +195,10 @@ printf 'replicant file sink bench: PostgreSQL %s, %s cores, %s\n' \
 printf 'replicant.so / replicant: built %s; load average at start: %s\n' "$IDS" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'workload: %d rows inserted in one transaction, %d updated, %d deleted (%d changes, %s of WAL) in %s s; end %s\n' \
 	"$ROWS" $((ROWS / 4)) $((ROWS / 10)) "$changes" "$WAL" "$(sub "$t1" "$t0")" "$END"
-printf 'logical_decoding_work_mem = %s (the default: the 1M-row transaction is streamed to replicant, spilled by the server for the others)\n' \
-	"$(psql_ -Atc 'show logical_decoding_work_mem')"
+stream=spilled
+[[ " ${ROPTS[*]} " == *" streaming=on "* || " ${ROPTS[*]} " == *" --option=streaming=on "* ]] && stream=streamed
+printf 'logical_decoding_work_mem = %s (the default): the 1M-row transaction outgrows it; the server spills it to pg_replslot/ and replays it at commit for pg_recvlogical, and %s it for replicant\n' \
+	"$(psql_ -Atc 'show logical_decoding_work_mem')" "$([[ $stream == streamed ]] && echo 'streams it in progress (-o streaming=on)' || echo 'the same (no -o streaming=on)')"
 printf 'replicant options: defaults%s\n\n' "$( ((${#ROPTS[@]})) && printf ' and %s' "${ROPTS[*]}")"
 
 # Warm-up, untimed: the backlog's WAL into the page cache.

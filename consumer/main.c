@@ -338,13 +338,28 @@ check_slot(RpRun *run, bool have_ck, const RpCheckpoint *ck)
 static char **
 plugin_options(RpCli *cli)
 {
-	char	  **o = rp_malloc0(sizeof(char *) * (size_t) (cli->noptions * 2 + 3));
+	char	  **o = rp_malloc0(sizeof(char *) * (size_t) (cli->noptions * 2 + 5));
 	int			n = 0;
+	bool		streaming_set = false;
 
 	o[n++] = "proto_version";
 	o[n++] = "1";
 	for (int i = 0; i < cli->noptions * 2; i++)
+	{
+		if (i % 2 == 0 && strcmp(cli->options[i], "streaming") == 0)
+			streaming_set = true;
 		o[n++] = cli->options[i];
+	}
+	/*
+	 * Large transactions come streamed unless told otherwise: the server
+	 * then never spills them to its own disk, and this consumer bounds its
+	 * memory with --max-memory and its own spill files (G5).
+	 */
+	if (!streaming_set)
+	{
+		o[n++] = "streaming";
+		o[n++] = "on";
+	}
 	o[n] = NULL;
 	return o;
 }
