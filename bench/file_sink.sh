@@ -197,8 +197,8 @@ printf 'workload: %d rows inserted in one transaction, %d updated, %d deleted (%
 	"$ROWS" $((ROWS / 4)) $((ROWS / 10)) "$changes" "$WAL" "$(sub "$t1" "$t0")" "$END"
 stream=spilled
 [[ " ${ROPTS[*]} " == *" streaming=on "* || " ${ROPTS[*]} " == *" --option=streaming=on "* ]] && stream=streamed
-printf 'logical_decoding_work_mem = %s (the default): the 1M-row transaction outgrows it; the server spills it to pg_replslot/ and replays it at commit for pg_recvlogical, and %s it for replicant\n' \
-	"$(psql_ -Atc 'show logical_decoding_work_mem')" "$([[ $stream == streamed ]] && echo 'streams it in progress (-o streaming=on)' || echo 'the same (no -o streaming=on)')"
+printf 'logical_decoding_work_mem = %s (the default): the 1M-row transaction outgrows it; the server spills it to pg_replslot/ and replays it at commit for pg_recvlogical, and %s for replicant\n' \
+	"$(psql_ -Atc 'show logical_decoding_work_mem')" "$([[ $stream == streamed ]] && echo 'streams it while in progress (-o streaming=on)' || echo 'spills it too (no -o streaming=on)')"
 printf 'replicant options: defaults%s\n\n' "$( ((${#ROPTS[@]})) && printf ' and %s' "${ROPTS[*]}")"
 
 # Warm-up, untimed: the backlog's WAL into the page cache.
