@@ -72,13 +72,14 @@ rp_output_json(LogicalDecodingContext *ctx, RpState *st)
 	{
 		if (rec.tag == RP_TAG_RELATION && rec.u.relation.previous)
 			rp_relation_free(rec.u.relation.previous);
-		if (!am_walsender)
-			rp_buf_reset(&st->json_out);
-		else if (st->json_out.len > 0)
+		if (st->json_out.len > 0)
 			rp_buf_put_char(&st->json_out, '\n');
 		rp_render_record(&st->json_out, &rec, &st->json_dec.rels, NULL);
 		if (!am_walsender)
+		{
 			rp_output_write(ctx, st, st->json_out.data, st->json_out.len);
+			rp_buf_reset(&st->json_out);
+		}
 	}
 	if (rc < 0)
 		elog(ERROR, "replicant: encoded record failed to decode: %s", st->json_dec.error);
