@@ -18,9 +18,11 @@
 # walsender; polled every 0.1 s). The WAL is read once before the first client so that every
 # client finds it in the page cache.
 #
-# The server's logical_decoding_work_mem is left at 64MB: it spills the 1M-row transaction to
-# pg_replslot/ for every client, unless replicant is run with REPLICANT_OPTS="-o streaming=on"
-# (then it streams the transaction while in progress; pg_recvlogical with wal2json cannot).
+# The server's logical_decoding_work_mem is left at 64MB: the 1M-row transaction outgrows it, and
+# the server spills it to pg_replslot/ for pg_recvlogical (wal2json cannot stream; pgoutput
+# proto 1 does not) and streams it while in progress to replicant, which asks for streaming by
+# default (REPLICANT_OPTS="-o streaming=off" makes it spill too). Each slot's
+# pg_stat_replication_slots counters (spilled / streamed transactions and bytes) are printed.
 #
 # Environment: CLIENTS="replicant wal2json2 pgoutput" (default all, in this order); KEEP_FILES=1
 # keeps the output files in the cluster directory (with RP_KEEP_CLUSTERS=1); PERF=1 records the
@@ -195,10 +197,8 @@ printf 'replicant file sink bench: PostgreSQL %s, %s cores, %s\n' \
 printf 'replicant.so / replicant: built %s; load average at start: %s\n' "$IDS" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'workload: %d rows inserted in one transaction, %d updated, %d deleted (%d changes, %s of WAL) in %s s; end %s\n' \
 	"$ROWS" $((ROWS / 4)) $((ROWS / 10)) "$changes" "$WAL" "$(sub "$t1" "$t0")" "$END"
-stream=spilled
-[[ " ${ROPTS[*]} " == *" streaming=on "* || " ${ROPTS[*]} " == *" --option=streaming=on "* ]] && stream=streamed
-printf 'logical_decoding_work_mem = %s (the default): the 1M-row transaction outgrows it; the server spills it to pg_replslot/ and replays it at commit for pg_recvlogical, and %s for replicant\n' \
-	"$(psql_ -Atc 'show logical_decoding_work_mem')" "$([[ $stream == streamed ]] && echo 'streams it while in progress (-o streaming=on)' || echo 'spills it too (no -o streaming=on)')"
+printf 'logical_decoding_work_mem = %s (the default): the 1M-row transaction outgrows it; the server spills it to pg_replslot/ for a client that does not ask for streaming, and streams it while in progress to one that does (replicant does by default; -o streaming=off turns it off)\n' \
+	"$(psql_ -Atc 'show logical_decoding_work_mem')"
 printf 'replicant options: defaults%s\n\n' "$( ((${#ROPTS[@]})) && printf ' and %s' "${ROPTS[*]}")"
 
 # Warm-up, untimed: the backlog's WAL into the page cache.
@@ -241,14 +241,17 @@ for c in "${CLIENTS[@]}"; do
 	BYTES[$c]=$(stat -c %s "$file")
 	LINES[$c]=$(wc -l <"$file")
 	past=$(psql_ -Atc "select pg_wal_lsn_diff(confirmed_flush_lsn, '$END') from pg_replication_slots where slot_name = '${SLOT[$c]}'")
+	# how the server handled the big transaction for this slot (the walsender flushes its
+	# statistics when it exits)
+	stats=$(psql_ -Atc "select format('spilled %s txns / %s MB, streamed %s txns / %s MB', spill_txns, spill_bytes / 1048576, stream_txns, stream_bytes / 1048576) from pg_stat_replication_slots where slot_name = '${SLOT[$c]}'")
 	what=''
 	case $c in
 	replicant) what="$(grep -c '"kind":"checkpoint"' "$file") checkpoint lines (one per batch)" ;;
 	wal2json2) what="$(grep -c '"action":"[IUD]"' "$file") change lines" ;;
 	esac
-	printf '  %-10s %7s s (client cpu %s s, server cpu %s s, client peak RSS %s MB); %s bytes, %s lines%s; slot confirmed at end%+d\n' \
+	printf '  %-10s %7s s (client cpu %s s, server cpu %s s, client peak RSS %s MB); %s bytes, %s lines%s; slot confirmed at end%+d; server %s\n' \
 		"$c" "${SECS[$c]}" "${CCPU[$c]}" "${SCPU[$c]}" "${RSS[$c]}" "${BYTES[$c]}" "${LINES[$c]}" \
-		"${what:+ ($what)}" "$past"
+		"${what:+ ($what)}" "$past" "${stats:-(no slot statistics)}"
 	if [[ $c == replicant && $PERF == 1 ]]; then
 		perf report -i "$WORK/perf-file.data" --stdio --no-children 2>/dev/null | grep -v '^$' |
 			head -n 60 | sed 's/^/    perf: /'
