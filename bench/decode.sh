@@ -67,7 +67,7 @@ ROWS=$2
 RUNS=$3
 read -r -a NAMES <<<"$4"
 WORK_MEM=$5
-export PATH="$RP_BINDIR:$PATH"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
 declare -A PLUG=([nullplug]=pgoutput [pgoutput]=pgoutput [pgoutput_bin]=pgoutput

@@ -74,7 +74,7 @@ read -r -a CLIENTS <<<"$3"
 PERF=$4
 read -r -a ROPTS <<<"$5"
 KEEP_FILES=$6
-export PATH="$RP_BINDIR:$PATH"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
 rp_cluster_start fsink "autovacuum = off" "fsync = on"

@@ -98,7 +98,7 @@ IFS=';' read -r -a SETTINGS <<<"$4"
 read -r -a ROPTS <<<"$5"
 PERF=$6
 REPLICANT_BIN=$7
-export PATH="$RP_BINDIR:$PATH"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
 has_mode() { [[ " ${MODES[*]} " == *" $1 "* ]]; }

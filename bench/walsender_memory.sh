@@ -64,7 +64,7 @@ fi
 ROWS=$2
 read -r -a MODES <<<"$3"
 WORK_MEM=$4
-export PATH="$RP_BINDIR:$PATH"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
 settings=("autovacuum = off" "max_wal_size = 8GB")

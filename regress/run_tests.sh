@@ -42,7 +42,7 @@ fi
 
 # ---------------------------------------------------------------- the suites
 cd "$RP_ROOT"
-export PATH="$RP_BINDIR:$PATH"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 logdir=$RP_ROOT/regress/log
 mkdir -p "$logdir"
 passed=0

@@ -29,7 +29,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
 . "$here/../lib.sh"
-export PATH="$RP_BINDIR:$PATH"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 
 ROUNDS=${ROUNDS:-26} # 24 consumer kills and 2 source restarts
 work=$(mktemp -d /tmp/rp-kill9.XXXXXX)

@@ -34,7 +34,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
 . "$here/../lib.sh"
-export PATH="$RP_BINDIR:$PATH"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 
 CANARY='CANARY-9f86d081'
 CANARY_SQL="'CANARY-' || '9f86d081'"
