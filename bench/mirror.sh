@@ -30,7 +30,8 @@
 #
 # Arguments: ROWS alone = one configuration in 1,000-row transactions; ROWS ROWS_PER_TXN = one
 # configuration. Environment: CONFIGS="ROWS:PER_TXN ..." (default "1000000:1000 200000:10");
-# MODES="native replicant" (default both); REPLICANT_BIN=PATH another consumer binary (an A/B
+# MODES="native replicant" (default both); TIMELINE=1 prints, every 0.5 s of a catch-up, the CPU
+# each process class used (is the time spent, and do they overlap?); REPLICANT_BIN=PATH another consumer binary (an A/B
 # comparison; default the installed one); REPLICANT_OPTS="..." extra consumer options (e.g.
 # "--batch-txns 5000"); SETTINGS="line;line" more postgresql.conf lines for both clusters
 # (default "autovacuum = off": the 2-core machine's numbers are steadier without it, and it is
@@ -86,7 +87,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	out=$RP_ROOT/bench/out/mirror-$(date +%Y%m%d-%H%M%S).txt
 	rc=0
 	rp_run_unprivileged bench/mirror.sh --phase-run "$configs" "$modes" \
-		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" | tee "$out" || rc=$?
+		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" "${TIMELINE:-0}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -97,6 +98,7 @@ read -r -a MODES <<<"$3"
 IFS=';' read -r -a SETTINGS <<<"$4"
 read -r -a ROPTS <<<"$5"
 PERF=$6
+TIMELINE=${8:-0}
 REPLICANT_BIN=$7
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
@@ -213,6 +215,47 @@ cpu_split() { # "walsender X s, apply_worker Y s, ..." for the classes that used
 	printf '%s' "$out"
 }
 
+# timeline_line PID T0: with TIMELINE=1, every 0.5 s one line on stderr: elapsed seconds and
+# the CPU ticks each class (and the consumer, PID) used since the previous line: where the
+# wall time goes, and whether the three processes overlap.
+timeline_line() {
+	local p c t line=''
+	declare -A by=()
+	for p in "${!C1[@]}"; do
+		c=${CLASS[$p]:-other}
+		by[$c]=$((${by[$c]:-0} + C1[$p] - ${LASTC[$p]:-${C0[$p]}}))
+		LASTC[$p]=${C1[$p]}
+	done
+	t=$(ticks_of "$1") || t=0
+	for c in walsender dst_backend other; do line+=" $c=${by[$c]:-0}"; done
+	printf '  t=%s%s consumer=%s\n' "$(sub "$(now)" "$2")" "$line" $((t - last_t)) >&2
+	last_t=$t
+}
+
+# waits_begin / waits_end: with TIMELINE=1, sample every 10 ms what the walsender and the
+# destination's backends wait on (pg_stat_activity.wait_event, "cpu" when none) from one session
+# per cluster, and print the share of each: a process waiting on ClientRead or
+# WalSenderWriteData is starved or blocked by the consumer, not by its own work.
+WAIT_SQL="DO \$\$ BEGIN LOOP PERFORM pg_stat_clear_snapshot();
+  RAISE WARNING 'w %', (SELECT string_agg(backend_type || ':' || coalesce(wait_event, 'cpu'), ' ')
+    FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type IN ('walsender', 'client backend'));
+  PERFORM pg_sleep(0.01); END LOOP; END \$\$"
+waits_begin() {
+	src -c "$WAIT_SQL" 2>"$WORK/waits.src" &
+	WAIT_PIDS="$!"
+	dst -c "$WAIT_SQL" 2>"$WORK/waits.dst" &
+	WAIT_PIDS+=" $!"
+}
+waits_end() {
+	local f
+	kill $WAIT_PIDS 2>/dev/null || true; wait $WAIT_PIDS 2>/dev/null || true
+	for f in src dst; do
+		printf '  %s waits:' "$f" >&2
+		sed -n 's/^WARNING:  w //p' "$WORK/waits.$f" | tr ' ' '\n' | { grep . || true; } | sort | uniq -c | sort -rn |
+			awk '{ n[NR] = $1; w[NR] = $2; t += $1 } END { for (i = 1; i <= NR && i <= 8; i++) printf " %s %.0f%%", w[i], 100 * n[i] / t; print "" }' >&2
+	done
+}
+
 # run_measured LOG CMD...: runs CMD with stderr to LOG; sets RUN_RC, RUN_S (wall), RUN_CPU
 # (its user + system seconds), RUN_RSS_KB (its peak RSS) and RUN_SERVER_CPU (the servers'
 # CPU seconds meanwhile). /usr/bin/time -v when it is there, otherwise VmHWM and the CPU ticks
@@ -223,6 +266,7 @@ run_measured() {
 	RUN_RC=0
 	[[ -x /usr/bin/time ]] && timed=1
 	cpu_begin
+	((TIMELINE)) && waits_begin
 	a=$(now)
 	if ((timed)); then
 		/usr/bin/time -v -o "$tfile" "$@" 2>"$log" &
@@ -230,8 +274,12 @@ run_measured() {
 		"$@" 2>"$log" &
 	fi
 	pid=$!
+	local polls=0 last_t=0
+	declare -A LASTC=()
 	while kill -0 "$pid" 2>/dev/null; do
 		cpu_poll
+		polls=$((polls + 1))
+		((TIMELINE && polls % 5 == 0)) && timeline_line "$pid" "$a"
 		if ((!timed)); then
 			line=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
 			[[ -n $line ]] && hwm=$line
@@ -241,6 +289,7 @@ run_measured() {
 	done
 	wait "$pid" || RUN_RC=$?
 	b=$(now)
+	((TIMELINE)) && waits_end
 	RUN_S=$(sub "$b" "$a")
 	RUN_SERVER_CPU=$(cpu_total)
 	RUN_SERVER_SPLIT=$(cpu_split)

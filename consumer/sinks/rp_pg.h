@@ -67,6 +67,8 @@ typedef struct RpPgTable
 	bool		no_identity;	/* updates and deletes cannot be applied */
 	bool		history;
 	bool		resolved;
+	bool		binary;			/* COPY in binary: every column qualifies (rp_pgbin.h) */
+	bool		text_datums;	/* the pending effects hold values read back as text */
 	char	   *stage_ups;		/* temporary staging tables, quoted */
 	char	   *stage_del;
 	/* net effects of the pending batch */

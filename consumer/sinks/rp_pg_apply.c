@@ -24,6 +24,7 @@
 #include "rp_ckpt.h"
 #include "rp_format.h"
 #include "rp_pg.h"
+#include "rp_pgbin.h"
 #include "rp_pgtext.h"
 #include "rp_read.h"
 #include "rp_status.h"
@@ -632,6 +633,7 @@ rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, 
 				else
 				{
 					out->datums[i].kind = RP_PG_DATUM_TEXT;
+					t->text_datums = true;	/* this batch's COPYs go as text */
 					out->datums[i].len = (uint32_t) PQgetlength(res, 0, f);
 					rp_buf_put_bytes(hold, PQgetvalue(res, 0, f), out->datums[i].len);
 				}
@@ -861,11 +863,54 @@ rp_copy_wants(const RpEffect *ef, RpCopyWhich which)
 	return false;
 }
 
+/*
+ * One effect as a binary COPY tuple: the key columns in column order, or
+ * every applied column.  A value with no binary form cannot get here
+ * (rp_pg_table_resolve only sets t->binary when every column has one), so
+ * one is a broken invariant, reported rather than sent.
+ */
+static int
+rp_copy_row_binary(RpPg *pg, RpBuf *out, const RpPgTable *t, const RpEffect *ef, bool keys_only,
+				   int nfields)
+{
+	rp_pgbin_tuple(out, nfields);
+	for (uint16_t i = 0; i < t->rel->natts; i++)
+	{
+		const RpColumn *c = &t->rel->cols[i];
+		RpDatum		d;
+		int			k = -1;
+
+		if (keys_only)
+		{
+			for (int j = 0; j < t->nkey && k < 0; j++)
+				if (t->keycols[j] == i)
+					k = j;
+			if (k < 0)
+				continue;
+			rp_row_get(&t->arena, ef->key_off, k, &d);
+		}
+		else
+		{
+			if (c->flags & RP_COL_GENERATED)
+				continue;
+			rp_row_get(&t->arena, ef->row_off, i, &d);
+		}
+		if (d.kind != RP_DATUM_VALUE)
+			rp_pgbin_null(out);
+		else if (rp_pgbin_value(out, c->encoding, d.data, d.len) < 0)
+			return rp_fail(RP_HALT_SINK, "column \"%s\" of table %s: a value has no binary form (encoding %u)",
+						   c->name, t->qname, (unsigned) c->encoding);
+	}
+	return 0;
+}
+
 /* COPY the selected effects into a staging table (or the table itself). */
 static int
 rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 {
 	bool		keys_only = which == RP_COPY_DELETES;
+	bool		binary = t->binary && !t->text_datums;
+	int			nfields = 0;
 	RpBuf		sql,
 				out;
 	PGresult   *res;
@@ -891,8 +936,9 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 		first = false;
 		rp_buf_put_text(&sql, qc);
 		rp_free(qc);
+		nfields++;
 	}
-	rp_buf_put_text(&sql, ") FROM STDIN");
+	rp_buf_put_text(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
 	rp_buf_put_char(&sql, '\0');
 	res = PQexec(pg->conn, sql.data);
 	rp_buf_free(&sql);
@@ -905,6 +951,8 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 	PQclear(res);
 
 	rp_buf_init(&out, RP_COPY_CHUNK + 4096);
+	if (binary)
+		rp_pgbin_header(&out);
 	for (int e = 0; e < t->neffects && rc == 0; e++)
 	{
 		const RpEffect *ef = &t->effects[e];
@@ -912,7 +960,9 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 
 		if (!rp_copy_wants(ef, which))
 			continue;
-		if (keys_only)
+		if (binary)
+			rc = rp_copy_row_binary(pg, &out, t, ef, keys_only, nfields);
+		else if (keys_only)
 		{
 			/* key columns, in column order, from the key bytes */
 			for (uint16_t i = 0; i < t->rel->natts; i++)
@@ -943,10 +993,13 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 				rp_copy_field(pg, &out, t->rel->cols[i].encoding, &d);
 			}
 		}
-		rp_buf_put_char(&out, '\n');
-		if (out.len >= RP_COPY_CHUNK)
+		if (!binary)
+			rp_buf_put_char(&out, '\n');
+		if (out.len >= RP_COPY_CHUNK && rc == 0)
 			rc = rp_copy_send(pg, &out, t);
 	}
+	if (binary)
+		rp_pgbin_trailer(&out);
 	if (rp_copy_end(pg, &out, t) < 0 && rc == 0)
 		rc = -1;
 	rp_buf_free(&out);
@@ -1356,6 +1409,7 @@ static void
 rp_effects_clear(RpPgTable *t)
 {
 	t->neffects = 0;
+	t->text_datums = false;
 	t->order = 0;
 	rp_buf_reset(&t->arena);
 	if (t->slots)

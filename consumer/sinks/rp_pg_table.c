@@ -16,6 +16,7 @@
 
 #include "rp_deliver.h"
 #include "rp_pg.h"
+#include "rp_pgbin.h"
 #include "rp_status.h"
 
 char *
@@ -269,6 +270,59 @@ rp_pg_name_array(RpBuf *out, const RpPgTable *t, bool key_only)
 	rp_buf_put_char(out, '\0');
 }
 
+/* Every applied column has a binary form (the destination's types aside). */
+static bool
+rp_pg_binary_candidate(const RpPgTable *t)
+{
+	for (uint16_t i = 0; i < t->rel->natts; i++)
+		if (rp_pg_applied(&t->rel->cols[i]) && !rp_pgbin_column_ok(&t->rel->cols[i]))
+			return false;
+	return true;
+}
+
+/*
+ * COPY goes in binary when every applied column has a binary form and the
+ * destination column has exactly the source's (built-in) type: binary
+ * input does not convert, so a column the user declared differently (int8
+ * for int4, text for varchar) keeps the text path, which does.
+ */
+static int
+rp_pg_binary_check(RpPg *pg, RpPgTable *t, const char *oid)
+{
+	const char *vals[1] = {oid};
+	PGresult   *res;
+
+	t->binary = false;
+	if (!rp_pg_binary_candidate(t))
+		return 0;
+	res = PQexecParams(pg->conn,
+					   "SELECT a.attname, a.atttypid FROM pg_catalog.pg_attribute a"
+					   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		int			rc = rp_pg_fail_result(pg, res, "reading the column types", t);
+
+		PQclear(res);
+		return rc;
+	}
+	t->binary = true;
+	for (uint16_t i = 0; i < t->rel->natts && t->binary; i++)
+	{
+		const RpColumn *c = &t->rel->cols[i];
+		bool		same = false;
+
+		if (!rp_pg_applied(c))
+			continue;
+		for (int r = 0; r < PQntuples(res) && !same; r++)
+			same = strcmp(PQgetvalue(res, r, 0), c->name) == 0 &&
+				strtoul(PQgetvalue(res, r, 1), NULL, 10) == c->type_oid;
+		t->binary = same;
+	}
+	PQclear(res);
+	return 0;
+}
+
 int
 rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 {
@@ -298,6 +352,8 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 						   t->qname);
 		if (rp_pg_create_table(pg, t) < 0)
 			return -1;
+		/* created from the description: every column has the source's type */
+		t->binary = rp_pg_binary_candidate(t);
 		t->resolved = true;
 		return 0;
 	}
@@ -343,6 +399,8 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 		PQclear(res);
 	}
 	rp_buf_free(&names);
+	if (rc == 0)
+		rc = rp_pg_binary_check(pg, t, oid);
 	if (rc == 0)
 		t->resolved = true;
 	return rc;

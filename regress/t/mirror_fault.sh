@@ -15,6 +15,10 @@
 #             jsonb, json (kept verbatim: spacing, duplicate keys), int[] with NULLs and a
 #             non-default lower bound, multi-dimensional text[], an enum (the type is created
 #             on the destination beforehand, --create-tables refers to it), bool
+#   bin_t     types_t's values without the enum, plus time, timetz (zones east and west),
+#             char(n), name, float8[] and date[] with NULLs: every column has a binary form,
+#             so the mirror COPYs this table in binary (types_t, with its enum, goes as
+#             text); kept equal to types_t row for row by a trigger on the source
 #   toast_t   large out-of-line text and jsonb (STORAGE EXTERNAL); most updates change other
 #             columns only (unchanged TOAST: the destination must keep its value), some
 #             change the key too
@@ -47,7 +51,7 @@ ROUNDS=${ROUNDS:-22}
 work=$(mktemp -d /tmp/rp-mirror-fault.XXXXXX)
 STATE=$work/state
 SLOT=mirror_fault
-TABLES=(types_t toast_t keyed_t nopk_t trunc_t trunc2_t)
+TABLES=(types_t bin_t toast_t keyed_t nopk_t trunc_t trunc2_t)
 consumer_pid=
 workload_pid=
 status=1
@@ -78,6 +82,9 @@ fail() {
 started=$SECONDS
 rp_cluster_start src
 rp_cluster_start dst
+# COPY statements in the destination's log (no parameters): which tables went in binary
+rp_psql dst -c "ALTER SYSTEM SET log_statement = 'mod'" -c "ALTER SYSTEM SET log_parameter_max_length = 0" \
+	-c "SELECT pg_reload_conf()" >/dev/null
 
 rp_psql src <<'SQL' >/dev/null
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy', 'très "heureux" ☺');
@@ -85,6 +92,41 @@ CREATE TABLE types_t (id bigint PRIMARY KEY, ver int NOT NULL, i2 int2, i4 int4,
                       n numeric, nt numeric(12,3), f8 float8, f4 real, t text, vc varchar(20),
                       b bytea, u uuid, d date, ts timestamptz, tsn timestamp, iv interval,
                       jb jsonb, js json, ia int[], ta text[], e mood, flag bool);
+CREATE TABLE bin_t (id bigint PRIMARY KEY, ver int NOT NULL, i2 int2, i4 int4, i8 int8,
+                    n numeric, nt numeric(12,3), f8 float8, f4 real, t text, vc varchar(20),
+                    b bytea, u uuid, d date, ts timestamptz, tsn timestamp, iv interval,
+                    jb jsonb, js json, ia int[], ta text[], flag bool, tm time, tz timetz,
+                    c char(5), na name, fa float8[], da date[]);
+CREATE FUNCTION bin_mirror() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  r bin_t;
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    DELETE FROM bin_t WHERE id = OLD.id;
+    RETURN NULL;
+  END IF;
+  r := ROW(NEW.id, NEW.ver, NEW.i2, NEW.i4, NEW.i8, NEW.n, NEW.nt, NEW.f8, NEW.f4,
+      NEW.t, NEW.vc, NEW.b, NEW.u, NEW.d, NEW.ts, NEW.tsn, NEW.iv, NEW.jb, NEW.js, NEW.ia, NEW.ta,
+      NEW.flag,
+      CASE WHEN isfinite(NEW.tsn) THEN NEW.tsn::time END,
+      CASE WHEN isfinite(NEW.tsn) THEN (NEW.tsn::time::text || CASE NEW.ver % 3 WHEN 0 THEN '+05:30'
+        WHEN 1 THEN '-08' ELSE '+00' END)::timetz END,
+      left(NEW.vc, 5), left(NEW.t, 40)::name,
+      CASE WHEN NEW.ver % 2 = 0 THEN ARRAY[NEW.f8, NULL, NEW.f4] END,
+      CASE WHEN NEW.d IS NOT NULL THEN '[0:1]={2000-01-01,NULL}'::date[] || NEW.d END);
+  -- updates in place half the time, as delete and insert the other half
+  IF TG_OP = 'UPDATE' AND NEW.ver % 2 = 0 THEN
+    UPDATE bin_t SET (id, ver, i2, i4, i8, n, nt, f8, f4, t, vc, b, u, d, ts, tsn, iv, jb, js, ia, ta, flag, tm, tz, c, na, fa, da) = (SELECT r.*) WHERE id = OLD.id;
+  ELSE
+    IF TG_OP = 'UPDATE' THEN
+      DELETE FROM bin_t WHERE id = OLD.id;
+    END IF;
+    INSERT INTO bin_t SELECT r.*;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER bin_mirror AFTER INSERT OR UPDATE OR DELETE ON types_t
+  FOR EACH ROW EXECUTE FUNCTION bin_mirror();
 -- the shape of r_types() (types_t gains a column later)
 CREATE TABLE types_proto (LIKE types_t);
 CREATE TABLE toast_t (id bigint PRIMARY KEY, big text, doc jsonb, counter int NOT NULL, note text);
@@ -488,11 +530,19 @@ for t in "${TABLES[@]}"; do
 	summary+=("$t ${a%% *}")
 done
 cols_src=$(rp_psql src -Atc "SELECT string_agg(attrelid::regclass || '.' || attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attrelid::regclass::text, attnum)
-                             FROM pg_attribute WHERE attrelid::regclass::text = ANY ('{types_t,toast_t,keyed_t,nopk_t,trunc_t,trunc2_t}') AND attnum > 0 AND NOT attisdropped")
+                             FROM pg_attribute WHERE attrelid::regclass::text = ANY ('{types_t,bin_t,toast_t,keyed_t,nopk_t,trunc_t,trunc2_t}') AND attnum > 0 AND NOT attisdropped")
 cols_dst=$(rp_psql dst -Atc "SELECT string_agg(attrelid::regclass || '.' || attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attrelid::regclass::text, attnum)
-                             FROM pg_attribute WHERE attrelid::regclass::text = ANY ('{types_t,toast_t,keyed_t,nopk_t,trunc_t,trunc2_t}') AND attnum > 0 AND NOT attisdropped")
+                             FROM pg_attribute WHERE attrelid::regclass::text = ANY ('{types_t,bin_t,toast_t,keyed_t,nopk_t,trunc_t,trunc2_t}') AND attnum > 0 AND NOT attisdropped")
 [[ $cols_src == "$cols_dst" ]] || fail "the destination's columns differ: $cols_dst"
 unset PGOPTIONS
+
+# bin_t's fresh rows went straight into it in binary, types_t's (an enum column) as text
+grep -q 'COPY "public"."bin_t" (.*) FROM STDIN (FORMAT binary)' "$dst_LOG" ||
+	fail "no binary COPY into bin_t in the destination's log"
+grep -q 'COPY "public"."types_t" (.*) FROM STDIN$' "$dst_LOG" ||
+	fail "no text COPY into types_t in the destination's log"
+! grep -q 'COPY "public"."types_t" (.*) FROM STDIN (FORMAT binary)' "$dst_LOG" ||
+	fail "types_t (an enum column) was COPYed in binary"
 
 ck=$(rp_psql dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$SLOT'")
 [[ $(rp_psql dst -Atc "SELECT '$ck'::pg_lsn >= '$endpos'") == t ]] || fail "checkpoint $ck is not past the end position $endpos"
