@@ -57,6 +57,7 @@ typedef struct RpCli
 	bool		progress;
 	int			metrics_port;
 	RpPgOptions pg;				/* mirror sink */
+	bool		no_early_apply;
 } RpCli;
 
 typedef struct RpRun
@@ -115,6 +116,7 @@ usage(void)
 	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
 	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
 	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
+	printf("      --no-early-apply   apply a large streamed transaction only at its commit, not block by block\n");
 	printf("\nOther options:\n");
 	printf("  -v, --verbose          output verbose messages\n");
 	printf("  -V, --version          output version information, then exit\n");
@@ -285,7 +287,7 @@ deliver_ready(RpRun *run, bool *done)
 
 	while ((item = rp_asm_pop(&run->asm_)) != NULL)
 	{
-		uint64_t	end = item->kind == RP_ITEM_TXN ? item->txn->end_lsn : item->msg.lsn;
+		uint64_t	end = item->kind == RP_ITEM_TXN ? item->txn->end_lsn : item->kind == RP_ITEM_MESSAGE ? item->msg.lsn : 0;
 
 		if (item->kind == RP_ITEM_TXN)
 			run->metrics.last_commit_time = item->txn->commit_time;
@@ -575,6 +577,8 @@ run_stream(RpCli *cli)
 	if (rp_spill_init(&run.spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
 		goto fail;
 	rp_asm_init(&run.asm_, &run.spill, have_ck ? ck.commit_lsn : 0);
+	/* a sink that can apply a streamed transaction before its commit gets its blocks */
+	run.asm_.early = run.sink->handle_chunk != NULL && !cli->no_early_apply;
 	if (rp_deliver_init(&run.dl, run.sink, &ck, run.sink->owns_checkpoint ? NULL : path, view,
 						&cli->limits) < 0)
 		goto fail;
@@ -641,6 +645,9 @@ run_stream(RpCli *cli)
 	disconnect(&run);
 	rp_pipe_stop(&run.pipe);
 	rp_metrics_stop(&run.metrics);
+	pg_log_info(cli, "delivered %" PRIu64 " transactions in %" PRIu64 " batches; %" PRIu64
+				" streamed transactions applied early (%" PRIu64 " blocks, %" PRIu64 " dropped)",
+				run.dl.txns, run.dl.batches, run.dl.early_commits, run.dl.early_chunks, run.dl.early_drops);
 	rp_deliver_free(&run.dl);
 	rp_asm_free(&run.asm_);
 	run.sink->close(run.sink);
@@ -733,6 +740,7 @@ main(int argc, char **argv)
 		{"history", required_argument, NULL, 18},
 		{"message-route", required_argument, NULL, 19},
 		{"message-ignore", required_argument, NULL, 20},
+		{"no-early-apply", no_argument, NULL, 21},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -893,6 +901,9 @@ main(int argc, char **argv)
 				break;
 			case 20:
 				add_name(&cli.pg.ignore_prefixes, &cli.pg.nignore, optarg);
+				break;
+			case 21:
+				cli.no_early_apply = true;
 				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);

@@ -9,6 +9,8 @@
 #include "rp_asm.h"
 #include "rp_status.h"
 
+static void rp_asm_chunks_void(RpAsm *a, RpTxn *t);
+
 void
 rp_asm_init(RpAsm *a, RpSpill *spill, uint64_t watermark)
 {
@@ -26,6 +28,7 @@ rp_txn_free(RpTxn *txn)
 	if (txn == NULL)
 		return;
 	rp_store_free(&txn->store);
+	rp_txn_free(txn->chunk);
 	if (txn->stamps)
 		rp_free(txn->stamps);
 	if (txn->subs)
@@ -57,6 +60,7 @@ rp_asm_reset(RpAsm *a)
 	{
 		RpTxn	   *next = a->streams->next;
 
+		rp_asm_chunks_void(a, a->streams);
 		rp_txn_free(a->streams);
 		a->streams = next;
 	}
@@ -143,6 +147,17 @@ rp_txn_new(RpAsm *a, uint32_t xid)
 	return t;
 }
 
+/* Append a record to a transaction, and to its open chunk when it has one. */
+static int
+rp_txn_append(RpTxn *t, const void *raw, size_t len)
+{
+	if (rp_store_append(&t->store, raw, len) < 0)
+		return -1;
+	if (t->chunk && rp_store_append(&t->chunk->store, raw, len) < 0)
+		return -1;
+	return 0;
+}
+
 /* Store the relation's current description in txn unless it is there. */
 static int
 rp_txn_describe(RpAsm *a, RpTxn *t, uint32_t relid)
@@ -171,7 +186,7 @@ rp_txn_describe(RpAsm *a, RpTxn *t, uint32_t relid)
 	}
 	t->stamps[i].relid = relid;
 	t->stamps[i].version = raw->version;
-	return rp_store_append(&t->store, raw->bytes, raw->len);
+	return rp_txn_append(t, raw->bytes, raw->len);
 }
 
 /* Remember where a subtransaction's changes start (streamed only). */
@@ -220,15 +235,59 @@ rp_asm_pop(RpAsm *a)
 	return item;
 }
 
+/* Chunks of t went out and will not be followed by t as chunked: say so. */
+static void
+rp_asm_chunks_void(RpAsm *a, RpTxn *t)
+{
+	RpItem	   *item;
+
+	if (t == NULL || !t->chunked)
+		return;
+	t->chunked = false;
+	t->chunking = false;
+	item = rp_malloc0(sizeof(RpItem));
+	item->kind = RP_ITEM_STREAM_END;
+	item->xid = t->xid;
+	rp_asm_enqueue(a, item);
+}
+
+/* A stream block ended: its records go out as a chunk (RpAsm.early). */
+static void
+rp_asm_chunk_out(RpAsm *a, RpTxn *t)
+{
+	RpTxn	   *c = t->chunk;
+	RpItem	   *item;
+
+	t->chunk = NULL;
+	if (c == NULL)
+		return;
+	if (rp_store_length(&c->store) == 0)
+	{
+		rp_txn_free(c);
+		return;
+	}
+	item = rp_malloc0(sizeof(RpItem));
+	item->kind = RP_ITEM_CHUNK;
+	item->txn = c;
+	item->first = t->chunk_first;
+	t->chunk_first = false;
+	t->chunked = true;
+	rp_asm_enqueue(a, item);
+}
+
 static void
 rp_asm_finish(RpAsm *a, RpTxn *t)
 {
 	RpItem	   *item;
 
+	rp_txn_free(t->chunk);
+	t->chunk = NULL;
+
 	/* at or below the watermark: already applied before a restart */
 	if (t->commit_lsn <= a->watermark)
 	{
 		a->skipped++;
+		rp_asm_chunks_void(a, t);
 		rp_txn_free(t);
 		return;
 	}
@@ -330,7 +389,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 			if (rp_txn_describe(a, t, rec->u.change.relid) < 0)
 				return -1;
 			t->nchanges++;
-			return rp_store_append(&t->store, raw, rawlen);
+			return rp_txn_append(t, raw, rawlen);
 		case RP_TAG_TRUNCATE:
 			if ((t = rp_asm_target(a, rec)) == NULL)
 				return -1;
@@ -340,7 +399,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 				if (rp_txn_describe(a, t, rp_truncate_relid(rec, i)) < 0)
 					return -1;
 			t->nchanges++;
-			return rp_store_append(&t->store, raw, rawlen);
+			return rp_txn_append(t, raw, rawlen);
 		case RP_TAG_MESSAGE:
 			if (rec->u.message.flags & RP_MESSAGE_TRANSACTIONAL)
 			{
@@ -349,7 +408,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 				if (a->block)
 					rp_txn_note_subxact(t, rec->u.message.xid);
 				t->nchanges++;
-				return rp_store_append(&t->store, raw, rawlen);
+				return rp_txn_append(t, raw, rawlen);
 			}
 			else
 			{
@@ -376,6 +435,8 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 								   rec->u.stream_start.xid, rp_lsn(a->frame_lsn, b));
 				t = rp_txn_new(a, rec->u.stream_start.xid);
 				t->streamed = true;
+				t->chunking = a->early;
+				t->chunk_first = true;
 				t->next = a->streams;
 				a->streams = t;
 			}
@@ -383,11 +444,18 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 				return rp_fail(RP_HALT_PROTOCOL, "stream of xid %u started twice at %s",
 							   rec->u.stream_start.xid, rp_lsn(a->frame_lsn, b));
 			a->block = t;
+			if (t->chunking && t->chunk == NULL)
+			{
+				t->chunk = rp_txn_new(a, t->xid);
+				t->chunk->streamed = true;
+			}
 			return 0;
 		case RP_TAG_STREAM_STOP:
 			if (a->block == NULL)
 				return rp_fail(RP_HALT_PROTOCOL, "stream stop outside a stream block at %s",
 							   rp_lsn(a->frame_lsn, b));
+			if (a->block->chunking)
+				rp_asm_chunk_out(a, a->block);
 			a->block = NULL;
 			return 0;
 		case RP_TAG_STREAM_COMMIT:
@@ -413,7 +481,9 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 								   xid, rp_lsn(a->frame_lsn, b));
 				if (sub == xid || sub == 0)
 				{
-					rp_txn_free(rp_asm_stream_find(a, xid, true));
+					t = rp_asm_stream_find(a, xid, true);
+					rp_asm_chunks_void(a, t);
+					rp_txn_free(t);
 					a->aborted++;
 					return 0;
 				}
@@ -423,6 +493,9 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 				for (int i = 0; i < t->nsubs; i++)
 					if (t->subs[i].xid == sub)
 					{
+						/* chunks that held its changes are void, and no more go out */
+						rp_asm_chunks_void(a, t);
+						t->chunking = false;
 						/* it and everything after it (its children) go */
 						if (rp_store_truncate(&t->store, t->subs[i].offset) < 0)
 							return -1;

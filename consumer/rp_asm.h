@@ -52,13 +52,20 @@ typedef struct RpTxn
 	RpSubxact  *subs;
 	int			nsubs;
 	int			capsubs;
+	/* early delivery of a streamed transaction (RpAsm.early) */
+	bool		chunking;		/* its blocks go out as chunks */
+	bool		chunked;		/* at least one chunk went out */
+	bool		chunk_first;	/* the next chunk is its first */
+	struct RpTxn *chunk;		/* the open block's records */
 	struct RpTxn *next;
 } RpTxn;
 
 typedef enum RpItemKind
 {
 	RP_ITEM_TXN,
-	RP_ITEM_MESSAGE				/* non-transactional logical message */
+	RP_ITEM_MESSAGE,			/* non-transactional logical message */
+	RP_ITEM_CHUNK,				/* one stream block of a transaction still open */
+	RP_ITEM_STREAM_END			/* a chunked transaction will not commit as chunked */
 } RpItemKind;
 
 typedef struct RpMessage
@@ -69,11 +76,25 @@ typedef struct RpMessage
 	uint32_t	content_len;
 } RpMessage;
 
+/*
+ * A TXN item is a committed transaction.  With RpAsm.early, a streamed
+ * transaction also goes out block by block before it commits: CHUNK items
+ * (txn holds the block's records, self-describing like any store; first
+ * marks the transaction's first block, which comes again after a
+ * reconnect), then its TXN item, whose store holds every chunk again, in
+ * the same bytes, followed by whatever came after the last one.  When
+ * such a transaction aborts, loses a subtransaction, is dropped by dedup
+ * or is cut by a reconnect, a STREAM_END item (xid) says its chunks are
+ * void.  A consumer of chunks must be able to drop them: nothing about
+ * them is committed.
+ */
 typedef struct RpItem
 {
 	RpItemKind	kind;
 	RpTxn	   *txn;
 	RpMessage	msg;
+	uint32_t	xid;			/* STREAM_END */
+	bool		first;			/* CHUNK */
 	struct RpItem *next;
 } RpItem;
 
@@ -102,6 +123,7 @@ typedef struct RpAsm
 	uint64_t	frame_lsn;
 	uint64_t	skipped;		/* transactions dropped by dedup */
 	uint64_t	aborted;		/* streamed transactions aborted */
+	bool		early;			/* emit stream blocks as CHUNK items (see RpItem) */
 } RpAsm;
 
 extern void rp_asm_init(RpAsm *a, RpSpill *spill, uint64_t watermark);

@@ -212,6 +212,37 @@ rp_cursor_open(RpCursor *c, RpDelivery *dl, RpTxn *txn)
 	return rp_store_iter_start(&c->it, &txn->store);
 }
 
+int
+rp_cursor_open_at(RpCursor *c, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes)
+{
+	uint64_t	skipped = 0;
+
+	if (rp_cursor_open(c, dl, txn) < 0)
+		return -1;
+	while (skipped < skip_bytes)
+	{
+		const unsigned char *raw;
+		size_t		len;
+		int			rc = rp_store_iter_next(&c->it, &raw, &len);
+
+		if (rc < 0)
+		{
+			rp_cursor_close(c);
+			return -1;
+		}
+		if (rc == 0)
+			break;
+		skipped += len;
+	}
+	if (skipped != skip_bytes)
+	{
+		rp_cursor_close(c);
+		return rp_fail(RP_HALT_PROTOCOL, "transaction xid %u does not begin with the chunks applied early",
+					   txn->xid);
+	}
+	return 0;
+}
+
 static int
 rp_cursor_relation(RpCursor *c, const RpRecord *rec, const unsigned char *raw, size_t len)
 {
@@ -391,10 +422,173 @@ rp_deliver_pending(const RpDelivery *dl)
 	return dl->nbatch > 0;
 }
 
+/* ---- early apply of streamed transactions ------------------------------------- */
+
+/* The sink drops what it applied early (its transaction will come whole). */
+static void
+rp_deliver_early_drop(RpDelivery *dl)
+{
+	if (dl->early_xid == 0)
+		return;
+	dl->sink->drop_chunks(dl->sink);
+	dl->early_refused = dl->early_xid;
+	dl->early_xid = 0;
+	dl->early_bytes = 0;
+	dl->early_drops++;
+}
+
+/*
+ * Every Relation record of a chunk must describe its table as the sink
+ * already has it: a schema change inside a chunk is applied the usual way,
+ * at commit, where it cannot be undone half way.
+ */
+static bool
+rp_deliver_chunk_plain(RpDelivery *dl, RpTxn *chunk)
+{
+	RpStoreIter it;
+	const unsigned char *raw;
+	size_t		len;
+	bool		plain = true;
+	int			rc;
+
+	if (rp_store_iter_start(&it, &chunk->store) < 0)
+		return false;
+	while (plain && (rc = rp_store_iter_next(&it, &raw, &len)) > 0)
+	{
+		RpDecoder	scratch;
+		RpRecord	rec;
+		const RpRelation *have;
+		char		what[256];
+
+		if (raw[0] != RP_TAG_RELATION)
+			continue;
+		rp_decoder_init(&scratch);
+		rp_decoder_records(&scratch, raw, len);
+		have = NULL;
+		if (rp_decoder_next(&scratch, &rec) > 0 && rec.tag == RP_TAG_RELATION)
+		{
+			have = rp_relmap_get(&dl->dec.rels, rec.u.relation.rel->relid);
+			plain = have != NULL &&
+				rp_schema_diff(have, rec.u.relation.rel, what, sizeof(what)) == RP_SCHEMA_SAME;
+		}
+		else
+			plain = false;
+		rp_decoder_free(&scratch);
+	}
+	if (rc < 0)
+		plain = false;
+	rp_store_iter_end(&it);
+	return plain;
+}
+
+/*
+ * A stream block of a transaction not committed yet.  The sink applies it
+ * now, inside a unit it keeps open, so the destination works while the
+ * server is still decoding the rest; the commit then only adds the tail.
+ * Order: whatever committed before this block was received first, so the
+ * pending batch goes before it; and anything else that commits while the
+ * unit is open drops it (the transaction then comes whole, later, as
+ * usual), so the destination always sees transactions in commit order.
+ */
+static int
+rp_deliver_chunk(RpDelivery *dl, RpItem *item, int64_t now_ms)
+{
+	RpTxn	   *chunk = item->txn;
+	int			rc;
+
+	if (dl->sink->handle_chunk == NULL)
+		return 0;
+	if (dl->early_xid && (dl->early_xid != chunk->xid || item->first))
+		rp_deliver_early_drop(dl);	/* another one, or the same one sent again */
+	if (dl->early_xid == 0)
+	{
+		/* a transaction is taken from its first block on, or not at all */
+		if (!item->first)
+			return 0;
+		if (rp_deliver_flush(dl, true, now_ms) < 0)
+			return -1;
+		dl->early_refused = 0;
+	}
+	if (!rp_deliver_chunk_plain(dl, chunk))
+	{
+		if (dl->early_xid)
+			rp_deliver_early_drop(dl);
+		dl->early_refused = chunk->xid;
+		return 0;
+	}
+	dl->early_xid = chunk->xid;
+	rc = dl->sink->handle_chunk(dl->sink, dl, chunk);
+	if (rc < 0)
+	{
+		dl->early_xid = 0;
+		dl->early_bytes = 0;
+		return -1;
+	}
+	if (rc > 0)
+	{
+		rp_deliver_early_drop(dl);
+		return 0;
+	}
+	dl->early_bytes += rp_store_length(&chunk->store);
+	dl->early_chunks++;
+	return 0;
+}
+
+/* The transaction whose chunks the sink holds committed. */
+static int
+rp_deliver_chunked_commit(RpDelivery *dl, RpTxn *txn)
+{
+	RpCheckpoint ck;
+
+	rp_ck_for(dl, txn, &ck);
+	if (dl->sink->handle_chunked_commit(dl->sink, dl, txn, dl->early_bytes, &ck) < 0)
+	{
+		dl->early_xid = 0;
+		dl->early_bytes = 0;
+		rp_txn_free(txn);
+		return -1;
+	}
+	dl->early_xid = 0;
+	dl->early_bytes = 0;
+	dl->early_commits++;
+	dl->changes += txn->nchanges;
+	dl->txns++;
+	dl->batches++;
+	rp_txn_free(txn);
+	return rp_deliver_persist(dl, &ck);
+}
+
 int
 rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 {
 	int			rc = 0;
+
+	if (item->kind == RP_ITEM_CHUNK)
+	{
+		rc = rp_deliver_chunk(dl, item, now_ms);
+		rp_item_free(item);
+		return rc;
+	}
+	if (item->kind == RP_ITEM_STREAM_END)
+	{
+		if (dl->early_xid == item->xid)
+			rp_deliver_early_drop(dl);
+		rp_item_free(item);
+		return 0;
+	}
+	if (dl->early_xid)
+	{
+		if (item->kind == RP_ITEM_TXN && item->txn->xid == dl->early_xid && item->txn->streamed)
+		{
+			RpTxn	   *txn = item->txn;
+
+			item->txn = NULL;
+			rp_item_free(item);
+			return rp_deliver_chunked_commit(dl, txn);
+		}
+		/* something else commits first: what the sink holds would come after it */
+		rp_deliver_early_drop(dl);
+	}
 
 	if (item->kind == RP_ITEM_TXN)
 	{
@@ -440,7 +634,7 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
 	 * a log whose checkpoint is the library's file never moves when idle.
 	 */
 	if ((dl->sink->kind == RP_SINK_APPEND_LOG && dl->sink->advance == NULL) ||
-		dl->nbatch > 0 || lsn <= dl->ck.end_lsn)
+		dl->nbatch > 0 || dl->early_xid != 0 || lsn <= dl->ck.end_lsn)
 		return 0;
 	ck.end_lsn = lsn;
 	if (dl->sink->owns_checkpoint)

@@ -34,6 +34,13 @@ struct RpDelivery
 	/* called by sinks while they wait, so status updates keep flowing */
 	void		(*idle_hook) (void *arg);
 	void	   *idle_arg;
+	/* early apply (RpSink.handle_chunk): the transaction whose chunks the sink holds */
+	uint32_t	early_xid;		/* 0: none */
+	uint64_t	early_bytes;	/* its store bytes the chunks covered */
+	uint32_t	early_refused;	/* declined or dropped: its later chunks are ignored */
+	uint64_t	early_chunks;
+	uint64_t	early_commits;
+	uint64_t	early_drops;
 	/* counters (telemetry, value-free) */
 	uint64_t	txns;
 	uint64_t	changes;
@@ -71,6 +78,8 @@ extern int	rp_deliver_advance(RpDelivery *dl, uint64_t lsn);
 
 /* Read a transaction's records; relation records are handled inside. */
 extern int	rp_cursor_open(RpCursor *c, RpDelivery *dl, RpTxn *txn);
+/* The same, past its first skip_bytes (records already read as chunks). */
+extern int	rp_cursor_open_at(RpCursor *c, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes);
 extern int	rp_cursor_next(RpCursor *c, RpRecord *rec);	/* 1, 0 end, -1 */
 extern void rp_cursor_close(RpCursor *c);
 

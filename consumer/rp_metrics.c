@@ -51,6 +51,9 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_batches_total", "counter", "Batches delivered.", NULL, dl->batches);
 		rp_metric(&b, "replicant_messages_total", "counter", "Non-transactional messages delivered.", NULL, dl->messages);
 		rp_metric(&b, "replicant_schema_changes_total", "counter", "Schema changes seen.", NULL, dl->schema_changes);
+		rp_metric(&b, "replicant_early_chunks_total", "counter", "Stream blocks applied before their transaction committed.", NULL, dl->early_chunks);
+		rp_metric(&b, "replicant_early_commits_total", "counter", "Streamed transactions committed after an early apply.", NULL, dl->early_commits);
+		rp_metric(&b, "replicant_early_drops_total", "counter", "Early applies dropped (abort, or another commit first).", NULL, dl->early_drops);
 		rp_metric(&b, "replicant_checkpoint_lsn", "gauge", "End LSN of the last durable unit.", NULL, dl->ck.end_lsn);
 		{
 			uint64_t	lag = m->server_wal_end > dl->ck.end_lsn ? m->server_wal_end - dl->ck.end_lsn : 0;

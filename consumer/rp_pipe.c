@@ -73,7 +73,7 @@ rp_pipe_main(void *arg)
 			p->head = item->next;
 			if (p->head == NULL)
 				p->tail = NULL;
-			p->queued_bytes -= item->kind == RP_ITEM_TXN ? rp_store_length(&item->txn->store) : 0;
+			p->queued_bytes -= item->txn ? rp_store_length(&item->txn->store) : 0;
 			pthread_cond_broadcast(&p->drained);
 			pthread_mutex_unlock(&p->lock);
 			rc = rp_deliver_item(p->dl, item, rp_pipe_now_ms());
@@ -160,7 +160,7 @@ rp_pipe_failure(RpPipe *p)
 int
 rp_pipe_push(RpPipe *p, RpItem *item, void (*tick) (void *), void *arg)
 {
-	uint64_t	bytes = item->kind == RP_ITEM_TXN ? rp_store_length(&item->txn->store) : 0;
+	uint64_t	bytes = item->txn ? rp_store_length(&item->txn->store) : 0;
 
 	pthread_mutex_lock(&p->lock);
 	while (!p->failed && p->head && p->queued_bytes + bytes > p->max_queued_bytes)

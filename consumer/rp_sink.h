@@ -73,6 +73,20 @@ struct RpSink
 	int			(*handle_snapshot) (RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx);
 	int			(*handle_snapshot_complete) (RpSink *sink, uint64_t lsn);
 	int			(*snapshot_progress) (RpSink *sink, const RpRelation *rel, char **token);
+	/*
+	 * Optional, early apply of large streamed transactions (state sinks
+	 * that own their checkpoint).  handle_chunk gets a stream block of a
+	 * transaction that has not committed: apply it inside the sink's open
+	 * unit, commit nothing; return 1 to decline (the transaction then comes
+	 * whole at its commit, as usual).  drop_chunks undoes everything applied
+	 * that way (it aborted, or another transaction commits first).
+	 * handle_chunked_commit: the transaction committed; apply its records
+	 * after the first skip_bytes (which the chunks were), then ck, atomically.
+	 */
+	int			(*handle_chunk) (RpSink *sink, RpDelivery *dl, RpTxn *chunk);
+	void		(*drop_chunks) (RpSink *sink);
+	int			(*handle_chunked_commit) (RpSink *sink, RpDelivery *dl, RpTxn *txn,
+										  uint64_t skip_bytes, const RpCheckpoint *ck);
 	/* Optional, owns_checkpoint state sinks: store an idle-advanced ck. */
 	int			(*advance) (RpSink *sink, const RpCheckpoint *ck);
 	/* Optional: SIGHUP (log rotation). */

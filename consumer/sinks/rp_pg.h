@@ -98,6 +98,9 @@ typedef struct RpPg
 	int64_t		cur_commit_time;
 	/* a barrier inside that transaction already opened some of its versions */
 	uint64_t	history_barrier_lsn;
+	/* early apply: the open transaction holds chunks of a streamed one */
+	bool		early;
+	uint64_t	early_done;		/* the checkpoint's commit LSN when it began */
 	RpBuf		scratch;
 } RpPg;
 
@@ -116,6 +119,8 @@ extern int	rp_pg_table_schema_change(RpPg *pg, const RpRelation *before, const R
 extern int	rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t);
 extern char *rp_pg_ident(RpPg *pg, const char *name);
 extern void rp_pg_table_free(RpPgTable *t);
+/* After a rollback: staging tables and tables created in it are gone. */
+extern void rp_pg_table_forget(RpPgTable *t);
 
 /* rp_pg_apply.c */
 extern int	rp_pg_apply_change(RpPg *pg, const RpRecord *rec);

@@ -83,6 +83,13 @@ rp_pg_table_reset_stage(RpPgTable *t)
 	t->stage_ups = t->stage_del = NULL;
 }
 
+void
+rp_pg_table_forget(RpPgTable *t)
+{
+	rp_pg_table_reset_stage(t);
+	t->resolved = false;
+}
+
 static void
 rp_pg_table_describe(RpPg *pg, RpPgTable *t, const RpRelation *rel)
 {

@@ -294,11 +294,14 @@ rp_pg_abort(RpPg *pg)
 		PQclear(res);
 	}
 	pg->in_txn = false;
+	pg->early = false;
 	/* pending effects belong to the aborted transaction */
 	for (int i = 0; i < pg->ntables; i++)
 	{
 		RpPgTable  *t = pg->tables[i];
 
+		/* so do staging tables it created, and tables it created or altered */
+		rp_pg_table_forget(t);
 		t->neffects = 0;
 		t->order = 0;
 		rp_buf_reset(&t->arena);
@@ -365,7 +368,7 @@ rp_pg_route_message(RpPg *pg, bool transactional, uint64_t lsn, const char *pref
 }
 
 static int
-rp_pg_apply_txn(RpPg *pg, RpDelivery *dl, RpTxn *txn)
+rp_pg_apply_txn(RpPg *pg, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes)
 {
 	RpCursor	c;
 	RpRecord	rec;
@@ -373,7 +376,7 @@ rp_pg_apply_txn(RpPg *pg, RpDelivery *dl, RpTxn *txn)
 
 	pg->cur_commit_lsn = txn->commit_lsn;
 	pg->cur_commit_time = txn->commit_time;
-	if (rp_cursor_open(&c, dl, txn) < 0)
+	if (rp_cursor_open_at(&c, dl, txn, skip_bytes) < 0)
 		return -1;
 	while ((rc = rp_cursor_next(&c, &rec)) > 0)
 	{
@@ -418,7 +421,7 @@ rp_pg_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *
 		/* already in the destination (a replay, or another consumer): no effect */
 		if (txns[i]->commit_lsn <= done)
 			continue;
-		if (rp_pg_apply_txn(pg, dl, txns[i]) < 0)
+		if (rp_pg_apply_txn(pg, dl, txns[i], 0) < 0)
 			goto fail;
 	}
 	if (rp_pg_apply_flush(pg) < 0 || rp_pg_commit(pg, ck) < 0)
@@ -428,6 +431,95 @@ rp_pg_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *
 fail:
 	rp_pg_abort(pg);
 	return -1;
+}
+
+/*
+ * Early apply (RpSink.handle_chunk): a large streamed transaction's blocks
+ * are applied as they arrive, inside one destination transaction that
+ * stays open until its commit, so the destination works while the server
+ * still decodes the rest.  Only row changes of tables kept as state go
+ * this way: a TRUNCATE, a message or a history table needs the commit LSN,
+ * and declines (the transaction then comes whole at its commit).
+ */
+static int
+rp_pg_chunk(RpSink *s, RpDelivery *dl, RpTxn *chunk)
+{
+	RpPg	   *pg = s->priv;
+	RpCursor	c;
+	RpRecord	rec;
+	int			rc;
+
+	if (!pg->early)
+	{
+		if (pg->in_txn)
+			rp_pg_abort(pg);
+		pg->ck = dl->ck;
+		if (rp_pg_begin(pg, &dl->ck, &pg->early_done) < 0)
+			goto fail;
+		pg->early = true;
+	}
+	pg->cur_commit_lsn = 0;
+	pg->cur_commit_time = 0;
+	if (rp_cursor_open(&c, dl, chunk) < 0)
+		goto fail;
+	while ((rc = rp_cursor_next(&c, &rec)) > 0)
+	{
+		if ((rec.tag != RP_TAG_INSERT && rec.tag != RP_TAG_UPDATE && rec.tag != RP_TAG_DELETE) ||
+			rp_pg_table_get(pg, rec.u.change.rel)->history)
+		{
+			rc = 1;
+			break;
+		}
+		if (rp_pg_apply_change(pg, &rec) < 0)
+		{
+			rc = -1;
+			break;
+		}
+	}
+	rp_cursor_close(&c);
+	if (rc < 0)
+		goto fail;
+	if (rc > 0)
+		return 1;				/* the caller drops what is open */
+	if (rp_pg_apply_flush(pg) < 0)
+		goto fail;
+	return 0;
+
+fail:
+	rp_pg_abort(pg);
+	return -1;
+}
+
+static void
+rp_pg_drop_chunks(RpSink *s)
+{
+	rp_pg_abort(s->priv);
+}
+
+static int
+rp_pg_chunked_commit(RpSink *s, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes,
+					 const RpCheckpoint *ck)
+{
+	RpPg	   *pg = s->priv;
+
+	if (!pg->early)
+		return rp_fail(RP_HALT_PROTOCOL, "commit of xid %u, whose chunks the destination does not hold",
+					   txn->xid);
+	/* already in the destination (a replay): the chunks go, no effect */
+	if (txn->commit_lsn <= pg->early_done)
+	{
+		rp_pg_abort(pg);
+		return 0;
+	}
+	pg->ck = *ck;
+	if (rp_pg_apply_txn(pg, dl, txn, skip_bytes) < 0 ||
+		rp_pg_apply_flush(pg) < 0 || rp_pg_commit(pg, ck) < 0)
+	{
+		rp_pg_abort(pg);
+		return -1;
+	}
+	pg->early = false;
+	return 0;
 }
 
 static int
@@ -511,6 +603,9 @@ rp_sink_pg_open(const RpPgOptions *opts)
 	s->handle_message = rp_pg_message;
 	s->handle_schema_change = rp_pg_schema_change;
 	s->advance = rp_pg_advance;
+	s->handle_chunk = rp_pg_chunk;
+	s->drop_chunks = rp_pg_drop_chunks;
+	s->handle_chunked_commit = rp_pg_chunked_commit;
 	s->close = rp_pg_close;
 	if (rp_pg_connect(pg) < 0)
 	{

@@ -1104,6 +1104,167 @@ START_TEST(test_spilled_txn_roundtrip)
 }
 END_TEST
 
+/* ---- early delivery: stream blocks as chunks ------------------------------------- */
+
+/* The next item, of this kind. */
+static RpItem *
+pop_kind(RpItemKind kind)
+{
+	RpItem	   *it = rp_asm_pop(&asm_);
+
+	ck_assert_ptr_nonnull(it);
+	ck_assert_int_eq(it->kind, kind);
+	return it;
+}
+
+/* The bytes of a store, for comparing a transaction with its chunks. */
+static void
+store_bytes(RpTxn *t, RpBuf *out)
+{
+	RpStoreIter it;
+	const unsigned char *rec;
+	size_t		len;
+	int			rc;
+
+	ck_assert_int_eq(rp_store_iter_start(&it, &t->store), 0);
+	while ((rc = rp_store_iter_next(&it, &rec, &len)) > 0)
+		rp_buf_put_bytes(out, rec, len);
+	rp_store_iter_end(&it);
+	ck_assert_int_eq(rc, 0);
+}
+
+START_TEST(test_chunks_then_commit)
+{
+	const uint32_t x1[] = {100, 100};
+	const int32_t i1[] = {1, 2};
+	const uint32_t x2[] = {100};
+	const int32_t i2[] = {3};
+	const int32_t want[] = {1, 2, 3};
+	RpBuf		chunks,
+				whole;
+	RpItem	   *it;
+	CtSink		f;
+
+	asm_.early = true;
+	describe(REL, 2);
+	rp_buf_init(&chunks, 256);
+	rp_buf_init(&whole, 256);
+
+	stream_block(true, 2, x1, i1);
+	it = pop_kind(RP_ITEM_CHUNK);
+	ck_assert(it->first);
+	ck_assert_uint_eq(it->txn->xid, 100);
+	/* self-describing: the relation first, then the two rows */
+	ck_assert_str_eq(stored_tags(it->txn), "RII");
+	read_back(it->txn, &f);
+	ck_assert_int_eq(f.nchanges, 2);
+	store_bytes(it->txn, &chunks);
+	rp_item_free(it);
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+
+	/* an empty block sends nothing; the next block is not the first */
+	stream_block(false, 0, x2, i2);
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+	stream_block(false, 1, x2, i2);
+	it = pop_kind(RP_ITEM_CHUNK);
+	ck_assert(!it->first);
+	ck_assert_str_eq(stored_tags(it->txn), "I");
+	store_bytes(it->txn, &chunks);
+	rp_item_free(it);
+
+	/* the commit: the whole transaction, whose store begins with the chunks' bytes */
+	it = stream_commit(100, 0x900);
+	expect_ids(it, 3, want);
+	store_bytes(it->txn, &whole);
+	ck_assert_uint_eq(whole.len, chunks.len);
+	ck_assert(memcmp(whole.data, chunks.data, chunks.len) == 0);
+	rp_item_free(it);
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+	rp_buf_free(&chunks);
+	rp_buf_free(&whole);
+}
+END_TEST
+
+START_TEST(test_chunks_void)
+{
+	const uint32_t x1[] = {100, 101};
+	const int32_t i1[] = {1, 2};
+	const uint32_t x2[] = {100};
+	const int32_t i2[] = {3};
+	const int32_t want[] = {1, 3};
+	RpItem	   *it;
+
+	asm_.early = true;
+	describe(REL, 2);
+
+	/* a subtransaction that went out in a chunk aborts: the chunks are void, no more come */
+	stream_block(true, 2, x1, i1);
+	rp_item_free(pop_kind(RP_ITEM_CHUNK));
+	stream_abort(100, 101);
+	it = pop_kind(RP_ITEM_STREAM_END);
+	ck_assert_uint_eq(it->xid, 100);
+	rp_item_free(it);
+	stream_block(false, 1, x2, i2);
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+	it = stream_commit(100, 0x900);
+	expect_ids(it, 2, want);
+	rp_item_free(it);
+
+	/* the toplevel aborts */
+	stream_block(true, 1, x2, i2);
+	rp_item_free(pop_kind(RP_ITEM_CHUNK));
+	stream_abort(100, 100);
+	it = pop_kind(RP_ITEM_STREAM_END);
+	ck_assert_uint_eq(it->xid, 100);
+	rp_item_free(it);
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+
+	/* a reconnect cuts it */
+	stream_block(true, 1, x2, i2);
+	rp_item_free(pop_kind(RP_ITEM_CHUNK));
+	rp_asm_reset(&asm_);
+	rp_item_free(pop_kind(RP_ITEM_STREAM_END));
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+	ck_assert(!rp_asm_busy(&asm_));
+
+	/* dedup drops it at its commit */
+	reinit(0x1000);
+	asm_.early = true;
+	describe(REL, 2);
+	stream_block(true, 1, x2, i2);
+	rp_item_free(pop_kind(RP_ITEM_CHUNK));
+	{
+		RpBuf		b;
+
+		ct_frame(&b);
+		rp_enc_stream_commit(&b, 100, 0x900, 0x928, 0);
+		ck_assert_int_eq(ct_feed(&asm_, &b, 0x900), 0);
+	}
+	it = pop_kind(RP_ITEM_STREAM_END);
+	ck_assert_uint_eq(it->xid, 100);
+	rp_item_free(it);
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+	ck_assert_uint_eq(asm_.skipped, 1);
+}
+END_TEST
+
+START_TEST(test_chunks_off_by_default)
+{
+	const uint32_t x1[] = {100};
+	const int32_t i1[] = {1};
+	RpItem	   *it;
+
+	describe(REL, 2);
+	stream_block(true, 1, x1, i1);
+	stream_abort(100, 100);
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+	stream_block(true, 1, x1, i1);
+	it = stream_commit(100, 0x900);
+	rp_item_free(it);
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+}
+END_TEST
+
 static Suite *
 asm_suite(void)
 {
@@ -1143,6 +1304,9 @@ asm_suite(void)
 	tcase_add_test(tc, test_stream_subxact_abort_keeps_released_sibling);
 	tcase_add_test(tc, test_stream_toplevel_abort);
 	tcase_add_test(tc, test_stream_other_records);
+	tcase_add_test(tc, test_chunks_then_commit);
+	tcase_add_test(tc, test_chunks_void);
+	tcase_add_test(tc, test_chunks_off_by_default);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("relations");
