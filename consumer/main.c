@@ -58,6 +58,7 @@ typedef struct RpCli
 	int			metrics_port;
 	RpPgOptions pg;				/* mirror sink */
 	bool		no_early_apply;
+	uint64_t	decoding_work_mem_kb;	/* 0: the server's setting */
 } RpCli;
 
 typedef struct RpRun
@@ -106,6 +107,9 @@ usage(void)
 	printf("      --batch-txns=N     transactions per delivered batch (default: 1000)\n");
 	printf("      --batch-bytes=SIZE bytes per delivered batch (default: 64MB)\n");
 	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
+	printf("      --decoding-work-mem=SIZE\n"
+		   "                         logical_decoding_work_mem of this session on the server: past it, a\n"
+		   "                         transaction is streamed (default: the server's setting)\n");
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
 	printf("\nMirror sink options:\n");
@@ -404,6 +408,30 @@ stream_once(RpRun *run, bool have_ck)
 		return -1;
 	start = cli->startpos ? cli->startpos : ck.end_lsn;
 
+	/*
+	 * The server's decoding memory for this session only: a smaller one
+	 * streams large transactions sooner and in smaller blocks (the sink can
+	 * start on them earlier, and the walsender holds less).
+	 */
+	if (cli->decoding_work_mem_kb)
+	{
+		char		set[96];
+		PGresult   *res;
+
+		snprintf(set, sizeof(set), "SET logical_decoding_work_mem = '%" PRIu64 "kB'",
+				 cli->decoding_work_mem_kb);
+		res = PQexec(run->conn.pg, set);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+			rc = rp_fail(PQresultStatus(res) == PGRES_FATAL_ERROR && state ? RP_HALT_CONFIG : RP_HALT_NONE,
+						 "the server refused --decoding-work-mem (SQLSTATE %s)", state ? state : "none");
+			PQclear(res);
+			return rc;
+		}
+		PQclear(res);
+	}
 	opts = plugin_options(cli);
 	rc = rp_conn_start(&run->conn, cli->slot, start, opts);
 	rp_free(opts);
@@ -741,6 +769,7 @@ main(int argc, char **argv)
 		{"message-route", required_argument, NULL, 19},
 		{"message-ignore", required_argument, NULL, 20},
 		{"no-early-apply", no_argument, NULL, 21},
+		{"decoding-work-mem", required_argument, NULL, 22},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -904,6 +933,14 @@ main(int argc, char **argv)
 				break;
 			case 21:
 				cli.no_early_apply = true;
+				break;
+			case 22:
+				if (!parse_size(optarg, &size) || size < 64 * 1024 || size > ((uint64_t) 1 << 40))
+				{
+					pg_log_error("invalid --decoding-work-mem \"%s\" (64kB to 1TB)", optarg);
+					return RP_EXIT_USAGE;
+				}
+				cli.decoding_work_mem_kb = size / 1024;
 				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
