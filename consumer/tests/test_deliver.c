@@ -963,6 +963,226 @@ START_TEST(test_cursor_damaged_store)
 }
 END_TEST
 
+/* ---- early apply of streamed transactions ------------------------------------------ */
+
+/*
+ * A sink that takes chunks: it records 'C' (chunk), 'D' (drop), 'K' (chunked
+ * commit) among the usual calls, the records each chunk held, and the bytes
+ * the commit was told to skip.
+ */
+static int	early_records;		/* records in chunks since the last drop or commit */
+static uint64_t early_chunk_bytes;
+static uint64_t early_skip;
+static int	early_decline_at;	/* decline the n-th chunk (1-based); 0 never */
+static int	early_nchunks;
+
+static int
+early_chunk(RpSink *s, RpDelivery *dl, RpTxn *chunk)
+{
+	CtSink	   *f = (CtSink *) s;
+	RpCursor	c;
+	RpRecord	rec;
+	int			rc;
+
+	f->calls[f->ncalls++] = 'C';
+	if (++early_nchunks == early_decline_at)
+		return 1;
+	ck_assert_int_eq(rp_cursor_open(&c, dl, chunk), 0);
+	while ((rc = rp_cursor_next(&c, &rec)) > 0)
+		early_records++;
+	rp_cursor_close(&c);
+	ck_assert_int_eq(rc, 0);
+	early_chunk_bytes += rp_store_length(&chunk->store);
+	return 0;
+}
+
+static void
+early_drop(RpSink *s)
+{
+	CtSink	   *f = (CtSink *) s;
+
+	f->calls[f->ncalls++] = 'D';
+	early_records = 0;
+	early_chunk_bytes = 0;
+}
+
+static int
+early_commit(RpSink *s, RpDelivery *dl, RpTxn *txn, uint64_t skip, const RpCheckpoint *ck)
+{
+	CtSink	   *f = (CtSink *) s;
+	RpCursor	c;
+	RpRecord	rec;
+	int			rc;
+
+	f->calls[f->ncalls++] = 'K';
+	early_skip = skip;
+	ck_assert_uint_eq(skip, early_chunk_bytes);
+	/* the tail after the chunks: records the chunks did not hold */
+	ck_assert_int_eq(rp_cursor_open_at(&c, dl, txn, skip), 0);
+	while ((rc = rp_cursor_next(&c, &rec)) > 0)
+		early_records++;
+	rp_cursor_close(&c);
+	ck_assert_int_eq(rc, 0);
+	f->have_ck = true;
+	f->held = *ck;
+	return 0;
+}
+
+static void
+early_sink(CtSink *f, RpDelivery *dl)
+{
+	RpCheckpoint ck = ct_ck(0, 0);
+	RpBatchLimits l = ct_limits(100, CT_NEVER_BYTES, CT_NEVER_MS);
+
+	ct_sink_init(f);
+	f->s.owns_checkpoint = true;
+	f->s.handle_batch = ct_sink_batch;
+	f->s.handle_transaction = NULL;		/* every unit is a 'B' */
+	f->s.handle_chunk = early_chunk;
+	f->s.drop_chunks = early_drop;
+	f->s.handle_chunked_commit = early_commit;
+	early_records = 0;
+	early_chunk_bytes = 0;
+	early_skip = 0;
+	early_decline_at = 0;
+	early_nchunks = 0;
+	as.early = true;
+	ck_assert_int_eq(rp_deliver_init(dl, &f->s, &ck, NULL, NULL, &l), 0);
+}
+
+/* One stream block of xid with n inserts of REL; the items it produced, delivered. */
+static void
+early_block(RpDelivery *dl, uint32_t xid, bool first, int n)
+{
+	RelSpec		sp_ = base_spec();
+	RpBuf		b;
+	RpItem	   *it;
+
+	if (as.nraw == 0)
+		describe_spec(REL, &sp_);
+	ct_frame(&b);
+	rp_enc_stream_start(&b, xid, first);
+	for (int i = 0; i < n; i++)
+	{
+		size_t		at = rp_enc_change_start(&b, RP_TAG_INSERT, REL, RP_CHANGE_HAS_XID, xid);
+
+		row_spec(&b, &sp_, i);
+		rp_buf_end_record(&b, at);
+	}
+	rp_enc_stream_stop(&b);
+	ck_assert_int_eq(ct_feed(&as, &b, 0x100), 0);
+	while ((it = rp_asm_pop(&as)) != NULL)
+		ck_assert_int_eq(rp_deliver_item(dl, it, 0), 0);
+}
+
+static void
+early_end(RpDelivery *dl, uint32_t xid, uint64_t lsn, bool commit)
+{
+	RpBuf		b;
+	RpItem	   *it;
+
+	ct_frame(&b);
+	if (commit)
+		rp_enc_stream_commit(&b, xid, lsn, lsn + 0x28, 0);
+	else
+		rp_enc_stream_abort(&b, xid, xid);
+	ck_assert_int_eq(ct_feed(&as, &b, lsn), 0);
+	while ((it = rp_asm_pop(&as)) != NULL)
+		ck_assert_int_eq(rp_deliver_item(dl, it, 0), 0);
+}
+
+START_TEST(test_early_chunks_then_commit)
+{
+	CtSink		f;
+	RpDelivery	dl;
+
+	early_sink(&f, &dl);
+	/* a table the sink has not seen yet: its stream is not taken early */
+	early_block(&dl, 500, true, 2);
+	early_end(&dl, 500, 0x180, true);
+	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
+	calls_are(&f, "B");
+
+	/* a pending plain transaction is flushed before the first chunk goes */
+	ck_assert_int_eq(rp_deliver_item(&dl, txn(1, 0x200, 1), 0), 0);
+	calls_are(&f, "B");
+	early_block(&dl, 700, true, 3);
+	calls_are(&f, "BBC");
+	early_block(&dl, 700, false, 2);
+	calls_are(&f, "BBCC");
+	ck_assert_int_eq(early_records, 5);	/* 3 rows, then 2 (the cursor keeps R to itself) */
+	early_block(&dl, 700, false, 0);	/* an empty block: nothing */
+	early_end(&dl, 700, 0x300, true);
+	calls_are(&f, "BBCCK");
+	ck_assert_uint_eq(early_skip, early_chunk_bytes);
+	ck_assert_int_eq(early_records, 5);	/* nothing after the chunks */
+	ck_assert_uint_eq(f.held.commit_lsn, 0x300);
+	ck_assert_uint_eq(dl.ck.commit_lsn, 0x300);
+	ck_assert_uint_eq(dl.early_commits, 1);
+	ck_assert_uint_eq(dl.early_chunks, 2);
+	ck_assert_uint_eq(dl.txns, 3);
+	rp_deliver_free(&dl);
+}
+END_TEST
+
+START_TEST(test_early_dropped)
+{
+	CtSink		f;
+	RpDelivery	dl;
+
+	early_sink(&f, &dl);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn(1, 0x200, 1), 0), 0);
+	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
+
+	/* another transaction commits while 700's chunks are held: they go, 700 comes whole */
+	early_block(&dl, 700, true, 2);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn(2, 0x300, 1), 0), 0);
+	calls_are(&f, "BCD");
+	early_block(&dl, 700, false, 1);	/* not its first block: not taken */
+	calls_are(&f, "BCD");
+	early_end(&dl, 700, 0x400, true);
+	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
+	calls_are(&f, "BCDB");
+	ck_assert_uint_eq(f.held.commit_lsn, 0x400);
+	ck_assert_uint_eq(dl.early_commits, 0);
+	ck_assert_uint_eq(dl.early_drops, 1);
+
+	/* an abort drops them; so does a declined block */
+	early_block(&dl, 800, true, 1);
+	early_end(&dl, 800, 0x500, false);
+	calls_are(&f, "BCDBCD");
+	early_decline_at = early_nchunks + 2;
+	early_block(&dl, 900, true, 1);
+	early_block(&dl, 900, false, 1);
+	calls_are(&f, "BCDBCDCCD");
+	early_block(&dl, 900, false, 1);
+	calls_are(&f, "BCDBCDCCD");
+	early_end(&dl, 900, 0x600, true);
+	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
+	calls_are(&f, "BCDBCDCCDB");
+	ck_assert_uint_eq(dl.early_drops, 3);
+	ck_assert_uint_eq(f.held.commit_lsn, 0x600);
+
+	/* a reconnect cuts it; sent again from its first block, it is started over */
+	early_block(&dl, 950, true, 1);
+	rp_asm_reset(&as);
+	{
+		RpItem	   *it;
+		RelSpec		sp_ = base_spec();
+
+		while ((it = rp_asm_pop(&as)) != NULL)
+			ck_assert_int_eq(rp_deliver_item(&dl, it, 0), 0);
+		describe_spec(REL, &sp_);
+	}
+	calls_are(&f, "BCDBCDCCDBCD");
+	early_block(&dl, 950, true, 1);
+	early_end(&dl, 950, 0x700, true);
+	calls_are(&f, "BCDBCDCCDBCDCK");
+	ck_assert_uint_eq(f.held.commit_lsn, 0x700);
+	rp_deliver_free(&dl);
+}
+END_TEST
+
 static Suite *
 deliver_suite(void)
 {
@@ -999,6 +1219,12 @@ deliver_suite(void)
 	tcase_add_test(tc, test_schema_handler);
 	tcase_add_test(tc, test_view_persisted_across_restart);
 	tcase_add_test(tc, test_view_replaces_records);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("early_apply");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_early_chunks_then_commit);
+	tcase_add_test(tc, test_early_dropped);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("advance");
