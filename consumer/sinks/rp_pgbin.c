@@ -90,18 +90,6 @@ rp_pgbin_column_ok(const RpColumn *c)
 	return rp_pgbin_scalar_ok(c->encoding);
 }
 
-/* Overwrite a length word written earlier (big-endian, as everything here). */
-static inline void
-rp_pgbin_patch(RpBuf *out, size_t at, uint32_t v)
-{
-	unsigned char *p = (unsigned char *) out->data + at;
-
-	p[0] = (unsigned char) (v >> 24);
-	p[1] = (unsigned char) (v >> 16);
-	p[2] = (unsigned char) (v >> 8);
-	p[3] = (unsigned char) v;
-}
-
 static inline void
 rp_pgbin_i16(RpBuf *out, int16_t v)
 {
@@ -142,60 +130,63 @@ rp_pgbin_null(RpBuf *out)
 	rp_pgbin_i32(out, -1);
 }
 
+/*
+ * Encodings whose bytes are the send format as they are: their size.
+ * Interval is i64 microseconds, i32 days, i32 months on both sides.
+ */
+static int
+rp_pgbin_fixed_size(uint8_t enc)
+{
+	switch (enc)
+	{
+		case RP_ENC_INT2:
+			return 2;
+		case RP_ENC_INT4:
+		case RP_ENC_OID:
+		case RP_ENC_FLOAT4:
+			return 4;
+		case RP_ENC_INT8:
+		case RP_ENC_FLOAT8:
+		case RP_ENC_TIME:
+			return 8;
+		case RP_ENC_UUID:
+		case RP_ENC_INTERVAL:
+			return 16;
+		default:
+			return 0;
+	}
+}
+
 /* The send-format body of one scalar (no length word); false if none. */
 static bool
 rp_pgbin_body(RpBuf *out, RpReader *r, uint8_t enc)
 {
 	uint32_t	len;
 	const unsigned char *p;
+	int			fixed = rp_pgbin_fixed_size(enc);
 
+	if (fixed)
+	{
+		p = rp_get_bytes(r, (size_t) fixed);
+		if (p)
+			rp_buf_put_bytes(out, p, (size_t) fixed);
+		return true;
+	}
 	switch (enc)
 	{
 		case RP_ENC_BOOL:
 			rp_buf_put_u8(out, rp_get_u8(r) ? 1 : 0);
 			return true;
-		case RP_ENC_INT2:
-			p = rp_get_bytes(r, 2);
-			break;
-		case RP_ENC_INT4:
-		case RP_ENC_OID:
-		case RP_ENC_FLOAT4:
-			p = rp_get_bytes(r, 4);
-			if (p)
-				rp_buf_put_bytes(out, p, 4);
-			return true;
-		case RP_ENC_INT8:
-		case RP_ENC_FLOAT8:
-		case RP_ENC_TIME:
-			p = rp_get_bytes(r, 8);
-			if (p)
-				rp_buf_put_bytes(out, p, 8);
-			return true;
-		case RP_ENC_UUID:
-			p = rp_get_bytes(r, 16);
-			if (p)
-				rp_buf_put_bytes(out, p, 16);
-			return true;
-		case RP_ENC_INTERVAL:
-			/* ours: i64 us, i32 days, i32 months; interval_send: the same */
-			p = rp_get_bytes(r, 16);
-			if (p)
-				rp_buf_put_bytes(out, p, 16);
-			return true;
 		case RP_ENC_NUMERIC:
 		case RP_ENC_STRING:
 		case RP_ENC_BYTEA:
 		case RP_ENC_JSON:
-			/* a length-prefixed body that is the send format itself */
-			len = rp_get_u32(r);
-			p = rp_get_bytes(r, len);
-			if (p && len)
-				rp_buf_put_bytes(out, p, len);
-			return true;
 		case RP_ENC_JSONB:
+			/* a length-prefixed body that is the send format itself (jsonb: after a version) */
 			len = rp_get_u32(r);
 			p = rp_get_bytes(r, len);
-			rp_buf_put_u8(out, 1);	/* jsonb's binary format version */
+			if (enc == RP_ENC_JSONB)
+				rp_buf_put_u8(out, 1);
 			if (p && len)
 				rp_buf_put_bytes(out, p, len);
 			return true;
@@ -232,10 +223,6 @@ rp_pgbin_body(RpBuf *out, RpReader *r, uint8_t enc)
 		default:
 			return false;
 	}
-	/* RP_ENC_INT2 */
-	if (p)
-		rp_buf_put_bytes(out, p, 2);
-	return true;
 }
 
 /*
@@ -283,9 +270,9 @@ rp_pgbin_array(RpBuf *out, RpReader *r)
 		rp_pgbin_i32(out, 0);
 		if (!rp_pgbin_body(out, r, enc))
 			return false;
-		rp_pgbin_patch(out, len_at, (uint32_t) (out->len - len_at - 4));
+		rp_buf_set_u32_at(out, len_at, (uint32_t) (out->len - len_at - 4));
 	}
-	rp_pgbin_patch(out, flags_at, (uint32_t) has_nulls);
+	rp_buf_set_u32_at(out, flags_at, (uint32_t) has_nulls);
 	return r->ok;
 }
 
@@ -304,6 +291,6 @@ rp_pgbin_value(RpBuf *out, uint8_t enc, const unsigned char *data, uint32_t len)
 		out->len = start;
 		return -1;
 	}
-	rp_pgbin_patch(out, start, (uint32_t) (out->len - start - 4));
+	rp_buf_set_u32_at(out, start, (uint32_t) (out->len - start - 4));
 	return 0;
 }
