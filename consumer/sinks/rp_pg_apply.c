@@ -69,6 +69,11 @@ rp_row_get(const RpBuf *arena, uint32_t off, int i, RpDatum *d)
 	}
 }
 
+/*
+ * FNV-1a, then a 64-bit finalizer: keys differ mostly in their last bytes
+ * (sequential ids), and the table takes the low bits, which FNV alone
+ * leaves clustered under linear probing.
+ */
 static uint64_t
 rp_hash(const unsigned char *p, size_t n)
 {
@@ -76,6 +81,11 @@ rp_hash(const unsigned char *p, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ p[i]) * UINT64_C(1099511628211);
+	h ^= h >> 33;
+	h *= UINT64_C(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	h *= UINT64_C(0xc4ceb9fe1a85ec53);
+	h ^= h >> 33;
 	return h;
 }
 
