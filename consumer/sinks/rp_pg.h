@@ -67,6 +67,7 @@ typedef struct RpPgTable
 	bool		no_identity;	/* updates and deletes cannot be applied */
 	bool		history;
 	bool		resolved;
+	bool		txn_dirty;		/* resolved (created, altered) or staged in the open transaction */
 	bool		binary;			/* COPY in binary: every column qualifies (rp_pgbin.h) */
 	bool		text_datums;	/* the pending effects hold values read back as text */
 	char	   *stage_ups;		/* temporary staging tables, quoted */
@@ -119,7 +120,7 @@ extern int	rp_pg_table_schema_change(RpPg *pg, const RpRelation *before, const R
 extern int	rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t);
 extern char *rp_pg_ident(RpPg *pg, const char *name);
 extern void rp_pg_table_free(RpPgTable *t);
-/* After a rollback: staging tables and tables created in it are gone. */
+/* After a rollback: what the open transaction made for t (staging, the table) is gone. */
 extern void rp_pg_table_forget(RpPgTable *t);
 
 /* rp_pg_apply.c */

@@ -86,8 +86,11 @@ rp_pg_table_reset_stage(RpPgTable *t)
 void
 rp_pg_table_forget(RpPgTable *t)
 {
+	if (!t->txn_dirty)
+		return;					/* nothing of it was made in the rolled-back transaction */
 	rp_pg_table_reset_stage(t);
 	t->resolved = false;
+	t->txn_dirty = false;
 }
 
 static void
@@ -362,6 +365,7 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 		/* created from the description: every column has the source's type */
 		t->binary = rp_pg_binary_candidate(t);
 		t->resolved = true;
+		t->txn_dirty = true;
 		return 0;
 	}
 	snprintf(oid, sizeof(oid), "%s", PQgetvalue(res, 0, 0));
@@ -409,7 +413,10 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 	if (rc == 0)
 		rc = rp_pg_binary_check(pg, t, oid);
 	if (rc == 0)
+	{
 		t->resolved = true;
+		t->txn_dirty = true;
+	}
 	return rc;
 }
 
@@ -458,6 +465,7 @@ rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t)
 			t->stage_ups = rp_strndup(name, strlen(name));
 		else
 			t->stage_del = rp_strndup(name, strlen(name));
+		t->txn_dirty = true;
 	}
 	rp_buf_free(&sql);
 	if (rc < 0)

@@ -279,6 +279,8 @@ rp_pg_commit(RpPg *pg, const RpCheckpoint *ck)
 	if (rp_pg_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
 		return -1;
 	pg->in_txn = false;
+	for (int i = 0; i < pg->ntables; i++)
+		pg->tables[i]->txn_dirty = false;	/* what it made is there to stay */
 	pg->ck = *ck;
 	pg->have_ck = true;
 	return 0;

@@ -165,6 +165,11 @@ for p in "${workload_pids[@]}"; do wait "$p" || true; done
 workload_pids=()
 grep -q 'ERROR:' "$work/workload.out" && fail "the workload failed: $(grep -m 3 'ERROR:' "$work/workload.out")"
 sleep 2
+# a dropped early apply rolls back the staging tables it made; the ones made in committed
+# batches are reused: two per table at most, however many drops the session saw
+stages=$(rp_psql dst -Atc "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                           WHERE n.nspname LIKE 'pg_temp%' AND c.relname LIKE 'rp_stage%'")
+((stages <= 4)) || fail "the destination session holds $stages staging tables (at most 4 expected)"
 kill -TERM "$consumer_pid"
 wait "$consumer_pid" 2>/dev/null || true
 
