@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "rp_asm.h"
+#include "rp_agg.h"
 #include "rp_conn.h"
 #include "rp_deliver.h"
 #include "rp_metrics.h"
@@ -57,6 +58,8 @@ typedef struct RpCli
 	bool		progress;
 	int			metrics_port;
 	RpPgOptions pg;				/* mirror sink */
+	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
+	bool		agg_only;
 } RpCli;
 
 typedef struct RpRun
@@ -115,6 +118,12 @@ usage(void)
 	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
 	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
 	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
+	printf("\nLive aggregates (with the mirror sink; see docs/aggregates.md):\n");
+	printf("      --aggregate=SPEC   keep a binding: 'name=N source=SCHEMA.TABLE dims=C1,C2 measure=M\n"
+		   "                         agg=none|sum|avg|min|max|count|count_distinct\n"
+		   "                         output=table:SCHEMA.TABLE|stdout|file:PATH|exec:COMMAND' (repeatable)\n");
+	printf("      --aggregates=FILE  bindings, one SPEC a line\n");
+	printf("      --aggregates-only  mirror no table: the destination holds aggregate outputs and the checkpoint\n");
 	printf("\nOther options:\n");
 	printf("  -v, --verbose          output verbose messages\n");
 	printf("  -V, --version          output version information, then exit\n");
@@ -733,6 +742,9 @@ main(int argc, char **argv)
 		{"history", required_argument, NULL, 18},
 		{"message-route", required_argument, NULL, 19},
 		{"message-ignore", required_argument, NULL, 20},
+		{"aggregate", required_argument, NULL, 21},
+		{"aggregates", required_argument, NULL, 22},
+		{"aggregates-only", no_argument, NULL, 23},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -894,6 +906,20 @@ main(int argc, char **argv)
 			case 20:
 				add_name(&cli.pg.ignore_prefixes, &cli.pg.nignore, optarg);
 				break;
+			case 21:
+			case 22:
+				if (cli.agg == NULL)
+					cli.agg = rp_agg_new();
+				if ((c == 21 ? rp_agg_add_spec(cli.agg, optarg, "--aggregate")
+					 : rp_agg_add_file(cli.agg, optarg)) < 0)
+				{
+					pg_log_error("%s", rp_error());
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 23:
+				cli.agg_only = true;
+				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
 				return RP_EXIT_USAGE;
@@ -921,6 +947,23 @@ main(int argc, char **argv)
 	{
 		pg_log_error("cannot use --create-slot or --start together with --drop-slot");
 		return RP_EXIT_USAGE;
+	}
+
+	if (cli.agg_only && cli.agg == NULL)
+	{
+		pg_log_error("--aggregates-only needs at least one --aggregate or --aggregates");
+		return RP_EXIT_USAGE;
+	}
+	if (cli.agg)
+	{
+		/* the folds live inside the mirror's destination transactions */
+		if (strncmp(cli.sink, "postgres", 8) != 0)
+		{
+			pg_log_error("aggregate bindings need the PostgreSQL sink (--sink=postgresql://... or postgres:CONNINFO)");
+			return RP_EXIT_USAGE;
+		}
+		rp_agg_set_source(cli.agg, cli.dbname ? cli.dbname : "");
+		rp_agg_attach(cli.agg, cli.agg_only);
 	}
 
 	signal(SIGINT, on_stop_signal);

@@ -147,6 +147,8 @@ rp_fold_cell(RpFold *f, const char *coord, size_t coordlen, const char *label, s
 	return c;
 }
 
+static void rp_fold_touch(RpFold *f, RpFoldCell *cell);
+
 static int
 rp_fold_keycmp(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -225,17 +227,7 @@ rp_fold_apply(RpFold *f, RpFoldCell *cell, const RpFoldValue *v, int64_t k)
 {
 	RpFoldStatus st = RP_FOLD_OK;
 
-	if (!cell->touched)
-	{
-		if (f->ntouched == f->captouched)
-		{
-			f->captouched = f->captouched ? f->captouched * 2 : 64;
-			f->touched = f->touched ? rp_realloc(f->touched, sizeof(RpFoldCell *) * (size_t) f->captouched)
-				: rp_malloc(sizeof(RpFoldCell *) * (size_t) f->captouched);
-		}
-		f->touched[f->ntouched++] = cell;
-		cell->touched = true;
-	}
+	rp_fold_touch(f, cell);
 	if (cell->rows + k < 0 || (!v->null && cell->nonnull + k < 0))
 		return RP_FOLD_MISSING;
 	if (!v->null)
@@ -281,10 +273,44 @@ rp_fold_apply(RpFold *f, RpFoldCell *cell, const RpFoldValue *v, int64_t k)
 	return RP_FOLD_OK;
 }
 
+static void
+rp_fold_touch(RpFold *f, RpFoldCell *cell)
+{
+	if (cell->touched)
+		return;
+	if (f->ntouched == f->captouched)
+	{
+		f->captouched = f->captouched ? f->captouched * 2 : 64;
+		f->touched = f->touched ? rp_realloc(f->touched, sizeof(RpFoldCell *) * (size_t) f->captouched)
+			: rp_malloc(sizeof(RpFoldCell *) * (size_t) f->captouched);
+	}
+	f->touched[f->ntouched++] = cell;
+	cell->touched = true;
+}
+
+void
+rp_fold_seed_totals(RpFold *f, RpFoldCell *cell, int64_t rows, int64_t nonnull,
+					const RpDecimal *total, int dscale, int64_t nan, int64_t pinf, int64_t ninf)
+{
+	rp_fold_touch(f, cell);
+	cell->rows += rows;
+	cell->nonnull += nonnull;
+	cell->nan += nan;
+	cell->pinf += pinf;
+	cell->ninf += ninf;
+	if (total)
+		rp_decimal_addmul(&cell->total, total, 1);
+	if (dscale > cell->dscale)
+		cell->dscale = dscale;
+}
+
 RpFoldResult
 rp_fold_result(const RpFold *f, const RpFoldCell *cell, RpBuf *out)
 {
 	if (cell->rows <= 0)
+		return RP_FOLD_REMOVED;
+	/* none: two rows on one coordinate have no single value to show */
+	if (f->agg == RP_FOLD_NONE && cell->rows > 1)
 		return RP_FOLD_REMOVED;
 	switch (f->agg)
 	{

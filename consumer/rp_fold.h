@@ -99,7 +99,7 @@ typedef enum RpFoldStatus
 /* How a cell reads after the batch. */
 typedef enum RpFoldResult
 {
-	RP_FOLD_REMOVED,			/* no rows left: the cell goes away */
+	RP_FOLD_REMOVED,			/* no rows left (or, for none, no single row): no cell */
 	RP_FOLD_NULL,				/* rows, but the aggregate is NULL */
 	RP_FOLD_VALUE				/* text appended to the buffer */
 } RpFoldResult;
@@ -118,6 +118,14 @@ extern RpFoldCell *rp_fold_cell(RpFold *f, const char *coord, size_t coordlen,
 
 /* Add k rows of v to the cell (k < 0 removes them); marks it touched. */
 extern RpFoldStatus rp_fold_apply(RpFold *f, RpFoldCell *cell, const RpFoldValue *v, int64_t k);
+
+/*
+ * A seed's grouped totals for a sum, avg or count cell: rows, non-NULL
+ * rows, the finite total (NULL: none) and the special counts.
+ */
+extern void rp_fold_seed_totals(RpFold *f, RpFoldCell *cell, int64_t rows, int64_t nonnull,
+								const RpDecimal *total, int dscale, int64_t nan, int64_t pinf,
+								int64_t ninf);
 
 extern RpFoldResult rp_fold_result(const RpFold *f, const RpFoldCell *cell, RpBuf *out);
 

@@ -390,6 +390,24 @@ START_TEST(test_count_and_distinct)
 	ck_assert_str_eq(result(&c, "x"), "1");
 	put(&c, "x", "8", -1);
 	ck_assert_str_eq(result(&c, "x"), "REMOVED");
+	/* a seed's grouped totals, then the stream takes rows back out */
+	{
+		RpDecimal	t;
+		int			ds;
+		RpFold		s;
+
+		rp_decimal_init(&t);
+		rp_decimal_parse(&t, "10.5", &ds);
+		rp_fold_init(&s, RP_FOLD_SUM);
+		rp_fold_seed_totals(&s, cell(&s, "q"), 4, 3, &t, ds, 0, 1, 0);
+		ck_assert_str_eq(result(&s, "q"), "Infinity");
+		put(&s, "q", "Infinity", -1);
+		ck_assert_str_eq(result(&s, "q"), "10.5");
+		put(&s, "q", "0.25", -1);
+		ck_assert_str_eq(result(&s, "q"), "10.25");
+		rp_fold_free(&s);
+		rp_decimal_free(&t);
+	}
 	rp_fold_free(&c);
 	rp_fold_free(&d);
 }
@@ -405,6 +423,10 @@ START_TEST(test_none_collision)
 	update(&f, "x", "1", "x", "2");
 	ck_assert_str_eq(result(&f, "x"), "2");
 	ck_assert_int_eq(put(&f, "x", "3", 1), RP_FOLD_COLLISION);
+	/* two rows: no single value, no cell; one goes, the other shows */
+	ck_assert_str_eq(result(&f, "x"), "REMOVED");
+	ck_assert_int_eq(put(&f, "x", "2", -1), RP_FOLD_OK);
+	ck_assert_str_eq(result(&f, "x"), "3");
 	ck_assert_int_eq(put(&f, "y", NULL, 1), RP_FOLD_OK);
 	ck_assert_str_eq(result(&f, "y"), "NULL");
 	rp_fold_free(&f);
