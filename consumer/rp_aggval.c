@@ -81,17 +81,17 @@ rp_aggval_seed_expr(RpAggClass c, const char *q, RpBuf *sql)
 	{
 		case RP_AGGV_DATE:
 			snprintf(expr, sizeof(expr),
-					 "CASE WHEN pg_catalog.isfinite(%s) THEN (%s OPERATOR(pg_catalog.-) DATE '1970-01-01')::pg_catalog.text"
+					 "CASE WHEN %s IS NULL THEN NULL WHEN pg_catalog.isfinite(%s) THEN (%s OPERATOR(pg_catalog.-) DATE '1970-01-01')::pg_catalog.text"
 					 " WHEN %s OPERATOR(pg_catalog.>) DATE '1970-01-01' THEN 'infinity' ELSE '-infinity' END",
-					 q, q, q);
+					 q, q, q, q);
 			break;
 		case RP_AGGV_TIMESTAMP:
 		case RP_AGGV_TIMESTAMPTZ:
 			/* epoch of a timestamp without zone is its UTC reading */
 			snprintf(expr, sizeof(expr),
-					 "CASE WHEN pg_catalog.isfinite(%s) THEN (pg_catalog.extract(epoch FROM %s) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8::pg_catalog.text"
+					 "CASE WHEN %s IS NULL THEN NULL WHEN pg_catalog.isfinite(%s) THEN (EXTRACT(epoch FROM %s) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8::pg_catalog.text"
 					 " WHEN %s OPERATOR(pg_catalog.>) 'epoch'::pg_catalog.%s THEN 'infinity' ELSE '-infinity' END",
-					 q, q, q, c == RP_AGGV_TIMESTAMP ? "timestamp" : "timestamptz");
+					 q, q, q, q, c == RP_AGGV_TIMESTAMP ? "timestamp" : "timestamptz");
 			break;
 		default:
 			snprintf(expr, sizeof(expr), "%s::pg_catalog.text", q);

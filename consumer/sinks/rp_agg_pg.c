@@ -48,7 +48,8 @@ static int
 rp_agg_pg_exec(RpAggBinding *b, PGconn *dest, const char *sql, int n, const char *const *vals,
 			   const char *what)
 {
-	PGresult   *res = PQexecParams(dest, sql, n, NULL, vals, NULL, NULL, 0);
+	/* no parameters: a simple query, which may hold several statements */
+	PGresult   *res = n == 0 ? PQexec(dest, sql) : PQexecParams(dest, sql, n, NULL, vals, NULL, NULL, 0);
 	ExecStatusType st = PQresultStatus(res);
 	int			rc = 0;
 
@@ -128,7 +129,11 @@ rp_agg_pg_elem(RpBuf *arr, const char *s, size_t len)
 	rp_buf_put_char(arr, '"');
 }
 
-/* The statement: INSERT ... unnest ... ON CONFLICT, or DELETE ... USING unnest. */
+/*
+ * The statement: INSERT ... unnest ... ON CONFLICT, or DELETE ... USING
+ * unnest.  unnest() of several arrays is grammar, not a function: it cannot
+ * be schema-qualified (pg_catalog comes first on the pinned path anyway).
+ */
 static void
 rp_agg_pg_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 {
@@ -146,13 +151,13 @@ rp_agg_pg_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 			rp_buf_put_text(sql, ", ");
 		}
 		rp_agg_pg_ident(dest, sql, b->value_col);
-		rp_buf_put_text(sql, ") SELECT * FROM pg_catalog.unnest(");
+		rp_buf_put_text(sql, ") SELECT * FROM unnest(");
 	}
 	else
 	{
 		rp_buf_put_text(sql, "DELETE FROM ");
 		rp_buf_put_text(sql, b->out_qname);
-		rp_buf_put_text(sql, " t USING pg_catalog.unnest(");
+		rp_buf_put_text(sql, " t USING unnest(");
 	}
 	for (int i = 0; i < b->ndims + (upsert ? 1 : 0); i++)
 	{
