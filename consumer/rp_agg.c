@@ -160,7 +160,9 @@ rp_agg_split_name(const char *s, char **schema, char **name)
 		*schema = rp_strndup(s, (size_t) (dot - s));
 		*name = rp_strndup(dot + 1, strlen(dot + 1));
 	}
-	return **schema != '\0' && **name != '\0' && strchr(*name, '.') == NULL;
+	/* names are taken as written: no quoting, so no dots or blanks inside */
+	return **schema != '\0' && **name != '\0' && strchr(*name, '.') == NULL &&
+		strpbrk(s, " \t\"") == NULL;
 }
 
 static RpAggStream *
