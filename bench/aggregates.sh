@@ -171,7 +171,16 @@ printf '  outputs of agg and both equal GROUP BY on the source (%s groups)\n\n' 
 replicant -d "$SRC" -S b_agg --start -s 1 --sink "postgres:$(rp_conninfo dst d_agg)" --state-dir "$WORK/state-agg" \
 	--aggregates-only "${BINDINGS[@]}" 2>"$WORK/consumer-live.err" &
 live=$!
-sleep 2
+# the live consumer seeds its bindings in its first batch: wait for that, then measure
+t0=$(now)
+fence=$(src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+until [[ $(dst -d d_agg -Atc "SELECT end_lsn >= '$fence' FROM replicant.checkpoint WHERE slot = 'b_agg'") == t ]]; do
+	kill -0 "$live" 2>/dev/null || { tail -n 5 "$WORK/consumer-live.err"; rp_die "the live consumer exited"; }
+	sleep 0.05
+done
+printf 'live consumer start: the three bindings seeded from the source (%s rows) and the first batch committed in %s s\n' \
+	"$(src -Atc 'SELECT count(*) FROM bench_t')" "$(sub "$(now)" "$t0")"
+grep 'built from the source' "$WORK/consumer-live.err" | sed 's/^/  /'
 live_txns=$((quarter / PER_TXN < 2000 ? quarter / PER_TXN : 2000))
 src -c "CALL work('u', 1, $live_txns, $PER_TXN)" >/dev/null &
 load=$!
@@ -184,6 +193,7 @@ while kill -0 "$load" 2>/dev/null; do
 		sleep 0.02
 	done
 	lags+=("$(sub "$(now)" "$t0")")
+	[[ -z ${AGG_BENCH_TRACE:-} ]] || printf '  probe at +%s s: %s s\n' "$(sub "$t0" "$t_load")" "${lags[-1]}"
 	sleep 0.5
 done
 wait "$load"

@@ -443,6 +443,7 @@ rp_agg_side(RpAgg *agg, RpAggBinding *b, const RpRecord *rec, bool old, RpAggRea
 			*why = RP_AGG_NO_OLD_ROW;
 			return -1;
 		}
+		v->want_num = i == b->ndims && (b->agg == RP_FOLD_SUM || b->agg == RP_FOLD_AVG);
 		if (!rp_aggval_from_datum(i < b->ndims ? b->dim_class[i] : b->m_class,
 								  rel->cols[idx].encoding, d, v))
 		{

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rp_agg.h"
 #include "rp_ckpt.h"
@@ -323,6 +324,7 @@ rp_agg_seed_rows(RpAgg *agg, RpAggBinding *b, PGresult *res)
 		{
 			RpAggVal   *v = &agg->scratch[1];
 
+			v->want_num = b->agg == RP_FOLD_SUM || b->agg == RP_FOLD_AVG;
 			if (!rp_aggval_from_text(b->m_class, PQgetisnull(res, r, vcol) ? NULL : PQgetvalue(res, r, vcol), v))
 			{
 				rc = rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": seed value of column \"%s\" does not read",
@@ -342,7 +344,10 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 {
 	PGresult   *res;
 	int			rc = 0;
+	struct timespec t0,
+				t1;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (rp_agg_src_connect(agg, b) < 0)
 		return -1;
 	if (!b->described && rp_agg_describe(agg, b) < 0)
@@ -379,10 +384,12 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 	if (rc < 0)
 		return -1;
 	rp_agg_stats.rebuilds[b->reason]++;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* a table without its old rows rebuilds every batch: say so a few times, count always */
-	if (b->reason != RP_AGG_SEED && b->nlogged++ < 20)
-		fprintf(stderr, "replicant: aggregate binding \"%s\" rebuilt from the source (reason: %s)\n",
-				b->name, rp_agg_reason_name(b->reason));
+	if (b->nlogged++ < 20)
+		fprintf(stderr, "replicant: aggregate binding \"%s\" %s from the source (reason: %s): %zu cells, %.2f s\n",
+				b->name, b->reason == RP_AGG_SEED ? "built" : "rebuilt", rp_agg_reason_name(b->reason),
+				b->fold.ncells, (double) (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	b->need_seed = false;
 	b->replace = true;
 	b->rel = NULL;

@@ -114,6 +114,7 @@ rp_val_reset(RpAggVal *out)
 	memset(&out->v, 0, sizeof(out->v));
 }
 
+
 static void
 rp_val_done(RpAggVal *out)
 {
@@ -132,23 +133,31 @@ rp_val_int(RpAggVal *out, int64_t v)
 
 	rp_key_int64(&out->key, v);
 	rp_buf_put_bytes(&out->text, s, (size_t) n);
-	rp_decimal_set_int64(&out->num, v);
+	if (out->want_num)
+		rp_decimal_set_int64(&out->num, v);
 }
 
+/*
+ * Floats order by their bits (sign flipped, negatives complemented), with
+ * -0 read as 0 and NaN above +Infinity, as PostgreSQL compares them.
+ */
 static void
 rp_val_double(RpAggVal *out, double v, bool single)
 {
+	uint64_t	bits;
+
 	if (isnan(v))
 		out->v.kind = RP_DEC_NAN;
 	else if (isinf(v))
 		out->v.kind = v > 0 ? RP_DEC_PINF : RP_DEC_NINF;
-	if (out->v.kind != RP_DEC_FINITE)
-		rp_decimal_special_key(out->v.kind, &out->key);
-	else
-	{
+	if (v == 0)
+		v = 0;					/* -0 is 0 */
+	memcpy(&bits, &v, sizeof(bits));
+	bits = (bits & 0x8000000000000000ULL) ? ~bits : bits ^ 0x8000000000000000ULL;
+	rp_buf_put_u8(&out->key, isnan(v) ? 2 : 1);
+	rp_buf_put_u64(&out->key, isnan(v) ? 0 : bits);
+	if (out->v.kind == RP_DEC_FINITE && out->want_num)
 		rp_decimal_set_double(&out->num, v);
-		rp_decimal_key(&out->num, &out->key);
-	}
 	if (single)
 		rp_fmt_float4(&out->text, (float) v);
 	else

@@ -28,9 +28,14 @@ typedef enum RpAggClass
 	RP_AGGV_BOOL
 } RpAggClass;
 
-/* A value read, owning its scratch; v points into it. */
+/*
+ * A value read, owning its scratch; v points into it.  want_num asks for
+ * the exact number too (sums and averages); the key alone orders and
+ * identifies values within one class.
+ */
 typedef struct RpAggVal
 {
+	bool		want_num;
 	RpFoldValue v;
 	RpDecimal	num;
 	RpBuf		key;

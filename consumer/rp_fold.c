@@ -53,10 +53,7 @@ static void
 rp_fold_cell_free(RpFoldCell *c)
 {
 	for (int i = 0; i < c->nvals; i++)
-	{
-		rp_free(c->vals[i].key);
-		rp_free(c->vals[i].text);
-	}
+		rp_free(c->vals[i].key);	/* the text shares it */
 	if (c->vals)
 		rp_free(c->vals);
 	rp_decimal_free(&c->total);
@@ -199,10 +196,11 @@ rp_fold_count_value(RpFoldCell *c, const RpFoldValue *v, int64_t k)
 		}
 		memmove(&c->vals[i + 1], &c->vals[i], sizeof(RpFoldEntry) * (size_t) (c->nvals - i));
 		c->nvals++;
-		c->vals[i].key = rp_malloc(v->keylen + 1);
+		/* key and text in one allocation: a fold can hold millions of values */
+		c->vals[i].key = rp_malloc(v->keylen + v->textlen + 1);
 		memcpy(c->vals[i].key, v->key, v->keylen);
 		c->vals[i].keylen = (uint32_t) v->keylen;
-		c->vals[i].text = rp_malloc(v->textlen + 1);
+		c->vals[i].text = c->vals[i].key + v->keylen;
 		memcpy(c->vals[i].text, v->text, v->textlen);
 		c->vals[i].text[v->textlen] = '\0';
 		c->vals[i].textlen = (uint32_t) v->textlen;
@@ -215,7 +213,6 @@ rp_fold_count_value(RpFoldCell *c, const RpFoldValue *v, int64_t k)
 	if (c->vals[i].rows == 0)
 	{
 		rp_free(c->vals[i].key);
-		rp_free(c->vals[i].text);
 		memmove(&c->vals[i], &c->vals[i + 1], sizeof(RpFoldEntry) * (size_t) (c->nvals - i - 1));
 		c->nvals--;
 	}

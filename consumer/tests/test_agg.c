@@ -152,6 +152,40 @@ START_TEST(test_values_stream_equals_seed)
 }
 END_TEST
 
+START_TEST(test_float_keys_order)
+{
+	const char *sorted[] = {"-Infinity", "-1e300", "-1", "-5e-324", "0", "5e-324", "0.1", "1", "1e300", "Infinity", "NaN"};
+	int			n = (int) (sizeof(sorted) / sizeof(sorted[0]));
+	RpAggVal	a,
+				b;
+
+	rp_aggval_init(&a);
+	rp_aggval_init(&b);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+		{
+			int			r;
+
+			ck_assert(rp_aggval_from_text(RP_AGGV_FLOAT8, sorted[i], &a));
+			ck_assert(rp_aggval_from_text(RP_AGGV_FLOAT8, sorted[j], &b));
+			ck_assert_uint_eq(a.v.keylen, b.v.keylen);
+			r = memcmp(a.v.key, b.v.key, a.v.keylen);
+			ck_assert_msg((r < 0) == (i < j) && (r == 0) == (i == j), "%s vs %s", sorted[i], sorted[j]);
+		}
+	/* -0 and 0 are one value, as in PostgreSQL */
+	ck_assert(rp_aggval_from_text(RP_AGGV_FLOAT8, "-0", &a));
+	ck_assert(rp_aggval_from_text(RP_AGGV_FLOAT8, "0", &b));
+	ck_assert_int_eq(memcmp(a.v.key, b.v.key, a.v.keylen), 0);
+	/* the exact number only when asked for */
+	a.want_num = true;
+	ck_assert(rp_aggval_from_text(RP_AGGV_FLOAT8, "0.5", &a));
+	ck_assert_int_eq(a.v.kind, RP_DEC_FINITE);
+	ck_assert_int_eq(a.num.scale, 1);
+	rp_aggval_free(&a);
+	rp_aggval_free(&b);
+}
+END_TEST
+
 static Suite *
 agg_suite(void)
 {
@@ -162,6 +196,7 @@ agg_suite(void)
 	tcase_add_test(tc, test_spec_parse);
 	tcase_add_test(tc, test_spec_errors);
 	tcase_add_test(tc, test_values_stream_equals_seed);
+	tcase_add_test(tc, test_float_keys_order);
 	suite_add_tcase(s, tc);
 	return s;
 }
