@@ -22,7 +22,6 @@
 RpAggStats	rp_agg_stats;
 
 static RpAgg *rp_agg_current;
-static bool rp_agg_current_only;
 
 static const char *const rp_agg_reason_names[RP_AGG_REASON__COUNT] = {
 	"seed", "collision", "unreadable", "no_old_row", "inconsistent", "retry"
@@ -38,7 +37,6 @@ void
 rp_agg_attach(RpAgg *agg, bool only)
 {
 	rp_agg_current = agg;
-	rp_agg_current_only = only;
 	if (agg)
 		agg->only = only;
 }
@@ -625,7 +623,11 @@ rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n, uint
 	/* the fold took changes of a destination transaction that never committed */
 	if (agg->in_batch)
 		for (int i = 0; i < agg->nb; i++)
+		{
 			rp_agg_rebuild(agg->b[i], RP_AGG_RETRY);
+			/* the output table may have been created in the rolled-back transaction */
+			agg->b[i]->ready_conn = NULL;
+		}
 	agg->in_batch = true;
 	for (int i = 0; i < agg->nstreams; i++)
 		rp_buf_reset(&agg->streams[i]->pending);
