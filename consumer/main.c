@@ -978,5 +978,11 @@ main(int argc, char **argv)
 		if (rc != RP_EXIT_OK || !cli.start)
 			return rc;
 	}
-	return run_stream(&cli);
+	{
+		int			rc = run_stream(&cli);
+
+		/* closes the aggregate edit streams and waits for their children */
+		rp_agg_free(cli.agg);
+		return rc;
+	}
 }
