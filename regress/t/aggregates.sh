@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
 # regress/t/aggregates.sh: live aggregates stay equal to GROUP BY on the source across
-# kill -9 and restarts, a TRUNCATE and a rebuild forced by a collision.
+# kill -9 and restarts, a TRUNCATE and rebuilds forced by a collision and by a missing old row.
 #
 # Proves G1 for aggregate outputs (each table output, written in the mirror's destination
 # transaction with the checkpoint, equals the same GROUP BY run on the source at the end: no
@@ -16,6 +16,8 @@
 #   latest  (k1 int, k2 text) coordinate of a binding without aggregate, kept unique by the
 #           workload; one transaction puts a second row on a coordinate and deletes the first
 #           (the binding must rebuild, counted as reason "collision", and show the new value)
+#   plain   default replica identity: an update without its old row must rebuild sum(v) by g
+#           (reason "no_old_row") and tell the user to set REPLICA IDENTITY FULL on it
 # Bindings on sales: sum(amount), avg(qty), min(amount), max(price), count(customer),
 # count_distinct(customer) as tables; sum(amount) and min(ts) as an edit stream to a file;
 # none(v) on latest as a table. The mirror runs too (--create-tables): sales is compared.
@@ -72,6 +74,8 @@ CREATE TABLE sales (id bigint PRIMARY KEY, region text, month date, amount numer
 ALTER TABLE sales REPLICA IDENTITY FULL;
 CREATE TABLE latest (id bigint PRIMARY KEY, k1 int, k2 text, v numeric);
 ALTER TABLE latest REPLICA IDENTITY FULL;
+CREATE TABLE plain (id int PRIMARY KEY, g int, v int);	-- default replica identity: key only
+INSERT INTO plain SELECT x, x % 5, x FROM generate_series(1, 50) x;
 CREATE TABLE ctl (one int PRIMARY KEY, stop bool NOT NULL);
 INSERT INTO ctl VALUES (1, false);
 CREATE TABLE fence (at timestamptz);
@@ -163,6 +167,7 @@ start_consumer() {
 		--state-dir "$STATE" --batch-txns 50 --batch-ms 100 --metrics-port "$metrics_port" \
 		--aggregates "$work/bindings.conf" \
 		--aggregate "name=n_v source=public.latest dims=k1,k2 measure=v agg=none output=table:agg.n_v" \
+		--aggregate "name=p_sum source=public.plain dims=g measure=v agg=sum output=table:agg.p_sum" \
 		"$@" 2>"$work/consumer-$runs.err" &
 	consumer_pid=$!
 }
@@ -216,8 +221,8 @@ workload_loop() {
 
 start_consumer
 caught_up "the first run"
-[[ $(metric 'replicant_aggregate_rebuilds_total{reason="seed"}') == 9 ]] ||
-	fail "the first run did not seed each of the 9 bindings once"
+[[ $(metric 'replicant_aggregate_rebuilds_total{reason="seed"}') == 10 ]] ||
+	fail "the first run did not seed each of the 10 bindings once"
 workload_loop &
 workload_pid=$!
 
@@ -248,6 +253,15 @@ SQL
 		[[ $(rp_psql dst -Atc "SELECT count(*) FROM agg.n_v WHERE v = 4242") == 1 ]] ||
 			fail "round $round: the moved coordinate does not show its new row's value"
 		printf 'round %2d: collision on n_v rebuilt the binding (collision rebuilds %s -> %s)\n' "$round" "$before" "$after"
+		# an update whose old row is not replicated (default identity, key unchanged)
+		before=$(metric 'replicant_aggregate_rebuilds_total{reason="no_old_row"}')
+		rp_psql src -c "UPDATE plain SET v = v + 1000, g = g + 1 WHERE id % 7 = 0" >/dev/null
+		caught_up "round $round (no old row)"
+		after=$(metric 'replicant_aggregate_rebuilds_total{reason="no_old_row"}')
+		((after > before)) || fail "round $round: an update without its old row did not rebuild p_sum"
+		grep -q 'aggregate binding "p_sum": an update or delete of table "public"."plain" did not carry its old row; set REPLICA IDENTITY FULL on that table' \
+			"$work/consumer-$runs.err" || fail "round $round: the user was not told to set REPLICA IDENTITY FULL on public.plain"
+		printf 'round %2d: an update without its old row rebuilt p_sum (no_old_row rebuilds %s -> %s)\n' "$round" "$before" "$after"
 		continue ;;
 	esac
 	ms=$((300 + RANDOM % 1500))
@@ -319,20 +333,20 @@ check e_sum "SELECT $key || '|' || coalesce(trim_scale(sum(amount))::text, '~') 
 # shellcheck disable=SC2059
 check e_min "SELECT $key || '|' || coalesce(min(ts)::text, '~') FROM sales GROUP BY region, month" \
 	"$(printf "$replay" "(j->>'value')::timestamp::text" e_min)" src
+check p_sum "SELECT g || '|' || sum(v) FROM plain GROUP BY g" "SELECT g || '|' || sum_v FROM agg.p_sum"
 # the mirror beside the aggregates
 q="SELECT x::text FROM public.sales x"
 check mirror_sales "$q" "$q"
 unset PGOPTIONS
 
 # rebuilds happen for the reasons the test causes, never because the fold lost its way
-if grep -h 'rebuilt from the source' "$work"/consumer-*.err | grep -v 'reason: collision' | grep -q .; then
-	fail "unexpected rebuilds: $(grep -h 'rebuilt from the source' "$work"/consumer-*.err | grep -v 'reason: collision' | sort | uniq -c | head -n 3)"
-fi
+unexpected=$(grep -h 'rebuilt from the source' "$work"/consumer-*.err | grep -v -e 'reason: collision' -e '"p_sum" rebuilt from the source (reason: no_old_row)' || true)
+[[ -z $unexpected ]] || fail "unexpected rebuilds: $(head -n 3 <<<"$unexpected")"
 resets=$(grep -c '"op":"reset"' "$EDITS")
 ((resets >= 2 * (kills + 1))) || fail "only $resets resets in the edit stream for $((kills + 2)) runs"
 if grep -l "$CANARY" "$work"/consumer-*.err >/dev/null 2>&1; then
 	fail "a row value reached the consumer's log (G4)"
 fi
 status=0
-printf 'PASS aggregates: %d consumer runs, %d SIGKILLs, a TRUNCATE, a collision rebuild; outputs equal GROUP BY on the source (cells: %s) (%ds)\n' \
+printf 'PASS aggregates: %d consumer runs, %d SIGKILLs, a TRUNCATE, a collision and a no-old-row rebuild; outputs equal GROUP BY on the source (cells: %s) (%ds)\n' \
 	"$runs" "$kills" "$(IFS=,; echo "${summary[*]}")" "$((SECONDS - started))"
