@@ -450,13 +450,7 @@ rp_agg_side(RpAgg *agg, RpAggBinding *b, const RpRecord *rec, bool old, RpAggRea
 		}
 		if (i == b->ndims)
 			break;
-		rp_buf_put_u8(&agg->coord, v->v.null ? 0 : 1);
-		rp_buf_put_u8(&agg->label, v->v.null ? 0 : 1);
-		if (!v->v.null)
-		{
-			rp_buf_put_str(&agg->coord, v->v.key, v->v.keylen);
-			rp_buf_put_str(&agg->label, v->v.text, v->v.textlen);
-		}
+		rp_agg_coord_put(agg, v);
 	}
 	return 0;
 }
@@ -671,6 +665,39 @@ rp_agg_committed(RpAgg *agg)
 		if (rp_agg_edits_flush(agg->streams[i]) < 0)
 			return -1;
 	return 0;
+}
+
+void
+rp_agg_coord_put(RpAgg *agg, const RpAggVal *v)
+{
+	rp_buf_put_u8(&agg->coord, v->v.null ? 0 : 1);
+	rp_buf_put_u8(&agg->label, v->v.null ? 0 : 1);
+	if (!v->v.null)
+	{
+		rp_buf_put_str(&agg->coord, v->v.key, v->v.keylen);
+		rp_buf_put_str(&agg->label, v->v.text, v->v.textlen);
+	}
+}
+
+RpFoldCell *
+rp_agg_next_edit(RpAggBinding *b, RpAggEditIter *e, RpBuf *value, RpFoldResult *r)
+{
+	for (;;)
+	{
+		int			ntouched;
+		RpFoldCell *const *touched = rp_fold_touched(&b->fold, &ntouched);
+		RpFoldCell *c = b->replace ? rp_fold_next_cell(&b->fold, &e->it)
+			: e->k < ntouched ? touched[e->k++] : NULL;
+
+		if (c == NULL)
+			return NULL;
+		rp_buf_reset(value);
+		*r = rp_fold_result(&b->fold, c, value);
+		/* a full rewrite starts from nothing: no removal to write */
+		if (*r == RP_FOLD_REMOVED && b->replace)
+			continue;
+		return c;
+	}
 }
 
 bool

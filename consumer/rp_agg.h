@@ -168,6 +168,23 @@ extern void rp_agg_edits_close(RpAggStream *s);
 extern void rp_agg_edits_batch(RpAgg *agg, RpAggBinding *b, uint64_t lsn);
 extern int	rp_agg_edits_flush(RpAggStream *s);
 
+/* Append a dimension value to agg->coord (identity) and agg->label (text). */
+extern void rp_agg_coord_put(RpAgg *agg, const RpAggVal *v);
+
+/*
+ * The cells an output writes for this batch: every cell with rows on a
+ * full rewrite (b->replace), else each touched one.  value gets the cell's
+ * text and *r its result; NULL at the end.  Zero the iterator first.
+ */
+typedef struct RpAggEditIter
+{
+	RpFoldIter	it;
+	int			k;
+} RpAggEditIter;
+
+extern RpFoldCell *rp_agg_next_edit(RpAggBinding *b, RpAggEditIter *e, RpBuf *value,
+									RpFoldResult *r);
+
 /* A cell's coordinate label: per dimension, a NULL flag and its text. */
 extern bool rp_agg_label_next(const char **p, const char *end, const char **text, uint32_t *len);
 

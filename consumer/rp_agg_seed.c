@@ -294,13 +294,7 @@ rp_agg_seed_rows(RpAgg *agg, RpAggBinding *b, PGresult *res)
 							 b->name, b->dims[i]);
 				break;
 			}
-			rp_buf_put_u8(&agg->coord, v->v.null ? 0 : 1);
-			rp_buf_put_u8(&agg->label, v->v.null ? 0 : 1);
-			if (!v->v.null)
-			{
-				rp_buf_put_str(&agg->coord, v->v.key, v->v.keylen);
-				rp_buf_put_str(&agg->label, v->v.text, v->v.textlen);
-			}
+			rp_agg_coord_put(agg, v);
 		}
 		if (rc < 0)
 			break;

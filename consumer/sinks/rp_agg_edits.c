@@ -105,10 +105,10 @@ void
 rp_agg_edits_batch(RpAgg *agg, RpAggBinding *b, uint64_t lsn)
 {
 	RpBuf	   *out = &b->stream->pending;
-	RpFoldCell *const *touched;
-	int			ntouched;
-	RpFoldIter	it;
+	RpAggEditIter e;
 	RpBuf		value;
+	RpFoldCell *c;
+	RpFoldResult r;
 
 	rp_buf_init(&value, 64);
 	if (b->replace)
@@ -116,25 +116,14 @@ rp_agg_edits_batch(RpAgg *agg, RpAggBinding *b, uint64_t lsn)
 		rp_agg_edit_head(out, b, "reset", lsn);
 		rp_buf_put_text(out, "}\n");
 	}
-	touched = rp_fold_touched(&b->fold, &ntouched);
-	memset(&it, 0, sizeof(it));
-	for (int k = 0;; k++)
+	memset(&e, 0, sizeof(e));
+	while ((c = rp_agg_next_edit(b, &e, &value, &r)) != NULL)
 	{
-		RpFoldCell *c = b->replace ? rp_fold_next_cell(&b->fold, &it) : k < ntouched ? touched[k] : NULL;
-		RpFoldResult r;
-		const char *p,
-				   *end;
+		const char *p = c->label,
+				   *end = c->label + c->labellen;
 
-		if (c == NULL)
-			break;
-		rp_buf_reset(&value);
-		r = rp_fold_result(&b->fold, c, &value);
-		if (r == RP_FOLD_REMOVED && b->replace)
-			continue;
 		rp_agg_edit_head(out, b, r == RP_FOLD_REMOVED ? "remove" : "set", lsn);
 		rp_buf_put_text(out, ",\"key\":{");
-		p = c->label;
-		end = c->label + c->labellen;
 		for (int i = 0; i < b->ndims; i++)
 		{
 			const char *text;

@@ -211,11 +211,11 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 	RpBuf	   *dels = rp_malloc(sizeof(RpBuf) * (size_t) ncols);
 	const char **vals = rp_malloc(sizeof(char *) * (size_t) ncols);
 	RpBuf		value;
-	RpFoldCell *const *touched;
-	int			ntouched;
+	RpAggEditIter e;
+	RpFoldCell *c;
+	RpFoldResult r;
 	int			nups = 0,
 				ndels = 0;
-	RpFoldIter	it;
 	int			rc = 0;
 
 	if (rp_agg_pg_ready(b, dest) < 0)
@@ -241,22 +241,13 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 		rp_buf_put_char(&agg->sql, '\0');
 		rc = rp_agg_pg_exec(b, dest, agg->sql.data, 0, NULL, "replacing the cells");
 	}
-	touched = rp_fold_touched(&b->fold, &ntouched);
-	memset(&it, 0, sizeof(it));
-	for (int k = 0; rc == 0; k++)
+	memset(&e, 0, sizeof(e));
+	while (rc == 0 && (c = rp_agg_next_edit(b, &e, &value, &r)) != NULL)
 	{
-		RpFoldCell *c = b->replace ? rp_fold_next_cell(&b->fold, &it) : k < ntouched ? touched[k] : NULL;
-		RpFoldResult r;
 		RpBuf	   *arrs;
 		const char *p,
 				   *end;
 
-		if (c == NULL)
-			break;
-		rp_buf_reset(&value);
-		r = rp_fold_result(&b->fold, c, &value);
-		if (r == RP_FOLD_REMOVED && b->replace)
-			continue;			/* the table is empty already */
 		arrs = r == RP_FOLD_REMOVED ? dels : ups;
 		p = c->label;
 		end = c->label + c->labellen;
