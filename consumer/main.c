@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "rp_asm.h"
+#include "rp_agg.h"
 #include "rp_conn.h"
 #include "rp_deliver.h"
 #include "rp_metrics.h"
@@ -59,6 +60,8 @@ typedef struct RpCli
 	RpPgOptions pg;				/* mirror sink */
 	bool		no_early_apply;
 	uint64_t	decoding_work_mem_kb;	/* 0: the server's setting */
+	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
+	bool		agg_only;
 } RpCli;
 
 typedef struct RpRun
@@ -120,7 +123,14 @@ usage(void)
 	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
 	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
 	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
-	printf("      --no-early-apply   apply a large streamed transaction only at its commit, not block by block\n");
+	printf("      --no-early-apply   apply a large streamed transaction only at its commit, not block by block\n"
+		   "                         (always so with aggregate bindings)\n");
+	printf("\nLive aggregates (with the mirror sink; see docs/aggregates.md):\n");
+	printf("      --aggregate=SPEC   keep a binding: 'name=N source=SCHEMA.TABLE dims=C1,C2 measure=M\n"
+		   "                         agg=none|sum|avg|min|max|count|count_distinct\n"
+		   "                         output=table:SCHEMA.TABLE|stdout|file:PATH|exec:COMMAND' (repeatable)\n");
+	printf("      --aggregates=FILE  bindings, one SPEC a line\n");
+	printf("      --aggregates-only  mirror no table: the destination holds aggregate outputs and the checkpoint\n");
 	printf("\nOther options:\n");
 	printf("  -v, --verbose          output verbose messages\n");
 	printf("  -V, --version          output version information, then exit\n");
@@ -605,8 +615,11 @@ run_stream(RpCli *cli)
 	if (rp_spill_init(&run.spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
 		goto fail;
 	rp_asm_init(&run.asm_, &run.spill, have_ck ? ck.commit_lsn : 0);
-	/* a sink that can apply a streamed transaction before its commit gets its blocks */
-	run.asm_.early = run.sink->handle_chunk != NULL && !cli->no_early_apply;
+	/*
+	 * A sink that can apply a streamed transaction before its commit gets its
+	 * blocks; not with aggregate bindings, whose fold pass runs per batch.
+	 */
+	run.asm_.early = run.sink->handle_chunk != NULL && !cli->no_early_apply && cli->agg == NULL;
 	if (rp_deliver_init(&run.dl, run.sink, &ck, run.sink->owns_checkpoint ? NULL : path, view,
 						&cli->limits) < 0)
 		goto fail;
@@ -770,6 +783,9 @@ main(int argc, char **argv)
 		{"message-ignore", required_argument, NULL, 20},
 		{"no-early-apply", no_argument, NULL, 21},
 		{"decoding-work-mem", required_argument, NULL, 22},
+		{"aggregate", required_argument, NULL, 31},
+		{"aggregates", required_argument, NULL, 32},
+		{"aggregates-only", no_argument, NULL, 33},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -942,6 +958,20 @@ main(int argc, char **argv)
 				}
 				cli.decoding_work_mem_kb = size / 1024;
 				break;
+			case 31:
+			case 32:
+				if (cli.agg == NULL)
+					cli.agg = rp_agg_new();
+				if ((c == 31 ? rp_agg_add_spec(cli.agg, optarg, "--aggregate")
+					 : rp_agg_add_file(cli.agg, optarg)) < 0)
+				{
+					pg_log_error("%s", rp_error());
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 33:
+				cli.agg_only = true;
+				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
 				return RP_EXIT_USAGE;
@@ -971,6 +1001,23 @@ main(int argc, char **argv)
 		return RP_EXIT_USAGE;
 	}
 
+	if (cli.agg_only && cli.agg == NULL)
+	{
+		pg_log_error("--aggregates-only needs at least one --aggregate or --aggregates");
+		return RP_EXIT_USAGE;
+	}
+	if (cli.agg)
+	{
+		/* the folds live inside the mirror's destination transactions */
+		if (strncmp(cli.sink, "postgres", 8) != 0)
+		{
+			pg_log_error("aggregate bindings need the PostgreSQL sink (--sink=postgresql://... or postgres:CONNINFO)");
+			return RP_EXIT_USAGE;
+		}
+		rp_agg_set_source(cli.agg, cli.dbname ? cli.dbname : "");
+		rp_agg_attach(cli.agg, cli.agg_only);
+	}
+
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	signal(SIGHUP, on_hup_signal);
@@ -983,5 +1030,11 @@ main(int argc, char **argv)
 		if (rc != RP_EXIT_OK || !cli.start)
 			return rc;
 	}
-	return run_stream(&cli);
+	{
+		int			rc = run_stream(&cli);
+
+		/* closes the aggregate edit streams and waits for their children */
+		rp_agg_free(cli.agg);
+		return rc;
+	}
 }

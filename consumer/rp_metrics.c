@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <stdio.h>
 
+#include "rp_agg.h"
 #include "rp_conn.h"
 #include "rp_metrics.h"
 
@@ -76,6 +77,21 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, m->spill->spills);
 		rp_metric(&b, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, m->spill->disk_in_use);
 		rp_metric(&b, "replicant_memory_bytes", "gauge", "Assembled bytes held in memory.", NULL, m->spill->mem_in_use);
+	}
+	if (rp_agg_attached())
+	{
+		/* live aggregates (rp_agg.c): rebuilds by reason, never by value */
+		for (int r = 0; r < RP_AGG_REASON__COUNT; r++)
+		{
+			char		labels[64];
+
+			snprintf(labels, sizeof(labels), "{reason=\"%s\"}", rp_agg_reason_name((RpAggReason) r));
+			rp_metric(&b, "replicant_aggregate_rebuilds_total", "counter", r == 0 ? "Aggregate bindings built from the source, by reason." : NULL,
+					  labels, rp_agg_stats.rebuilds[r]);
+		}
+		rp_metric(&b, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, rp_agg_stats.cell_edits);
+		rp_metric(&b, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, rp_agg_stats.changes);
+		rp_metric(&b, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, rp_agg_stats.skipped);
 	}
 	for (int h = 0; h < RP_HALT__COUNT; h++)
 	{

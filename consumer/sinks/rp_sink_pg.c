@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "rp_agg.h"
 #include "rp_ckpt.h"
 #include "rp_deliver.h"
 #include "rp_pg.h"
@@ -413,6 +414,7 @@ static int
 rp_pg_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
 {
 	RpPg	   *pg = s->priv;
+	RpAgg	   *agg = rp_agg_attached();	/* live aggregates, or NULL */
 	uint64_t	done = 0;
 
 	pg->ck = *ck;
@@ -423,11 +425,22 @@ rp_pg_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *
 		/* already in the destination (a replay, or another consumer): no effect */
 		if (txns[i]->commit_lsn <= done)
 			continue;
+		/* ---- live aggregates: --aggregates-only mirrors no table ---- */
+		if (agg && agg->only)
+			continue;
 		if (rp_pg_apply_txn(pg, dl, txns[i], 0) < 0)
 			goto fail;
 	}
-	if (rp_pg_apply_flush(pg) < 0 || rp_pg_commit(pg, ck) < 0)
+	if (rp_pg_apply_flush(pg) < 0)
 		goto fail;
+	/* ---- live aggregates (rp_agg.c): cells written before the checkpoint ---- */
+	if (agg && rp_agg_batch(agg, pg->conn, dl, txns, n, done) < 0)
+		goto fail;
+	if (rp_pg_commit(pg, ck) < 0)
+		goto fail;
+	/* ---- live aggregates: edit streams get their lines once committed ---- */
+	if (agg && rp_agg_committed(agg) < 0)
+		return -1;
 	return 0;
 
 fail:
