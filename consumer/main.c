@@ -781,8 +781,8 @@ main(int argc, char **argv)
 		{"history", required_argument, NULL, 18},
 		{"message-route", required_argument, NULL, 19},
 		{"message-ignore", required_argument, NULL, 20},
-		{"no-early-apply", no_argument, NULL, 21},
-		{"decoding-work-mem", required_argument, NULL, 22},
+		{"no-early-apply", no_argument, NULL, 41},
+		{"decoding-work-mem", required_argument, NULL, 42},
 		{"aggregate", required_argument, NULL, 31},
 		{"aggregates", required_argument, NULL, 32},
 		{"aggregates-only", no_argument, NULL, 33},
@@ -947,10 +947,10 @@ main(int argc, char **argv)
 			case 20:
 				add_name(&cli.pg.ignore_prefixes, &cli.pg.nignore, optarg);
 				break;
-			case 21:
+			case 41:
 				cli.no_early_apply = true;
 				break;
-			case 22:
+			case 42:
 				if (!parse_size(optarg, &size) || size < 64 * 1024 || size > ((uint64_t) 1 << 40))
 				{
 					pg_log_error("invalid --decoding-work-mem \"%s\" (64kB to 1TB)", optarg);
