@@ -22,6 +22,7 @@
 #include "rp_metrics.h"
 #include "rp_pg.h"
 #include "rp_pipe.h"
+#include "rp_snapshot.h"
 #include "rp_status.h"
 #include "rp_verify.h"
 #include "rp_wire.h"
@@ -57,6 +58,9 @@ typedef struct RpCli
 	bool		progress;
 	int			metrics_port;
 	RpPgOptions pg;				/* mirror sink */
+	bool		snapshot;		/* initial snapshot before streaming */
+	int			snapshot_workers;
+	uint64_t	snapshot_chunk_rows;
 } RpCli;
 
 typedef struct RpRun
@@ -86,6 +90,8 @@ usage(void)
 	printf("      --create-slot      create a new replication slot (plugin replicant)\n");
 	printf("      --drop-slot        drop the replication slot\n");
 	printf("      --start            start streaming in a replication slot\n");
+	printf("      --snapshot         with --create-slot --start: copy the selected tables under the\n"
+		   "                         slot's exported snapshot first, then stream (resumes a stopped copy)\n");
 	printf("\nOptions:\n");
 	printf("  -E, --endpos=LSN       stop at the first transaction boundary at or after LSN\n");
 	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
@@ -106,6 +112,8 @@ usage(void)
 	printf("      --batch-bytes=SIZE bytes per delivered batch (default: 64MB)\n");
 	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
+	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 4)\n");
+	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
 	printf("\nMirror sink options:\n");
 	printf("      --create-tables    create missing destination tables from the source's description\n");
@@ -518,6 +526,61 @@ open_sink(RpCli *cli)
 	return NULL;
 }
 
+/* The plugin option's value, or NULL. */
+static const char *
+plugin_option(const RpCli *cli, const char *name)
+{
+	for (int i = 0; i < cli->noptions; i++)
+		if (strcmp(cli->options[i * 2], name) == 0)
+			return cli->options[i * 2 + 1] ? cli->options[i * 2 + 1] : "";
+	return NULL;
+}
+
+/*
+ * --snapshot: copy (or finish copying) the selected tables before the
+ * stream starts; the sink's checkpoint is then the consistent point.  A
+ * sink that already holds a checkpoint has its snapshot: nothing to do.
+ */
+static int
+run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
+{
+	RpSnapOptions so;
+	RpCheckpoint ck;
+	int			rc;
+
+	if (!sink->owns_checkpoint)
+	{
+		rc = rp_ckpt_read(ckpt_path, &ck);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
+	memset(&so, 0, sizeof(so));
+	so.conninfo = cli->dbname;
+	so.slot = cli->slot;
+	so.progname = progname;
+	so.select.include = plugin_option(cli, "include_tables");
+	so.select.exclude = plugin_option(cli, "exclude_tables");
+	so.workers = cli->snapshot_workers;
+	so.chunk_rows = cli->snapshot_chunk_rows;
+	so.chunk_bytes = (uint64_t) 64 << 20;
+	so.create_slot = cli->create_slot;
+	so.progress = true;			/* shown when stderr is a terminal */
+	so.verbose = cli->verbose;
+	rc = rp_snapshot_run(&so, sink, &ck);
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+	{
+		char		lsn[24];
+
+		rp_lsn_format(ck.end_lsn, lsn);
+		pg_log_info(cli, "snapshot complete: %" PRIu64 " rows; streaming from %s", rp_snap_stats.rows, lsn);
+		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 run_stream(RpCli *cli)
 {
@@ -559,6 +622,8 @@ run_stream(RpCli *cli)
 	}
 	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
+	if (cli->snapshot && run_snapshot(cli, run.sink, path) < 0)
+		goto fail;
 	if (run.sink->owns_checkpoint)
 		have_ck = run.sink->checkpoint(run.sink, &ck);
 	else
@@ -733,6 +798,9 @@ main(int argc, char **argv)
 		{"history", required_argument, NULL, 18},
 		{"message-route", required_argument, NULL, 19},
 		{"message-ignore", required_argument, NULL, 20},
+		{"snapshot", no_argument, NULL, 21},
+		{"snapshot-workers", required_argument, NULL, 22},
+		{"snapshot-chunk-rows", required_argument, NULL, 23},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -749,6 +817,8 @@ main(int argc, char **argv)
 	cli.limits.max_txns = 1000;
 	cli.limits.max_bytes = (uint64_t) 64 << 20;
 	cli.limits.max_ms = 200;
+	cli.snapshot_workers = 4;
+	cli.snapshot_chunk_rows = 100000;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -894,6 +964,28 @@ main(int argc, char **argv)
 			case 20:
 				add_name(&cli.pg.ignore_prefixes, &cli.pg.nignore, optarg);
 				break;
+			case 21:
+				cli.snapshot = true;
+				break;
+			case 22:
+				if (!parse_int(optarg, 1, 64, &cli.snapshot_workers))
+				{
+					pg_log_error("invalid value \"%s\" for --snapshot-workers (1 to 64)", optarg);
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 23:
+				{
+					int			n;
+
+					if (!parse_int(optarg, 1, 100000000, &n))
+					{
+						pg_log_error("invalid value \"%s\" for --snapshot-chunk-rows", optarg);
+						return RP_EXIT_USAGE;
+					}
+					cli.snapshot_chunk_rows = (uint64_t) n;
+				}
+				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
 				return RP_EXIT_USAGE;
@@ -922,13 +1014,19 @@ main(int argc, char **argv)
 		pg_log_error("cannot use --create-slot or --start together with --drop-slot");
 		return RP_EXIT_USAGE;
 	}
+	if (cli.snapshot && !cli.start)
+	{
+		pg_log_error("--snapshot needs --start");
+		return RP_EXIT_USAGE;
+	}
 
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	signal(SIGHUP, on_hup_signal);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (cli.create_slot || cli.drop_slot)
+	/* --snapshot creates the slot itself, with an exported snapshot */
+	if ((cli.create_slot && !cli.snapshot) || cli.drop_slot)
 	{
 		int			rc = run_slot_action(&cli);
 

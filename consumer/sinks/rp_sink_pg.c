@@ -25,6 +25,7 @@
 #include "rp_ckpt.h"
 #include "rp_deliver.h"
 #include "rp_pg.h"
+#include "rp_pg_snapshot.h"
 #include "rp_status.h"
 
 static const char *const rp_pg_setup_sql =
@@ -512,6 +513,7 @@ rp_sink_pg_open(const RpPgOptions *opts)
 	s->handle_schema_change = rp_pg_schema_change;
 	s->advance = rp_pg_advance;
 	s->close = rp_pg_close;
+	rp_pg_snapshot_install(s);
 	if (rp_pg_connect(pg) < 0)
 	{
 		rp_pg_close(s);

@@ -1,0 +1,939 @@
+/*
+ * rp_snapshot.c
+ *    The initial snapshot's orchestration and copy workers (see
+ *    rp_snapshot.h).
+ *
+ * Threads: the caller's thread coordinates (slot, catalog, progress line),
+ * each worker owns one source session.  libpq connections are never
+ * shared; the sink is called from the workers, under one lock unless it
+ * says it is parallel.  Errors are value-free: a worker's failure names the
+ * table and SQLSTATE, is copied into the shared state, and stops the
+ * others at their next chunk.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "rp_conn.h"
+#include "rp_encode.h"
+#include "rp_pgrecv.h"
+#include "rp_snapshot.h"
+#include "rp_snaptoken.h"
+#include "rp_status.h"
+#include "rp_uuid7.h"
+
+RpSnapStats rp_snap_stats;
+
+/* One table's copy job. */
+typedef struct RpSnapJob
+{
+	RpSnapTable *t;
+	RpSnapToken tok;			/* where it stands (resume), keys owned */
+	bool		have_tok;
+	char		snapshot_id[RP_UUID_TEXT_LEN + 1];
+	int64_t		at_ms;
+	_Atomic uint64_t done_rows;	/* for the progress line */
+	_Atomic int state;			/* 0 queued, 1 copying, 2 done */
+} RpSnapJob;
+
+typedef struct RpSnapRun
+{
+	const RpSnapOptions *opts;
+	RpSink	   *sink;
+	RpCheckpoint origin;
+	uint64_t	lsn;			/* consistent point */
+	char		snapname[128];	/* exported snapshot to import */
+	RpSnapJob  *jobs;
+	int			njobs;
+	pthread_mutex_t lock;		/* next, error, and the sink unless parallel */
+	int			next;
+	_Atomic bool failed;
+	char		error[1024];
+	RpHalt		halt;
+} RpSnapRun;
+
+typedef struct RpSnapWorker
+{
+	RpSnapRun  *run;
+	int			id;
+	PGconn	   *conn;
+	pthread_t	thread;
+	bool		started;
+} RpSnapWorker;
+
+static int
+rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	if (t)
+		return rp_fail(RP_HALT_NONE, "snapshot: %s of table \"%s\".\"%s\" failed (SQLSTATE %s)",
+					   what, t->rel->schema, t->rel->name, state ? state : "none");
+	return rp_fail(RP_HALT_NONE, "snapshot: %s failed (SQLSTATE %s)", what, state ? state : "none");
+}
+
+static int
+rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable *t)
+{
+	PGresult   *res = PQexec(conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+	int			rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = rp_snap_fail_res(res, what, t);
+	PQclear(res);
+	return rc;
+}
+
+static PGconn *
+rp_snap_connect(const RpSnapOptions *o)
+{
+	const char *keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *vals[] = {o->conninfo ? o->conninfo : "", o->progname, NULL};
+	PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
+
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char		line[512];
+
+		snprintf(line, sizeof(line), "%s", PQerrorMessage(conn));
+		line[strcspn(line, "\n")] = '\0';
+		PQfinish(conn);
+		rp_fail(RP_HALT_NONE, "snapshot: could not connect: %s", line);
+		return NULL;
+	}
+	/*
+	 * Pinned output settings (G6) for the columns read as text, an empty
+	 * search_path so every name is qualified, and key order from the
+	 * index rather than a sort of the whole table.
+	 */
+	if (rp_snap_exec(conn,
+					 "SET search_path = ''; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC';"
+					 " SET IntervalStyle = 'postgres'; SET extra_float_digits = 1;"
+					 " SET bytea_output = 'hex'; SET lc_monetary = 'C'; SET enable_sort = off;"
+					 " SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0",
+					 "session setup", NULL) < 0)
+	{
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+static int
+rp_snap_import(PGconn *conn, const char *snapname)
+{
+	char	   *lit = PQescapeLiteral(conn, snapname, strlen(snapname));
+	char		sql[256];
+	int			rc;
+
+	if (lit == NULL)
+		return rp_fail(RP_HALT_NONE, "snapshot: quoting the snapshot name failed");
+	snprintf(sql, sizeof(sql),
+			 "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT %s", lit);
+	PQfreemem(lit);
+	rc = rp_snap_exec(conn, sql, "importing the exported snapshot", NULL);
+	return rc;
+}
+
+/* ---- one table ---------------------------------------------------------- */
+
+static void
+rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
+{
+	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
+
+	rp_buf_put_text(b, q ? q : "\"?\"");
+	if (q)
+		PQfreemem(q);
+}
+
+/* The COPY statement of a table's (remaining) rows; raw: sink format. */
+static void
+rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
+{
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+	bool		first = true;
+
+	rp_buf_put_text(sql, "COPY (SELECT ");
+	for (int i = 0; i < rel->natts; i++)
+	{
+		if (raw && (rel->cols[i].flags & RP_COL_GENERATED))
+			continue;
+		if (!first)
+			rp_buf_put_text(sql, ", ");
+		first = false;
+		rp_snap_put_ident(sql, conn, rel->cols[i].name);
+		/* the plugin sends these as their text output: so do we */
+		if (!raw && rel->cols[i].encoding == RP_ENC_TEXT)
+			rp_buf_put_text(sql, "::pg_catalog.text");
+	}
+	for (int k = 0; k < t->nkey; k++)
+	{
+		rp_buf_put_text(sql, first ? "" : ", ");
+		first = false;
+		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		rp_buf_put_text(sql, "::pg_catalog.text");
+	}
+	if (first)
+		rp_buf_put_text(sql, "NULL");
+	rp_buf_put_text(sql, " FROM ONLY ");
+	rp_snap_put_ident(sql, conn, rel->schema);
+	rp_buf_put_char(sql, '.');
+	rp_snap_put_ident(sql, conn, rel->name);
+	if (t->nkey > 0 && job->have_tok && job->tok.nkeys == t->nkey)
+	{
+		/* the key values travel as settings, set from parameters: never in SQL text */
+		rp_buf_put_text(sql, " WHERE (");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			if (k)
+				rp_buf_put_text(sql, ", ");
+			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		}
+		rp_buf_put_text(sql, ") > (");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			char		n[64];
+
+			snprintf(n, sizeof(n), "%spg_catalog.current_setting('replicant_snap.k%d')::", k ? ", " : "", k + 1);
+			rp_buf_put_text(sql, n);
+			rp_buf_put_text(sql, rel->cols[t->keycols[k]].type_name);
+		}
+		rp_buf_put_char(sql, ')');
+	}
+	if (t->nkey > 0)
+	{
+		rp_buf_put_text(sql, " ORDER BY ");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			if (k)
+				rp_buf_put_text(sql, ", ");
+			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		}
+	}
+	rp_buf_put_text(sql, ") TO STDOUT (FORMAT binary)");
+	rp_buf_put_char(sql, '\0');
+}
+
+typedef struct RpChunk
+{
+	RpBuf		data;			/* frame or raw tuples */
+	RpBuf		lastkey;		/* the last row's key texts, NUL-separated */
+	uint64_t	rows;
+	size_t		head_len;		/* frame: header + Relation record */
+} RpChunk;
+
+static int
+rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool first, bool last,
+				bool resumed)
+{
+	RpSnapRun  *run = w->run;
+	RpSnapToken tok;
+	RpSnapshotCtx ctx;
+	char	   *token;
+	int			rc;
+
+	memset(&tok, 0, sizeof(tok));
+	tok.lsn = run->lsn;
+	tok.done = last;
+	tok.rows = job->tok.rows + ch->rows;
+	tok.at_ms = job->at_ms;
+	snprintf(tok.snapshot_id, sizeof(tok.snapshot_id), "%s", job->snapshot_id);
+	if (ch->rows > 0)
+	{
+		const char *p = ch->lastkey.data;
+
+		for (int k = 0; k < job->t->nkey; k++)
+		{
+			tok.keys[tok.nkeys++] = (char *) p;
+			p += strlen(p) + 1;
+		}
+	}
+	else
+	{
+		/* nothing new: the key where the last chunk stopped */
+		for (int k = 0; k < job->tok.nkeys; k++)
+			tok.keys[tok.nkeys++] = job->tok.keys[k];
+	}
+	token = rp_snaptoken_format(&tok);
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.rel = job->t->rel;
+	ctx.snapshot_lsn = run->lsn;
+	ctx.first_chunk = first && !job->have_tok;
+	ctx.resumed = first && job->have_tok;
+	ctx.last_chunk = last;
+	ctx.progress_token = token;
+	ctx.worker = w->id;
+	ctx.origin = &run->origin;
+	ctx.snapshot_id = job->snapshot_id;
+	ctx.snapshot_at_ms = job->at_ms;
+	ctx.total = job->t->estimate;
+	ctx.first_seq = job->tok.rows;
+	ctx.nrows = ch->rows;
+	if (raw)
+	{
+		ctx.copy_data = (const unsigned char *) ch->data.data;
+		ctx.copy_len = ch->data.len;
+	}
+	else
+	{
+		ctx.frame = (const unsigned char *) ch->data.data;
+		ctx.frame_len = ch->data.len;
+	}
+	if (!run->sink->snapshot_parallel)
+		pthread_mutex_lock(&run->lock);
+	rc = run->sink->handle_snapshot(run->sink, NULL, &ctx);
+	if (!run->sink->snapshot_parallel)
+		pthread_mutex_unlock(&run->lock);
+	rp_free(token);
+	if (rc < 0)
+		return -1;
+
+	/* the next chunk continues from here */
+	job->tok.rows += ch->rows;
+	if (ch->rows > 0)
+	{
+		const char *p = ch->lastkey.data;
+
+		rp_snaptoken_free(&job->tok);
+		for (int k = 0; k < job->t->nkey; k++)
+		{
+			job->tok.keys[job->tok.nkeys++] = rp_strndup(p, strlen(p));
+			p += strlen(p) + 1;
+		}
+	}
+	atomic_fetch_add(&rp_snap_stats.rows, ch->rows);
+	atomic_fetch_add(&rp_snap_stats.chunks, 1);
+	ch->rows = 0;
+	ch->data.len = ch->head_len;
+	return 0;
+}
+
+/* One row of the COPY stream into the chunk. */
+static int
+rp_snap_row(RpChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
+			const unsigned char *row, const unsigned char **data, const int32_t *len,
+			int nfields)
+{
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+
+	if (nfields != ncopy + t->nkey)
+		return rp_fail(RP_HALT_MALFORMED, "snapshot: table \"%s\".\"%s\": COPY row has %d fields, expected %d",
+					   rel->schema, rel->name, nfields, ncopy + t->nkey);
+	if (raw)
+	{
+		/* the row as it came, less the trailing key texts */
+		const unsigned char *end = ncopy > 0
+			? (len[ncopy - 1] > 0 ? data[ncopy - 1] + len[ncopy - 1] : data[ncopy - 1])
+			: row + 2;
+
+		rp_buf_put_u16(&ch->data, (uint16_t) ncopy);
+		rp_buf_put_bytes(&ch->data, row + 2, (size_t) (end - (row + 2)));
+	}
+	else
+	{
+		size_t		at = rp_enc_change_start(&ch->data, RP_TAG_INSERT, rel->relid, 0, 0);
+		char		err[200];
+
+		rp_enc_tuple_start(&ch->data, rel->natts);
+		for (int i = 0; i < rel->natts; i++)
+		{
+			if (len[i] < 0)
+			{
+				rp_enc_datum_kind(&ch->data, RP_DATUM_NULL);
+				continue;
+			}
+			rp_enc_datum_kind(&ch->data, RP_DATUM_VALUE);
+			if (rp_pgrecv_value(&ch->data, &t->recv[i], data[i], (uint32_t) len[i], err, sizeof(err)) < 0)
+				return rp_fail(RP_HALT_MALFORMED, "snapshot: table \"%s\".\"%s\" column \"%s\": %s",
+							   rel->schema, rel->name, rel->cols[i].name, err);
+		}
+		rp_buf_end_record(&ch->data, at);
+	}
+	if (t->nkey > 0)
+	{
+		rp_buf_reset(&ch->lastkey);
+		for (int k = 0; k < t->nkey; k++)
+		{
+			const unsigned char *d = data[ncopy + k];
+
+			if (len[ncopy + k] > 0)
+				rp_buf_put_bytes(&ch->lastkey, d, (size_t) len[ncopy + k]);
+			rp_buf_put_char(&ch->lastkey, '\0');
+		}
+	}
+	ch->rows++;
+	return 0;
+}
+
+static int
+rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
+{
+	RpSnapRun  *run = w->run;
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+	bool		raw = run->sink->snapshot_raw && t->portable;
+	RpBuf		sql;
+	RpChunk		ch;
+	PGresult   *res;
+	int			ncopy = 0;
+	int			maxf;
+	const unsigned char **data;
+	int32_t    *len;
+	bool		header = false;
+	bool		first = true;
+	bool		ended = false;
+	int			rc = 0;
+
+	if (!raw && !t->convertible)
+		return rp_fail(RP_HALT_CONFIG, "snapshot: table \"%s\".\"%s\": %s", rel->schema, rel->name, t->why);
+	for (int i = 0; i < rel->natts; i++)
+		if (!raw || !(rel->cols[i].flags & RP_COL_GENERATED))
+			ncopy++;
+	maxf = ncopy + t->nkey + 1;
+	data = rp_malloc0(sizeof(*data) * (size_t) maxf);
+	len = rp_malloc0(sizeof(*len) * (size_t) maxf);
+
+	/* resume: the last stored key, as settings the WHERE clause reads */
+	if (job->have_tok && t->nkey > 0 && job->tok.nkeys == t->nkey)
+	{
+		for (int k = 0; k < t->nkey && rc == 0; k++)
+		{
+			char		name[64];
+			const char *vals[2] = {name, job->tok.keys[k]};
+
+			snprintf(name, sizeof(name), "replicant_snap.k%d", k + 1);
+			res = PQexecParams(w->conn, "SELECT pg_catalog.set_config($1, $2, true)", 2, NULL, vals,
+							   NULL, NULL, 0);
+			if (PQresultStatus(res) != PGRES_TUPLES_OK)
+				rc = rp_snap_fail_res(res, "setting the resume key", t);
+			PQclear(res);
+		}
+	}
+	else if (job->have_tok && job->tok.rows > 0)
+	{
+		/*
+		 * A table without a key stopped part way: there is no position to
+		 * continue from.  Its rows are copied again from the start; the
+		 * sink's token says so (rows restart) and a state sink replaces.
+		 */
+		job->tok.rows = 0;
+	}
+	if (rc < 0)
+		goto out;
+
+	rp_buf_init(&sql, 512);
+	rp_snap_copy_sql(&sql, w->conn, job, raw);
+	res = PQexec(w->conn, sql.data);
+	rp_buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_COPY_OUT)
+	{
+		rc = rp_snap_fail_res(res, "COPY", t);
+		PQclear(res);
+		goto out;
+	}
+	PQclear(res);
+
+	memset(&ch, 0, sizeof(ch));
+	rp_buf_init(&ch.data, 1 << 20);
+	rp_buf_init(&ch.lastkey, 64);
+	if (!raw)
+	{
+		/* a frame: header and the table's description, then its rows */
+		size_t		at;
+
+		rp_enc_frame_header(&ch.data);
+		at = rp_enc_relation_start(&ch.data, rel->relid, rel->schema, rel->name, rel->identity, rel->natts);
+		for (int i = 0; i < rel->natts; i++)
+			rp_enc_relation_column(&ch.data, rel->cols[i].attnum, rel->cols[i].name, rel->cols[i].type_oid,
+								   rel->cols[i].type_name, rel->cols[i].typmod, rel->cols[i].encoding,
+								   rel->cols[i].flags);
+		rp_buf_end_record(&ch.data, at);
+	}
+	ch.head_len = ch.data.len;
+
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			n = PQgetCopyData(w->conn, &buf, 0);
+		const unsigned char *p,
+				   *end;
+
+		if (n == -1)
+			break;
+		if (n < 0)
+		{
+			rc = rp_fail(RP_HALT_NONE, "snapshot: COPY of table \"%s\".\"%s\" failed: connection lost",
+						 rel->schema, rel->name);
+			break;
+		}
+		p = (const unsigned char *) buf;
+		end = p + n;
+		if (!header)
+		{
+			int			h = rp_pgrecv_header(p, (size_t) n);
+
+			if (h < 0)
+			{
+				PQfreemem(buf);
+				rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" has no binary header",
+							 rel->schema, rel->name);
+				break;
+			}
+			p += h;
+			header = true;
+		}
+		while (p < end && rc == 0)
+		{
+			const unsigned char *row = p;
+			int			nf;
+			int			r = rp_pgrecv_tuple(&p, end, maxf, &nf, data, len);
+
+			if (r < 0)
+				rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY row of table \"%s\".\"%s\" does not decode",
+							 rel->schema, rel->name);
+			else if (r == 0)
+				ended = true;
+			else
+				rc = rp_snap_row(&ch, job, raw, ncopy, row, data, len, nf);
+		}
+		PQfreemem(buf);
+		if (rc < 0)
+			break;
+		atomic_store(&job->done_rows, job->tok.rows + ch.rows);
+		if (ch.rows >= run->opts->chunk_rows || ch.data.len >= run->opts->chunk_bytes)
+		{
+			if (atomic_load(&run->failed))
+			{
+				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped (another worker failed)");
+				break;
+			}
+			rc = rp_snap_deliver(w, job, &ch, raw, first, false, first);
+			first = false;
+			if (rc < 0)
+				break;
+		}
+	}
+	if (rc == 0)
+	{
+		res = PQgetResult(w->conn);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = rp_snap_fail_res(res, "COPY", t);
+		PQclear(res);
+		while ((res = PQgetResult(w->conn)) != NULL)
+			PQclear(res);
+	}
+	if (rc == 0 && !ended)
+		rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" ended without its trailer",
+					 rel->schema, rel->name);
+	/* the last chunk, also when empty: every table gets a call */
+	if (rc == 0)
+		rc = rp_snap_deliver(w, job, &ch, raw, first, true, first);
+	rp_buf_free(&ch.data);
+	rp_buf_free(&ch.lastkey);
+out:
+	rp_free(data);
+	rp_free(len);
+	return rc;
+}
+
+static void *
+rp_snap_worker_main(void *arg)
+{
+	RpSnapWorker *w = arg;
+	RpSnapRun  *run = w->run;
+
+	for (;;)
+	{
+		RpSnapJob  *job = NULL;
+
+		if (atomic_load(&run->failed))
+			break;
+		pthread_mutex_lock(&run->lock);
+		if (run->next < run->njobs)
+			job = &run->jobs[run->next++];
+		pthread_mutex_unlock(&run->lock);
+		if (job == NULL)
+			break;
+		atomic_store(&job->state, 1);
+		if (rp_snap_copy_table(w, job) < 0)
+		{
+			pthread_mutex_lock(&run->lock);
+			if (!atomic_load(&run->failed))
+			{
+				snprintf(run->error, sizeof(run->error), "%s", rp_error());
+				run->halt = rp_error_halt();
+				atomic_store(&run->failed, true);
+			}
+			pthread_mutex_unlock(&run->lock);
+			atomic_fetch_add(&rp_snap_stats.tables_aborted, 1);
+			break;
+		}
+		atomic_store(&job->state, 2);
+		atomic_fetch_add(&rp_snap_stats.tables_complete, 1);
+	}
+	return NULL;
+}
+
+/* ---- coordination ----------------------------------------------------------- */
+
+static void
+rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
+{
+	uint64_t	done = 0,
+				total = 0;
+	int			tables_done = 0;
+	double		secs = (rp_now_us() - started_us) / 1e6;
+	double		rate;
+	const RpSnapJob *cur = NULL;
+
+	for (int i = 0; i < run->njobs; i++)
+	{
+		const RpSnapJob *j = &run->jobs[i];
+		uint64_t	d = atomic_load(&j->done_rows);
+		uint64_t	est = j->t->estimate > 0 ? (uint64_t) j->t->estimate : 0;
+		int			st = atomic_load(&j->state);
+
+		done += d;
+		total += st == 2 ? d : (est > d ? est : d);
+		if (st == 2)
+			tables_done++;
+		else if (st == 1 && cur == NULL)
+			cur = j;
+	}
+	rate = secs > 0 ? done / secs : 0;
+	fprintf(stderr, "\r%s: snapshot %d/%d tables, %" PRIu64 " of ~%" PRIu64 " rows, %.0f rows/s",
+			run->opts->progname, tables_done, run->njobs, done, total, rate);
+	if (!final && rate > 0 && total > done)
+		fprintf(stderr, ", %.0f s left", (total - done) / rate);
+	if (cur)
+		fprintf(stderr, " (%s.%s)", cur->t->rel->schema, cur->t->rel->name);
+	fprintf(stderr, "   %s", final ? "\n" : "");
+}
+
+/* CREATE_REPLICATION_SLOT ... with an exported snapshot: lsn and name. */
+static int
+rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *snapname, size_t len)
+{
+	char	   *id = PQescapeIdentifier(rc->pg, o->slot, strlen(o->slot));
+	char		cmd[512];
+	PGresult   *res;
+	int			r = 0;
+
+	if (id == NULL)
+		return rp_fail(RP_HALT_NONE, "snapshot: quoting the slot name failed");
+	/* the option list form is PostgreSQL 15's; older servers know the keyword */
+	snprintf(cmd, sizeof(cmd), PQserverVersion(rc->pg) >= 150000
+			 ? "CREATE_REPLICATION_SLOT %s LOGICAL replicant (SNAPSHOT 'export')"
+			 : "CREATE_REPLICATION_SLOT %s LOGICAL replicant EXPORT_SNAPSHOT", id);
+	PQfreemem(id);
+	res = PQexec(rc->pg, cmd);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 3)
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		r = rp_fail(state && strcmp(state, "42710") == 0 ? RP_HALT_CONFIG : RP_HALT_NONE,
+					"snapshot: CREATE_REPLICATION_SLOT \"%s\" failed (SQLSTATE %s)%s", o->slot,
+					state ? state : "none",
+					state && strcmp(state, "42710") == 0
+					? ": the slot exists, and a consistent snapshot needs a new slot (drop it, or start without --snapshot)" : "");
+	}
+	else if (!rp_lsn_parse(PQgetvalue(res, 0, 1), lsn))
+		r = rp_fail(RP_HALT_NONE, "snapshot: CREATE_REPLICATION_SLOT returned no consistent point");
+	else
+		snprintf(snapname, len, "%s", PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return r;
+}
+
+/* Largest first, so the longest copy starts first. */
+static int
+rp_snap_job_cmp(const void *a, const void *b)
+{
+	const RpSnapJob *x = a,
+			   *y = b;
+
+	if (x->t->estimate != y->t->estimate)
+		return x->t->estimate < y->t->estimate ? 1 : -1;
+	return x->t->rel->relid < y->t->rel->relid ? -1 : x->t->rel->relid > y->t->rel->relid;
+}
+
+int
+rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
+{
+	RpSnapRun	run;
+	RpConn		repl;
+	bool		repl_open = false;
+	PGconn	   *coord = NULL;
+	RpSnapTable *tables = NULL;
+	int			ntables = 0;
+	RpSnapWorker *workers = NULL;
+	int			nworkers = 0;
+	bool		resume = false;
+	uint64_t	resume_lsn = 0;
+	int64_t		started = rp_now_us();
+	int64_t		at_ms;
+	int			rc = -1;
+	bool		tty = o->progress && isatty(STDERR_FILENO);
+	RpCheckpoint have;
+	int			have_ck;
+
+	memset(&run, 0, sizeof(run));
+	run.opts = o;
+	run.sink = sink;
+	pthread_mutex_init(&run.lock, NULL);
+
+	if (sink->handle_snapshot == NULL || sink->handle_snapshot_complete == NULL)
+		return rp_fail(RP_HALT_CONFIG, "sink %s does not take snapshots", sink->name);
+	if (sink->owns_checkpoint)
+	{
+		have_ck = sink->checkpoint(sink, &have);
+		if (have_ck < 0)
+			return -1;
+		/* a checkpoint means a completed snapshot (or a stream already running) */
+		if (have_ck > 0 && have.end_lsn > 0)
+			return 0;
+	}
+
+	/* the source's identity binds the checkpoint */
+	if (rp_conn_open(&repl, o->conninfo, o->progname) < 0)
+		return -1;
+	repl_open = true;
+	if (rp_conn_identify(&repl) < 0)
+		goto done;
+	run.origin.system_id = repl.system_id;
+	run.origin.timeline = repl.timeline;
+	snprintf(run.origin.slot, sizeof(run.origin.slot), "%s", o->slot);
+
+	if ((coord = rp_snap_connect(o)) == NULL)
+		goto done;
+
+	/* stored progress? then this is a resumed copy */
+	if (sink->snapshot_progress)
+	{
+		if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ", "BEGIN", NULL) < 0)
+			goto done;
+		tables = rp_snapcat_tables(coord, &o->select, &ntables);
+		if (tables == NULL || rp_snap_exec(coord, "COMMIT", "COMMIT", NULL) < 0)
+			goto done;
+		for (int i = 0; i < ntables && !resume; i++)
+		{
+			char	   *token = NULL;
+			int			r = sink->snapshot_progress(sink, tables[i].rel, &token);
+			RpSnapToken tok;
+
+			if (r < 0)
+				goto done;
+			if (r > 0)
+			{
+				if (!rp_snaptoken_parse(token, &tok))
+				{
+					rp_free(token);
+					rp_fail(RP_HALT_SINK, "snapshot: the stored progress of table \"%s\".\"%s\" is damaged",
+							tables[i].rel->schema, tables[i].rel->name);
+					goto done;
+				}
+				resume = true;
+				resume_lsn = tok.lsn;
+				rp_snaptoken_free(&tok);
+				rp_free(token);
+			}
+		}
+		rp_snapcat_free(tables, ntables);
+		tables = NULL;
+		ntables = 0;
+	}
+
+	if (resume)
+	{
+		RpSlotInfo	info;
+		PGresult   *res;
+		char		a[24],
+					b[24];
+
+		/* the slot must still hold everything since the consistent point */
+		if (rp_conn_slot_info(&repl, o->slot, &info) < 0)
+			goto done;
+		rp_lsn_format(resume_lsn, a);
+		if (!info.exists || info.lost)
+		{
+			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is %s", o->slot,
+					info.exists ? "invalidated" : "gone");
+			goto done;
+		}
+		if (info.confirmed_flush > resume_lsn)
+		{
+			rp_lsn_format(info.confirmed_flush, b);
+			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is at %s, past the snapshot's consistent point %s",
+					o->slot, b, a);
+			goto done;
+		}
+		run.lsn = resume_lsn;
+		/* a new snapshot for the rest; the stream from the old point reconciles */
+		if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "BEGIN", NULL) < 0)
+			goto done;
+		res = PQexec(coord, "SELECT pg_catalog.pg_export_snapshot()");
+		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		{
+			rp_snap_fail_res(res, "exporting a snapshot", NULL);
+			PQclear(res);
+			goto done;
+		}
+		snprintf(run.snapname, sizeof(run.snapname), "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		if (o->verbose)
+			fprintf(stderr, "%s: resuming the snapshot of consistent point %s\n", o->progname, a);
+	}
+	else
+	{
+		char		a[24];
+
+		if (!o->create_slot)
+		{
+			rp_fail(RP_HALT_CONFIG, "snapshot: a new snapshot creates its slot: add --create-slot");
+			goto done;
+		}
+		if (rp_snap_create_slot(&repl, o, &run.lsn, run.snapname, sizeof(run.snapname)) < 0)
+			goto done;
+		rp_lsn_format(run.lsn, a);
+		if (o->verbose)
+			fprintf(stderr, "%s: created slot \"%s\" with a snapshot at consistent point %s\n",
+					o->progname, o->slot, a);
+		if (rp_snap_import(coord, run.snapname) < 0)
+			goto done;
+	}
+
+	/* the tables as the snapshot sees them */
+	tables = rp_snapcat_tables(coord, &o->select, &ntables);
+	if (tables == NULL)
+		goto done;
+	run.jobs = rp_malloc0(sizeof(RpSnapJob) * (size_t) (ntables + 1));
+	at_ms = rp_unix_ms();
+	for (int i = 0; i < ntables; i++)
+	{
+		RpSnapJob  *job = &run.jobs[run.njobs];
+		char	   *token = NULL;
+		RpUuid		u;
+
+		job->t = &tables[i];
+		job->at_ms = at_ms;
+		if (sink->snapshot_progress)
+		{
+			int			r = sink->snapshot_progress(sink, tables[i].rel, &token);
+
+			if (r < 0)
+				goto done;
+			if (r > 0)
+			{
+				bool		ok = rp_snaptoken_parse(token, &job->tok);
+
+				rp_free(token);
+				if (!ok)
+				{
+					rp_fail(RP_HALT_SINK, "snapshot: the stored progress of table \"%s\".\"%s\" is damaged",
+							tables[i].rel->schema, tables[i].rel->name);
+					goto done;
+				}
+				job->have_tok = true;
+				if (job->tok.done)
+				{
+					rp_snaptoken_free(&job->tok);
+					continue;	/* copied before the stop */
+				}
+				job->at_ms = job->tok.at_ms;
+				snprintf(job->snapshot_id, sizeof(job->snapshot_id), "%s", job->tok.snapshot_id);
+			}
+		}
+		if (job->snapshot_id[0] == '\0')
+		{
+			if (rp_uuid7_at(&u, job->at_ms) < 0)
+				goto done;
+			rp_uuid_text(&u, job->snapshot_id);
+		}
+		run.njobs++;
+	}
+	qsort(run.jobs, (size_t) run.njobs, sizeof(RpSnapJob), rp_snap_job_cmp);
+
+	nworkers = o->workers < run.njobs ? o->workers : run.njobs;
+	workers = rp_malloc0(sizeof(RpSnapWorker) * (size_t) (nworkers + 1));
+	for (int i = 0; i < nworkers; i++)
+	{
+		RpSnapWorker *w = &workers[i];
+
+		w->run = &run;
+		w->id = i;
+		if ((w->conn = rp_snap_connect(o)) == NULL || rp_snap_import(w->conn, run.snapname) < 0)
+			goto done;
+	}
+	/* every worker holds the snapshot now: the exporting session may go idle */
+	for (int i = 0; i < nworkers; i++)
+	{
+		if (pthread_create(&workers[i].thread, NULL, rp_snap_worker_main, &workers[i]) != 0)
+		{
+			atomic_store(&run.failed, true);
+			snprintf(run.error, sizeof(run.error), "snapshot: could not start a copy thread");
+			break;
+		}
+		workers[i].started = true;
+	}
+	for (;;)
+	{
+		bool		alive = false;
+
+		for (int i = 0; i < nworkers; i++)
+			if (workers[i].started && pthread_tryjoin_np(workers[i].thread, NULL) != 0)
+				alive = true;
+			else
+				workers[i].started = false;
+		if (!alive)
+			break;
+		if (tty)
+			rp_snap_progress(&run, started, false);
+		usleep(200000);
+	}
+	if (tty)
+		rp_snap_progress(&run, started, true);
+	if (atomic_load(&run.failed))
+	{
+		rp_fail(run.halt, "%s", run.error);
+		goto done;
+	}
+	if (sink->handle_snapshot_complete(sink, run.lsn) < 0)
+		goto done;
+	memset(ck, 0, sizeof(*ck));
+	*ck = run.origin;
+	ck->commit_lsn = run.lsn > 0 ? run.lsn - 1 : 0;
+	ck->end_lsn = run.lsn;
+	rc = 1;
+
+done:
+	for (int i = 0; i < nworkers; i++)
+	{
+		if (workers[i].started)
+			pthread_join(workers[i].thread, NULL);
+		if (workers[i].conn)
+			PQfinish(workers[i].conn);
+	}
+	if (workers)
+		rp_free(workers);
+	for (int i = 0; i < run.njobs; i++)
+		rp_snaptoken_free(&run.jobs[i].tok);
+	if (run.jobs)
+		rp_free(run.jobs);
+	rp_snapcat_free(tables, ntables);
+	if (coord)
+		PQfinish(coord);
+	if (repl_open)
+		rp_conn_close(&repl);
+	pthread_mutex_destroy(&run.lock);
+	return rc;
+}
