@@ -413,8 +413,10 @@ rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
 		res = PQexecParams(conn,
 						   "SELECT a.attnum, a.attname, a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod),"
 						   " a.atttypmod, a.attnotnull, a.attgenerated <> '',"
-						   " COALESCE((SELECT pg_catalog.array_position(i.indkey::int2[], a.attnum)"
-						   "   FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary), 0),"
+						   " COALESCE((SELECT k.n FROM pg_catalog.pg_index i,"
+						   "   pg_catalog.unnest(i.indkey::int2[]) WITH ORDINALITY k(att, n)"
+						   "   WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.att = a.attnum"
+						   "   AND k.n <= i.indnkeyatts), 0),"
 						   " CASE c.relreplident WHEN 'f' THEN true"
 						   "  WHEN 'd' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid"
 						   "   AND i.indisprimary AND a.attnum = ANY (i.indkey::int2[]))"

@@ -187,6 +187,7 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 	rp_snap_put_ident(sql, conn, rel->schema);
 	rp_buf_put_char(sql, '.');
 	rp_snap_put_ident(sql, conn, rel->name);
+	rp_buf_put_text(sql, " AS rp_t");
 	if (t->nkey > 0 && job->have_tok && job->tok.nkeys == t->nkey)
 	{
 		/* the key values travel as settings, set from parameters: never in SQL text */
@@ -195,6 +196,7 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 		{
 			if (k)
 				rp_buf_put_text(sql, ", ");
+			rp_buf_put_text(sql, "rp_t.");
 			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
 		}
 		rp_buf_put_text(sql, ") > (");
@@ -210,11 +212,13 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 	}
 	if (t->nkey > 0)
 	{
+		/* qualified: the key texts are output columns of the same names */
 		rp_buf_put_text(sql, " ORDER BY ");
 		for (int k = 0; k < t->nkey; k++)
 		{
 			if (k)
 				rp_buf_put_text(sql, ", ");
+			rp_buf_put_text(sql, "rp_t.");
 			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
 		}
 	}

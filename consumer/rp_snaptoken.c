@@ -130,7 +130,7 @@ rp_snaptoken_parse(const char *text, RpSnapToken *tok)
 		const char *bar = strchr(p, '|');
 		size_t		len = bar ? (size_t) (bar - p) : strlen(p);
 
-		if (n == 6 + RP_SNAPTOKEN_MAX_KEYS)
+		if (n == 5 + RP_SNAPTOKEN_MAX_KEYS)
 			return false;
 		fields[n] = p;
 		lens[n++] = len;
