@@ -22,6 +22,7 @@
 #include "rp_metrics.h"
 #include "rp_pg.h"
 #include "rp_pipe.h"
+#include "rp_snaplog.h"
 #include "rp_snapshot.h"
 #include "rp_status.h"
 #include "rp_verify.h"
@@ -61,6 +62,9 @@ typedef struct RpCli
 	bool		snapshot;		/* initial snapshot before streaming */
 	int			snapshot_workers;
 	uint64_t	snapshot_chunk_rows;
+	uint64_t	max_record_bytes;	/* log sinks' snapshot envelope */
+	uint64_t	max_dlq_bytes;
+	char	   *dlq_file;
 } RpCli;
 
 typedef struct RpRun
@@ -114,6 +118,10 @@ usage(void)
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
 	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 4)\n");
 	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
+	printf("      --max-record-bytes=SIZE  log sinks: a snapshot row larger than this becomes an\n"
+		   "                         oversize stub (default: no limit)\n");
+	printf("      --max-dlq-bytes=SIZE how much of an oversize row the dead-letter file keeps (default: 64kB)\n");
+	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter)\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
 	printf("\nMirror sink options:\n");
 	printf("      --create-tables    create missing destination tables from the source's description\n");
@@ -595,6 +603,17 @@ run_stream(RpCli *cli)
 	memset(&run, 0, sizeof(run));
 	memset(&ck, 0, sizeof(ck));
 	run.cli = cli;
+	{
+		/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
+		static char dlq[4096];
+
+		if (cli->dlq_file == NULL)
+		{
+			snprintf(dlq, sizeof(dlq), "%s/%s.dead-letter", cli->state_dir, cli->slot);
+			cli->dlq_file = dlq;
+		}
+		rp_snaplog_configure((size_t) cli->max_record_bytes, (size_t) cli->max_dlq_bytes, cli->dlq_file);
+	}
 
 	/* a destination that is down at start is waited for, like a lost one */
 	while ((run.sink = open_sink(cli)) == NULL)
@@ -801,6 +820,9 @@ main(int argc, char **argv)
 		{"snapshot", no_argument, NULL, 21},
 		{"snapshot-workers", required_argument, NULL, 22},
 		{"snapshot-chunk-rows", required_argument, NULL, 23},
+		{"max-record-bytes", required_argument, NULL, 24},
+		{"max-dlq-bytes", required_argument, NULL, 25},
+		{"dead-letter-file", required_argument, NULL, 26},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -819,6 +841,7 @@ main(int argc, char **argv)
 	cli.limits.max_ms = 200;
 	cli.snapshot_workers = 4;
 	cli.snapshot_chunk_rows = 100000;
+	cli.max_dlq_bytes = 64 * 1024;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -985,6 +1008,22 @@ main(int argc, char **argv)
 					}
 					cli.snapshot_chunk_rows = (uint64_t) n;
 				}
+				break;
+			case 24:
+			case 25:
+				if (!parse_size(optarg, &size) || size == 0)
+				{
+					pg_log_error("invalid size \"%s\" for --%s", optarg,
+								 c == 24 ? "max-record-bytes" : "max-dlq-bytes");
+					return RP_EXIT_USAGE;
+				}
+				if (c == 24)
+					cli.max_record_bytes = size;
+				else
+					cli.max_dlq_bytes = size;
+				break;
+			case 26:
+				cli.dlq_file = optarg;
 				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);

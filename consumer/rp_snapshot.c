@@ -28,6 +28,7 @@
 #include "rp_uuid7.h"
 
 RpSnapStats rp_snap_stats;
+RpCheckpoint rp_snap_origin;
 
 /* One table's copy job. */
 typedef struct RpSnapJob
@@ -550,6 +551,22 @@ out:
 	return rc;
 }
 
+/* Metrics: the table's dump ended (complete) or stopped (aborted). */
+static void
+rp_snap_note_store(RpSnapRun *run, const RpSnapTable *t, bool complete)
+{
+	char		store[512];
+	RpSnapStats *st = &rp_snap_stats;
+
+	snprintf(store, sizeof(store), "%s.%s", t->rel->schema, t->rel->name);
+	pthread_mutex_lock(&run->lock);
+	st->stores = rp_realloc(st->stores, sizeof(char *) * (size_t) (st->nstores + 1));
+	st->complete = rp_realloc(st->complete, sizeof(bool) * (size_t) (st->nstores + 1));
+	st->stores[st->nstores] = rp_strndup(store, strlen(store));
+	st->complete[st->nstores++] = complete;
+	pthread_mutex_unlock(&run->lock);
+}
+
 static void *
 rp_snap_worker_main(void *arg)
 {
@@ -580,10 +597,12 @@ rp_snap_worker_main(void *arg)
 			}
 			pthread_mutex_unlock(&run->lock);
 			atomic_fetch_add(&rp_snap_stats.tables_aborted, 1);
+			rp_snap_note_store(run, job->t, false);
 			break;
 		}
 		atomic_store(&job->state, 2);
 		atomic_fetch_add(&rp_snap_stats.tables_complete, 1);
+		rp_snap_note_store(run, job->t, true);
 	}
 	return NULL;
 }
@@ -717,6 +736,7 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	run.origin.system_id = repl.system_id;
 	run.origin.timeline = repl.timeline;
 	snprintf(run.origin.slot, sizeof(run.origin.slot), "%s", o->slot);
+	rp_snap_origin = run.origin;
 
 	if ((coord = rp_snap_connect(o)) == NULL)
 		goto done;

@@ -47,9 +47,18 @@ typedef struct RpSnapStats
 	uint64_t	tables_aborted;
 	uint64_t	rows;
 	uint64_t	chunks;
+	uint64_t	oversize;		/* oversize stubs written by the log sinks */
+	/* per table: "schema.table" and its status (complete, aborted) */
+	int			nstores;
+	char	  **stores;
+	bool	   *complete;
 } RpSnapStats;
 
 extern RpSnapStats rp_snap_stats;
+
+/* The source's system id, timeline and slot of the running snapshot (for sinks'
+ * checkpoints at completion). */
+extern RpCheckpoint rp_snap_origin;
 
 /*
  * Copy or resume.  1: done, ck holds the consistent point (commit_lsn just
