@@ -380,6 +380,105 @@ rp_snap_row(RpChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
 	return 0;
 }
 
+/*
+ * A chunk is delivered by a helper thread while the worker reads the next
+ * one from the source, so the source's COPY and the sink's write overlap
+ * (on a small machine they are the two halves of the work).  One chunk in
+ * flight at most: chunk n+1 is handed over only after chunk n is stored,
+ * so tokens advance in order.
+ */
+typedef struct RpSnapPipe
+{
+	RpSnapWorker *w;
+	RpSnapJob  *job;
+	bool		raw;
+	pthread_t	thread;
+	bool		started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	RpChunk    *pending;		/* handed over, not yet delivered */
+	bool		first;
+	bool		quit;
+	int			rc;
+	RpHalt		halt;
+	char		error[1024];
+} RpSnapPipe;
+
+static void *
+rp_snap_pipe_main(void *arg)
+{
+	RpSnapPipe *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;)
+	{
+		RpChunk    *ch;
+		bool		first;
+		int			rc;
+
+		while (p->pending == NULL && !p->quit)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->pending == NULL)
+			break;
+		ch = p->pending;
+		first = p->first;
+		pthread_mutex_unlock(&p->mu);
+		rc = rp_snap_deliver(p->w, p->job, ch, p->raw, first, false, first);
+		pthread_mutex_lock(&p->mu);
+		if (rc < 0 && p->rc == 0)
+		{
+			p->rc = -1;
+			p->halt = rp_error_halt();
+			snprintf(p->error, sizeof(p->error), "%s", rp_error());
+		}
+		p->pending = NULL;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Wait until nothing is in flight; -1 (re-raised here) if it failed. */
+static int
+rp_snap_pipe_wait(RpSnapPipe *p)
+{
+	int			rc;
+
+	pthread_mutex_lock(&p->mu);
+	while (p->pending != NULL)
+		pthread_cond_wait(&p->cv, &p->mu);
+	rc = p->rc;
+	pthread_mutex_unlock(&p->mu);
+	if (rc < 0)
+		return rp_fail(p->halt, "%s", p->error);
+	return 0;
+}
+
+static void
+rp_snap_pipe_give(RpSnapPipe *p, RpChunk *ch, bool first)
+{
+	pthread_mutex_lock(&p->mu);
+	p->pending = ch;
+	p->first = first;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static void
+rp_snap_pipe_stop(RpSnapPipe *p)
+{
+	if (!p->started)
+		return;
+	pthread_mutex_lock(&p->mu);
+	while (p->pending != NULL)
+		pthread_cond_wait(&p->cv, &p->mu);
+	p->quit = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	p->started = false;
+}
+
 static int
 rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 {
@@ -388,7 +487,10 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	const RpRelation *rel = t->rel;
 	bool		raw = run->sink->snapshot_raw && t->portable;
 	RpBuf		sql;
-	RpChunk		ch;
+	RpChunk		chunks[2];
+	RpChunk    *chp = &chunks[0];
+	RpSnapPipe	pipe;
+	uint64_t	copied = job->tok.rows;
 	PGresult   *res;
 	int			ncopy = 0;
 	int			maxf;
@@ -448,23 +550,38 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	}
 	PQclear(res);
 
-	memset(&ch, 0, sizeof(ch));
-	rp_buf_init(&ch.data, 1 << 20);
-	rp_buf_init(&ch.lastkey, 64);
-	if (!raw)
+	memset(chunks, 0, sizeof(chunks));
+	for (int c = 0; c < 2; c++)
 	{
-		/* a frame: header and the table's description, then its rows */
-		size_t		at;
+		RpChunk    *ch = &chunks[c];
 
-		rp_enc_frame_header(&ch.data);
-		at = rp_enc_relation_start(&ch.data, rel->relid, rel->schema, rel->name, rel->identity, rel->natts);
-		for (int i = 0; i < rel->natts; i++)
-			rp_enc_relation_column(&ch.data, rel->cols[i].attnum, rel->cols[i].name, rel->cols[i].type_oid,
-								   rel->cols[i].type_name, rel->cols[i].typmod, rel->cols[i].encoding,
-								   rel->cols[i].flags);
-		rp_buf_end_record(&ch.data, at);
+		rp_buf_init(&ch->data, 1 << 20);
+		rp_buf_init(&ch->lastkey, 64);
+		if (!raw)
+		{
+			/* a frame: header and the table's description, then its rows */
+			size_t		at;
+
+			rp_enc_frame_header(&ch->data);
+			at = rp_enc_relation_start(&ch->data, rel->relid, rel->schema, rel->name, rel->identity, rel->natts);
+			for (int i = 0; i < rel->natts; i++)
+				rp_enc_relation_column(&ch->data, rel->cols[i].attnum, rel->cols[i].name, rel->cols[i].type_oid,
+									   rel->cols[i].type_name, rel->cols[i].typmod, rel->cols[i].encoding,
+									   rel->cols[i].flags);
+			rp_buf_end_record(&ch->data, at);
+		}
+		ch->head_len = ch->data.len;
 	}
-	ch.head_len = ch.data.len;
+	memset(&pipe, 0, sizeof(pipe));
+	pipe.w = w;
+	pipe.job = job;
+	pipe.raw = raw;
+	pthread_mutex_init(&pipe.mu, NULL);
+	pthread_cond_init(&pipe.cv, NULL);
+	if (pthread_create(&pipe.thread, NULL, rp_snap_pipe_main, &pipe) != 0)
+		rc = rp_fail(RP_HALT_NONE, "snapshot: could not start a delivery thread");
+	else
+		pipe.started = true;
 
 	for (;;)
 	{
@@ -509,23 +626,29 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 			else if (r == 0)
 				ended = true;
 			else
-				rc = rp_snap_row(&ch, job, raw, ncopy, row, data, len, nf);
+			{
+				rc = rp_snap_row(chp, job, raw, ncopy, row, data, len, nf);
+				copied++;
+			}
 		}
 		PQfreemem(buf);
 		if (rc < 0)
 			break;
-		atomic_store(&job->done_rows, job->tok.rows + ch.rows);
-		if (ch.rows >= run->opts->chunk_rows || ch.data.len >= run->opts->chunk_bytes)
+		atomic_store(&job->done_rows, copied);
+		if (chp->rows >= run->opts->chunk_rows || chp->data.len >= run->opts->chunk_bytes)
 		{
 			if (atomic_load(&run->failed))
 			{
 				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped (another worker failed)");
 				break;
 			}
-			rc = rp_snap_deliver(w, job, &ch, raw, first, false, first);
-			first = false;
+			/* the previous chunk must be stored before this one is handed over */
+			rc = rp_snap_pipe_wait(&pipe);
 			if (rc < 0)
 				break;
+			rp_snap_pipe_give(&pipe, chp, first);
+			first = false;
+			chp = chp == &chunks[0] ? &chunks[1] : &chunks[0];
 		}
 	}
 	if (rc == 0)
@@ -541,10 +664,18 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" ended without its trailer",
 					 rel->schema, rel->name);
 	/* the last chunk, also when empty: every table gets a call */
+	if (pipe.started && rp_snap_pipe_wait(&pipe) < 0 && rc == 0)
+		rc = -1;
+	rp_snap_pipe_stop(&pipe);
+	pthread_mutex_destroy(&pipe.mu);
+	pthread_cond_destroy(&pipe.cv);
 	if (rc == 0)
-		rc = rp_snap_deliver(w, job, &ch, raw, first, true, first);
-	rp_buf_free(&ch.data);
-	rp_buf_free(&ch.lastkey);
+		rc = rp_snap_deliver(w, job, chp, raw, first, true, first);
+	for (int c = 0; c < 2; c++)
+	{
+		rp_buf_free(&chunks[c].data);
+		rp_buf_free(&chunks[c].lastkey);
+	}
 out:
 	rp_free(data);
 	rp_free(len);

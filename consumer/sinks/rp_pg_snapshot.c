@@ -50,6 +50,7 @@ typedef struct RpPgSnapTable
 	char	   *after;			/* SQL after each chunk's COPY (merge), or NULL */
 	char	   *stage_ddl;		/* creates the session staging table (merge), or NULL */
 	char	   *retire_sql;		/* run at completion, or NULL */
+	bool		keyless;		/* no key: a stopped copy starts over */
 	bool		staged[RP_PG_SNAP_MAX_WORKERS];	/* stage_ddl done on that session */
 } RpPgSnapTable;
 
@@ -243,6 +244,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 
 	st = rp_malloc0(sizeof(RpPgSnapTable));
 	st->relid = rel->relid;
+	st->keyless = t->nkey == 0;
 	st->qname = rp_strndup(t->qname, strlen(t->qname));
 	st->mode = mode;
 	rp_buf_init(&b, 512);
@@ -544,6 +546,25 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 		if (rp_pg_snap_exec(conn, st->stage_ddl, 0, NULL, "creating the snapshot staging table", st->qname) < 0)
 			goto fail;
 		st->staged[ctx->worker] = true;
+	}
+	/*
+	 * A keyless table's copy that stopped part way starts over: what the
+	 * earlier run stored here is its own (the table was empty, or this is
+	 * the swap-in table), so it goes, in the transaction of the new rows.
+	 */
+	if (ctx->resumed && ctx->first_seq == 0 && st->keyless)
+	{
+		RpBuf		del;
+		int			r;
+
+		rp_buf_init(&del, 128);
+		rp_buf_put_text(&del, "DELETE FROM ");
+		rp_buf_put_text(&del, st->into);
+		rp_buf_put_char(&del, '\0');
+		r = rp_pg_snap_exec(conn, del.data, 0, NULL, "restarting a keyless table's copy", st->qname);
+		rp_buf_free(&del);
+		if (r < 0)
+			goto fail;
 	}
 	if ((ctx->nrows > 0 && rp_pg_snap_copy(conn, st, ctx) < 0) ||
 		(ctx->nrows > 0 && st->after &&
