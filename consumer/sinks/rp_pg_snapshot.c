@@ -28,6 +28,7 @@
 #include "rp_pg.h"
 #include "rp_pg_snapshot.h"
 #include "rp_pgtext.h"
+#include "rp_snapshot.h"
 #include "rp_status.h"
 
 #define RP_PG_SNAP_MAX_WORKERS 64
@@ -652,6 +653,12 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 				end[24];
 	int			n;
 
+	if (!s->setup_done)
+	{
+		if (rp_pg_exec(pg, rp_pg_snap_setup_sql, "creating replicant.snapshot_progress", NULL) < 0)
+			return -1;
+		s->setup_done = true;
+	}
 	if (rp_pg_exec(pg, "BEGIN", "BEGIN", NULL) < 0)
 		return -1;
 	pg->in_txn = true;
@@ -673,13 +680,18 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 			PQclear(res);
 			goto fail;
 		}
-	if (n > 0)
 	{
+		/* no progress rows: nothing was selected, the origin is the running snapshot's */
+		char		sysid[24],
+					tli[16];
+
+		snprintf(sysid, sizeof(sysid), "%" PRIu64, rp_snap_origin.system_id);
+		snprintf(tli, sizeof(tli), "%u", rp_snap_origin.timeline);
 		rp_lsn_format(lsn > 0 ? lsn - 1 : 0, commit);
 		rp_lsn_format(lsn, end);
-		vals[0] = PQgetvalue(res, 0, 2);
+		vals[0] = n > 0 ? PQgetvalue(res, 0, 2) : sysid;
 		vals[1] = pg->opts.slot;
-		vals[2] = PQgetvalue(res, 0, 3);
+		vals[2] = n > 0 ? PQgetvalue(res, 0, 3) : tli;
 		vals[3] = commit;
 		vals[4] = end;
 		if (rp_pg_exec_params(pg, "INSERT INTO replicant.checkpoint AS c (system_id, slot, timeline, commit_lsn, end_lsn)"
