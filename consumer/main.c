@@ -23,6 +23,8 @@
 #include "rp_metrics.h"
 #include "rp_pg.h"
 #include "rp_pipe.h"
+#include "rp_snaplog.h"
+#include "rp_snapshot.h"
 #include "rp_status.h"
 #include "rp_verify.h"
 #include "rp_wire.h"
@@ -62,6 +64,12 @@ typedef struct RpCli
 	uint64_t	decoding_work_mem_kb;	/* 0: the server's setting */
 	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
 	bool		agg_only;
+	bool		snapshot;		/* initial snapshot before streaming */
+	int			snapshot_workers;
+	uint64_t	snapshot_chunk_rows;
+	uint64_t	max_record_bytes;	/* log sinks' snapshot envelope */
+	uint64_t	max_dlq_bytes;
+	char	   *dlq_file;
 } RpCli;
 
 typedef struct RpRun
@@ -91,6 +99,8 @@ usage(void)
 	printf("      --create-slot      create a new replication slot (plugin replicant)\n");
 	printf("      --drop-slot        drop the replication slot\n");
 	printf("      --start            start streaming in a replication slot\n");
+	printf("      --snapshot         with --create-slot --start: copy the selected tables under the\n"
+		   "                         slot's exported snapshot first, then stream (resumes a stopped copy)\n");
 	printf("\nOptions:\n");
 	printf("  -E, --endpos=LSN       stop at the first transaction boundary at or after LSN\n");
 	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
@@ -114,6 +124,12 @@ usage(void)
 		   "                         logical_decoding_work_mem of this session on the server: past it, a\n"
 		   "                         transaction is streamed (default: the server's setting)\n");
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
+	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 4)\n");
+	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
+	printf("      --max-record-bytes=SIZE  log sinks: a snapshot row larger than this becomes an\n"
+		   "                         oversize stub (default: no limit)\n");
+	printf("      --max-dlq-bytes=SIZE how much of an oversize row the dead-letter file keeps (default: 64kB)\n");
+	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter)\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
 	printf("\nMirror sink options:\n");
 	printf("      --create-tables    create missing destination tables from the source's description\n");
@@ -558,6 +574,61 @@ open_sink(RpCli *cli)
 	return NULL;
 }
 
+/* The plugin option's value, or NULL. */
+static const char *
+plugin_option(const RpCli *cli, const char *name)
+{
+	for (int i = 0; i < cli->noptions; i++)
+		if (strcmp(cli->options[i * 2], name) == 0)
+			return cli->options[i * 2 + 1] ? cli->options[i * 2 + 1] : "";
+	return NULL;
+}
+
+/*
+ * --snapshot: copy (or finish copying) the selected tables before the
+ * stream starts; the sink's checkpoint is then the consistent point.  A
+ * sink that already holds a checkpoint has its snapshot: nothing to do.
+ */
+static int
+run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
+{
+	RpSnapOptions so;
+	RpCheckpoint ck;
+	int			rc;
+
+	if (!sink->owns_checkpoint)
+	{
+		rc = rp_ckpt_read(ckpt_path, &ck);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
+	memset(&so, 0, sizeof(so));
+	so.conninfo = cli->dbname;
+	so.slot = cli->slot;
+	so.progname = progname;
+	so.select.include = plugin_option(cli, "include_tables");
+	so.select.exclude = plugin_option(cli, "exclude_tables");
+	so.workers = cli->snapshot_workers;
+	so.chunk_rows = cli->snapshot_chunk_rows;
+	so.chunk_bytes = (uint64_t) 64 << 20;
+	so.create_slot = cli->create_slot;
+	so.progress = true;			/* shown when stderr is a terminal */
+	so.verbose = cli->verbose;
+	rc = rp_snapshot_run(&so, sink, &ck);
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+	{
+		char		lsn[24];
+
+		rp_lsn_format(ck.end_lsn, lsn);
+		pg_log_info(cli, "snapshot complete: %" PRIu64 " rows; streaming from %s", rp_snap_stats.rows, lsn);
+		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 run_stream(RpCli *cli)
 {
@@ -572,6 +643,17 @@ run_stream(RpCli *cli)
 	memset(&run, 0, sizeof(run));
 	memset(&ck, 0, sizeof(ck));
 	run.cli = cli;
+	{
+		/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
+		static char dlq[4096];
+
+		if (cli->dlq_file == NULL)
+		{
+			snprintf(dlq, sizeof(dlq), "%s/%s.dead-letter", cli->state_dir, cli->slot);
+			cli->dlq_file = dlq;
+		}
+		rp_snaplog_configure((size_t) cli->max_record_bytes, (size_t) cli->max_dlq_bytes, cli->dlq_file);
+	}
 
 	/* a destination that is down at start is waited for, like a lost one */
 	while ((run.sink = open_sink(cli)) == NULL)
@@ -599,6 +681,8 @@ run_stream(RpCli *cli)
 	}
 	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
+	if (cli->snapshot && run_snapshot(cli, run.sink, path) < 0)
+		goto fail;
 	if (run.sink->owns_checkpoint)
 		have_ck = run.sink->checkpoint(run.sink, &ck);
 	else
@@ -786,6 +870,12 @@ main(int argc, char **argv)
 		{"aggregate", required_argument, NULL, 31},
 		{"aggregates", required_argument, NULL, 32},
 		{"aggregates-only", no_argument, NULL, 33},
+		{"snapshot", no_argument, NULL, 21},
+		{"snapshot-workers", required_argument, NULL, 22},
+		{"snapshot-chunk-rows", required_argument, NULL, 23},
+		{"max-record-bytes", required_argument, NULL, 24},
+		{"max-dlq-bytes", required_argument, NULL, 25},
+		{"dead-letter-file", required_argument, NULL, 26},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -802,6 +892,9 @@ main(int argc, char **argv)
 	cli.limits.max_txns = 1000;
 	cli.limits.max_bytes = (uint64_t) 64 << 20;
 	cli.limits.max_ms = 200;
+	cli.snapshot_workers = 4;
+	cli.snapshot_chunk_rows = 100000;
+	cli.max_dlq_bytes = 64 * 1024;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -972,6 +1065,44 @@ main(int argc, char **argv)
 			case 33:
 				cli.agg_only = true;
 				break;
+			case 21:
+				cli.snapshot = true;
+				break;
+			case 22:
+				if (!parse_int(optarg, 1, 64, &cli.snapshot_workers))
+				{
+					pg_log_error("invalid value \"%s\" for --snapshot-workers (1 to 64)", optarg);
+					return RP_EXIT_USAGE;
+				}
+				break;
+			case 23:
+				{
+					int			n;
+
+					if (!parse_int(optarg, 1, 100000000, &n))
+					{
+						pg_log_error("invalid value \"%s\" for --snapshot-chunk-rows", optarg);
+						return RP_EXIT_USAGE;
+					}
+					cli.snapshot_chunk_rows = (uint64_t) n;
+				}
+				break;
+			case 24:
+			case 25:
+				if (!parse_size(optarg, &size) || size == 0)
+				{
+					pg_log_error("invalid size \"%s\" for --%s", optarg,
+								 c == 24 ? "max-record-bytes" : "max-dlq-bytes");
+					return RP_EXIT_USAGE;
+				}
+				if (c == 24)
+					cli.max_record_bytes = size;
+				else
+					cli.max_dlq_bytes = size;
+				break;
+			case 26:
+				cli.dlq_file = optarg;
+				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
 				return RP_EXIT_USAGE;
@@ -1000,6 +1131,11 @@ main(int argc, char **argv)
 		pg_log_error("cannot use --create-slot or --start together with --drop-slot");
 		return RP_EXIT_USAGE;
 	}
+	if (cli.snapshot && !cli.start)
+	{
+		pg_log_error("--snapshot needs --start");
+		return RP_EXIT_USAGE;
+	}
 
 	if (cli.agg_only && cli.agg == NULL)
 	{
@@ -1023,7 +1159,8 @@ main(int argc, char **argv)
 	signal(SIGHUP, on_hup_signal);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (cli.create_slot || cli.drop_slot)
+	/* --snapshot creates the slot itself, with an exported snapshot */
+	if ((cli.create_slot && !cli.snapshot) || cli.drop_slot)
 	{
 		int			rc = run_slot_action(&cli);
 

@@ -156,6 +156,27 @@ rp_env_begin(RpEnvelope *env, RpBuf *out, const char *store, int64_t snapshot_at
 }
 
 int
+rp_env_begin_id(RpEnvelope *env, RpBuf *out, const char *store, const char *snapshot_id,
+				int64_t snapshot_at_ms, int64_t total)
+{
+	if (env->state == RP_ENV_OPEN)
+	{
+		env->state = RP_ENV_FAILED;
+		return rp_fail(RP_HALT_NONE, "snapshot envelope: begin while a dump is open");
+	}
+	if (rp_env_resume(env, store, snapshot_id, snapshot_at_ms, 0) < 0)
+		return -1;
+	env_frame_start(env, out, "begin", 0);
+	if (total >= 0)
+	{
+		rp_buf_put_text(out, ",\"total\":");
+		rp_fmt_int64(out, total);
+	}
+	rp_buf_put_text(out, "}\n");
+	return 0;
+}
+
+int
 rp_env_resume(RpEnvelope *env, const char *store, const char *snapshot_id,
 			  int64_t snapshot_at_ms, uint64_t next_seq)
 {

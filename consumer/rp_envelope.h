@@ -82,6 +82,14 @@ extern int	rp_env_begin(RpEnvelope *env, RpBuf *out, const char *store,
 						 int64_t snapshot_at_ms, int64_t total);
 
 /*
+ * As rp_env_begin, with the snapshot_id minted by the caller (canonical or
+ * not; written canonical), so that the id also in the caller's progress
+ * tokens is the one the frames carry.
+ */
+extern int	rp_env_begin_id(RpEnvelope *env, RpBuf *out, const char *store,
+							const char *snapshot_id, int64_t snapshot_at_ms, int64_t total);
+
+/*
  * Continue a dump whose begin (and rows before next_seq) were delivered
  * earlier, e.g. by a run that stopped: no frame is emitted; the next row
  * gets seq next_seq.  snapshot_id is the canonical text form.

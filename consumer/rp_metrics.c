@@ -13,6 +13,7 @@
 #include "rp_agg.h"
 #include "rp_conn.h"
 #include "rp_metrics.h"
+#include "rp_snapshot.h"
 
 static void
 rp_metric(RpBuf *b, const char *name, const char *type, const char *help, const char *labels,
@@ -68,6 +69,30 @@ rp_metrics_render(const RpMetrics *m)
 						 rp_metrics_lag_seconds(m, lag, rp_now_us()));
 			rp_buf_put_bytes(&b, line, (size_t) n);
 		}
+	}
+	/* the initial snapshot (rp_snapshot.h): its counters are final once streaming runs */
+	rp_metric(&b, "replicant_snapshot_rows_total", "counter", "Rows copied by the initial snapshot.", NULL, rp_snap_stats.rows);
+	rp_metric(&b, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, rp_snap_stats.oversize);
+	for (int i = 0; i < rp_snap_stats.nstores; i++)
+	{
+		RpBuf		labels;
+
+		rp_buf_init(&labels, 128);
+		rp_buf_put_text(&labels, "{store=\"");
+		/* a relation name, never a value; quotes and backslashes escaped for the exposition format */
+		for (const char *p = rp_snap_stats.stores[i]; *p; p++)
+		{
+			if (*p == '"' || *p == '\\')
+				rp_buf_put_char(&labels, '\\');
+			if (*p == '\n')
+				continue;
+			rp_buf_put_char(&labels, *p);
+		}
+		rp_buf_put_text(&labels, rp_snap_stats.complete[i] ? "\",status=\"complete\"}" : "\",status=\"aborted\"}");
+		rp_buf_put_char(&labels, '\0');
+		rp_metric(&b, "replicant_snapshots_total", "counter", i == 0 ? "Table dumps of the initial snapshot by store and status." : NULL,
+				  labels.data, 1);
+		rp_buf_free(&labels);
 	}
 	rp_metric(&b, "replicant_received_bytes_total", "counter", "Frame bytes received.", NULL, m->bytes);
 	if (m->asm_)

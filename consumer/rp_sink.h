@@ -40,13 +40,34 @@ typedef enum RpSchemaChange
 typedef struct RpDelivery RpDelivery;
 typedef struct RpSink RpSink;
 
-/* Where a snapshot chunk belongs (initial copy; see docs/sinks.md). */
+/*
+ * One chunk of a table's initial copy (rp_snapshot.h; docs/sinks.md).  The
+ * rows come either as a frame of wire records (a Relation record, then one
+ * INSERT per row, the same encodings as the stream) or, for a sink that
+ * sets snapshot_raw and a table whose binary form is portable, as
+ * PostgreSQL binary COPY tuples (no header or trailer) of the table's
+ * non-generated columns in column order.  progress_token is stored with
+ * the rows (same transaction) and returned by snapshot_progress.
+ */
 typedef struct RpSnapshotCtx
 {
 	const RpRelation *rel;
-	uint64_t	snapshot_lsn;
-	bool		first_chunk;
+	uint64_t	snapshot_lsn;	/* the slot's consistent point */
+	bool		first_chunk;	/* first chunk of this table's copy (not of a resumed one) */
 	const char *progress_token;
+	bool		last_chunk;		/* the table is done after this chunk */
+	bool		resumed;		/* first chunk of a copy resumed after a stop */
+	int			worker;			/* 0..workers-1: the copying thread calling */
+	const RpCheckpoint *origin; /* system id, timeline and slot of the source */
+	const char *snapshot_id;	/* the table dump's UUIDv7 (envelope) */
+	int64_t		snapshot_at_ms; /* when the snapshot was taken */
+	int64_t		total;			/* row estimate, -1 unknown */
+	uint64_t	first_seq;		/* rows of the table stored before this chunk */
+	uint64_t	nrows;			/* rows in this chunk */
+	const unsigned char *frame; /* records: 'R' version, Relation, INSERT... */
+	size_t		frame_len;
+	const unsigned char *copy_data; /* raw: binary COPY tuples */
+	size_t		copy_len;
 } RpSnapshotCtx;
 
 struct RpSink
@@ -69,10 +90,21 @@ struct RpSink
 	/* Optional: return 0 to go on, -1 to halt.  Default: halt on destructive. */
 	int			(*handle_schema_change) (RpSink *sink, const RpRelation *before,
 										 const RpRelation *after, RpSchemaChange change);
-	/* Optional (initial snapshot). */
+	/*
+	 * Optional (initial snapshot, rp_snapshot.h).  handle_snapshot: one
+	 * chunk; handle_snapshot_complete: every table copied, set the
+	 * checkpoint to the consistent point lsn (transactions committing at or
+	 * after it are the stream's) and retire what the snapshot did not see;
+	 * snapshot_progress: the last token stored for rel (1, *token the
+	 * caller frees), 0 none, -1 error.  With snapshot_parallel, chunks
+	 * come from several threads at once (ctx->worker tells them apart; dl
+	 * is then not to be touched); otherwise one at a time.
+	 */
 	int			(*handle_snapshot) (RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx);
 	int			(*handle_snapshot_complete) (RpSink *sink, uint64_t lsn);
 	int			(*snapshot_progress) (RpSink *sink, const RpRelation *rel, char **token);
+	bool		snapshot_raw;	/* takes binary COPY tuples when portable */
+	bool		snapshot_parallel;
 	/*
 	 * Optional, early apply of large streamed transactions (state sinks
 	 * that own their checkpoint).  handle_chunk gets a stream block of a

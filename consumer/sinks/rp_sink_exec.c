@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "rp_lines.h"
+#include "rp_snaplog.h"
+#include "rp_snapshot.h"
 #include "rp_sink.h"
 #include "rp_status.h"
 
@@ -37,6 +39,7 @@ typedef struct RpExecSink
 	char		reply[256];
 	size_t		reply_len;
 	RpDelivery *dl;				/* for status updates while waiting */
+	RpSnapLog	snaplog;		/* snapshot dumps in progress */
 } RpExecSink;
 
 static int
@@ -122,6 +125,29 @@ rp_exec_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
 }
 
 static int
+rp_exec_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
+{
+	RpExecSink *x = s->priv;
+
+	if (rp_snaplog_chunk(&x->snaplog, ctx, &x->out, rp_exec_write, x) < 0)
+		return -1;
+	return rp_exec_write(x, &x->out);
+}
+
+/* The child acknowledges the whole snapshot like a unit: then the checkpoint moves. */
+static int
+rp_exec_snapshot_complete(RpSink *s, uint64_t lsn)
+{
+	RpExecSink *x = s->priv;
+	RpCheckpoint ck = rp_snap_origin;
+
+	rp_snaplog_free(&x->snaplog);
+	ck.commit_lsn = lsn > 0 ? lsn - 1 : 0;
+	ck.end_lsn = lsn;
+	return rp_exec_flush_unit(x, &ck);
+}
+
+static int
 rp_exec_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 {
 	RpExecSink *x = s->priv;
@@ -165,6 +191,8 @@ rp_sink_exec_open(const char *command)
 	s->handle_batch = rp_exec_batch;
 	s->handle_message = rp_exec_message;
 	s->close = rp_exec_close;
+	s->handle_snapshot = rp_exec_snapshot;
+	s->handle_snapshot_complete = rp_exec_snapshot_complete;
 
 	/* a child that dies must surface as a failed write, not kill us */
 	signal(SIGPIPE, SIG_IGN);

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "rp_lines.h"
+#include "rp_snaplog.h"
+#include "rp_snapshot.h"
 #include "rp_sink.h"
 #include "rp_status.h"
 
@@ -34,6 +36,7 @@ typedef struct RpFileSink
 	bool		have_ck;
 	RpCheckpoint ck;
 	off_t		committed;		/* file length up to the last checkpoint line */
+	RpSnapLog	snaplog;		/* snapshot dumps in progress */
 } RpFileSink;
 
 /* The checkpoint line of ck, newline included, into line[512]; its length. */
@@ -295,6 +298,43 @@ rp_file_advance(RpSink *s, const RpCheckpoint *ck)
 	return 0;
 }
 
+/*
+ * Snapshot frames are appended as they come and become durable with the
+ * checkpoint line of the consistent point at completion; a copy that
+ * stops before then is cut off on recovery with everything after the last
+ * checkpoint line (the next run copies again from the start).
+ */
+static int
+rp_file_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
+{
+	RpFileSink *f = s->priv;
+
+	if (rp_snaplog_chunk(&f->snaplog, ctx, &f->out, rp_file_write, f) < 0 ||
+		rp_file_write(f, &f->out) < 0)
+	{
+		rp_file_abandon(f);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+rp_file_snapshot_complete(RpSink *s, uint64_t lsn)
+{
+	RpFileSink *f = s->priv;
+	RpCheckpoint ck = rp_snap_origin;
+
+	rp_snaplog_free(&f->snaplog);
+	ck.commit_lsn = lsn > 0 ? lsn - 1 : 0;
+	ck.end_lsn = lsn;
+	if (rp_file_commit(f, &ck) < 0)
+	{
+		rp_file_abandon(f);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 rp_file_reopen(RpSink *s)
 {
@@ -344,6 +384,8 @@ rp_sink_file_open(const char *path)
 	s->reopen = rp_file_reopen;
 	s->advance = rp_file_advance;
 	s->close = rp_file_close;
+	s->handle_snapshot = rp_file_snapshot;
+	s->handle_snapshot_complete = rp_file_snapshot_complete;
 	if (rp_file_open_path(f) < 0 || rp_file_recover(f) < 0)
 	{
 		rp_file_close(s);

@@ -26,6 +26,7 @@
 #include "rp_ckpt.h"
 #include "rp_deliver.h"
 #include "rp_pg.h"
+#include "rp_pg_snapshot.h"
 #include "rp_status.h"
 
 static const char *const rp_pg_setup_sql =
@@ -622,6 +623,7 @@ rp_sink_pg_open(const RpPgOptions *opts)
 	s->drop_chunks = rp_pg_drop_chunks;
 	s->handle_chunked_commit = rp_pg_chunked_commit;
 	s->close = rp_pg_close;
+	rp_pg_snapshot_install(s);
 	if (rp_pg_connect(pg) < 0)
 	{
 		rp_pg_close(s);

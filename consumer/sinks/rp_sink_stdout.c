@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "rp_lines.h"
+#include "rp_snaplog.h"
 #include "rp_sink.h"
 #include "rp_status.h"
 
@@ -40,6 +41,27 @@ rp_stdout_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 	return rp_stdout_write(NULL, out);
 }
 
+/* Snapshot dumps as envelope frames; not resumable (the log cannot hold a token). */
+static RpSnapLog rp_stdout_snaplog;
+
+static int
+rp_stdout_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
+{
+	RpBuf	   *out = s->priv;
+
+	if (rp_snaplog_chunk(&rp_stdout_snaplog, ctx, out, rp_stdout_write, NULL) < 0)
+		return -1;
+	return rp_stdout_write(NULL, out);
+}
+
+/* The library writes the checkpoint file after this returns. */
+static int
+rp_stdout_snapshot_complete(RpSink *s, uint64_t lsn)
+{
+	rp_snaplog_free(&rp_stdout_snaplog);
+	return 0;
+}
+
 static void
 rp_stdout_close(RpSink *s)
 {
@@ -62,5 +84,7 @@ rp_sink_stdout_open(void)
 	s->handle_transaction = rp_stdout_txn;
 	s->handle_message = rp_stdout_message;
 	s->close = rp_stdout_close;
+	s->handle_snapshot = rp_stdout_snapshot;
+	s->handle_snapshot_complete = rp_stdout_snapshot_complete;
 	return s;
 }

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Initial copy into the mirror beside PostgreSQL's own subscription with copy_data = true:
+#   bash bench/snapshot.sh [--build] [ROWS]
+#
+# Starts two throwaway clusters with the same settings (regress/lib.sh; as root, the run
+# continues as the postgres user through rp_run_unprivileged; fsync = on over logical.conf's
+# off, autovacuum off). The source gets ROWS rows (default 5,000,000) of
+# (id bigint primary key, a int, t text, ts timestamptz, n numeric, b bool, j jsonb), the
+# DESIGN.md workload's shape, either in one table or spread over four tables (ROWS/4 each).
+# For each configuration, one run of each:
+#   native     CREATE PUBLICATION on the source, the same tables (empty) on the destination,
+#              CREATE SUBSCRIPTION ... WITH (copy_data = true), timed until every table of the
+#              subscription is synchronized (pg_subscription_rel.srsubstate r or s, polled every
+#              0.1 s); max_sync_workers_per_subscription at its default (2).
+#   replicant  the same empty tables, then
+#                replicant -S SLOT --create-slot --snapshot --start --sink postgres:DST
+#                          --snapshot-workers 4
+#              timed until the destination's replicant.checkpoint row appears (the snapshot
+#              completed, in the transaction that sets it; polled every 0.1 s).
+# The destination tables are dropped and created again between the runs. Reported: seconds of
+# each, the ratio native/replicant (target: >= 1 with one table, > 1 with four), and the row
+# counts and content checksums of source and destination (md5 of every row's text in key
+# order; the exit status is 1 when they differ).
+#
+# Environment: CONFIGS="1 4" (tables per configuration), MODES="native replicant",
+# REPLICANT_OPTS="..." extra consumer options, SETTINGS="line;line" more postgresql.conf lines
+# (default "autovacuum = off"), RP_KEEP_CLUSTERS=1. A quick run: bash bench/snapshot.sh 200000.
+# The report is printed and written to bench/out/snapshot-<timestamp>.txt. Uses the consumer
+# built in the tree (consumer/replicant), then the installed one.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=regress/lib.sh
+. "$here/../regress/lib.sh"
+
+if [[ ${1:-} != --phase-run ]]; then
+	build=0
+	rows=5000000
+	for arg in "$@"; do
+		case $arg in
+		--build) build=1 ;;
+		-h | --help) printf 'usage: [CONFIGS="1 4"] [MODES="native replicant"] bash bench/snapshot.sh [--build] [ROWS]\n'; exit 0 ;;
+		*[!0-9]* | '') printf 'usage: bash bench/snapshot.sh [--build] [ROWS]\n' >&2; exit 2 ;;
+		*) rows=$arg ;;
+		esac
+	done
+	if ((build)); then rp_build_install || exit 1; fi
+	mkdir -p "$RP_ROOT/bench/out"
+	out=$RP_ROOT/bench/out/snapshot-$(date +%Y%m%d-%H%M%S).txt
+	rc=0
+	rp_run_unprivileged bench/snapshot.sh --phase-run "$rows" "${CONFIGS:-1 4}" "${MODES:-native replicant}" \
+		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" | tee "$out" || rc=$?
+	printf 'report: %s\n' "$out"
+	exit "$rc"
+fi
+
+# ---------------------------------------------------------------- the bench, unprivileged
+ROWS=$2
+read -r -a CONFIGS <<<"$3"
+read -r -a MODES <<<"$4"
+IFS=';' read -r -a SETTINGS <<<"$5"
+read -r -a ROPTS <<<"$6"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"
+consumer_pid=
+cleanup() {
+	local rc=$?
+	[[ -z $consumer_pid ]] || kill -9 "$consumer_pid" 2>/dev/null || true
+	rp_cluster_cleanup_all
+	return "$rc"
+}
+trap cleanup EXIT
+has_mode() { [[ " ${MODES[*]} " == *" $1 "* ]]; }
+
+rp_cluster_start src "${SETTINGS[@]}" "fsync = on"
+rp_cluster_start dst "${SETTINGS[@]}" "fsync = on"
+SRC=$(rp_conninfo src)
+DST=$(rp_conninfo dst)
+src() { PGOPTIONS='-c client_min_messages=warning' rp_psql src "$@"; }
+dst() { PGOPTIONS='-c client_min_messages=warning' rp_psql dst "$@"; }
+now() { printf '%s' "$EPOCHREALTIME"; }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
+DIGEST_SQL="select count(*) || ' ' || coalesce(md5(string_agg(md5(t::text), '' order by id)), '-') from"
+digest() { "$1" -Atc "$DIGEST_SQL $2 t"; }
+ddl() { printf 'CREATE TABLE %s (id bigint PRIMARY KEY, a int, t text, ts timestamptz, n numeric, b bool, j jsonb);' "$1"; }
+
+printf 'replicant snapshot bench: PostgreSQL %s, %s cores, %s\n' \
+	"$(src -Atc 'show server_version')" "$(nproc)" "$(date -u '+%Y-%m-%d %H:%M UTC')"
+printf 'consumer: %s; options: --snapshot-workers 4%s\n' "$(command -v replicant)" \
+	"$( ((${#ROPTS[@]})) && printf ' %s' "${ROPTS[*]}")"
+printf 'both clusters: fsync = %s, shared_buffers = %s, max_wal_size = %s, max_sync_workers_per_subscription = %s' \
+	"$(dst -Atc 'show fsync')" "$(dst -Atc 'show shared_buffers')" "$(dst -Atc 'show max_wal_size')" \
+	"$(dst -Atc 'show max_sync_workers_per_subscription')"
+((${#SETTINGS[@]})) && printf '; %s' "${SETTINGS[@]}"
+printf '\n\n'
+
+bad=0
+summary=()
+for ntab in "${CONFIGS[@]}"; do
+	per=$((ROWS / ntab))
+	tables=()
+	for i in $(seq 1 "$ntab"); do tables+=("sbench$i"); done
+	src -c "DROP PUBLICATION IF EXISTS npub" >/dev/null
+	for t in "${tables[@]}"; do
+		src -c "DROP TABLE IF EXISTS $t" -c "$(ddl "$t")" \
+			-c "INSERT INTO $t SELECT g, g % 1000, md5(g::text), '2020-01-01'::timestamptz + g * interval '1 s',
+			    g / 7.0, g % 2 = 0, jsonb_build_object('g', g, 'k', 'v' || (g % 10)) FROM generate_series(1, $per) g" \
+			-c "VACUUM ANALYZE $t" >/dev/null
+	done
+	src -c "CHECKPOINT" >/dev/null
+	printf '%d table(s) of %d rows\n' "$ntab" "$per"
+	declare -A secs=()
+	for mode in native replicant; do
+		has_mode "$mode" || continue
+		for t in "${tables[@]}"; do dst -c "DROP TABLE IF EXISTS $t" -c "$(ddl "$t")" >/dev/null; done
+		dst -c "CHECKPOINT" >/dev/null
+		if [[ $mode == native ]]; then
+			src -c "CREATE PUBLICATION npub FOR TABLE $(IFS=,; echo "${tables[*]}")" >/dev/null
+			t0=$(now)
+			dst -c "CREATE SUBSCRIPTION nsub CONNECTION '$SRC' PUBLICATION npub WITH (copy_data = true)" >/dev/null
+			while [[ $(dst -Atc "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')") != 0 ||
+				$(dst -Atc "SELECT count(*) FROM pg_subscription_rel") != "$ntab" ]]; do
+				sleep 0.1
+			done
+			t1=$(now)
+			dst -c "ALTER SUBSCRIPTION nsub DISABLE" -c "ALTER SUBSCRIPTION nsub SET (slot_name = NONE)" >/dev/null
+			dst -c "DROP SUBSCRIPTION nsub" >/dev/null
+			src -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'nsub%' OR slot_name LIKE 'pg_%sync%'" >/dev/null || true
+			src -c "DROP PUBLICATION npub" >/dev/null
+		else
+			dst -c "DROP SCHEMA IF EXISTS replicant CASCADE" >/dev/null
+			t0=$(now)
+			replicant -d "$SRC" -S sbench --create-slot --snapshot --start --snapshot-workers 4 "${ROPTS[@]}" \
+				--sink "postgres:$DST" --state-dir "$src_DIR/state" >"$src_DIR/replicant.log" 2>&1 &
+			consumer_pid=$!
+			until [[ -n $(dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = 'sbench'" 2>/dev/null) ]]; do
+				kill -0 "$consumer_pid" 2>/dev/null || { cat "$src_DIR/replicant.log"; rp_die "the consumer exited"; }
+				sleep 0.1
+			done
+			t1=$(now)
+			kill -TERM "$consumer_pid"
+			wait "$consumer_pid" || true
+			consumer_pid=
+			src -c "SELECT pg_drop_replication_slot('sbench')" >/dev/null
+			rm -rf "$src_DIR/state"
+		fi
+		secs[$mode]=$(sub "$t1" "$t0")
+		for t in "${tables[@]}"; do
+			a=$(digest src "$t")
+			b=$(digest dst "$t")
+			if [[ $a != "$b" ]]; then
+				printf '  %s: %s differs: source %s, destination %s\n' "$mode" "$t" "$a" "$b"
+				bad=1
+			fi
+		done
+		printf '  %-9s %8s s  (%s rows checked)\n' "$mode" "${secs[$mode]}" "$ROWS"
+	done
+	if [[ -n ${secs[native]:-} && -n ${secs[replicant]:-} ]]; then
+		ratio=$(awk -v a="${secs[native]}" -v b="${secs[replicant]}" 'BEGIN { printf "%.2f", a / b }')
+		printf '  native / replicant = %s\n' "$ratio"
+		summary+=("$ntab table(s): native ${secs[native]} s, replicant ${secs[replicant]} s, ratio $ratio")
+	fi
+	unset secs
+	printf '\n'
+done
+printf 'summary (%d rows): %s\n' "$ROWS" "$(IFS=';'; echo "${summary[*]}")"
+((bad == 0)) || { printf 'CHECKSUM MISMATCH\n'; exit 1; }
