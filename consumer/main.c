@@ -36,6 +36,11 @@ static const char *progname = "replicant";
 static volatile sig_atomic_t stop_requested = 0;
 static volatile sig_atomic_t reopen_requested = 0;
 
+/* --decoding-work-mem: "server" leaves the server's setting alone */
+#define RP_DECODING_WORK_MEM_SERVER UINT64_MAX
+/* the default for a sink that applies streamed transactions early (kB) */
+#define RP_EARLY_DECODING_WORK_MEM_KB 16384
+
 typedef struct RpCli
 {
 	char	   *dbname;
@@ -61,7 +66,7 @@ typedef struct RpCli
 	int			metrics_port;
 	RpPgOptions pg;				/* mirror sink */
 	bool		no_early_apply;
-	uint64_t	decoding_work_mem_kb;	/* 0: the server's setting */
+	uint64_t	decoding_work_mem_kb;	/* 0: default (see set_decoding_work_mem) */
 	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
 	bool		agg_only;
 	bool		snapshot;		/* initial snapshot before streaming */
@@ -120,9 +125,10 @@ usage(void)
 	printf("      --batch-txns=N     transactions per delivered batch (default: 1000)\n");
 	printf("      --batch-bytes=SIZE bytes per delivered batch (default: 64MB)\n");
 	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
-	printf("      --decoding-work-mem=SIZE\n"
+	printf("      --decoding-work-mem=SIZE|server\n"
 		   "                         logical_decoding_work_mem of this session on the server: past it, a\n"
-		   "                         transaction is streamed (default: the server's setting)\n");
+		   "                         transaction is streamed (default: 16MB when the sink applies streamed\n"
+		   "                         transactions early and the server's setting is higher; else the server's)\n");
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
 	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 4)\n");
 	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
@@ -397,6 +403,53 @@ plugin_options(RpCli *cli)
 }
 
 /* One connection's life: 0 = finished (endpos or signal), -1 = error. */
+/*
+ * The server's decoding memory for this session only (SET on the replication
+ * connection): past it a transaction is streamed.  A smaller one streams
+ * large transactions sooner and in smaller blocks, so a sink that applies
+ * them early starts sooner, and the walsender holds less.  By default that
+ * is done for such a sink only, and only ever lowers the server's setting.
+ */
+static int
+set_decoding_work_mem(RpRun *run)
+{
+	RpCli	   *cli = run->cli;
+	uint64_t	want = cli->decoding_work_mem_kb;
+	char		set[96];
+	PGresult   *res;
+	int			rc;
+
+	if (want == RP_DECODING_WORK_MEM_SERVER || (want == 0 && !run->asm_.early))
+		return 0;
+	if (want == 0)
+	{
+		uint64_t	have = 0;
+
+		res = PQexec(run->conn.pg, "SHOW logical_decoding_work_mem");
+		rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+			parse_size(PQgetvalue(res, 0, 0), &have);
+		PQclear(res);
+		if (!rc || have <= (uint64_t) RP_EARLY_DECODING_WORK_MEM_KB << 10)
+			return 0;
+		want = RP_EARLY_DECODING_WORK_MEM_KB;
+	}
+	snprintf(set, sizeof(set), "SET logical_decoding_work_mem = '%" PRIu64 "kB'", want);
+	res = PQexec(run->conn.pg, set);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		rc = rp_fail(PQresultStatus(res) == PGRES_FATAL_ERROR && state ? RP_HALT_CONFIG : RP_HALT_NONE,
+					 "the server refused logical_decoding_work_mem for this session (SQLSTATE %s)",
+					 state ? state : "none");
+		PQclear(res);
+		return rc;
+	}
+	PQclear(res);
+	pg_log_info(cli, "logical_decoding_work_mem of this session: %" PRIu64 "kB", want);
+	return 0;
+}
+
 static int
 stream_once(RpRun *run, bool have_ck)
 {
@@ -434,30 +487,8 @@ stream_once(RpRun *run, bool have_ck)
 		return -1;
 	start = cli->startpos ? cli->startpos : ck.end_lsn;
 
-	/*
-	 * The server's decoding memory for this session only: a smaller one
-	 * streams large transactions sooner and in smaller blocks (the sink can
-	 * start on them earlier, and the walsender holds less).
-	 */
-	if (cli->decoding_work_mem_kb)
-	{
-		char		set[96];
-		PGresult   *res;
-
-		snprintf(set, sizeof(set), "SET logical_decoding_work_mem = '%" PRIu64 "kB'",
-				 cli->decoding_work_mem_kb);
-		res = PQexec(run->conn.pg, set);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		{
-			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-			rc = rp_fail(PQresultStatus(res) == PGRES_FATAL_ERROR && state ? RP_HALT_CONFIG : RP_HALT_NONE,
-						 "the server refused --decoding-work-mem (SQLSTATE %s)", state ? state : "none");
-			PQclear(res);
-			return rc;
-		}
-		PQclear(res);
-	}
+	if (set_decoding_work_mem(run) < 0)
+		return -1;
 	opts = plugin_options(cli);
 	rc = rp_conn_start(&run->conn, cli->slot, start, opts);
 	rp_free(opts);
@@ -1044,12 +1075,15 @@ main(int argc, char **argv)
 				cli.no_early_apply = true;
 				break;
 			case 42:
-				if (!parse_size(optarg, &size) || size < 64 * 1024 || size > ((uint64_t) 1 << 40))
+				if (strcmp(optarg, "server") == 0)
+					cli.decoding_work_mem_kb = RP_DECODING_WORK_MEM_SERVER;
+				else if (!parse_size(optarg, &size) || size < 64 * 1024 || size > ((uint64_t) 1 << 40))
 				{
-					pg_log_error("invalid --decoding-work-mem \"%s\" (64kB to 1TB)", optarg);
+					pg_log_error("invalid --decoding-work-mem \"%s\" (server, or 64kB to 1TB)", optarg);
 					return RP_EXIT_USAGE;
 				}
-				cli.decoding_work_mem_kb = size / 1024;
+				else
+					cli.decoding_work_mem_kb = size / 1024;
 				break;
 			case 31:
 			case 32:
