@@ -190,6 +190,26 @@ rp_render_range(RpBuf *buf, RpReader *r)
 	rp_buf_put_char(buf, '}');
 }
 
+
+/*
+ * A json value's text as it is, except its line breaks: a rendered record
+ * is one line (JSON lines, newline-joined output).  In valid JSON a raw CR
+ * or LF can only be whitespace between tokens (inside a string it must be
+ * escaped), so a space in its place means the same document.
+ */
+static void
+rp_render_json_text(RpBuf *buf, const char *s, uint32_t len)
+{
+	size_t		start = buf->len;
+
+	if (s == NULL)
+		return;
+	rp_buf_put_bytes(buf, s, len);
+	for (size_t i = start; i < buf->len; i++)
+		if (buf->data[i] == '\n' || buf->data[i] == '\r')
+			buf->data[i] = ' ';
+}
+
 static void
 rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding)
 {
@@ -235,7 +255,7 @@ rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding)
 		case RP_ENC_JSONB:
 			/* already JSON: validated by the server's input function */
 			s = rp_get_str(r, &len);
-			rp_buf_put_bytes(buf, s, len);
+			rp_render_json_text(buf, s, len);
 			break;
 		case RP_ENC_BYTEA:
 			s = rp_get_str(r, &len);

@@ -62,20 +62,6 @@ rp_snaplog_key(RpBuf *out, const RpRelation *rel, const RpTuple *tup)
 	rp_free(d);
 }
 
-/*
- * json values are rendered verbatim, and their text may hold line breaks
- * between tokens.  A raw CR or LF in rendered JSON can only be such
- * whitespace (strings escape them), so a space keeps the frame on one line
- * and the JSON equal in meaning.
- */
-static void
-rp_snaplog_one_line(RpBuf *b)
-{
-	for (size_t i = 0; i < b->len; i++)
-		if (b->data[i] == '\n' || b->data[i] == '\r')
-			b->data[i] = ' ';
-}
-
 int
 rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 				 int (*flush) (void *arg, RpBuf *out), void *arg)
@@ -122,12 +108,10 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 			continue;
 		rp_buf_reset(&row);
 		rp_render_tuple(&row, rec.u.change.rel, &rec.u.change.new_tuple);
-		rp_snaplog_one_line(&row);
 		rp_buf_reset(&key);
 		if (rp_env_oversize(env, row.len))
 		{
 			rp_snaplog_key(&key, rec.u.change.rel, &rec.u.change.new_tuple);
-			rp_snaplog_one_line(&key);
 			atomic_fetch_add(&rp_snap_stats.oversize, 1);
 		}
 		if (rp_env_row(env, out, row.data, row.len, key.len ? key.data : NULL, key.len) < 0 ||

@@ -164,6 +164,8 @@ put_timetz(RpBuf *b, int64_t us, int32_t offset_east)
 	X(jsonb_nested, RP_ENC_JSONB, "{\"a\": [1, {\"b\": [true, false, 1.5e3]}]}", \
 	  rp_buf_put_cstr(b, "{\"a\": [1, {\"b\": [true, false, 1.5e3]}]}")) \
 	X(jsonb_scalar, RP_ENC_JSONB, "\"str\"", rp_buf_put_cstr(b, "\"str\"")) \
+	X(json_line_breaks, RP_ENC_JSON, "{ \"a\":  [1, \"x\\ny\"], \"b\": 2 }", \
+	  rp_buf_put_cstr(b, "{\n\"a\":\r\n[1, \"x\\ny\"], \"b\": 2\n}")) \
 	X(array_empty, RP_ENC_ARRAY, "[]", rp_enc_array_header(b, RP_ENC_INT4, 23, 0, NULL, NULL)) \
 	X(array_1d, RP_ENC_ARRAY, "[1,2,3]", \
 	  rp_enc_array_header(b, RP_ENC_INT4, 23, 1, DIMS(3), DIMS(1)); el_i4(b, 1); el_i4(b, 2); el_i4(b, 3)) \
