@@ -568,9 +568,14 @@ rp_backfill_start(const RpBackfillOptions *opts)
 	if (rp_uuid7_now(&u) < 0)
 		return -1;
 	rp_uuid_text(&u, rp_bf.run);
-	if (pthread_create(&rp_bf.thread, NULL, rp_bf_main, NULL) != 0)
-		return rp_fail(RP_HALT_NONE, "backfill: could not start its thread");
+	rp_bf.run[RP_BFMSG_RUN_LEN] = '\0';
+	/* set first: the thread's watermarks may reach the sink before pthread_create returns */
 	rp_bf.started = true;
+	if (pthread_create(&rp_bf.thread, NULL, rp_bf_main, NULL) != 0)
+	{
+		rp_bf.started = false;
+		return rp_fail(RP_HALT_NONE, "backfill: could not start its thread");
+	}
 	return 0;
 }
 

@@ -82,10 +82,13 @@ INSERT INTO c_t SELECT g / 6, cb(g), g FROM generate_series(0, 5999) g;
 CREATE PROCEDURE workload(n int) LANGUAGE plpgsql AS $$
 DECLARE
   x bigint;
+  y bigint;
+  k text;
 BEGIN
   FOR i IN 1..n LOOP
     EXIT WHEN (SELECT stop FROM ctl);
-    UPDATE a_t SET n = n + 1, v = md5(random()::text) WHERE id = 1 + ri(1000);
+    y := 1 + ri(1000);
+    UPDATE a_t SET n = n + 1, v = md5(random()::text) WHERE id = y;
     INSERT INTO a_t SELECT nextval('ids'), md5(random()::text), 0;
     x := 1 + ri(30000);
     CASE ri(6)
@@ -96,11 +99,13 @@ BEGIN
       WHEN 3 THEN INSERT INTO b_t VALUES (nextval('ids'), 3, md5(random()::text), 2.25, now(), NULL);
       ELSE UPDATE b_t SET v = md5(random()::text), amount = amount + 1, tags = ARRAY[ri(9)::text] WHERE id = x;
     END CASE;
-    UPDATE b_t SET grp = grp + 1 WHERE id BETWEEN x AND x + ri(20);
+    y := x + ri(20);
+    UPDATE b_t SET grp = grp + 1 WHERE id BETWEEN x AND y;
     x := ri(1000);
+    k := cb(ri(6));
     CASE ri(4)
-      WHEN 0 THEN DELETE FROM c_t WHERE a = x AND b = cb(ri(6));
-      WHEN 1 THEN INSERT INTO c_t VALUES (x, cb(ri(6)), -1) ON CONFLICT (a, b) DO UPDATE SET v = c_t.v + 1000;
+      WHEN 0 THEN DELETE FROM c_t WHERE a = x AND b = k;
+      WHEN 1 THEN INSERT INTO c_t VALUES (x, k, -1) ON CONFLICT (a, b) DO UPDATE SET v = c_t.v + 1000;
       ELSE UPDATE c_t SET v = v + 1 WHERE a = x;
     END CASE;
     COMMIT;
