@@ -35,6 +35,7 @@
 #include "rp_backfill.h"
 #include "rp_pg_backfill.h"
 #include "rp_pgtext.h"
+#include "rp_status.h"
 
 static const char *const rp_pg_bf_setup_sql =
 "CREATE TABLE IF NOT EXISTS replicant.backfill_progress ("
