@@ -405,6 +405,11 @@ rp_pg_backfill_message(RpPg *pg, bool transactional, const char *prefix, size_t 
 	return 1;
 }
 
+static void
+rp_pg_bf_notice(void *arg, const PGresult *res)
+{
+}
+
 int
 rp_pg_backfill_progress(void *arg, uint32_t relid, char **token)
 {
@@ -425,6 +430,8 @@ rp_pg_backfill_progress(void *arg, uint32_t relid, char **token)
 		PQfinish(conn);
 		return rp_fail(RP_HALT_NONE, "backfill: could not connect to the destination: %s", line);
 	}
+	/* notices may quote values: keep them off stderr */
+	PQsetNoticeReceiver(conn, rp_pg_bf_notice, NULL);
 	res = PQexec(conn, "SET search_path = ''; CREATE SCHEMA IF NOT EXISTS replicant");
 	PQclear(res);
 	res = PQexec(conn, rp_pg_bf_setup_sql);

@@ -79,13 +79,13 @@ INSERT INTO b_t SELECT g, g % 17, CASE WHEN g % 11 = 0 THEN NULL ELSE md5(g::tex
 INSERT INTO c_t SELECT g / 6, cb(g), g FROM generate_series(0, 5999) g;
 
 -- small transactions over all three tables, many of them inside the backfill's key ranges
-CREATE PROCEDURE workload(n int) LANGUAGE plpgsql AS $$
+CREATE PROCEDURE workload(iters int) LANGUAGE plpgsql AS $$
 DECLARE
   x bigint;
   y bigint;
   k text;
 BEGIN
-  FOR i IN 1..n LOOP
+  FOR i IN 1..iters LOOP
     EXIT WHEN (SELECT stop FROM ctl);
     y := 1 + ri(1000);
     UPDATE a_t SET n = n + 1, v = md5(random()::text) WHERE id = y;
