@@ -153,7 +153,7 @@ workload_loop() {
 
 # ---- the stream mirrors a_t alone
 ONLY_A=(-o include_tables=public.a_t)
-ALL=(-o include_tables=public.a_t,public.b_t,public.c_t)
+ALL=(-o "include_tables=public.a_t,public.b_t,public.c_t")
 BACKFILL=(--backfill=public.b_t --backfill=public.c_t --backfill-chunk-rows=2000 -v)
 start_consumer "${ONLY_A[@]}"
 workload_loop &
@@ -231,5 +231,5 @@ unset PGOPTIONS
 changed=$(rp_psql src -Atc "SELECT count(*) FROM b_t WHERE v LIKE 'upserted%' OR grp <> id % 17")
 
 status=0
-printf 'ok backfill: %s rows equal after a kill -9 mid-backfill (%s rows of b_t changed by the workload; %d s)\n' \
+printf 'PASS backfill: tables equal (rows: %s) after a SIGKILL mid-backfill and a resume (%s rows of b_t changed by the workload; %d s)\n' \
 	"$(IFS=,; echo "${summary[*]}")" "$changed" $((SECONDS - started))
