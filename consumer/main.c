@@ -17,11 +17,13 @@
 #include <unistd.h>
 
 #include "rp_asm.h"
+#include "rp_backfill.h"
 #include "rp_agg.h"
 #include "rp_conn.h"
 #include "rp_deliver.h"
 #include "rp_metrics.h"
 #include "rp_pg.h"
+#include "rp_pg_backfill.h"
 #include "rp_pipe.h"
 #include "rp_snaplog.h"
 #include "rp_snapshot.h"
@@ -75,6 +77,9 @@ typedef struct RpCli
 	uint64_t	max_record_bytes;	/* log sinks' snapshot envelope */
 	uint64_t	max_dlq_bytes;
 	char	   *dlq_file;
+	char	  **backfill;		/* --backfill tables, "schema.table" */
+	int			nbackfill;
+	uint64_t	backfill_chunk_rows;
 } RpCli;
 
 typedef struct RpRun
@@ -145,6 +150,9 @@ usage(void)
 	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
 	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
 	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
+	printf("      --backfill=SCHEMA.TABLE  with --start: copy the table while the stream runs (a table\n"
+		   "                         added to include_tables later; repeatable; resumes; docs/operations.md)\n");
+	printf("      --backfill-chunk-rows=N  rows per backfill chunk (default: 10000)\n");
 	printf("      --no-early-apply   apply a large streamed transaction only at its commit, not block by block\n"
 		   "                         (always so with aggregate bindings)\n");
 	printf("\nLive aggregates (with the mirror sink; see docs/aggregates.md):\n");
@@ -741,6 +749,25 @@ run_stream(RpCli *cli)
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
 	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.dl, &run.asm_, &run.spill) < 0)
 		goto fail;
+	if (cli->nbackfill > 0)
+	{
+		/* ---- backfill (rp_backfill.h): copies while the stream runs ---- */
+		RpBackfillOptions bo;
+
+		memset(&bo, 0, sizeof(bo));
+		bo.conninfo = cli->dbname;
+		bo.progname = progname;
+		bo.tables = cli->backfill;
+		bo.ntables = cli->nbackfill;
+		bo.include = plugin_option(cli, "include_tables");
+		bo.exclude = plugin_option(cli, "exclude_tables");
+		bo.chunk_rows = cli->backfill_chunk_rows;
+		bo.progress = rp_pg_backfill_progress;
+		bo.progress_arg = run.sink;
+		bo.verbose = cli->verbose > 0;
+		if (rp_backfill_start(&bo) < 0)
+			goto fail;
+	}
 
 	for (;;)
 	{
@@ -800,6 +827,7 @@ run_stream(RpCli *cli)
 	}
 	disconnect(&run);
 	rp_pipe_stop(&run.pipe);
+	rp_backfill_stop();			/* after the delivery thread: it may hold a chunk */
 	rp_metrics_stop(&run.metrics);
 	pg_log_info(cli, "delivered %" PRIu64 " transactions in %" PRIu64 " batches; %" PRIu64
 				" streamed transactions applied early (%" PRIu64 " blocks, %" PRIu64 " dropped)",
@@ -816,6 +844,7 @@ fail:
 				progname, rp_halt_name(rp_error_halt()));
 	disconnect(&run);
 	rp_pipe_stop(&run.pipe);
+	rp_backfill_stop();
 	rp_metrics_stop(&run.metrics);
 	/* spill files are private garbage now */
 	if (run.spill.dir)
@@ -907,6 +936,8 @@ main(int argc, char **argv)
 		{"max-record-bytes", required_argument, NULL, 24},
 		{"max-dlq-bytes", required_argument, NULL, 25},
 		{"dead-letter-file", required_argument, NULL, 26},
+		{"backfill", required_argument, NULL, 27},
+		{"backfill-chunk-rows", required_argument, NULL, 28},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -926,6 +957,7 @@ main(int argc, char **argv)
 	cli.snapshot_workers = 4;
 	cli.snapshot_chunk_rows = 100000;
 	cli.max_dlq_bytes = 64 * 1024;
+	cli.backfill_chunk_rows = 10000;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -1137,6 +1169,21 @@ main(int argc, char **argv)
 			case 26:
 				cli.dlq_file = optarg;
 				break;
+			case 27:
+				add_name(&cli.backfill, &cli.nbackfill, optarg);
+				break;
+			case 28:
+				{
+					int			n;
+
+					if (!parse_int(optarg, 1, 100000000, &n))
+					{
+						pg_log_error("invalid value \"%s\" for --backfill-chunk-rows", optarg);
+						return RP_EXIT_USAGE;
+					}
+					cli.backfill_chunk_rows = (uint64_t) n;
+				}
+				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
 				return RP_EXIT_USAGE;
@@ -1169,6 +1216,22 @@ main(int argc, char **argv)
 	{
 		pg_log_error("--snapshot needs --start");
 		return RP_EXIT_USAGE;
+	}
+	if (cli.nbackfill > 0)
+	{
+		const char *im = plugin_option(&cli, "include_messages");
+
+		/* the watermarks travel in the stream: the mirror must see them */
+		if (!cli.start || strncmp(cli.sink, "postgres", 8) != 0 || cli.agg_only)
+		{
+			pg_log_error("--backfill needs --start and the PostgreSQL sink (not --aggregates-only)");
+			return RP_EXIT_USAGE;
+		}
+		if (im && (strcmp(im, "false") == 0 || strcmp(im, "off") == 0 || strcmp(im, "0") == 0))
+		{
+			pg_log_error("--backfill needs the plugin's logical messages (include_messages)");
+			return RP_EXIT_USAGE;
+		}
 	}
 
 	if (cli.agg_only && cli.agg == NULL)

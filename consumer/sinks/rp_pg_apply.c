@@ -24,6 +24,7 @@
 #include "rp_ckpt.h"
 #include "rp_format.h"
 #include "rp_pg.h"
+#include "rp_pg_backfill.h"
 #include "rp_pgbin.h"
 #include "rp_pgtext.h"
 #include "rp_read.h"
@@ -670,6 +671,8 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 
 	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
 		return -1;
+	/* ---- backfill (rp_pg_backfill.c): a key changed inside a window ---- */
+	rp_pg_backfill_note(pg, t, rec);
 	if (tag != RP_TAG_INSERT && (t->no_identity || (rec->u.change.flags & RP_CHANGE_NO_IDENTITY)))
 		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
 					   rp_tag_name(tag), t->qname);

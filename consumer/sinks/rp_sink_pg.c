@@ -26,6 +26,7 @@
 #include "rp_ckpt.h"
 #include "rp_deliver.h"
 #include "rp_pg.h"
+#include "rp_pg_backfill.h"
 #include "rp_pg_snapshot.h"
 #include "rp_status.h"
 
@@ -283,6 +284,8 @@ rp_pg_commit(RpPg *pg, const RpCheckpoint *ck)
 	pg->in_txn = false;
 	for (int i = 0; i < pg->ntables; i++)
 		pg->tables[i]->txn_dirty = false;	/* what it made is there to stay */
+	/* ---- backfill (rp_pg_backfill.c): a chunk applied in it is stored ---- */
+	rp_pg_backfill_committed(pg);
 	pg->ck = *ck;
 	pg->have_ck = true;
 	return 0;
@@ -299,6 +302,8 @@ rp_pg_abort(RpPg *pg)
 	}
 	pg->in_txn = false;
 	pg->early = false;
+	/* ---- backfill (rp_pg_backfill.c): a chunk applied in it is not stored ---- */
+	rp_pg_backfill_aborted(pg);
 	/* pending effects belong to the aborted transaction */
 	for (int i = 0; i < pg->ntables; i++)
 	{
@@ -335,6 +340,12 @@ rp_pg_route_message(RpPg *pg, bool transactional, uint64_t lsn, const char *pref
 	PGresult   *res;
 	int			rc = 0;
 
+	/* ---- backfill watermarks (rp_pg_backfill.c): never routed, never a halt ---- */
+	if ((rc = rp_pg_backfill_message(pg, transactional, prefix, prefix_len, content, content_len)) != 0)
+	{
+		rp_free(pfx);
+		return rc < 0 ? -1 : 0;
+	}
 	for (int i = 0; i < pg->opts.nignore; i++)
 		if (strcmp(pg->opts.ignore_prefixes[i], pfx) == 0)
 		{
@@ -392,6 +403,7 @@ rp_pg_apply_txn(RpPg *pg, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes)
 				rc = rp_pg_apply_change(pg, &rec);
 				break;
 			case RP_TAG_TRUNCATE:
+				rp_pg_backfill_truncate(pg, &rec);	/* ---- backfill window ---- */
 				rc = rp_pg_apply_truncate(pg, &rec, &dl->dec.rels);
 				break;
 			case RP_TAG_MESSAGE:
@@ -465,6 +477,9 @@ rp_pg_chunk(RpSink *s, RpDelivery *dl, RpTxn *chunk)
 	RpRecord	rec;
 	int			rc;
 
+	/* ---- backfill: inside a window only committed transactions may count ---- */
+	if (!pg->early && rp_pg_backfill_window_open())
+		return 1;
 	if (!pg->early)
 	{
 		if (pg->in_txn)
