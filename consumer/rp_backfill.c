@@ -99,16 +99,6 @@ rp_bf_pause(int ms)
 	pthread_mutex_unlock(&rp_bf.mu);
 }
 
-static void
-rp_bf_put_ident(RpBuf *b, PGconn *conn, const char *name)
-{
-	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
-
-	rp_buf_put_text(b, q ? q : "\"?\"");
-	if (q)
-		PQfreemem(q);
-}
-
 /* Commit one watermark (its own transaction: it must be in the WAL in commit order). */
 static int
 rp_bf_watermark(PGconn *conn, const RpSnapTable *t, RpBfMark mark, uint64_t chunk)
@@ -149,19 +139,19 @@ rp_bf_select_sql(RpBuf *sql, PGconn *conn, const RpSnapTable *t, bool after, uin
 			continue;
 		rp_buf_put_text(sql, first ? "rp_t." : ", rp_t.");
 		first = false;
-		rp_bf_put_ident(sql, conn, rel->cols[i].name);
+		rp_snap_put_ident(sql, conn, rel->cols[i].name);
 	}
 	for (int k = 0; k < t->nkey; k++)
 	{
 		rp_buf_put_text(sql, first ? "rp_t." : ", rp_t.");
 		first = false;
-		rp_bf_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
 		rp_buf_put_text(sql, "::pg_catalog.text");
 	}
 	rp_buf_put_text(sql, " FROM ONLY ");
-	rp_bf_put_ident(sql, conn, rel->schema);
+	rp_snap_put_ident(sql, conn, rel->schema);
 	rp_buf_put_char(sql, '.');
-	rp_bf_put_ident(sql, conn, rel->name);
+	rp_snap_put_ident(sql, conn, rel->name);
 	rp_buf_put_text(sql, " AS rp_t");
 	if (after)
 	{
@@ -170,7 +160,7 @@ rp_bf_select_sql(RpBuf *sql, PGconn *conn, const RpSnapTable *t, bool after, uin
 		for (int k = 0; k < t->nkey; k++)
 		{
 			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-			rp_bf_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
 		}
 		rp_buf_put_text(sql, ") > (");
 		for (int k = 0; k < t->nkey; k++)
@@ -185,7 +175,7 @@ rp_bf_select_sql(RpBuf *sql, PGconn *conn, const RpSnapTable *t, bool after, uin
 	for (int k = 0; k < t->nkey; k++)
 	{
 		rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-		rp_bf_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
 	}
 	snprintf(n, sizeof(n), " LIMIT %" PRIu64, limit);
 	rp_buf_put_text(sql, n);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "rp_glob.h"
 #include "rp_snapcat.h"
 #include "rp_status.h"
 #include "rp_wire.h"
@@ -186,37 +187,6 @@ rp_type_map_load(PGconn *conn, RpTypeMap *m)
 
 /* ---- selection (plugin/rp_options.c's patterns) -------------------------- */
 
-static bool
-rp_glob(const char *pat, const char *s)
-{
-	const char *star = NULL,
-			   *resume = NULL;
-
-	while (*s)
-	{
-		if (*pat == '*')
-		{
-			star = pat++;
-			resume = s;
-		}
-		else if (*pat == *s)
-		{
-			pat++;
-			s++;
-		}
-		else if (star)
-		{
-			pat = star + 1;
-			s = ++resume;
-		}
-		else
-			return false;
-	}
-	while (*pat == '*')
-		pat++;
-	return *pat == '\0';
-}
-
 /* One identifier of a pattern: "Quoted" kept, unquoted folded to lower case. */
 static const char *
 rp_pat_ident(const char *p, char *out, size_t outlen)
@@ -267,7 +237,7 @@ rp_patterns_match(const char *list, const char *schema, const char *table)
 			p = rp_pat_ident(p + 1, b, sizeof(b));
 			two = true;
 		}
-		if (two ? (rp_glob(a, schema) && rp_glob(b, table)) : rp_glob(a, table))
+		if (two ? (rp_glob_match(a, schema) && rp_glob_match(b, table)) : rp_glob_match(a, table))
 			return true;
 		while (*p && *p != ',')
 			p++;

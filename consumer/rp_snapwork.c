@@ -97,7 +97,7 @@ rp_snap_import(PGconn *conn, const char *snapname)
 
 /* ---- one table ---------------------------------------------------------- */
 
-static void
+void
 rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
 {
 	char	   *q = PQescapeIdentifier(conn, name, strlen(name));

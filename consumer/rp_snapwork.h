@@ -57,6 +57,8 @@ typedef struct RpSnapWorker
 /* A source session with the output settings pinned (G6); NULL after rp_fail(). */
 extern PGconn *rp_snap_connect(const RpSnapOptions *o);
 /* Run sql; -1 after a value-free rp_fail() naming what (and the table). */
+/* A quoted identifier (PQescapeIdentifier) appended to b. */
+extern void rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name);
 extern int	rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable *t);
 extern int	rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t);
 /* BEGIN REPEATABLE READ and import the exported snapshot snapname. */

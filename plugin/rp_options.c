@@ -14,6 +14,7 @@
 #include "utils/builtins.h"
 #include "utils/varlena.h"
 
+#include "rp_glob.h"
 #include "rp_options.h"
 #include "rp_wire.h"
 
@@ -297,38 +298,6 @@ rp_options_parse(List *defs, RpOptions *opts)
 	}
 }
 
-/* Glob match with '*' as the only wildcard. */
-static bool
-rp_glob(const char *pat, const char *s)
-{
-	const char *star = NULL;
-	const char *resume = NULL;
-
-	while (*s)
-	{
-		if (*pat == '*')
-		{
-			star = pat++;
-			resume = s;
-		}
-		else if (*pat == *s)
-		{
-			pat++;
-			s++;
-		}
-		else if (star)
-		{
-			pat = star + 1;
-			s = ++resume;
-		}
-		else
-			return false;
-	}
-	while (*pat == '*')
-		pat++;
-	return *pat == '\0';
-}
-
 static bool
 rp_patterns_match(List *patterns, const char *schema, const char *table)
 {
@@ -338,7 +307,7 @@ rp_patterns_match(List *patterns, const char *schema, const char *table)
 	{
 		RpTablePattern *p = lfirst(lc);
 
-		if ((p->schema == NULL || rp_glob(p->schema, schema)) && rp_glob(p->table, table))
+		if ((p->schema == NULL || rp_glob_match(p->schema, schema)) && rp_glob_match(p->table, table))
 			return true;
 	}
 	return false;

@@ -120,6 +120,19 @@ extern int	rp_pg_table_schema_change(RpPg *pg, const RpRelation *before, const R
 extern int	rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t);
 extern char *rp_pg_ident(RpPg *pg, const char *name);
 extern void rp_pg_table_free(RpPgTable *t);
+/*
+ * SQL pieces shared by the apply, snapshot and backfill paths.  Column
+ * names are quoted; idx NULL means every column but generated ones, qual
+ * (or NULL) prefixes each ("s.").
+ */
+extern void rp_pg_sql_cols(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n,
+						   const char *qual);
+/* "a.k1 = b.k1 AND a.k2 = b.k2": the key columns matched between two aliases */
+extern void rp_pg_sql_key_match(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
+								int nkey, const char *a, const char *b);
+/* " ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, ..." (DO NOTHING for a table of keys only) */
+extern void rp_pg_sql_on_conflict(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
+								  int nkey);
 /* After a rollback: what the open transaction made for t (staging, the table) is gone. */
 extern void rp_pg_table_forget(RpPgTable *t);
 

@@ -1064,18 +1064,7 @@ rp_apply_deletes(RpPg *pg, RpPgTable *t)
 	rp_buf_put_text(&sql, " d USING ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_text(&sql, " s WHERE ");
-	for (int k = 0; k < t->nkey; k++)
-	{
-		char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
-
-		if (k)
-			rp_buf_put_text(&sql, " AND ");
-		rp_buf_put_text(&sql, "d.");
-		rp_buf_put_text(&sql, qc);
-		rp_buf_put_text(&sql, " = s.");
-		rp_buf_put_text(&sql, qc);
-		rp_free(qc);
-	}
+	rp_pg_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
 	rp_buf_put_text(&sql, "; TRUNCATE ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_char(&sql, '\0');

@@ -172,31 +172,6 @@ rp_pg_bf_copy(RpPg *pg, const RpPgTable *t, const char *into, const char *cols, 
 	return rc;
 }
 
-/* Append the quoted names of rel's columns idx[0..n) (all non-generated ones when idx is NULL). */
-static void
-rp_pg_bf_cols(RpPg *pg, RpBuf *b, const RpRelation *rel, const int *idx, int n, const char *qual)
-{
-	bool		first = true;
-	int			count = idx ? n : rel->natts;
-
-	for (int j = 0; j < count; j++)
-	{
-		int			i = idx ? idx[j] : j;
-		char	   *q;
-
-		if (!idx && (rel->cols[i].flags & RP_COL_GENERATED))
-			continue;
-		q = rp_pg_ident(pg, rel->cols[i].name);
-		if (!first)
-			rp_buf_put_text(b, ", ");
-		first = false;
-		if (qual)
-			rp_buf_put_text(b, qual);
-		rp_buf_put_text(b, q);
-		rp_free(q);
-	}
-}
-
 static char *
 rp_pg_bf_take_buf(RpBuf *b)
 {
@@ -223,7 +198,6 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 	char	   *cols = NULL,
 			   *wcols = NULL;
 	const char *vals[7];
-	bool		any = false;
 	int			rc = -1;
 
 	/* the stream's changes up to here are in the table first */
@@ -248,7 +222,7 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 	rp_buf_put_text(&b, "); CREATE TEMP TABLE IF NOT EXISTS rp_bfw_");
 	rp_buf_put_text(&b, relid);
 	rp_buf_put_text(&b, " AS SELECT ");
-	rp_pg_bf_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
+	rp_pg_sql_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
 	rp_buf_put_text(&b, " FROM ");
 	rp_buf_put_text(&b, t->qname);
 	rp_buf_put_text(&b, " WITH NO DATA; TRUNCATE ");
@@ -260,9 +234,9 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 		goto out;
 	rp_buf_reset(&b);
 
-	rp_pg_bf_cols(pg, &b, rel, NULL, 0, NULL);
+	rp_pg_sql_cols(pg, &b, rel, NULL, 0, NULL);
 	cols = rp_pg_bf_take_buf(&b);
-	rp_pg_bf_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
+	rp_pg_sql_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
 	wcols = rp_pg_bf_take_buf(&b);
 	if (!rp_pg_bf.truncated && ch->nrows > 0)
 	{
@@ -278,44 +252,15 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 		rp_buf_put_text(&b, " (");
 		rp_buf_put_text(&b, cols);
 		rp_buf_put_text(&b, ") SELECT ");
-		rp_pg_bf_cols(pg, &b, rel, NULL, 0, "s.");
+		rp_pg_sql_cols(pg, &b, rel, NULL, 0, "s.");
 		rp_buf_put_text(&b, " FROM ");
 		rp_buf_put_text(&b, stage);
 		rp_buf_put_text(&b, " s WHERE NOT EXISTS (SELECT 1 FROM ");
 		rp_buf_put_text(&b, win);
 		rp_buf_put_text(&b, " w WHERE ");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			char	   *q = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
-
-			rp_buf_put_text(&b, k ? " AND w." : "w.");
-			rp_buf_put_text(&b, q);
-			rp_buf_put_text(&b, " = s.");
-			rp_buf_put_text(&b, q);
-			rp_free(q);
-		}
-		rp_buf_put_text(&b, ") ON CONFLICT (");
-		rp_pg_bf_cols(pg, &b, rel, ch->keycols, ch->nkey, NULL);
-		rp_buf_put_text(&b, ") DO ");
-		for (int i = 0; i < rel->natts; i++)
-		{
-			bool		key = false;
-			char	   *q;
-
-			for (int k = 0; k < ch->nkey; k++)
-				key |= ch->keycols[k] == i;
-			if (key || (rel->cols[i].flags & RP_COL_GENERATED))
-				continue;
-			q = rp_pg_ident(pg, rel->cols[i].name);
-			rp_buf_put_text(&b, any ? ", " : "UPDATE SET ");
-			rp_buf_put_text(&b, q);
-			rp_buf_put_text(&b, " = EXCLUDED.");
-			rp_buf_put_text(&b, q);
-			rp_free(q);
-			any = true;
-		}
-		if (!any)
-			rp_buf_put_text(&b, "NOTHING");
+		rp_pg_sql_key_match(pg, &b, t->rel, t->keycols, t->nkey, "w", "s");
+		rp_buf_put_char(&b, ')');
+		rp_pg_sql_on_conflict(pg, &b, rel, ch->keycols, ch->nkey);
 		rp_buf_put_text(&b, "; TRUNCATE ");
 		rp_buf_put_text(&b, stage);
 		rp_buf_put_text(&b, ", ");

@@ -296,7 +296,6 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 	{
 		char		stage[64],
 					seen[64];
-		bool		any = false;
 
 		snprintf(stage, sizeof(stage), "pg_temp.rp_snap_%u", rel->relid);
 		snprintf(seen, sizeof(seen), "replicant.snapseen_%u", rel->relid);
@@ -309,14 +308,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		rp_buf_put_text(&b, "); CREATE TABLE IF NOT EXISTS ");
 		rp_buf_put_text(&b, seen);
 		rp_buf_put_text(&b, " AS SELECT ");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			char	   *q = rp_pg_ident(pg, rel->cols[t->keycols[k]].name);
-
-			rp_buf_put_text(&b, k ? ", " : "");
-			rp_buf_put_text(&b, q);
-			rp_free(q);
-		}
+		rp_pg_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
 		rp_buf_put_text(&b, " FROM ");
 		rp_buf_put_text(&b, st->qname);
 		rp_buf_put_text(&b, " WITH NO DATA");
@@ -331,46 +323,11 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		rp_buf_put_text(&b, st->cols);
 		rp_buf_put_text(&b, " FROM ");
 		rp_buf_put_text(&b, stage);
-		rp_buf_put_text(&b, " ON CONFLICT (");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			char	   *q = rp_pg_ident(pg, rel->cols[t->keycols[k]].name);
-
-			rp_buf_put_text(&b, k ? ", " : "");
-			rp_buf_put_text(&b, q);
-			rp_free(q);
-		}
-		rp_buf_put_text(&b, ") DO ");
-		for (uint16_t i = 0; i < rel->natts; i++)
-		{
-			bool		key = false;
-			char	   *q;
-
-			for (int k = 0; k < t->nkey; k++)
-				key |= t->keycols[k] == i;
-			if (key || (rel->cols[i].flags & RP_COL_GENERATED))
-				continue;
-			q = rp_pg_ident(pg, rel->cols[i].name);
-			rp_buf_put_text(&b, any ? ", " : "UPDATE SET ");
-			rp_buf_put_text(&b, q);
-			rp_buf_put_text(&b, " = EXCLUDED.");
-			rp_buf_put_text(&b, q);
-			rp_free(q);
-			any = true;
-		}
-		if (!any)
-			rp_buf_put_text(&b, "NOTHING");
+		rp_pg_sql_on_conflict(pg, &b, rel, t->keycols, t->nkey);
 		rp_buf_put_text(&b, "; INSERT INTO ");
 		rp_buf_put_text(&b, seen);
 		rp_buf_put_text(&b, " SELECT ");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			char	   *q = rp_pg_ident(pg, rel->cols[t->keycols[k]].name);
-
-			rp_buf_put_text(&b, k ? ", " : "");
-			rp_buf_put_text(&b, q);
-			rp_free(q);
-		}
+		rp_pg_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
 		rp_buf_put_text(&b, " FROM ");
 		rp_buf_put_text(&b, stage);
 		rp_buf_put_text(&b, "; TRUNCATE ");
@@ -383,16 +340,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		rp_buf_put_text(&b, " d WHERE NOT EXISTS (SELECT 1 FROM ");
 		rp_buf_put_text(&b, seen);
 		rp_buf_put_text(&b, " s WHERE ");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			char	   *q = rp_pg_ident(pg, rel->cols[t->keycols[k]].name);
-
-			rp_buf_put_text(&b, k ? " AND s." : "s.");
-			rp_buf_put_text(&b, q);
-			rp_buf_put_text(&b, " = d.");
-			rp_buf_put_text(&b, q);
-			rp_free(q);
-		}
+		rp_pg_sql_key_match(pg, &b, rel, t->keycols, t->nkey, "s", "d");
 		rp_buf_put_text(&b, "); DROP TABLE ");
 		rp_buf_put_text(&b, seen);
 		st->retire_sql = rp_dupbuf(&b);

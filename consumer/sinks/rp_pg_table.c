@@ -84,6 +84,80 @@ rp_pg_table_reset_stage(RpPgTable *t)
 }
 
 void
+rp_pg_sql_cols(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n, const char *qual)
+{
+	bool		first = true;
+	int			count = idx ? n : rel->natts;
+
+	for (int j = 0; j < count; j++)
+	{
+		int			i = idx ? idx[j] : j;
+		char	   *q;
+
+		if (!idx && (rel->cols[i].flags & RP_COL_GENERATED))
+			continue;
+		q = rp_pg_ident(pg, rel->cols[i].name);
+		if (!first)
+			rp_buf_put_text(sql, ", ");
+		first = false;
+		if (qual)
+			rp_buf_put_text(sql, qual);
+		rp_buf_put_text(sql, q);
+		rp_free(q);
+	}
+}
+
+void
+rp_pg_sql_key_match(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey,
+					const char *a, const char *b)
+{
+	for (int k = 0; k < nkey; k++)
+	{
+		char	   *q = rp_pg_ident(pg, rel->cols[keycols[k]].name);
+
+		if (k)
+			rp_buf_put_text(sql, " AND ");
+		rp_buf_put_text(sql, a);
+		rp_buf_put_char(sql, '.');
+		rp_buf_put_text(sql, q);
+		rp_buf_put_text(sql, " = ");
+		rp_buf_put_text(sql, b);
+		rp_buf_put_char(sql, '.');
+		rp_buf_put_text(sql, q);
+		rp_free(q);
+	}
+}
+
+void
+rp_pg_sql_on_conflict(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey)
+{
+	bool		any = false;
+
+	rp_buf_put_text(sql, " ON CONFLICT (");
+	rp_pg_sql_cols(pg, sql, rel, keycols, nkey, NULL);
+	rp_buf_put_text(sql, ") DO ");
+	for (int i = 0; i < rel->natts; i++)
+	{
+		bool		key = false;
+		char	   *q;
+
+		for (int k = 0; k < nkey; k++)
+			key |= keycols[k] == i;
+		if (key || (rel->cols[i].flags & RP_COL_GENERATED))
+			continue;
+		q = rp_pg_ident(pg, rel->cols[i].name);
+		rp_buf_put_text(sql, any ? ", " : "UPDATE SET ");
+		rp_buf_put_text(sql, q);
+		rp_buf_put_text(sql, " = EXCLUDED.");
+		rp_buf_put_text(sql, q);
+		rp_free(q);
+		any = true;
+	}
+	if (!any)
+		rp_buf_put_text(sql, "NOTHING");
+}
+
+void
 rp_pg_table_forget(RpPgTable *t)
 {
 	if (!t->txn_dirty)
