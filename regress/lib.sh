@@ -231,3 +231,43 @@ rp_cluster_cleanup_all() {
 	done
 	return "$rc"
 }
+
+# ---------------------------------------------------------------- end-to-end script frame
+# The frame the end-to-end scripts share (each sets work=$(mktemp -d ...) and status=1, and sets
+# status=0 once it has passed):
+#   cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid; }   trap cleanup EXIT
+#   fail() { rp_e2e_fail NAME "$work/consumer-*.err" 5 "$*"; }
+
+# rp_e2e_cleanup RC VAR...: SIGKILL the processes whose pids the named variables (or arrays)
+# hold, and their children; stop every cluster; remove $work when status is 0, or keep it and
+# say where. Returns RC (the script's exit status).
+rp_e2e_cleanup() {
+	local rc=$1 var p
+	shift
+	set +e
+	for var in "$@"; do
+		local -n ref=$var
+		for p in "${ref[@]}"; do
+			[[ -n $p ]] || continue
+			pkill -9 -P "$p" 2>/dev/null
+			kill -9 "$p" 2>/dev/null
+		done
+		unset -n ref
+	done
+	wait 2>/dev/null
+	rp_cluster_cleanup_all
+	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
+	return "$rc"
+}
+
+# rp_e2e_fail NAME GLOB LINES MSG: "FAIL NAME: MSG", the last LINES lines of each non-empty file
+# GLOB matches (the consumers' stderr), exit 1.
+rp_e2e_fail() {
+	local name=$1 glob=$2 lines=$3 f
+	shift 3
+	printf 'FAIL %s: %s\n' "$name" "$*"
+	for f in $glob; do
+		[[ -s $f ]] && { printf -- '--- %s\n' "$f"; tail -n "$lines" "$f"; }
+	done
+	exit 1
+}

@@ -32,28 +32,10 @@ consumer_pid=
 workload_pid=
 status=1
 
-cleanup() {
-	local rc=$?
-	set +e
-	[[ -z $consumer_pid ]] || kill -9 "$consumer_pid" 2>/dev/null
-	if [[ -n $workload_pid ]]; then
-		pkill -P "$workload_pid" 2>/dev/null
-		kill "$workload_pid" 2>/dev/null
-	fi
-	wait 2>/dev/null
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid; }
 trap cleanup EXIT
 
-fail() {
-	printf 'FAIL backfill: %s\n' "$*"
-	for f in "$work"/consumer-*.err; do
-		[[ -s $f ]] && { printf -- '--- %s\n' "$f"; tail -n 8 "$f"; }
-	done
-	exit 1
-}
+fail() { rp_e2e_fail backfill "$work/consumer-*.err" 8 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src

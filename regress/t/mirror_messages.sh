@@ -29,24 +29,9 @@ work=$(mktemp -d /tmp/rp-mirror-messages.XXXXXX)
 status=1
 consumer_pid=
 workload_pid=
-cleanup() {
-	local rc=$?
-	set +e
-	[[ -z $consumer_pid ]] || kill -9 "$consumer_pid" 2>/dev/null
-	[[ -z $workload_pid ]] || kill "$workload_pid" 2>/dev/null
-	wait 2>/dev/null
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid; }
 trap cleanup EXIT
-fail() {
-	printf 'FAIL mirror_messages: %s\n' "$*"
-	for f in "$work"/run-*.err; do
-		[[ -s $f ]] && { printf -- '--- %s\n' "$f"; tail -n 5 "$f"; }
-	done
-	exit 1
-}
+fail() { rp_e2e_fail mirror_messages "$work/run-*.err" 5 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src

@@ -33,28 +33,10 @@ consumer_pid=
 workload_pids=()
 status=1
 
-cleanup() {
-	local rc=$?
-	set +e
-	[[ -z $consumer_pid ]] || kill -9 "$consumer_pid" 2>/dev/null
-	for p in "${workload_pids[@]}"; do
-		pkill -P "$p" 2>/dev/null
-		kill "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+cleanup() { rp_e2e_cleanup $? consumer_pid workload_pids; }
 trap cleanup EXIT
 
-fail() {
-	printf 'FAIL mirror_stream: %s\n' "$*"
-	for f in "$work"/consumer-*.err; do
-		[[ -s $f ]] && { printf -- '--- %s\n' "$f"; tail -n 5 "$f"; }
-	done
-	exit 1
-}
+fail() { rp_e2e_fail mirror_stream "$work/consumer-*.err" 5 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src

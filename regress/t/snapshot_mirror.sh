@@ -41,27 +41,10 @@ consumer3_pid=
 workload_pid=
 status=1
 
-cleanup() {
-	local rc=$?
-	set +e
-	for p in "$consumer_pid" "$consumer2_pid" "$consumer3_pid"; do
-		[[ -z $p ]] || kill -9 "$p" 2>/dev/null
-	done
-	[[ -z $workload_pid ]] || kill "$workload_pid" 2>/dev/null
-	wait 2>/dev/null
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+cleanup() { rp_e2e_cleanup $? consumer_pid consumer2_pid consumer3_pid workload_pid; }
 trap cleanup EXIT
 
-fail() {
-	printf 'FAIL snapshot_mirror: %s\n' "$*"
-	for f in "$work"/*.err; do
-		[[ -s $f ]] && { printf -- '--- %s\n' "$f"; tail -n 5 "$f"; }
-	done
-	exit 1
-}
+fail() { rp_e2e_fail snapshot_mirror "$work/*.err" 5 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src
