@@ -271,3 +271,26 @@ rp_e2e_fail() {
 	done
 	exit 1
 }
+
+# rp_compare_tables SRC DST TABLE...: each public.TABLE of clusters SRC and DST compared as a
+# multiset of rows: count and md5 of every row's text, sorted (the caller fixes the output
+# settings with PGOPTIONS). On a difference: the first differing lines, then the script's fail.
+# Sets RP_COMPARED=("TABLE ROWS" ...).
+rp_compare_tables() {
+	local src=$1 dst=$2 t q a b
+	shift 2
+	RP_COMPARED=()
+	for t in "$@"; do
+		q="SELECT count(*) || ' ' || md5(coalesce(string_agg(r, E'\\n' ORDER BY r COLLATE \"C\"), ''))
+		   FROM (SELECT x::text AS r FROM public.$t x) s"
+		a=$(rp_psql "$src" -Atc "$q")
+		b=$(rp_psql "$dst" -Atc "$q")
+		if [[ $a != "$b" ]]; then
+			rp_psql "$src" -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.src"
+			rp_psql "$dst" -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.dst"
+			diff "$work/$t.src" "$work/$t.dst" | cut -c 1-200 | head -n 10
+			fail "table $t differs: source $a, destination $b"
+		fi
+		RP_COMPARED+=("$t ${a%% *}")
+	done
+}

@@ -195,20 +195,8 @@ grep -q 'table "public"."b_t" is already backfilled' "$work/consumer-$runs.err" 
 
 # ---- compare
 export PGOPTIONS='-c TimeZone=UTC -c DateStyle=ISO,YMD -c IntervalStyle=postgres -c extra_float_digits=3'
-summary=()
-for t in "${TABLES[@]}"; do
-	q="SELECT count(*) || ' ' || md5(coalesce(string_agg(r, E'\\n' ORDER BY r COLLATE \"C\"), ''))
-	   FROM (SELECT x::text AS r FROM public.$t x) s"
-	a=$(rp_psql src -Atc "$q")
-	b=$(rp_psql dst -Atc "$q")
-	if [[ $a != "$b" ]]; then
-		rp_psql src -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.src"
-		rp_psql dst -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.dst"
-		diff "$work/$t.src" "$work/$t.dst" | cut -c 1-200 | head -n 10
-		fail "table $t differs: source $a, destination $b"
-	fi
-	summary+=("$t ${a%% *}")
-done
+rp_compare_tables src dst "${TABLES[@]}"
+summary=("${RP_COMPARED[@]}")
 unset PGOPTIONS
 changed=$(rp_psql src -Atc "SELECT count(*) FROM b_t WHERE v LIKE 'upserted%' OR grp <> id % 17")
 

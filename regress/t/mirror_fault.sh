@@ -497,20 +497,8 @@ consumer_pid=
 
 # ---- compare
 export PGOPTIONS='-c TimeZone=UTC -c DateStyle=ISO,YMD -c IntervalStyle=postgres -c extra_float_digits=3'
-summary=()
-for t in "${TABLES[@]}"; do
-	q="SELECT count(*) || ' ' || md5(coalesce(string_agg(r, E'\\n' ORDER BY r COLLATE \"C\"), ''))
-	   FROM (SELECT x::text AS r FROM public.$t x) s"
-	a=$(rp_psql src -Atc "$q")
-	b=$(rp_psql dst -Atc "$q")
-	if [[ $a != "$b" ]]; then
-		rp_psql src -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.src"
-		rp_psql dst -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.dst"
-		diff "$work/$t.src" "$work/$t.dst" | cut -c 1-200 | head -n 10
-		fail "table $t differs: source $a, destination $b"
-	fi
-	summary+=("$t ${a%% *}")
-done
+rp_compare_tables src dst "${TABLES[@]}"
+summary=("${RP_COMPARED[@]}")
 cols_src=$(rp_psql src -Atc "SELECT string_agg(attrelid::regclass || '.' || attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attrelid::regclass::text, attnum)
                              FROM pg_attribute WHERE attrelid::regclass::text = ANY ('{types_t,bin_t,toast_t,keyed_t,nopk_t,trunc_t,trunc2_t}') AND attnum > 0 AND NOT attisdropped")
 cols_dst=$(rp_psql dst -Atc "SELECT string_agg(attrelid::regclass || '.' || attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attrelid::regclass::text, attnum)

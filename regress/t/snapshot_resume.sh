@@ -134,20 +134,8 @@ consumer_pid=
 ((rc == 0)) || fail "the consumer exited with status $rc"
 
 export PGOPTIONS='-c TimeZone=UTC -c DateStyle=ISO,YMD -c IntervalStyle=postgres -c extra_float_digits=3'
-summary=()
-for t in "${TABLES[@]}"; do
-	q="SELECT count(*) || ' ' || md5(coalesce(string_agg(r, E'\\n' ORDER BY r COLLATE \"C\"), ''))
-	   FROM (SELECT x::text AS r FROM public.$t x) s"
-	a=$(rp_psql src -Atc "$q")
-	b=$(rp_psql dst -Atc "$q")
-	if [[ $a != "$b" ]]; then
-		rp_psql src -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.src"
-		rp_psql dst -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.dst"
-		diff "$work/$t.src" "$work/$t.dst" | cut -c 1-200 | head -n 10
-		fail "table $t differs: source $a, destination $b"
-	fi
-	summary+=("$t ${a%% *}")
-done
+rp_compare_tables src dst "${TABLES[@]}"
+summary=("${RP_COMPARED[@]}")
 unset PGOPTIONS
 [[ $(rp_psql dst -Atc "SELECT count(*) FROM replicant.snapshot_progress") == 0 ]] || fail "snapshot progress left behind"
 
