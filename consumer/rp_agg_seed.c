@@ -63,8 +63,7 @@ rp_agg_src_connect(RpAgg *agg, RpAggBinding *b)
 	{
 		char		line[256];
 
-		snprintf(line, sizeof(line), "%s", PQerrorMessage(agg->src));
-		line[strcspn(line, "\n")] = '\0';
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(agg->src));
 		return rp_fail(RP_HALT_NONE, "aggregate binding \"%s\": could not connect to the source to seed: %s",
 					   b->name, line);
 	}

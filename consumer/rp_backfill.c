@@ -148,35 +148,7 @@ rp_bf_select_sql(RpBuf *sql, PGconn *conn, const RpSnapTable *t, bool after, uin
 		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
 		rp_buf_put_text(sql, "::pg_catalog.text");
 	}
-	rp_buf_put_text(sql, " FROM ONLY ");
-	rp_snap_put_ident(sql, conn, rel->schema);
-	rp_buf_put_char(sql, '.');
-	rp_snap_put_ident(sql, conn, rel->name);
-	rp_buf_put_text(sql, " AS rp_t");
-	if (after)
-	{
-		/* the last stored key travels as settings, set from parameters: never in SQL text */
-		rp_buf_put_text(sql, " WHERE (");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
-		}
-		rp_buf_put_text(sql, ") > (");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			snprintf(n, sizeof(n), "%spg_catalog.current_setting('replicant_bf.k%d')::", k ? ", " : "", k + 1);
-			rp_buf_put_text(sql, n);
-			rp_buf_put_text(sql, rel->cols[t->keycols[k]].type_name);
-		}
-		rp_buf_put_char(sql, ')');
-	}
-	rp_buf_put_text(sql, " ORDER BY ");
-	for (int k = 0; k < t->nkey; k++)
-	{
-		rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
-	}
+	rp_snap_sql_after(sql, conn, t, "replicant_bf", after);
 	snprintf(n, sizeof(n), " LIMIT %" PRIu64, limit);
 	rp_buf_put_text(sql, n);
 	rp_buf_put_char(sql, '\0');

@@ -20,9 +20,8 @@
 #include "rp_conn.h"
 #include "rp_read.h"
 #include "rp_status.h"
+#include "rp_wire.h"
 
-/* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
-#define RP_PG_EPOCH_OFFSET_US INT64_C(946684800000000)
 
 int64_t
 rp_now_us(void)
@@ -43,8 +42,7 @@ rp_conn_fail(RpConn *c, RpHalt halt, const char *what, const PGresult *res)
 
 	if (msg == NULL)
 		msg = PQerrorMessage(c->pg);
-	snprintf(line, sizeof(line), "%s", msg ? msg : "unknown error");
-	line[strcspn(line, "\n")] = '\0';
+	rp_error_first_line(line, sizeof(line), msg);
 	return rp_fail(halt, "%s failed: %s%s%s%s", what, line, state ? " (SQLSTATE " : "",
 				   state ? state : "", state ? ")" : "");
 }
@@ -71,8 +69,7 @@ rp_conn_open(RpConn *c, const char *conninfo, const char *progname)
 	{
 		char		line[512];
 
-		snprintf(line, sizeof(line), "%s", PQerrorMessage(c->pg));
-		line[strcspn(line, "\n")] = '\0';
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(c->pg));
 		PQfinish(c->pg);
 		c->pg = NULL;
 		return rp_fail(RP_HALT_NONE, "could not connect: %s", line);
@@ -249,7 +246,7 @@ rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply)
 	unsigned char m[34];
 	int64_t		now = rp_now_us();
 	uint64_t	fields[4] = {c->received_lsn > flush_lsn ? c->received_lsn : flush_lsn,
-		flush_lsn, flush_lsn, (uint64_t) (now - RP_PG_EPOCH_OFFSET_US)};
+		flush_lsn, flush_lsn, (uint64_t) (now - RP_PG_EPOCH_USECS)};
 
 	m[0] = 'r';
 	for (int f = 0; f < 4; f++)

@@ -55,8 +55,7 @@ rp_snap_connect(const RpSnapOptions *o)
 	{
 		char		line[512];
 
-		snprintf(line, sizeof(line), "%s", PQerrorMessage(conn));
-		line[strcspn(line, "\n")] = '\0';
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
 		PQfinish(conn);
 		rp_fail(RP_HALT_NONE, "snapshot: could not connect: %s", line);
 		return NULL;
@@ -107,6 +106,49 @@ rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
 		PQfreemem(q);
 }
 
+void
+rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *settings, bool after)
+{
+	const RpRelation *rel = t->rel;
+
+	rp_buf_put_text(sql, " FROM ONLY ");
+	rp_snap_put_ident(sql, conn, rel->schema);
+	rp_buf_put_char(sql, '.');
+	rp_snap_put_ident(sql, conn, rel->name);
+	rp_buf_put_text(sql, " AS rp_t");
+	if (after)
+	{
+		/* the key values travel as settings, set from parameters: never in SQL text */
+		rp_buf_put_text(sql, " WHERE (");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
+			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		}
+		rp_buf_put_text(sql, ") > (");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			char		n[96];
+
+			snprintf(n, sizeof(n), "%spg_catalog.current_setting('%s.k%d')::", k ? ", " : "",
+					 settings, k + 1);
+			rp_buf_put_text(sql, n);
+			rp_buf_put_text(sql, rel->cols[t->keycols[k]].type_name);
+		}
+		rp_buf_put_char(sql, ')');
+	}
+	if (t->nkey > 0)
+	{
+		/* qualified: the key texts are output columns of the same names */
+		rp_buf_put_text(sql, " ORDER BY ");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
+			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		}
+	}
+}
+
 /* The COPY statement of a table's (remaining) rows; raw: sink format. */
 static void
 rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
@@ -137,45 +179,8 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 	}
 	if (first)
 		rp_buf_put_text(sql, "NULL");
-	rp_buf_put_text(sql, " FROM ONLY ");
-	rp_snap_put_ident(sql, conn, rel->schema);
-	rp_buf_put_char(sql, '.');
-	rp_snap_put_ident(sql, conn, rel->name);
-	rp_buf_put_text(sql, " AS rp_t");
-	if (t->nkey > 0 && job->have_tok && job->tok.nkeys == t->nkey)
-	{
-		/* the key values travel as settings, set from parameters: never in SQL text */
-		rp_buf_put_text(sql, " WHERE (");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			if (k)
-				rp_buf_put_text(sql, ", ");
-			rp_buf_put_text(sql, "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
-		}
-		rp_buf_put_text(sql, ") > (");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			char		n[64];
-
-			snprintf(n, sizeof(n), "%spg_catalog.current_setting('replicant_snap.k%d')::", k ? ", " : "", k + 1);
-			rp_buf_put_text(sql, n);
-			rp_buf_put_text(sql, rel->cols[t->keycols[k]].type_name);
-		}
-		rp_buf_put_char(sql, ')');
-	}
-	if (t->nkey > 0)
-	{
-		/* qualified: the key texts are output columns of the same names */
-		rp_buf_put_text(sql, " ORDER BY ");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			if (k)
-				rp_buf_put_text(sql, ", ");
-			rp_buf_put_text(sql, "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
-		}
-	}
+	rp_snap_sql_after(sql, conn, t, "replicant_snap",
+					  t->nkey > 0 && job->have_tok && job->tok.nkeys == t->nkey);
 	rp_buf_put_text(sql, ") TO STDOUT (FORMAT binary)");
 	rp_buf_put_char(sql, '\0');
 }

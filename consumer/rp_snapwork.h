@@ -59,6 +59,13 @@ extern PGconn *rp_snap_connect(const RpSnapOptions *o);
 /* Run sql; -1 after a value-free rp_fail() naming what (and the table). */
 /* A quoted identifier (PQescapeIdentifier) appended to b. */
 extern void rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name);
+/*
+ * " FROM ONLY schema.table AS rp_t [WHERE (key) > (...)] ORDER BY key": t's rows after a
+ * stored key (after), in key order.  The stored key is read from the session settings
+ * SETTINGS.k1, .k2 ... (set with set_config from parameters), so no value is in SQL text.
+ */
+extern void rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *settings,
+							  bool after);
 extern int	rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable *t);
 extern int	rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t);
 /* BEGIN REPEATABLE READ and import the exported snapshot snapname. */

@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "rp_status.h"
 
@@ -33,6 +34,13 @@ RpHalt
 rp_error_halt(void)
 {
 	return rp_error_reason;
+}
+
+void
+rp_error_first_line(char *dst, size_t len, const char *msg)
+{
+	snprintf(dst, len, "%s", msg ? msg : "unknown error");
+	dst[strcspn(dst, "\n")] = '\0';
 }
 
 void

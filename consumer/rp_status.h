@@ -8,6 +8,7 @@
 #define RP_STATUS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef enum RpHalt
 {
@@ -36,5 +37,10 @@ extern const char *rp_error(void);
 extern RpHalt rp_error_halt(void);
 extern void rp_error_clear(void);
 extern const char *rp_halt_name(RpHalt halt);
+/*
+ * The first line of a libpq error message into dst: a connection error's
+ * first line says what failed; what follows (DETAIL, HINT) is not shown.
+ */
+extern void rp_error_first_line(char *dst, size_t len, const char *msg);
 
 #endif							/* RP_STATUS_H */

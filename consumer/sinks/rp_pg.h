@@ -125,8 +125,8 @@ extern void rp_pg_table_free(RpPgTable *t);
  * names are quoted; idx NULL means every column but generated ones, qual
  * (or NULL) prefixes each ("s.").
  */
-extern void rp_pg_sql_cols(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n,
-						   const char *qual);
+extern int	rp_pg_sql_cols(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n,
+						   const char *qual);	/* returns how many it wrote */
 /* "a.k1 = b.k1 AND a.k2 = b.k2": the key columns matched between two aliases */
 extern void rp_pg_sql_key_match(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
 								int nkey, const char *a, const char *b);

@@ -923,34 +923,17 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 {
 	bool		keys_only = which == RP_COPY_DELETES;
 	bool		binary = t->binary && !t->text_datums;
-	int			nfields = 0;
+	int			nfields;
 	RpBuf		sql,
 				out;
 	PGresult   *res;
-	bool		first = true;
 	int			rc = 0;
 
 	rp_buf_init(&sql, 256);
 	rp_buf_put_text(&sql, "COPY ");
 	rp_buf_put_text(&sql, stage);
 	rp_buf_put_text(&sql, " (");
-	for (uint16_t i = 0; i < t->rel->natts; i++)
-	{
-		bool		want = !keys_only && !(t->rel->cols[i].flags & RP_COL_GENERATED);
-		char	   *qc;
-
-		for (int k = 0; keys_only && k < t->nkey; k++)
-			want |= t->keycols[k] == i;
-		if (!want)
-			continue;
-		qc = rp_pg_ident(pg, t->rel->cols[i].name);
-		if (!first)
-			rp_buf_put_text(&sql, ", ");
-		first = false;
-		rp_buf_put_text(&sql, qc);
-		rp_free(qc);
-		nfields++;
-	}
+	nfields = rp_pg_sql_cols(pg, &sql, t->rel, keys_only ? t->keycols : NULL, t->nkey, NULL);
 	rp_buf_put_text(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
 	rp_buf_put_char(&sql, '\0');
 	res = PQexec(pg->conn, sql.data);
@@ -1019,37 +1002,6 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 	return rc;
 }
 
-static void
-rp_sql_cols(RpPg *pg, RpBuf *sql, const RpPgTable *t, const char *alias, bool keys_only,
-			bool non_keys_only, const char *fmt_join)
-{
-	bool		first = true;
-
-	for (uint16_t i = 0; i < t->rel->natts; i++)
-	{
-		bool		is_key = false;
-		char	   *qc;
-
-		if (t->rel->cols[i].flags & RP_COL_GENERATED)
-			continue;
-		for (int k = 0; k < t->nkey; k++)
-			is_key |= t->keycols[k] == i;
-		if ((keys_only && !is_key) || (non_keys_only && is_key))
-			continue;
-		qc = rp_pg_ident(pg, t->rel->cols[i].name);
-		if (!first)
-			rp_buf_put_text(sql, fmt_join);
-		first = false;
-		if (alias)
-		{
-			rp_buf_put_text(sql, alias);
-			rp_buf_put_char(sql, '.');
-		}
-		rp_buf_put_text(sql, qc);
-		rp_free(qc);
-	}
-}
-
 static int
 rp_apply_deletes(RpPg *pg, RpPgTable *t)
 {
@@ -1105,7 +1057,6 @@ rp_apply_upserts(RpPg *pg, RpPgTable *t, RpCopyWhich which)
 {
 	RpBuf		sql;
 	int			rc;
-	size_t		before;
 
 	if (rp_copy_effects(pg, t, t->stage_ups, which) < 0)
 		return -1;
@@ -1113,26 +1064,12 @@ rp_apply_upserts(RpPg *pg, RpPgTable *t, RpCopyWhich which)
 	rp_buf_put_text(&sql, "INSERT INTO ");
 	rp_buf_put_text(&sql, t->qname);
 	rp_buf_put_text(&sql, " (");
-	rp_sql_cols(pg, &sql, t, NULL, false, false, ", ");
+	rp_pg_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
 	rp_buf_put_text(&sql, ") SELECT ");
-	rp_sql_cols(pg, &sql, t, NULL, false, false, ", ");
+	rp_pg_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
 	rp_buf_put_text(&sql, " FROM ");
 	rp_buf_put_text(&sql, t->stage_ups);
-	rp_buf_put_text(&sql, " ON CONFLICT (");
-	rp_sql_cols(pg, &sql, t, NULL, true, false, ", ");
-	rp_buf_put_text(&sql, ") DO ");
-	before = sql.len;
-	rp_buf_put_text(&sql, "UPDATE SET (");
-	rp_sql_cols(pg, &sql, t, NULL, false, true, ", ");
-	rp_buf_put_text(&sql, ") = ROW(");
-	rp_sql_cols(pg, &sql, t, "EXCLUDED", false, true, ", ");
-	rp_buf_put_char(&sql, ')');
-	/* a table of key columns only has nothing to update */
-	if (memcmp(sql.data + before, "UPDATE SET ()", 13) == 0)
-	{
-		sql.len = before;
-		rp_buf_put_text(&sql, "NOTHING");
-	}
+	rp_pg_sql_on_conflict(pg, &sql, t->rel, t->keycols, t->nkey);
 	rp_buf_put_text(&sql, "; TRUNCATE ");
 	rp_buf_put_text(&sql, t->stage_ups);
 	rp_buf_put_char(&sql, '\0');
@@ -1340,7 +1277,7 @@ rp_apply_history(RpPg *pg, RpPgTable *t)
 			rp_buf_put_text(&sql, "INSERT INTO ");
 			rp_buf_put_text(&sql, t->qname);
 			rp_buf_put_text(&sql, " (");
-			rp_sql_cols(pg, &sql, t, NULL, false, false, ", ");
+			rp_pg_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
 			rp_buf_put_text(&sql, ", valid_from_lsn, valid_from_time) SELECT ");
 			for (int i = 0, out = 0; i < t->rel->natts; i++)
 			{

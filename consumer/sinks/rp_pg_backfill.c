@@ -370,8 +370,7 @@ rp_pg_backfill_progress(void *arg, uint32_t relid, char **token)
 	{
 		char		line[256];
 
-		snprintf(line, sizeof(line), "%s", PQerrorMessage(conn));
-		line[strcspn(line, "\n")] = '\0';
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
 		PQfinish(conn);
 		return rp_fail(RP_HALT_NONE, "backfill: could not connect to the destination: %s", line);
 	}

@@ -125,8 +125,7 @@ rp_pg_snap_conn(RpPgSnap *s, int worker)
 	{
 		char		line[256];
 
-		snprintf(line, sizeof(line), "%s", PQerrorMessage(conn));
-		line[strcspn(line, "\n")] = '\0';
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
 		PQfinish(conn);
 		rp_fail(RP_HALT_NONE, "could not connect to the destination: %s", line);
 		return NULL;

@@ -83,10 +83,10 @@ rp_pg_table_reset_stage(RpPgTable *t)
 	t->stage_ups = t->stage_del = NULL;
 }
 
-void
+int
 rp_pg_sql_cols(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n, const char *qual)
 {
-	bool		first = true;
+	int			written = 0;
 	int			count = idx ? n : rel->natts;
 
 	for (int j = 0; j < count; j++)
@@ -97,14 +97,14 @@ rp_pg_sql_cols(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int 
 		if (!idx && (rel->cols[i].flags & RP_COL_GENERATED))
 			continue;
 		q = rp_pg_ident(pg, rel->cols[i].name);
-		if (!first)
+		if (written++)
 			rp_buf_put_text(sql, ", ");
-		first = false;
 		if (qual)
 			rp_buf_put_text(sql, qual);
 		rp_buf_put_text(sql, q);
 		rp_free(q);
 	}
+	return written;
 }
 
 void
@@ -500,7 +500,6 @@ rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t)
 	RpBuf		sql;
 	char		name[64];
 	int			rc = 0;
-	bool		first;
 
 	if (t->stage_ups)
 		return 0;
@@ -513,23 +512,7 @@ rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t)
 		rp_buf_put_text(&sql, "CREATE TEMP TABLE ");
 		rp_buf_put_text(&sql, name + strlen("pg_temp."));
 		rp_buf_put_text(&sql, " ON COMMIT DELETE ROWS AS SELECT ");
-		first = true;
-		for (uint16_t i = 0; i < t->rel->natts; i++)
-		{
-			bool		want = pass == 0 ? rp_pg_applied(&t->rel->cols[i]) : false;
-			char	   *qc;
-
-			for (int k = 0; pass == 1 && k < t->nkey; k++)
-				want |= t->keycols[k] == i;
-			if (!want)
-				continue;
-			qc = rp_pg_ident(pg, t->rel->cols[i].name);
-			if (!first)
-				rp_buf_put_text(&sql, ", ");
-			first = false;
-			rp_buf_put_text(&sql, qc);
-			rp_free(qc);
-		}
+		rp_pg_sql_cols(pg, &sql, t->rel, pass == 1 ? t->keycols : NULL, t->nkey, NULL);
 		rp_buf_put_text(&sql, " FROM ");
 		rp_buf_put_text(&sql, t->qname);
 		rp_buf_put_text(&sql, " WITH NO DATA");

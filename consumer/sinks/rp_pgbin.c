@@ -8,10 +8,6 @@
 #include "rp_read.h"
 #include "rp_wire.h"
 
-/* Microseconds and days from 1970-01-01 (ours) to 2000-01-01 (PostgreSQL's). */
-#define RP_PGBIN_EPOCH_US	INT64_C(946684800000000)
-#define RP_PGBIN_EPOCH_DAYS 10957
-
 /*
  * Built-in array types whose elements have a binary form here.  Their
  * element OIDs are the same on every server, and array_recv checks the
@@ -196,7 +192,7 @@ rp_pgbin_body(RpBuf *out, RpReader *r, uint8_t enc)
 
 				/* the infinities are INT32_MIN/MAX on both sides */
 				if (d != INT32_MIN && d != INT32_MAX)
-					d -= RP_PGBIN_EPOCH_DAYS;
+					d -= RP_PG_EPOCH_DAYS;
 				rp_pgbin_i32(out, d);
 				return true;
 			}
@@ -206,7 +202,7 @@ rp_pgbin_body(RpBuf *out, RpReader *r, uint8_t enc)
 				int64_t		t = (int64_t) rp_get_u64(r);
 
 				if (t != INT64_MIN && t != INT64_MAX)
-					t -= RP_PGBIN_EPOCH_US;
+					t -= RP_PG_EPOCH_USECS;
 				rp_buf_put_u64(out, (uint64_t) t);
 				return true;
 			}

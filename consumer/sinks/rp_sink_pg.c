@@ -90,8 +90,7 @@ rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const RpPgTable *t)
 	{
 		char		line[256];
 
-		snprintf(line, sizeof(line), "%s", pg->conn ? PQerrorMessage(pg->conn) : "no connection");
-		line[strcspn(line, "\n")] = '\0';
+		rp_error_first_line(line, sizeof(line), pg->conn ? PQerrorMessage(pg->conn) : "no connection");
 		return rp_fail(RP_HALT_NONE, "destination connection lost during %s: %s", what, line);
 	}
 	if (table || t)
@@ -163,8 +162,7 @@ rp_pg_connect(RpPg *pg)
 	{
 		char		line[256];
 
-		snprintf(line, sizeof(line), "%s", PQerrorMessage(pg->conn));
-		line[strcspn(line, "\n")] = '\0';
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(pg->conn));
 		PQfinish(pg->conn);
 		pg->conn = NULL;
 		return rp_fail(RP_HALT_NONE, "could not connect to the destination: %s", line);
