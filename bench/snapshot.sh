@@ -112,6 +112,7 @@ for ntab in "${CONFIGS[@]}"; do
 		has_mode "$mode" || continue
 		for t in "${tables[@]}"; do dst -c "DROP TABLE IF EXISTS $t" -c "$(ddl "$t")" >/dev/null; done
 		dst -c "CHECKPOINT" >/dev/null
+		w0=$(dst -Atc "SELECT pg_current_wal_insert_lsn()")
 		if [[ $mode == native ]]; then
 			src -c "CREATE PUBLICATION npub FOR TABLE $(IFS=,; echo "${tables[*]}")" >/dev/null
 			t0=$(now)
@@ -143,6 +144,7 @@ for ntab in "${CONFIGS[@]}"; do
 			rm -rf "$src_DIR/state"
 		fi
 		secs[$mode]=$(sub "$t1" "$t0")
+		wal=$(dst -Atc "SELECT round((pg_current_wal_insert_lsn() - '$w0') / 1048576)")
 		for t in "${tables[@]}"; do
 			a=$(digest src "$t")
 			b=$(digest dst "$t")
@@ -151,7 +153,7 @@ for ntab in "${CONFIGS[@]}"; do
 				bad=1
 			fi
 		done
-		printf '  %-9s %8s s  (%s rows checked)\n' "$mode" "${secs[$mode]}" "$ROWS"
+		printf '  %-9s %8s s  (%s rows checked; destination WAL %s MB)\n' "$mode" "${secs[$mode]}" "$ROWS" "$wal"
 	done
 	if [[ -n ${secs[native]:-} && -n ${secs[replicant]:-} ]]; then
 		ratio=$(awk -v a="${secs[native]}" -v b="${secs[replicant]}" 'BEGIN { printf "%.2f", a / b }')

@@ -378,7 +378,7 @@ rp_bf_table(const char *name, bool *skip)
 	switch (o->progress(o->progress_arg, t->rel->relid, &stored))
 	{
 		case 1:
-			if (!rp_snaptoken_parse(stored, &tok) || (tok.nkeys != 0 && tok.nkeys != t->nkey))
+			if (!rp_snaptoken_parse(stored, &tok) || tok.heap || (tok.nkeys != 0 && tok.nkeys != t->nkey))
 			{
 				rp_fail(RP_HALT_CONFIG, "backfill: the stored progress of table \"%s\".\"%s\" is damaged",
 						t->rel->schema, t->rel->name);

@@ -64,6 +64,8 @@ typedef struct RpSnapshotCtx
 	int64_t		total;			/* row estimate, -1 unknown */
 	uint64_t	first_seq;		/* rows of the table stored before this chunk */
 	uint64_t	nrows;			/* rows in this chunk */
+	bool		may_repeat;		/* rows may be stored already (a resumed heap-order
+								 * copy): store them by key, as upserts */
 	const unsigned char *frame; /* records: 'R' version, Relation, INSERT... */
 	size_t		frame_len;
 	const unsigned char *copy_data; /* raw: binary COPY tuples */
@@ -105,6 +107,12 @@ struct RpSink
 	int			(*snapshot_progress) (RpSink *sink, const RpRelation *rel, char **token);
 	bool		snapshot_raw;	/* takes binary COPY tuples when portable */
 	bool		snapshot_parallel;
+	/*
+	 * Keyed tables may be read in physical order (cheaper than key order)
+	 * for this sink: it honours may_repeat.  Log sinks leave it unset, so a
+	 * resumed dump still holds each row once.
+	 */
+	bool		snapshot_heap_order;
 	/*
 	 * Optional, early apply of large streamed transactions (state sinks
 	 * that own their checkpoint).  handle_chunk gets a stream block of a

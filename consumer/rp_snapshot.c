@@ -86,6 +86,31 @@ rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *sna
 	return r;
 }
 
+/*
+ * The xmin and xmax of the snapshot coord's transaction holds, as full
+ * xids.  A heap-order token keeps the xmin of the snapshot its rows were
+ * copied under: row versions created at or after it are copied again by
+ * a resumed run (rp_snapwork.c), since they may have moved.
+ */
+static int
+rp_snap_horizon(PGconn *coord, RpSnapRun *run)
+{
+	PGresult   *res = PQexec(coord, "SELECT pg_catalog.pg_snapshot_xmin(s)::pg_catalog.text,"
+							 " pg_catalog.pg_snapshot_xmax(s)::pg_catalog.text"
+							 " FROM pg_catalog.pg_current_snapshot() s");
+	int			rc = 0;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		rc = rp_snap_fail_res(res, "reading the snapshot's xid horizon", NULL);
+	else
+	{
+		run->xmin = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+		run->xmax = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
+	}
+	PQclear(res);
+	return rc;
+}
+
 /* Largest first, so the longest copy starts first. */
 static int
 rp_snap_job_cmp(const void *a, const void *b)
@@ -244,6 +269,9 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 			goto done;
 	}
 
+	/* the snapshot's xid horizon: what a heap-order resume must copy again */
+	if (rp_snap_horizon(coord, &run) < 0)
+		goto done;
 	/* the tables as the snapshot sees them */
 	tables = rp_snapcat_tables(coord, &o->select, &ntables);
 	if (tables == NULL)

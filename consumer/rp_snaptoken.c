@@ -80,6 +80,53 @@ rp_tok_unescape(const char *s, size_t len)
 	return out;
 }
 
+/* An unsigned decimal field of at most max; false when malformed. */
+static bool
+rp_tok_number(const char *f, size_t len, uint64_t max, uint64_t *out)
+{
+	uint64_t	v = 0;
+
+	if (len == 0 || len > 20)
+		return false;
+	for (size_t i = 0; i < len; i++)
+	{
+		uint64_t	d = (uint64_t) (f[i] - '0');
+
+		if (f[i] < '0' || f[i] > '9' || v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* v2's FILENODE, HORIZON and POS (BLOCK.OFFSET or empty). */
+static bool
+rp_tok_heap(RpSnapToken *tok, const char **f, const size_t *len)
+{
+	uint64_t	v;
+	const char *dot;
+
+	if (!rp_tok_number(f[0], len[0], UINT32_MAX, &v) || v == 0)
+		return false;
+	tok->filenode = (uint32_t) v;
+	if (!rp_tok_number(f[1], len[1], UINT64_MAX, &tok->horizon))
+		return false;
+	if (len[2] == 0)
+		return true;
+	dot = memchr(f[2], '.', len[2]);
+	if (dot == NULL || !rp_tok_number(f[2], (size_t) (dot - f[2]), UINT32_MAX, &v))
+		return false;
+	tok->blk = (uint32_t) v;
+	if (!rp_tok_number(dot + 1, len[2] - (size_t) (dot + 1 - f[2]), UINT16_MAX, &v) || v == 0)
+		return false;
+	tok->off = (uint16_t) v;
+	tok->have_pos = true;
+	return true;
+}
+
 char *
 rp_snaptoken_format(const RpSnapToken *tok)
 {
@@ -89,12 +136,22 @@ rp_snaptoken_format(const RpSnapToken *tok)
 
 	rp_buf_init(&b, 128);
 	rp_lsn_format(tok->lsn, lsn);
-	rp_buf_put_text(&b, "v1|");
+	rp_buf_put_text(&b, tok->heap ? "v2|" : "v1|");
 	rp_buf_put_text(&b, lsn);
 	snprintf(num, sizeof(num), "|%d|%" PRIu64 "|%" PRId64 "|", tok->done ? 1 : 0, tok->rows, tok->at_ms);
 	rp_buf_put_text(&b, num);
 	rp_tok_escape(&b, tok->snapshot_id);
-	for (int i = 0; i < tok->nkeys; i++)
+	if (tok->heap)
+	{
+		snprintf(num, sizeof(num), "|%" PRIu32 "|%" PRIu64 "|", tok->filenode, tok->horizon);
+		rp_buf_put_text(&b, num);
+		if (tok->have_pos)
+		{
+			snprintf(num, sizeof(num), "%" PRIu32 ".%u", tok->blk, (unsigned) tok->off);
+			rp_buf_put_text(&b, num);
+		}
+	}
+	for (int i = 0; !tok->heap && i < tok->nkeys; i++)
 	{
 		rp_buf_put_char(&b, '|');
 		rp_tok_escape(&b, tok->keys[i]);
@@ -122,7 +179,9 @@ rp_snaptoken_parse(const char *text, RpSnapToken *tok)
 	char	   *end;
 
 	memset(tok, 0, sizeof(*tok));
-	if (strncmp(text, "v1|", 3) != 0)
+	if (strncmp(text, "v2|", 3) == 0)
+		tok->heap = true;
+	else if (strncmp(text, "v1|", 3) != 0)
 		return false;
 	p = text + 3;
 	for (;;)
@@ -180,6 +239,8 @@ rp_snaptoken_parse(const char *text, RpSnapToken *tok)
 		if (strchr(tok->snapshot_id, '%'))
 			return false;
 	}
+	if (tok->heap)
+		return n == 8 && rp_tok_heap(tok, fields + 5, lens + 5);
 	for (int i = 5; i < n; i++)
 	{
 		char	   *k = rp_tok_unescape(fields[i], lens[i]);

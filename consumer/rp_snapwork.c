@@ -62,13 +62,15 @@ rp_snap_connect(const RpSnapOptions *o)
 	}
 	/*
 	 * Pinned output settings (G6) for the columns read as text, an empty
-	 * search_path so every name is qualified, and key order from the
-	 * index rather than a sort of the whole table.
+	 * search_path so every name is qualified, key order from the index
+	 * rather than a sort of the whole table, and physical order from a
+	 * plain scan from block 0 (no synchronized or parallel scan).
 	 */
 	if (rp_snap_exec(conn,
 					 "SET search_path = ''; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC';"
 					 " SET IntervalStyle = 'postgres'; SET extra_float_digits = 1;"
 					 " SET bytea_output = 'hex'; SET lc_monetary = 'C'; SET enable_sort = off;"
+					 " SET synchronize_seqscans = off; SET max_parallel_workers_per_gather = 0;"
 					 " SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0",
 					 "session setup", NULL) < 0)
 	{
@@ -149,6 +151,36 @@ rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *se
 	}
 }
 
+/*
+ * " FROM ONLY schema.table AS rp_t [WHERE ...]" of a heap-order copy: the
+ * whole table, or when resuming, the rows after the stored tuple id plus
+ * every row version created at or after the stored horizon (an xid: those
+ * may have moved below the position since the stored rows were copied; a
+ * version older than the horizon was visible then and has not moved).
+ * The xmin test is modulo 2^32, exact while the horizon is within 2^31
+ * xids of now (rp_snap_copy_table checks); an old frozen xmin may test
+ * true, which only copies that row again.  No row value is in the text.
+ */
+static void
+rp_snap_sql_heap(RpBuf *sql, PGconn *conn, const RpSnapJob *job)
+{
+	const RpRelation *rel = job->t->rel;
+	char		w[256];
+
+	rp_buf_put_text(sql, " FROM ONLY ");
+	rp_snap_put_ident(sql, conn, rel->schema);
+	rp_buf_put_char(sql, '.');
+	rp_snap_put_ident(sql, conn, rel->name);
+	rp_buf_put_text(sql, " AS rp_t");
+	if (!job->may_repeat || !job->tok.have_pos)
+		return;
+	snprintf(w, sizeof(w), " WHERE rp_t.ctid > '(%" PRIu32 ",%u)'::pg_catalog.tid"
+			 " OR (rp_t.xmin::pg_catalog.text::pg_catalog.int8 - %" PRIu64 " + 4294967296)"
+			 " %% 4294967296 < 2147483648",
+			 job->tok.blk, (unsigned) job->tok.off, job->tok.horizon & UINT64_C(0xFFFFFFFF));
+	rp_buf_put_text(sql, w);
+}
+
 /* The COPY statement of a table's (remaining) rows; raw: sink format. */
 static void
 rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
@@ -170,6 +202,14 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 		if (!raw && rel->cols[i].encoding == RP_ENC_TEXT)
 			rp_buf_put_text(sql, "::pg_catalog.text");
 	}
+	if (job->heap)
+	{
+		rp_buf_put_text(sql, first ? "rp_t.ctid" : ", rp_t.ctid");
+		rp_snap_sql_heap(sql, conn, job);
+		rp_buf_put_text(sql, ") TO STDOUT (FORMAT binary)");
+		rp_buf_put_char(sql, '\0');
+		return;
+	}
 	for (int k = 0; k < t->nkey; k++)
 	{
 		rp_buf_put_text(sql, first ? "" : ", ");
@@ -189,6 +229,7 @@ typedef struct RpChunk
 {
 	RpBuf		data;			/* frame or raw tuples */
 	RpBuf		lastkey;		/* the last row's key texts, NUL-separated */
+	uint64_t	lastpos;		/* heap order: the last row's tuple id, block << 16 | offset */
 	uint64_t	rows;
 	size_t		head_len;		/* frame: header + Relation record */
 } RpChunk;
@@ -209,7 +250,16 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool fir
 	tok.rows = job->tok.rows + ch->rows;
 	tok.at_ms = job->at_ms;
 	snprintf(tok.snapshot_id, sizeof(tok.snapshot_id), "%s", job->snapshot_id);
-	if (ch->rows > 0)
+	if (job->heap)
+	{
+		tok.heap = true;
+		tok.filenode = job->tok.filenode;
+		tok.horizon = job->tok.horizon;
+		tok.have_pos = ch->rows > 0 || job->tok.have_pos;
+		tok.blk = ch->rows > 0 ? (uint32_t) (ch->lastpos >> 16) : job->tok.blk;
+		tok.off = ch->rows > 0 ? (uint16_t) (ch->lastpos & 0xFFFF) : job->tok.off;
+	}
+	else if (ch->rows > 0)
 	{
 		const char *p = ch->lastkey.data;
 
@@ -241,6 +291,7 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool fir
 	ctx.total = job->t->estimate;
 	ctx.first_seq = job->tok.rows;
 	ctx.nrows = ch->rows;
+	ctx.may_repeat = job->may_repeat;
 	if (raw)
 	{
 		ctx.copy_data = (const unsigned char *) ch->data.data;
@@ -262,7 +313,13 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool fir
 
 	/* the next chunk continues from here */
 	job->tok.rows += ch->rows;
-	if (ch->rows > 0)
+	if (job->heap && ch->rows > 0)
+	{
+		job->tok.have_pos = true;
+		job->tok.blk = tok.blk;
+		job->tok.off = tok.off;
+	}
+	else if (ch->rows > 0)
 	{
 		const char *p = ch->lastkey.data;
 
@@ -288,10 +345,31 @@ rp_snap_row(RpChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
 {
 	const RpSnapTable *t = job->t;
 	const RpRelation *rel = t->rel;
+	int			nextra = job->heap ? 1 : t->nkey;
 
-	if (nfields != ncopy + t->nkey)
+	if (nfields != ncopy + nextra)
 		return rp_fail(RP_HALT_MALFORMED, "snapshot: table \"%s\".\"%s\": COPY row has %d fields, expected %d",
-					   rel->schema, rel->name, nfields, ncopy + t->nkey);
+					   rel->schema, rel->name, nfields, ncopy + nextra);
+	if (job->heap)
+	{
+		/*
+		 * The tuple id (block u32, offset u16).  The position a token
+		 * stores is only meaningful if the scan is in physical order, so
+		 * that is checked, not assumed.
+		 */
+		const unsigned char *d = data[ncopy];
+		uint64_t	pos;
+
+		if (len[ncopy] != 6)
+			return rp_fail(RP_HALT_MALFORMED, "snapshot: table \"%s\".\"%s\": COPY row has no tuple id",
+						   rel->schema, rel->name);
+		pos = ((uint64_t) d[0] << 40) | ((uint64_t) d[1] << 32) | ((uint64_t) d[2] << 24) |
+			((uint64_t) d[3] << 16) | ((uint64_t) d[4] << 8) | d[5];
+		if (pos <= ch->lastpos)
+			return rp_fail(RP_HALT_NONE, "snapshot: table \"%s\".\"%s\": rows did not arrive in physical order",
+						   rel->schema, rel->name);
+		ch->lastpos = pos;
+	}
 	if (raw)
 	{
 		/* the row as it came, less the trailing key texts */
@@ -322,7 +400,7 @@ rp_snap_row(RpChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
 		}
 		rp_buf_end_record(&ch->data, at);
 	}
-	if (t->nkey > 0)
+	if (t->nkey > 0 && !job->heap)
 	{
 		rp_buf_reset(&ch->lastkey);
 		for (int k = 0; k < t->nkey; k++)
@@ -437,6 +515,72 @@ rp_snap_pipe_stop(RpSnapPipe *p)
 	p->started = false;
 }
 
+/*
+ * A heap-order copy's start: the table locked (so its file cannot be
+ * swapped by a rewrite while it is read) and its relfilenode, which a
+ * stored position belongs to.  A resumed copy goes on from its position
+ * when the file and the horizon still hold, and starts over otherwise
+ * (VACUUM FULL, CLUSTER, TRUNCATE or a rewriting ALTER moved every row);
+ * either way its rows may be stored already, so the sink upserts them.
+ */
+static int
+rp_snap_heap_start(RpSnapWorker *w, RpSnapJob *job)
+{
+	RpSnapRun  *run = w->run;
+	const RpRelation *rel = job->t->rel;
+	RpBuf		sql;
+	char		relid[16];
+	const char *vals[1] = {relid};
+	PGresult   *res;
+	uint32_t	filenode;
+	int			rc;
+
+	rp_buf_init(&sql, 128);
+	rp_buf_put_text(&sql, "LOCK TABLE ONLY ");
+	rp_snap_put_ident(&sql, w->conn, rel->schema);
+	rp_buf_put_char(&sql, '.');
+	rp_snap_put_ident(&sql, w->conn, rel->name);
+	rp_buf_put_text(&sql, " IN ACCESS SHARE MODE");
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_snap_exec(w->conn, sql.data, "locking", job->t);
+	rp_buf_free(&sql);
+	if (rc < 0)
+		return -1;
+	snprintf(relid, sizeof(relid), "%u", rel->relid);
+	res = PQexecParams(w->conn, "SELECT pg_catalog.pg_relation_filenode($1::pg_catalog.oid)", 1, NULL, vals,
+					   NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+	{
+		rc = rp_snap_fail_res(res, "reading the relfilenode", job->t);
+		PQclear(res);
+		return rc;
+	}
+	filenode = (uint32_t) strtoul(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+
+	if (job->have_tok)
+	{
+		job->may_repeat = true;
+		if (job->tok.filenode != filenode || job->tok.horizon > run->xmax ||
+			run->xmax - job->tok.horizon >= (UINT64_C(1) << 31))
+		{
+			if (run->opts->verbose)
+				fprintf(stderr, "%s: snapshot: table \"%s\".\"%s\" was rewritten since its copy stopped: copying it again\n",
+						run->opts->progname, rel->schema, rel->name);
+			job->tok.have_pos = false;
+			job->tok.rows = 0;
+			job->tok.horizon = run->xmin;
+		}
+	}
+	else
+	{
+		job->tok.heap = true;
+		job->tok.horizon = run->xmin;
+	}
+	job->tok.filenode = filenode;
+	return 0;
+}
+
 static int
 rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 {
@@ -448,7 +592,7 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	RpChunk		chunks[2];
 	RpChunk    *chp = &chunks[0];
 	RpSnapPipe	pipe;
-	uint64_t	copied = job->tok.rows;
+	uint64_t	copied;
 	PGresult   *res;
 	int			ncopy = 0;
 	int			maxf;
@@ -468,8 +612,11 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	data = rp_malloc0(sizeof(*data) * (size_t) maxf);
 	len = rp_malloc0(sizeof(*len) * (size_t) maxf);
 
+	job->heap = run->sink->snapshot_heap_order && t->nkey > 0 && (!job->have_tok || job->tok.heap);
+	if (job->heap)
+		rc = rp_snap_heap_start(w, job);
 	/* resume: the last stored key, as settings the WHERE clause reads */
-	if (job->have_tok && t->nkey > 0 && job->tok.nkeys == t->nkey)
+	else if (job->have_tok && t->nkey > 0 && job->tok.nkeys == t->nkey)
 	{
 		for (int k = 0; k < t->nkey && rc == 0; k++)
 		{
@@ -495,6 +642,7 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	}
 	if (rc < 0)
 		goto out;
+	copied = job->tok.rows;
 
 	rp_buf_init(&sql, 512);
 	rp_snap_copy_sql(&sql, w->conn, job, raw);
@@ -606,6 +754,8 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 				break;
 			rp_snap_pipe_give(&pipe, chp, first);
 			first = false;
+			/* the order check goes on across chunks */
+			(chp == &chunks[0] ? &chunks[1] : &chunks[0])->lastpos = chp->lastpos;
 			chp = chp == &chunks[0] ? &chunks[1] : &chunks[0];
 		}
 	}

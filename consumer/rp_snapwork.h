@@ -23,6 +23,8 @@ typedef struct RpSnapJob
 	RpSnapTable *t;
 	RpSnapToken tok;			/* where it stands (resume), keys owned */
 	bool		have_tok;
+	bool		heap;			/* read in physical order (tok.heap fields kept) */
+	bool		may_repeat;		/* resumed in heap order: the sink upserts */
 	char		snapshot_id[RP_UUID_TEXT_LEN + 1];
 	int64_t		at_ms;
 	_Atomic uint64_t done_rows;	/* for the progress line */
@@ -36,6 +38,8 @@ typedef struct RpSnapRun
 	RpCheckpoint origin;
 	uint64_t	lsn;			/* consistent point */
 	char		snapname[128];	/* exported snapshot to import */
+	uint64_t	xmin;			/* the snapshot's xmin and xmax, full xids */
+	uint64_t	xmax;
 	RpSnapJob  *jobs;
 	int			njobs;
 	pthread_mutex_t lock;		/* next, error, and the sink unless parallel */

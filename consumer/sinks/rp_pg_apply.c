@@ -532,11 +532,76 @@ done:
 /* ---- key changes with unchanged TOAST --------------------------------------------- */
 
 /*
+ * The destination's values of out's unchanged columns, as text, in the row
+ * of oldkey (a key row) or else of newt's key (history: the open version).
+ */
+static PGresult *
+rp_moved_read(RpPg *pg, RpPgTable *t, const RpTuple *out, const RpBuf *oldkey, const RpTuple *newt)
+{
+	RpBuf		sql;
+	RpParams	p;
+	PGresult   *res;
+	const char **vals;
+	char		tmp[32];
+	bool		first = true;
+
+	rp_buf_init(&sql, 512);
+	rp_params_init(&p);
+	rp_buf_put_text(&sql, "SELECT ");
+	for (int i = 0; i < out->natts; i++)
+	{
+		char	   *qc;
+
+		if (out->datums[i].kind != RP_DATUM_UNCHANGED)
+			continue;
+		qc = rp_pg_ident(pg, t->rel->cols[i].name);
+		if (!first)
+			rp_buf_put_text(&sql, ", ");
+		first = false;
+		rp_buf_put_text(&sql, qc);
+		rp_buf_put_text(&sql, "::text");
+		rp_free(qc);
+	}
+	rp_buf_put_text(&sql, " FROM ");
+	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, " WHERE ");
+	for (int k = 0; k < t->nkey; k++)
+	{
+		RpDatum		d;
+		char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+
+		if (oldkey)
+			rp_row_get(oldkey, 0, k, &d);
+		else
+			d = newt->datums[t->keycols[k]];
+		snprintf(tmp, sizeof(tmp), " = $%d", rp_params_datum(&p, t->rel->cols[t->keycols[k]].encoding, &d));
+		if (k)
+			rp_buf_put_text(&sql, " AND ");
+		rp_buf_put_text(&sql, qc);
+		rp_buf_put_text(&sql, tmp);
+		rp_free(qc);
+	}
+	if (t->history)
+		rp_buf_put_text(&sql, " AND valid_to_lsn IS NULL");
+	rp_buf_put_text(&sql, " LIMIT 1");
+	rp_buf_put_char(&sql, '\0');
+	vals = rp_malloc0(sizeof(char *) * (size_t) (p.n ? p.n : 1));
+	for (int i = 0; i < p.n; i++)
+		vals[i] = p.isnull[i] ? NULL : p.strings.data + p.offs[i];
+	res = PQexecParams(pg->conn, sql.data, p.n, NULL, vals, NULL, NULL, 0);
+	rp_free(vals);
+	rp_params_free(&p);
+	rp_buf_free(&sql);
+	return res;
+}
+
+/*
  * An update that changes the key while some column is unchanged TOAST does
  * not carry that column's value.  It is in the batch's row of the old key,
  * in the old tuple (REPLICA IDENTITY FULL), or else in the destination's row
  * of the old key (history: its open version), which the batch has not
- * touched yet.  out gets the new tuple with every unchanged column filled
+ * touched yet (or, that missing, its row of the new key).  out gets the new
+ * tuple with every unchanged column filled
  * in; its bytes live in hold.  Without this the new key would get a partial
  * UPDATE of a row that does not exist, and the row would be lost.
  */
@@ -571,57 +636,20 @@ rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, 
 	}
 	if (need_dest)
 	{
-		RpBuf		sql;
-		RpParams	p;
-		PGresult   *res;
-		const char **vals;
-		char		tmp[32];
-		bool		first = true;
+		PGresult   *res = rp_moved_read(pg, t, out, oldkey, NULL);
 
-		rp_buf_init(&sql, 512);
-		rp_params_init(&p);
-		rp_buf_put_text(&sql, "SELECT ");
-		for (int i = 0; i < natts; i++)
+		/*
+		 * The old key is not there: a resumed snapshot can leave it so (the
+		 * row moved before the resumed copy, which then stored its new
+		 * key).  That row was copied after this change, and any later
+		 * change to these columns follows in the stream, so its values
+		 * serve.  Holding neither key is the case that halts.
+		 */
+		if (res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 0)
 		{
-			char	   *qc;
-
-			if (out->datums[i].kind != RP_DATUM_UNCHANGED)
-				continue;
-			qc = rp_pg_ident(pg, t->rel->cols[i].name);
-			if (!first)
-				rp_buf_put_text(&sql, ", ");
-			first = false;
-			rp_buf_put_text(&sql, qc);
-			rp_buf_put_text(&sql, "::text");
-			rp_free(qc);
+			PQclear(res);
+			res = rp_moved_read(pg, t, out, NULL, nt);
 		}
-		rp_buf_put_text(&sql, " FROM ");
-		rp_buf_put_text(&sql, t->qname);
-		rp_buf_put_text(&sql, " WHERE ");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			RpDatum		d;
-			char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
-
-			rp_row_get(oldkey, 0, k, &d);
-			snprintf(tmp, sizeof(tmp), " = $%d", rp_params_datum(&p, t->rel->cols[t->keycols[k]].encoding, &d));
-			if (k)
-				rp_buf_put_text(&sql, " AND ");
-			rp_buf_put_text(&sql, qc);
-			rp_buf_put_text(&sql, tmp);
-			rp_free(qc);
-		}
-		if (t->history)
-			rp_buf_put_text(&sql, " AND valid_to_lsn IS NULL");
-		rp_buf_put_text(&sql, " LIMIT 1");
-		rp_buf_put_char(&sql, '\0');
-		vals = rp_malloc0(sizeof(char *) * (size_t) (p.n ? p.n : 1));
-		for (int i = 0; i < p.n; i++)
-			vals[i] = p.isnull[i] ? NULL : p.strings.data + p.offs[i];
-		res = PQexecParams(pg->conn, sql.data, p.n, NULL, vals, NULL, NULL, 0);
-		rp_free(vals);
-		rp_params_free(&p);
-		rp_buf_free(&sql);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 			rc = rp_pg_fail_result(pg, res, "reading the unchanged TOAST values of a moved row", t);
 		else if (PQntuples(res) != 1)

@@ -50,6 +50,8 @@ typedef struct RpPgSnapTable
 	char	   *into;			/* where chunk rows are COPYed: qname, stage or snapnew */
 	char	   *after;			/* SQL after each chunk's COPY (merge), or NULL */
 	char	   *stage_ddl;		/* creates the session staging table (merge), or NULL */
+	char	   *upsert_ddl;		/* copy mode, keyed: the staging table of may_repeat chunks */
+	char	   *upsert_after;	/* ... and their upsert from it */
 	char	   *retire_sql;		/* run at completion, or NULL */
 	bool		keyless;		/* no key: a stopped copy starts over */
 	bool		staged[RP_PG_SNAP_MAX_WORKERS];	/* stage_ddl done on that session */
@@ -166,6 +168,24 @@ rp_pg_snap_find(RpPgSnap *s, uint32_t relid)
  * by whether the destination held rows when its copy began (first chunk)
  * or read back from the progress row (a resumed copy).  Under s->lock.
  */
+/* "INSERT INTO table (cols) SELECT cols FROM <the session stage> ON CONFLICT (key) DO UPDATE ..." */
+static void
+rp_pg_snap_upsert_sql(RpPg *pg, RpBuf *b, const RpPgSnapTable *st, const RpRelation *rel, const RpPgTable *t)
+{
+	char		stage[64];
+
+	snprintf(stage, sizeof(stage), "pg_temp.rp_snap_%u", rel->relid);
+	rp_buf_put_text(b, "INSERT INTO ");
+	rp_buf_put_text(b, st->qname);
+	rp_buf_put_text(b, " (");
+	rp_buf_put_text(b, st->cols);
+	rp_buf_put_text(b, ") SELECT ");
+	rp_buf_put_text(b, st->cols);
+	rp_buf_put_text(b, " FROM ");
+	rp_buf_put_text(b, stage);
+	rp_pg_sql_on_conflict(pg, b, rel, t->keycols, t->nkey);
+}
+
 static RpPgSnapTable *
 rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 {
@@ -264,7 +284,23 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 	st->cols = rp_dupbuf(&b);
 
 	if (strcmp(mode, "copy") == 0)
+	{
 		st->into = rp_strndup(st->qname, strlen(st->qname));
+		if (t->nkey > 0)
+		{
+			/* a resumed heap-order copy may bring rows again: upsert those */
+			rp_buf_put_text(&b, "CREATE TEMP TABLE IF NOT EXISTS rp_snap_");
+			rp_buf_put_text(&b, relid);
+			rp_buf_put_text(&b, " (LIKE ");
+			rp_buf_put_text(&b, st->qname);
+			rp_buf_put_text(&b, ")");
+			st->upsert_ddl = rp_dupbuf(&b);
+			rp_pg_snap_upsert_sql(pg, &b, st, rel, t);
+			rp_buf_put_text(&b, "; TRUNCATE pg_temp.rp_snap_");
+			rp_buf_put_text(&b, relid);
+			st->upsert_after = rp_dupbuf(&b);
+		}
+	}
 	else if (strcmp(mode, "replace") == 0)
 	{
 		char		n[64];
@@ -314,15 +350,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		st->stage_ddl = rp_dupbuf(&b);
 
 		/* after each chunk: upsert, remember the keys, empty the stage */
-		rp_buf_put_text(&b, "INSERT INTO ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, " (");
-		rp_buf_put_text(&b, st->cols);
-		rp_buf_put_text(&b, ") SELECT ");
-		rp_buf_put_text(&b, st->cols);
-		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, stage);
-		rp_pg_sql_on_conflict(pg, &b, rel, t->keycols, t->nkey);
+		rp_pg_snap_upsert_sql(pg, &b, st, rel, t);
 		rp_buf_put_text(&b, "; INSERT INTO ");
 		rp_buf_put_text(&b, seen);
 		rp_buf_put_text(&b, " SELECT ");
@@ -407,7 +435,7 @@ rp_pg_snap_text_rows(const RpSnapshotCtx *ctx, RpBuf *out)
 }
 
 static int
-rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const RpSnapshotCtx *ctx)
+rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const char *into, const RpSnapshotCtx *ctx)
 {
 	static const char header[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', (char) 0xff, '\r', '\n', 0,
 	0, 0, 0, 0, 0, 0, 0, 0};
@@ -419,7 +447,7 @@ rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const RpSnapshotCtx *ctx)
 
 	rp_buf_init(&sql, 256);
 	rp_buf_put_text(&sql, "COPY ");
-	rp_buf_put_text(&sql, st->into);
+	rp_buf_put_text(&sql, into);
 	rp_buf_put_text(&sql, " (");
 	rp_buf_put_text(&sql, st->cols);
 	rp_buf_put_text(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
@@ -479,6 +507,10 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 				tli[16],
 				rows[24];
 	const char *vals[9];
+	const char *into,
+			   *after,
+			   *ddl;
+	char		stage[64];
 
 	pthread_mutex_lock(&s->lock);
 	st = rp_pg_snap_plan(s, ctx);
@@ -487,11 +519,22 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 	if (conn == NULL)
 		return -1;
 
+	/* copy mode: rows that may be stored already go through the stage */
+	into = st->into;
+	after = st->after;
+	ddl = st->stage_ddl;
+	if (ctx->may_repeat && st->upsert_after)
+	{
+		snprintf(stage, sizeof(stage), "pg_temp.rp_snap_%u", ctx->rel->relid);
+		into = stage;
+		after = st->upsert_after;
+		ddl = st->upsert_ddl;
+	}
 	if (rp_pg_snap_exec(conn, "BEGIN", 0, NULL, "BEGIN", st->qname) < 0)
 		goto fail;
-	if (st->stage_ddl && !st->staged[ctx->worker])
+	if (ddl && !st->staged[ctx->worker])
 	{
-		if (rp_pg_snap_exec(conn, st->stage_ddl, 0, NULL, "creating the snapshot staging table", st->qname) < 0)
+		if (rp_pg_snap_exec(conn, ddl, 0, NULL, "creating the snapshot staging table", st->qname) < 0)
 			goto fail;
 		st->staged[ctx->worker] = true;
 	}
@@ -514,9 +557,9 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 		if (r < 0)
 			goto fail;
 	}
-	if ((ctx->nrows > 0 && rp_pg_snap_copy(conn, st, ctx) < 0) ||
-		(ctx->nrows > 0 && st->after &&
-		 rp_pg_snap_exec(conn, st->after, 0, NULL, "merging a snapshot chunk", st->qname) < 0))
+	if ((ctx->nrows > 0 && rp_pg_snap_copy(conn, st, into, ctx) < 0) ||
+		(ctx->nrows > 0 && after &&
+		 rp_pg_snap_exec(conn, after, 0, NULL, "merging a snapshot chunk", st->qname) < 0))
 		goto fail;
 
 	snprintf(relid, sizeof(relid), "%u", ctx->rel->relid);
@@ -687,4 +730,5 @@ rp_pg_snapshot_install(RpSink *sink)
 	sink->snapshot_progress = rp_pg_snap_progress;
 	sink->snapshot_raw = true;
 	sink->snapshot_parallel = true;
+	sink->snapshot_heap_order = true;
 }
