@@ -10,13 +10,14 @@
 # For each configuration, one run of each:
 #   native     CREATE PUBLICATION on the source, the same tables (empty) on the destination,
 #              CREATE SUBSCRIPTION ... WITH (copy_data = true), timed until every table of the
-#              subscription is synchronized (pg_subscription_rel.srsubstate r or s, polled every
-#              0.1 s); max_sync_workers_per_subscription at its default (2).
+#              subscription is synchronized (pg_subscription_rel.srsubstate r or s, looked at
+#              every 20 ms inside the destination); max_sync_workers_per_subscription at its
+#              default (2).
 #   replicant  the same empty tables, then
 #                replicant -S SLOT --create-slot --snapshot --start --sink postgres:DST
 #                          --snapshot-workers 4
 #              timed until the destination's replicant.checkpoint row appears (the snapshot
-#              completed, in the transaction that sets it; polled every 0.1 s).
+#              completed, in the transaction that sets it; looked at every 20 ms likewise).
 # The destination tables are dropped and created again between the runs. Reported: seconds of
 # each, the ratio native/replicant (target: >= 1 with one table, > 1 with four), and the row
 # counts and content checksums of source and destination (md5 of every row's text in key
@@ -92,6 +93,34 @@ printf 'both clusters: fsync = %s, shared_buffers = %s, max_wal_size = %s, max_s
 ((${#SETTINGS[@]})) && printf '; %s' "${SETTINGS[@]}"
 printf '\n\n'
 
+# The end of a copy is awaited inside the destination: one call looks every 20 ms for up to
+# 1 s, so the wait costs one psql per second, not ten (a psql and a backend start per look
+# took about a tenth of the 2 cores from the copy being measured).
+dst >/dev/null <<'SQL'
+CREATE FUNCTION public.bench_wait(what text, ntab int) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+	done bool;
+BEGIN
+	LOOP
+		IF what = 'native' THEN
+			SELECT count(*) = ntab AND count(*) FILTER (WHERE srsubstate NOT IN ('r', 's')) = 0
+			  INTO done FROM pg_subscription_rel;
+		ELSE
+			done := to_regclass('replicant.checkpoint') IS NOT NULL;
+			IF done THEN
+				EXECUTE 'SELECT EXISTS (SELECT FROM replicant.checkpoint WHERE slot = $1 AND end_lsn IS NOT NULL)'
+				  INTO done USING 'sbench';
+			END IF;
+		END IF;
+		IF done OR clock_timestamp() - t0 > interval '1 s' THEN
+			RETURN done;
+		END IF;
+		PERFORM pg_sleep(0.02);
+	END LOOP;
+END $$;
+SQL
+
 bad=0
 summary=()
 for ntab in "${CONFIGS[@]}"; do
@@ -117,10 +146,7 @@ for ntab in "${CONFIGS[@]}"; do
 			src -c "CREATE PUBLICATION npub FOR TABLE $(IFS=,; echo "${tables[*]}")" >/dev/null
 			t0=$(now)
 			dst -c "CREATE SUBSCRIPTION nsub CONNECTION '$SRC' PUBLICATION npub WITH (copy_data = true)" >/dev/null
-			while [[ $(dst -Atc "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')") != 0 ||
-				$(dst -Atc "SELECT count(*) FROM pg_subscription_rel") != "$ntab" ]]; do
-				sleep 0.1
-			done
+			until [[ $(dst -Atc "SELECT public.bench_wait('native', $ntab)") == t ]]; do :; done
 			t1=$(now)
 			dst -c "ALTER SUBSCRIPTION nsub DISABLE" -c "ALTER SUBSCRIPTION nsub SET (slot_name = NONE)" >/dev/null
 			dst -c "DROP SUBSCRIPTION nsub" >/dev/null
@@ -132,9 +158,8 @@ for ntab in "${CONFIGS[@]}"; do
 			replicant -d "$SRC" -S sbench --create-slot --snapshot --start --snapshot-workers 4 "${ROPTS[@]}" \
 				--sink "postgres:$DST" --state-dir "$src_DIR/state" >"$src_DIR/replicant.log" 2>&1 &
 			consumer_pid=$!
-			until [[ -n $(dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = 'sbench'" 2>/dev/null) ]]; do
+			until [[ $(dst -Atc "SELECT public.bench_wait('replicant', $ntab)") == t ]]; do
 				kill -0 "$consumer_pid" 2>/dev/null || { cat "$src_DIR/replicant.log"; rp_die "the consumer exited"; }
-				sleep 0.1
 			done
 			t1=$(now)
 			kill -TERM "$consumer_pid"
