@@ -15,7 +15,7 @@
 #              default (2).
 #   replicant  the same empty tables, then
 #                replicant -S SLOT --create-slot --snapshot --start --sink postgres:DST
-#                          --snapshot-workers 4
+#              (--snapshot-workers at its default, 2, like the subscription's sync workers)
 #              timed until the destination's replicant.checkpoint row appears (the snapshot
 #              completed, in the transaction that sets it; looked at every 20 ms likewise).
 # The destination tables are dropped and created again between the runs. Reported: seconds of
@@ -85,8 +85,8 @@ ddl() { printf 'CREATE TABLE %s (id bigint PRIMARY KEY, a int, t text, ts timest
 
 printf 'replicant snapshot bench: PostgreSQL %s, %s cores, %s\n' \
 	"$(src -Atc 'show server_version')" "$(nproc)" "$(date -u '+%Y-%m-%d %H:%M UTC')"
-printf 'consumer: %s; options: --snapshot-workers 4%s\n' "$(command -v replicant)" \
-	"$( ((${#ROPTS[@]})) && printf ' %s' "${ROPTS[*]}")"
+printf 'consumer: %s; options: %s\n' "$(command -v replicant)" \
+	"$( ((${#ROPTS[@]})) && printf '%s' "${ROPTS[*]}" || printf 'defaults')"
 printf 'both clusters: fsync = %s, shared_buffers = %s, max_wal_size = %s, max_sync_workers_per_subscription = %s' \
 	"$(dst -Atc 'show fsync')" "$(dst -Atc 'show shared_buffers')" "$(dst -Atc 'show max_wal_size')" \
 	"$(dst -Atc 'show max_sync_workers_per_subscription')"
@@ -155,7 +155,7 @@ for ntab in "${CONFIGS[@]}"; do
 		else
 			dst -c "DROP SCHEMA IF EXISTS replicant CASCADE" >/dev/null
 			t0=$(now)
-			replicant -d "$SRC" -S sbench --create-slot --snapshot --start --snapshot-workers 4 "${ROPTS[@]}" \
+			replicant -d "$SRC" -S sbench --create-slot --snapshot --start "${ROPTS[@]}" \
 				--sink "postgres:$DST" --state-dir "$src_DIR/state" >"$src_DIR/replicant.log" 2>&1 &
 			consumer_pid=$!
 			until [[ $(dst -Atc "SELECT public.bench_wait('replicant', $ntab)") == t ]]; do

@@ -135,7 +135,7 @@ usage(void)
 		   "                         transaction is streamed (default: 16MB when the sink applies streamed\n"
 		   "                         transactions early and the server's setting is higher; else the server's)\n");
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
-	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 4)\n");
+	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 2)\n");
 	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
 	printf("      --max-record-bytes=SIZE  log sinks: a snapshot row larger than this becomes an\n"
 		   "                         oversize stub (default: no limit)\n");
@@ -954,7 +954,8 @@ main(int argc, char **argv)
 	cli.limits.max_txns = 1000;
 	cli.limits.max_bytes = (uint64_t) 64 << 20;
 	cli.limits.max_ms = 200;
-	cli.snapshot_workers = 4;
+	/* a subscription syncs two tables at a time by default too */
+	cli.snapshot_workers = 2;
 	cli.snapshot_chunk_rows = 100000;
 	cli.max_dlq_bytes = 64 * 1024;
 	cli.backfill_chunk_rows = 10000;
