@@ -108,16 +108,23 @@ rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
 		PQfreemem(q);
 }
 
-void
-rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *settings, bool after)
+/* " FROM ONLY schema.table AS rp_t" */
+static void
+rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpRelation *rel)
 {
-	const RpRelation *rel = t->rel;
-
 	rp_buf_put_text(sql, " FROM ONLY ");
 	rp_snap_put_ident(sql, conn, rel->schema);
 	rp_buf_put_char(sql, '.');
 	rp_snap_put_ident(sql, conn, rel->name);
 	rp_buf_put_text(sql, " AS rp_t");
+}
+
+void
+rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *settings, bool after)
+{
+	const RpRelation *rel = t->rel;
+
+	rp_snap_sql_from(sql, conn, rel);
 	if (after)
 	{
 		/* the key values travel as settings, set from parameters: never in SQL text */
@@ -158,7 +165,7 @@ rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *se
  * may have moved below the position since the stored rows were copied; a
  * version older than the horizon was visible then and has not moved).
  * The xmin test is modulo 2^32, exact while the horizon is within 2^31
- * xids of now (rp_snap_copy_table checks); an old frozen xmin may test
+ * xids of now (rp_snap_heap_start checks); an old frozen xmin may test
  * true, which only copies that row again.  No row value is in the text.
  */
 static void
@@ -167,12 +174,8 @@ rp_snap_sql_heap(RpBuf *sql, PGconn *conn, const RpSnapJob *job)
 	const RpRelation *rel = job->t->rel;
 	char		w[256];
 
-	rp_buf_put_text(sql, " FROM ONLY ");
-	rp_snap_put_ident(sql, conn, rel->schema);
-	rp_buf_put_char(sql, '.');
-	rp_snap_put_ident(sql, conn, rel->name);
-	rp_buf_put_text(sql, " AS rp_t");
-	if (!job->may_repeat || !job->tok.have_pos)
+	rp_snap_sql_from(sql, conn, rel);
+	if (!job->have_tok || !job->tok.have_pos)
 		return;
 	snprintf(w, sizeof(w), " WHERE rp_t.ctid > '(%" PRIu32 ",%u)'::pg_catalog.tid"
 			 " OR (rp_t.xmin::pg_catalog.text::pg_catalog.int8 - %" PRIu64 " + 4294967296)"
@@ -291,7 +294,7 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool fir
 	ctx.total = job->t->estimate;
 	ctx.first_seq = job->tok.rows;
 	ctx.nrows = ch->rows;
-	ctx.may_repeat = job->may_repeat;
+	ctx.may_repeat = job->heap && job->have_tok;	/* resumed: rows may be stored */
 	if (raw)
 	{
 		ctx.copy_data = (const unsigned char *) ch->data.data;
@@ -560,7 +563,6 @@ rp_snap_heap_start(RpSnapWorker *w, RpSnapJob *job)
 
 	if (job->have_tok)
 	{
-		job->may_repeat = true;
 		if (job->tok.filenode != filenode || job->tok.horizon > run->xmax ||
 			run->xmax - job->tok.horizon >= (UINT64_C(1) << 31))
 		{
@@ -591,6 +593,7 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	RpBuf		sql;
 	RpChunk		chunks[2];
 	RpChunk    *chp = &chunks[0];
+	RpChunk    *next;
 	RpSnapPipe	pipe;
 	uint64_t	copied;
 	PGresult   *res;
@@ -754,9 +757,10 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 				break;
 			rp_snap_pipe_give(&pipe, chp, first);
 			first = false;
-			/* the order check goes on across chunks */
-			(chp == &chunks[0] ? &chunks[1] : &chunks[0])->lastpos = chp->lastpos;
-			chp = chp == &chunks[0] ? &chunks[1] : &chunks[0];
+			/* the other buffer takes the next rows; the order check goes on across them */
+			next = chp == &chunks[0] ? &chunks[1] : &chunks[0];
+			next->lastpos = chp->lastpos;
+			chp = next;
 		}
 	}
 	if (rc == 0)

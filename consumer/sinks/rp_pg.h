@@ -133,6 +133,14 @@ extern void rp_pg_sql_key_match(RpPg *pg, RpBuf *sql, const RpRelation *rel, con
 /* " ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, ..." (DO NOTHING for a table of keys only) */
 extern void rp_pg_sql_on_conflict(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
 								  int nkey);
+/*
+ * COPY into (cols) FROM STDIN [(FORMAT binary)] on conn: 0 once the server
+ * takes data, else -1 with *res its answer (the caller reports it and
+ * clears it).
+ */
+extern int	rp_pg_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res);
+/* End a COPY started so: 0, or -1 with *res the first result (the caller reports and clears). */
+extern int	rp_pg_copy_end(PGconn *conn, PGresult **res);
 /* After a rollback: what the open transaction made for t (staging, the table) is gone. */
 extern void rp_pg_table_forget(RpPgTable *t);
 

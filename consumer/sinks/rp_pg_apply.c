@@ -952,27 +952,22 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 	bool		keys_only = which == RP_COPY_DELETES;
 	bool		binary = t->binary && !t->text_datums;
 	int			nfields;
-	RpBuf		sql,
+	RpBuf		cols,
 				out;
 	PGresult   *res;
 	int			rc = 0;
 
-	rp_buf_init(&sql, 256);
-	rp_buf_put_text(&sql, "COPY ");
-	rp_buf_put_text(&sql, stage);
-	rp_buf_put_text(&sql, " (");
-	nfields = rp_pg_sql_cols(pg, &sql, t->rel, keys_only ? t->keycols : NULL, t->nkey, NULL);
-	rp_buf_put_text(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
-	rp_buf_put_char(&sql, '\0');
-	res = PQexec(pg->conn, sql.data);
-	rp_buf_free(&sql);
-	if (PQresultStatus(res) != PGRES_COPY_IN)
+	rp_buf_init(&cols, 256);
+	nfields = rp_pg_sql_cols(pg, &cols, t->rel, keys_only ? t->keycols : NULL, t->nkey, NULL);
+	rp_buf_put_char(&cols, '\0');
+	rc = rp_pg_copy_start(pg->conn, stage, cols.data, binary, &res);
+	rp_buf_free(&cols);
+	if (rc < 0)
 	{
 		rc = rp_pg_fail_result(pg, res, "COPY", t);
 		PQclear(res);
 		return rc;
 	}
-	PQclear(res);
 
 	rp_buf_init(&out, RP_COPY_CHUNK + 4096);
 	if (binary)

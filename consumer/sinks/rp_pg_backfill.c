@@ -141,34 +141,20 @@ static int
 rp_pg_bf_copy(RpPg *pg, const RpPgTable *t, const char *into, const char *cols, const char *data,
 			  size_t len, const char *what)
 {
-	RpBuf		sql;
 	PGresult   *res;
 	int			rc = 0;
 
-	rp_buf_init(&sql, 256);
-	rp_buf_put_text(&sql, "COPY ");
-	rp_buf_put_text(&sql, into);
-	rp_buf_put_text(&sql, " (");
-	rp_buf_put_text(&sql, cols);
-	rp_buf_put_text(&sql, ") FROM STDIN");
-	rp_buf_put_char(&sql, '\0');
-	res = PQexec(pg->conn, sql.data);
-	rp_buf_free(&sql);
-	if (PQresultStatus(res) != PGRES_COPY_IN)
+	if (rp_pg_copy_start(pg->conn, into, cols, false, &res) < 0)
 	{
 		rc = rp_pg_fail_result(pg, res, what, t);
 		PQclear(res);
 		return rc;
 	}
-	PQclear(res);
-	if ((len > 0 && PQputCopyData(pg->conn, data, (int) len) != 1) || PQputCopyEnd(pg->conn, NULL) != 1)
+	if (len > 0 && PQputCopyData(pg->conn, data, (int) len) != 1)
 		rc = -1;
-	res = PQgetResult(pg->conn);
-	if (rc < 0 || PQresultStatus(res) != PGRES_COMMAND_OK)
+	if (rp_pg_copy_end(pg->conn, &res) < 0 || rc < 0)
 		rc = rp_pg_fail_result(pg, res, what, t);
 	PQclear(res);
-	while ((res = PQgetResult(pg->conn)) != NULL)
-		PQclear(res);
 	return rc;
 }
 

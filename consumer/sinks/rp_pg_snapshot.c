@@ -27,6 +27,7 @@
 
 #include "rp_pg.h"
 #include "rp_pg_snapshot.h"
+#include "rp_pgbin.h"
 #include "rp_pgtext.h"
 #include "rp_snapshot.h"
 #include "rp_status.h"
@@ -49,6 +50,7 @@ typedef struct RpPgSnapTable
 	char	   *mode;			/* "copy", "merge" or "replace" */
 	char	   *into;			/* where chunk rows are COPYed: qname, stage or snapnew */
 	char	   *after;			/* SQL after each chunk's COPY (merge), or NULL */
+	char	   *stage;			/* keyed: the session's staging table of upserted chunks */
 	char	   *stage_ddl;		/* creates the session staging table (merge), or NULL */
 	char	   *upsert_ddl;		/* copy mode, keyed: the staging table of may_repeat chunks */
 	char	   *upsert_after;	/* ... and their upsert from it */
@@ -168,13 +170,21 @@ rp_pg_snap_find(RpPgSnap *s, uint32_t relid)
  * by whether the destination held rows when its copy began (first chunk)
  * or read back from the progress row (a resumed copy).  Under s->lock.
  */
+/* "CREATE TEMP TABLE IF NOT EXISTS <the session stage> (LIKE table)" */
+static void
+rp_pg_snap_stage_ddl(RpBuf *b, const RpPgSnapTable *st)
+{
+	rp_buf_put_text(b, "CREATE TEMP TABLE IF NOT EXISTS ");
+	rp_buf_put_text(b, st->stage);
+	rp_buf_put_text(b, " (LIKE ");
+	rp_buf_put_text(b, st->qname);
+	rp_buf_put_text(b, ")");
+}
+
 /* "INSERT INTO table (cols) SELECT cols FROM <the session stage> ON CONFLICT (key) DO UPDATE ..." */
 static void
 rp_pg_snap_upsert_sql(RpPg *pg, RpBuf *b, const RpPgSnapTable *st, const RpRelation *rel, const RpPgTable *t)
 {
-	char		stage[64];
-
-	snprintf(stage, sizeof(stage), "pg_temp.rp_snap_%u", rel->relid);
 	rp_buf_put_text(b, "INSERT INTO ");
 	rp_buf_put_text(b, st->qname);
 	rp_buf_put_text(b, " (");
@@ -182,7 +192,7 @@ rp_pg_snap_upsert_sql(RpPg *pg, RpBuf *b, const RpPgSnapTable *st, const RpRelat
 	rp_buf_put_text(b, ") SELECT ");
 	rp_buf_put_text(b, st->cols);
 	rp_buf_put_text(b, " FROM ");
-	rp_buf_put_text(b, stage);
+	rp_buf_put_text(b, st->stage);
 	rp_pg_sql_on_conflict(pg, b, rel, t->keycols, t->nkey);
 }
 
@@ -282,6 +292,13 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		rp_free(q);
 	}
 	st->cols = rp_dupbuf(&b);
+	if (t->nkey > 0)
+	{
+		char		n[64];
+
+		snprintf(n, sizeof(n), "pg_temp.rp_snap_%u", rel->relid);
+		st->stage = rp_strndup(n, strlen(n));
+	}
 
 	if (strcmp(mode, "copy") == 0)
 	{
@@ -289,15 +306,11 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		if (t->nkey > 0)
 		{
 			/* a resumed heap-order copy may bring rows again: upsert those */
-			rp_buf_put_text(&b, "CREATE TEMP TABLE IF NOT EXISTS rp_snap_");
-			rp_buf_put_text(&b, relid);
-			rp_buf_put_text(&b, " (LIKE ");
-			rp_buf_put_text(&b, st->qname);
-			rp_buf_put_text(&b, ")");
+			rp_pg_snap_stage_ddl(&b, st);
 			st->upsert_ddl = rp_dupbuf(&b);
 			rp_pg_snap_upsert_sql(pg, &b, st, rel, t);
-			rp_buf_put_text(&b, "; TRUNCATE pg_temp.rp_snap_");
-			rp_buf_put_text(&b, relid);
+			rp_buf_put_text(&b, "; TRUNCATE ");
+			rp_buf_put_text(&b, st->stage);
 			st->upsert_after = rp_dupbuf(&b);
 		}
 	}
@@ -329,18 +342,13 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 	}
 	else
 	{
-		char		stage[64],
-					seen[64];
+		char		seen[64];
 
-		snprintf(stage, sizeof(stage), "pg_temp.rp_snap_%u", rel->relid);
 		snprintf(seen, sizeof(seen), "replicant.snapseen_%u", rel->relid);
-		st->into = rp_strndup(stage, strlen(stage));
+		st->into = rp_strndup(st->stage, strlen(st->stage));
 		/* the session's staging table, and the seen keys (kept across sessions) */
-		rp_buf_put_text(&b, "CREATE TEMP TABLE IF NOT EXISTS rp_snap_");
-		rp_buf_put_text(&b, relid);
-		rp_buf_put_text(&b, " (LIKE ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, "); CREATE TABLE IF NOT EXISTS ");
+		rp_pg_snap_stage_ddl(&b, st);
+		rp_buf_put_text(&b, "; CREATE TABLE IF NOT EXISTS ");
 		rp_buf_put_text(&b, seen);
 		rp_buf_put_text(&b, " AS SELECT ");
 		rp_pg_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
@@ -356,9 +364,9 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		rp_buf_put_text(&b, " SELECT ");
 		rp_pg_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
 		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, stage);
+		rp_buf_put_text(&b, st->stage);
 		rp_buf_put_text(&b, "; TRUNCATE ");
-		rp_buf_put_text(&b, stage);
+		rp_buf_put_text(&b, st->stage);
 		st->after = rp_dupbuf(&b);
 
 		/* at completion: retire what the snapshot did not see */
@@ -437,62 +445,47 @@ rp_pg_snap_text_rows(const RpSnapshotCtx *ctx, RpBuf *out)
 static int
 rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const char *into, const RpSnapshotCtx *ctx)
 {
-	static const char header[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', (char) 0xff, '\r', '\n', 0,
-	0, 0, 0, 0, 0, 0, 0, 0};
-	static const char trailer[2] = {(char) 0xff, (char) 0xff};
 	bool		binary = ctx->copy_data != NULL;
-	RpBuf		sql;
+	RpBuf		data;
 	PGresult   *res;
-	int			rc = 0;
+	int			rc;
 
-	rp_buf_init(&sql, 256);
-	rp_buf_put_text(&sql, "COPY ");
-	rp_buf_put_text(&sql, into);
-	rp_buf_put_text(&sql, " (");
-	rp_buf_put_text(&sql, st->cols);
-	rp_buf_put_text(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
-	rp_buf_put_char(&sql, '\0');
-	res = PQexec(conn, sql.data);
-	rp_buf_free(&sql);
-	if (PQresultStatus(res) != PGRES_COPY_IN)
+	if (rp_pg_copy_start(conn, into, st->cols, binary, &res) < 0)
 	{
 		rc = rp_pg_snap_fail(res, "COPY", st->qname);
 		PQclear(res);
 		return rc;
 	}
-	PQclear(res);
 	if (binary)
 	{
-		if (PQputCopyData(conn, header, sizeof(header)) != 1 ||
-			(ctx->copy_len > 0 && PQputCopyData(conn, (const char *) ctx->copy_data, (int) ctx->copy_len) != 1) ||
-			PQputCopyData(conn, trailer, sizeof(trailer)) != 1)
+		/* the chunk's tuples framed by COPY's header and trailer */
+		rp_buf_init(&data, 32);
+		rp_pgbin_header(&data);
+		rc = PQputCopyData(conn, data.data, (int) data.len) == 1 &&
+			(ctx->copy_len == 0 || PQputCopyData(conn, (const char *) ctx->copy_data, (int) ctx->copy_len) == 1)
+			? 0 : -1;
+		rp_buf_reset(&data);
+		rp_pgbin_trailer(&data);
+		if (rc == 0 && PQputCopyData(conn, data.data, (int) data.len) != 1)
 			rc = -1;
 	}
 	else
 	{
-		RpBuf		text;
-
-		rp_buf_init(&text, ctx->frame_len + 1024);
-		if (rp_pg_snap_text_rows(ctx, &text) < 0)
+		rp_buf_init(&data, ctx->frame_len + 1024);
+		if (rp_pg_snap_text_rows(ctx, &data) < 0)
 		{
-			rp_buf_free(&text);
+			rp_buf_free(&data);
 			PQputCopyEnd(conn, "replicant: chunk does not decode");
 			while ((res = PQgetResult(conn)) != NULL)
 				PQclear(res);
 			return -1;
 		}
-		if (text.len > 0 && PQputCopyData(conn, text.data, (int) text.len) != 1)
-			rc = -1;
-		rp_buf_free(&text);
+		rc = data.len == 0 || PQputCopyData(conn, data.data, (int) data.len) == 1 ? 0 : -1;
 	}
-	if (PQputCopyEnd(conn, NULL) != 1)
-		rc = -1;
-	res = PQgetResult(conn);
-	if (rc < 0 || PQresultStatus(res) != PGRES_COMMAND_OK)
+	rp_buf_free(&data);
+	if (rp_pg_copy_end(conn, &res) < 0 || rc < 0)
 		rc = rp_pg_snap_fail(res, "COPY", st->qname);
 	PQclear(res);
-	while ((res = PQgetResult(conn)) != NULL)
-		PQclear(res);
 	return rc;
 }
 
@@ -510,7 +503,6 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 	const char *into,
 			   *after,
 			   *ddl;
-	char		stage[64];
 
 	pthread_mutex_lock(&s->lock);
 	st = rp_pg_snap_plan(s, ctx);
@@ -525,8 +517,7 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 	ddl = st->stage_ddl;
 	if (ctx->may_repeat && st->upsert_after)
 	{
-		snprintf(stage, sizeof(stage), "pg_temp.rp_snap_%u", ctx->rel->relid);
-		into = stage;
+		into = st->stage;
 		after = st->upsert_after;
 		ddl = st->upsert_ddl;
 	}

@@ -128,6 +128,46 @@ rp_pg_sql_key_match(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keyc
 	}
 }
 
+int
+rp_pg_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res)
+{
+	RpBuf		sql;
+
+	rp_buf_init(&sql, 256);
+	rp_buf_put_text(&sql, "COPY ");
+	rp_buf_put_text(&sql, into);
+	rp_buf_put_text(&sql, " (");
+	rp_buf_put_text(&sql, cols);
+	rp_buf_put_text(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
+	rp_buf_put_char(&sql, '\0');
+	*res = PQexec(conn, sql.data);
+	rp_buf_free(&sql);
+	if (PQresultStatus(*res) != PGRES_COPY_IN)
+		return -1;
+	PQclear(*res);
+	*res = NULL;
+	return 0;
+}
+
+int
+rp_pg_copy_end(PGconn *conn, PGresult **res)
+{
+	int			rc = PQputCopyEnd(conn, NULL) == 1 ? 0 : -1;
+	PGresult   *more;
+
+	*res = PQgetResult(conn);
+	if (PQresultStatus(*res) != PGRES_COMMAND_OK)
+		rc = -1;
+	while ((more = PQgetResult(conn)) != NULL)
+		PQclear(more);
+	if (rc == 0)
+	{
+		PQclear(*res);
+		*res = NULL;
+	}
+	return rc;
+}
+
 void
 rp_pg_sql_on_conflict(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey)
 {
