@@ -558,11 +558,15 @@ rp_agg_txn(RpAgg *agg, RpTxn *txn)
 			switch (rec.tag)
 			{
 				case RP_TAG_RELATION:
-					/* descriptions move on: column indexes are looked up again */
-					rp_relation_free(rec.u.relation.previous);
+					/*
+					 * descriptions move on: column indexes are looked up again.
+					 * A binding may point at the previous description: forget
+					 * it before that is freed.
+					 */
 					for (int i = 0; i < agg->nb; i++)
 						if (agg->b[i]->rel && agg->b[i]->rel->relid == rec.u.relation.rel->relid)
 							agg->b[i]->rel = NULL;
+					rp_relation_free(rec.u.relation.previous);
 					break;
 				case RP_TAG_INSERT:
 				case RP_TAG_UPDATE:
