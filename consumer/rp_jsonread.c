@@ -1,7 +1,8 @@
 /*
  * rp_jsonread.c
- *    The strict JSON reader (see rp_jsonread.h): a recursive-descent
- *    validator with a depth limit that records the top-level members.
+ *    The strict JSON reader (see rp_jsonread.h): an iterative validator
+ *    (its stack of open containers on the heap, so any nesting memory holds
+ *    is read) that records the top-level members.
  */
 #include "rp_alloc.h"
 
@@ -16,13 +17,10 @@ typedef struct JrParser
 	const unsigned char *s;
 	size_t		len;
 	size_t		pos;
-	int			depth;
 	RpJrDoc    *doc;			/* NULL: validate only */
 	const char *reason;
 	size_t		err_off;
 } JrParser;
-
-static int	jr_value(JrParser *p, RpJrType *type);
 
 static int
 jr_error(JrParser *p, size_t off, const char *reason)
@@ -268,117 +266,67 @@ jr_add_member(RpJrDoc *doc, const RpJrMember *m)
 	doc->members[doc->nmembers++] = *m;
 }
 
-static int
-jr_object(JrParser *p)
+/*
+ * The containers open around the parser's position, innermost last: '{' or
+ * '['.  On the heap and grown as needed, so nesting is bounded only by memory
+ * (PostgreSQL's json accepts tens of thousands of levels).
+ */
+typedef struct JrStack
 {
-	bool		top = (p->depth == 1 && p->doc != NULL);
+	unsigned char *open;
+	size_t		depth;
+	size_t		cap;
+} JrStack;
 
-	p->pos++;					/* '{' */
-	jr_ws(p);
-	if (p->pos < p->len && p->s[p->pos] == '}')
+static void
+jr_push(JrStack *st, unsigned char c)
+{
+	if (st->depth == st->cap)
 	{
-		p->pos++;
-		return 0;
+		st->cap = st->cap ? st->cap * 2 : 64;
+		st->open = rp_realloc(st->open, st->cap);
 	}
-	for (;;)
-	{
-		RpJrMember	m;
-		size_t		vstart;
-
-		if (p->pos >= p->len)
-			return jr_error(p, p->pos, "unterminated object");
-		if (p->s[p->pos] != '"')
-			return jr_error(p, p->pos, "member name expected");
-		m.key = (const char *) p->s + p->pos + 1;
-		if (jr_string(p, NULL, &m.key_escaped) < 0)
-			return -1;
-		m.key_len = (size_t) ((const char *) p->s + p->pos - 1 - m.key);
-		jr_ws(p);
-		if (p->pos >= p->len || p->s[p->pos] != ':')
-			return jr_error(p, p->pos, "':' expected after member name");
-		p->pos++;
-		jr_ws(p);
-		vstart = p->pos;
-		if (jr_value(p, &m.type) < 0)
-			return -1;
-		if (top)
-		{
-			m.val = (const char *) p->s + vstart;
-			m.val_len = p->pos - vstart;
-			jr_add_member(p->doc, &m);
-		}
-		jr_ws(p);
-		if (p->pos >= p->len)
-			return jr_error(p, p->pos, "unterminated object");
-		if (p->s[p->pos] == '}')
-		{
-			p->pos++;
-			return 0;
-		}
-		if (p->s[p->pos] != ',')
-			return jr_error(p, p->pos, "',' or '}' expected in object");
-		p->pos++;
-		jr_ws(p);
-	}
+	st->open[st->depth++] = c;
 }
 
+/*
+ * A member's name and ':' at p->pos, up to the value.  In the top-level
+ * object (depth 1) the name goes to *m and the value's start to *vstart.
+ */
 static int
-jr_array(JrParser *p)
+jr_member_name(JrParser *p, bool top, RpJrMember *m, size_t *vstart)
 {
-	RpJrType	t;
-
-	p->pos++;					/* '[' */
-	jr_ws(p);
-	if (p->pos < p->len && p->s[p->pos] == ']')
-	{
-		p->pos++;
-		return 0;
-	}
-	for (;;)
-	{
-		if (jr_value(p, &t) < 0)
-			return -1;
-		jr_ws(p);
-		if (p->pos >= p->len)
-			return jr_error(p, p->pos, "unterminated array");
-		if (p->s[p->pos] == ']')
-		{
-			p->pos++;
-			return 0;
-		}
-		if (p->s[p->pos] != ',')
-			return jr_error(p, p->pos, "',' or ']' expected in array");
-		p->pos++;
-		jr_ws(p);
-	}
-}
-
-static int
-jr_value(JrParser *p, RpJrType *type)
-{
-	int			rc;
+	const char *key = (const char *) p->s + p->pos + 1;
+	bool		escaped;
 
 	if (p->pos >= p->len)
-		return jr_error(p, p->pos, "value expected");
+		return jr_error(p, p->pos, "unterminated object");
+	if (p->s[p->pos] != '"')
+		return jr_error(p, p->pos, "member name expected");
+	if (jr_string(p, NULL, &escaped) < 0)
+		return -1;
+	if (top)
+	{
+		m->key = key;
+		m->key_len = (size_t) ((const char *) p->s + p->pos - 1 - key);
+		m->key_escaped = escaped;
+	}
+	jr_ws(p);
+	if (p->pos >= p->len || p->s[p->pos] != ':')
+		return jr_error(p, p->pos, "':' expected after member name");
+	p->pos++;
+	jr_ws(p);
+	if (top)
+		*vstart = p->pos;
+	return 0;
+}
+
+/* A scalar at p->pos (not '{' or '['). */
+static int
+jr_scalar(JrParser *p, RpJrType *type)
+{
 	switch (p->s[p->pos])
 	{
-		case '{':
-		case '[':
-			if (p->depth >= RP_JR_MAX_DEPTH)
-				return jr_error(p, p->pos, "nesting too deep");
-			p->depth++;
-			if (p->s[p->pos] == '{')
-			{
-				*type = RP_JR_OBJECT;
-				rc = jr_object(p);
-			}
-			else
-			{
-				*type = RP_JR_ARRAY;
-				rc = jr_array(p);
-			}
-			p->depth--;
-			return rc;
 		case '"':
 			*type = RP_JR_STRING;
 			return jr_string(p, NULL, NULL);
@@ -397,6 +345,119 @@ jr_value(JrParser *p, RpJrType *type)
 				return jr_error(p, p->pos, "unexpected character");
 			return jr_number(p);
 	}
+}
+
+/*
+ * One JSON value at p->pos, *type set to its type.  Iterative: each turn of
+ * the loop reads one value's start (a scalar whole, or a container's opening
+ * bracket), then closes what that completes and reads the separator before
+ * the next value.  When p->doc is set, the members of a top-level object are
+ * recorded as their values end.
+ */
+static int
+jr_value(JrParser *p, RpJrType *type)
+{
+	JrStack		st = {0};
+	RpJrMember	m = {0};
+	size_t		vstart = 0;
+	int			rc = -1;
+
+	for (;;)
+	{
+		RpJrType	t;
+		unsigned char c;
+
+		if (p->pos >= p->len)
+		{
+			jr_error(p, p->pos, "value expected");
+			goto out;
+		}
+		c = p->s[p->pos];
+		if (c == '{' || c == '[')
+		{
+			t = c == '{' ? RP_JR_OBJECT : RP_JR_ARRAY;
+			if (st.depth == 0)
+				*type = t;
+			if (st.depth == 1 && st.open[0] == '{')
+				m.type = t;
+			jr_push(&st, c);
+			p->pos++;
+			jr_ws(p);
+			if (p->pos < p->len && p->s[p->pos] == (c == '{' ? '}' : ']'))
+				p->pos++;		/* empty: it ends here, closed below */
+			else if (c == '[')
+				continue;		/* its first element */
+			else
+			{
+				if (jr_member_name(p, st.depth == 1 && p->doc != NULL, &m, &vstart) < 0)
+					goto out;
+				continue;		/* its first member's value */
+			}
+		}
+		else
+		{
+			if (jr_scalar(p, &t) < 0)
+				goto out;
+			if (st.depth == 0)
+			{
+				*type = t;
+				break;
+			}
+			if (st.depth == 1 && st.open[0] == '{')
+				m.type = t;
+			jr_push(&st, 0);	/* a scalar: popped at once, as if closed */
+		}
+
+		/*
+		 * The value at the top of the stack ended at p->pos: pop it, then
+		 * close every container that ends here too, until one goes on.
+		 */
+		for (;;)
+		{
+			unsigned char open;
+
+			st.depth--;
+			if (st.depth == 0)
+			{
+				rc = 0;
+				goto out;
+			}
+			open = st.open[st.depth - 1];
+			if (st.depth == 1 && open == '{' && p->doc != NULL)
+			{
+				m.val = (const char *) p->s + vstart;
+				m.val_len = p->pos - vstart;
+				jr_add_member(p->doc, &m);
+			}
+			jr_ws(p);
+			if (p->pos >= p->len)
+			{
+				jr_error(p, p->pos, open == '{' ? "unterminated object" : "unterminated array");
+				goto out;
+			}
+			if (p->s[p->pos] == (open == '{' ? '}' : ']'))
+			{
+				p->pos++;
+				continue;		/* this container ended too */
+			}
+			if (p->s[p->pos] != ',')
+			{
+				jr_error(p, p->pos, open == '{' ? "',' or '}' expected in object" :
+						 "',' or ']' expected in array");
+				goto out;
+			}
+			p->pos++;
+			jr_ws(p);
+			if (open == '{' &&
+				jr_member_name(p, st.depth == 1 && p->doc != NULL, &m, &vstart) < 0)
+				goto out;
+			break;				/* the next value */
+		}
+	}
+	rc = 0;
+out:
+	rp_free(st.open);
+	return rc;
 }
 
 void

@@ -14,7 +14,8 @@
  * leading "+", bare "." or NaN/Infinity; strings hold valid UTF-8, no raw
  * control characters, only the eight escapes of RFC 8259, and every \u
  * surrogate in a high/low pair (a lone surrogate has no UTF-8 form, so it
- * is rejected); nesting deeper than RP_JR_MAX_DEPTH is rejected.  A
+ * is rejected).  Nesting is not limited (the parser keeps its stack of open
+ * containers on the heap): whatever PostgreSQL's json accepts is read.  A
  * duplicated top-level name is accepted by the parser and reported by
  * rp_jr_find() (RFC 8259 leaves it to the reader; ours refuses to guess).
  *
@@ -25,8 +26,6 @@
 #define RP_JSONREAD_H
 
 #include "rp_buf.h"
-
-#define RP_JR_MAX_DEPTH 256
 
 typedef enum RpJrType
 {
