@@ -16,6 +16,8 @@
 #   4. A duplicate of one seq with another record: "conflict seq=S", exit 4.
 #   5. An empty table (begin, end): "complete rows=0", exit 0.
 #   6. Usage (2), an unreadable file (1), a malformed line (warned with file:line, skipped).
+#   7. A dump whose records hold json values nested 5,000 and 100,000 deep (PostgreSQL's json
+#      accepts such nesting): "complete rows=3", exit 0; --rows prints the records unchanged.
 # stderr of every run is searched for the canary: it must never appear.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -188,6 +190,36 @@ verify "$work/torn"
 expect 0 "a torn foreign frame"
 [[ $err == *"torn:3: invalid JSON at byte"* ]] || fail "the torn line is not named: $err"
 printf 'ok 6: usage, I/O errors, malformed lines\n'
+
+# ---- 7. deeply nested values
+ID_DEEP=0190b9b2-6a1f-7c3d-8e4f-5a6b7c8d9e11
+deep() { # N: a json value nested N deep, objects and arrays in turn
+	local opens closes
+	opens=$(printf '{"k":[%.0s' $(seq 1 $(($1 / 2))))
+	closes=$(printf ']}%.0s' $(seq 1 $(($1 / 2))))
+	printf '%s"%s"%s' "$opens" "$CANARY" "$closes"
+}
+{
+	printf '{"id":0,"doc":%s}\n' "$(deep 5000)"
+	printf '{"id":1,"doc":%s}\n' "$(deep 100000)"
+	printf '{"id":2,"doc":[]}\n'
+} >"$work/deep_rows"
+{
+	frame begin "$ID_DEEP" public.deep 0 ',"total":3'
+	seq=0
+	while IFS= read -r rec; do
+		frame row "$ID_DEEP" public.deep "$seq" ",\"record\":$rec"
+		seq=$((seq + 1))
+	done <"$work/deep_rows"
+	frame end "$ID_DEEP" public.deep 3 ',"row_count":3,"completed_at":"2026-11-30T01:02:04.000Z"'
+} >"$work/deep"
+verify "$work/deep"
+expect 0 "a dump with deeply nested values"
+[[ $out == "$ID_DEEP public.deep complete rows=3" ]] || fail "deep report: $out"
+verify --rows "$ID_DEEP" "$work/deep"
+expect 0 "--rows of a dump with deeply nested values"
+cmp -s "$work/out" "$work/deep_rows" || fail "--rows output differs from the deeply nested records"
+printf 'ok 7: values nested 5,000 and 100,000 deep are read\n'
 
 status=0
 printf 'PASS verify_snapshot (%ss)\n' $((SECONDS - started))
