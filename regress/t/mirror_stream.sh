@@ -17,9 +17,13 @@
 # the destination's value, also across key updates). The consumer is stopped 6 times at
 # random moments, with SIGKILL on odd rounds (an early apply open in the destination is
 # rolled back with the session) and SIGTERM on even ones (it finishes what it holds and
-# prints its -v summary). Then the workload stops, the consumer runs to the end, and both
-# tables are compared with the source (count and md5 of every row's text). The -v summaries
-# must show early applies both committed and dropped: both paths were taken.
+# prints its -v summary). Then the workload stops, and two transactions take the two paths
+# of an early apply for certain (how often the random workload takes them depends on the
+# machine's pace): one streamed transaction alone (applied early, committed), and one inside
+# which another transaction commits (its early apply dropped). The destination session holds
+# at most two staging tables per mirrored table (the drops rolled back the ones they made),
+# the consumer runs to the end, and every table is compared with the source (count and md5
+# of every row's text). The -v summaries must show early applies both committed and dropped.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -38,8 +42,20 @@ trap cleanup EXIT
 
 fail() { rp_e2e_fail mirror_stream "$work/consumer-*.err" 5 "$*"; }
 
+# wait_dst WHAT QUERY: poll the destination until QUERY returns t; the timeout only guards
+# against a hang.
+wait_dst() {
+	local deadline=$((SECONDS + 600))
+	until [[ $(rp_psql dst -Atc "$2" 2>/dev/null || true) == t ]]; do
+		((SECONDS < deadline)) || fail "timed out waiting for $1"
+		kill -0 "$consumer_pid" 2>/dev/null || fail "consumer run $runs exited while waiting for $1"
+		sleep 0.2
+	done
+}
+
 started=$SECONDS
-rp_cluster_start src
+# no autovacuum: its ANALYZE transactions would be commits interleaving the one meant alone
+rp_cluster_start src "autovacuum = off"
 rp_cluster_start dst
 rp_psql src -c "ALTER SYSTEM SET logical_decoding_work_mem = '64kB'" -c "SELECT pg_reload_conf()" >/dev/null
 
@@ -146,12 +162,45 @@ rp_psql src -c "UPDATE ctl SET stop = true" >/dev/null
 for p in "${workload_pids[@]}"; do wait "$p" || true; done
 workload_pids=()
 grep -q 'ERROR:' "$work/workload.out" && fail "the workload failed: $(grep -m 3 'ERROR:' "$work/workload.out")"
-sleep 2
+wait_dst "the workload's stop" "SELECT stop FROM ctl"
+
+# big_t known to this consumer run (an early apply waits for a table's first description)
+rp_psql src -c "INSERT INTO big_t VALUES (-3, 3, 'known', 0, NULL)" >/dev/null
+wait_dst "big_t known to the consumer" "SELECT count(*) = 1 FROM big_t WHERE id = -3"
+# an early apply committed: a streamed transaction (3000 rows, far above 64kB) alone
+rp_psql src -c "INSERT INTO big_t SELECT nextval('ids'), 1, md5(i::text), i, NULL FROM generate_series(1, 3000) i" \
+	-c "INSERT INTO big_t VALUES (-1, 1, 'alone', 0, NULL)" >/dev/null
+# an early apply dropped: a streamed transaction inside which another one commits. Its first
+# 3000 rows are streamed when the decoder reaches the other's commit, whatever the pace.
+mkfifo "$work/open.in"
+rp_psql src -At <"$work/open.in" >"$work/open.out" 2>&1 &
+workload_pids+=($!)
+exec 3>"$work/open.in"
+printf '%s\n' "BEGIN;" \
+	"INSERT INTO big_t SELECT nextval('ids'), 2, md5(i::text), i, NULL FROM generate_series(1, 3000) i;" \
+	"SELECT 'inserted';" >&3
+deadline=$((SECONDS + 600))
+until grep -q '^inserted$' "$work/open.out"; do
+	((SECONDS < deadline)) || fail "the open transaction did not insert: $(cat "$work/open.out")"
+	sleep 0.1
+done
+rp_psql src -c "INSERT INTO small_t VALUES (-1, 1)" >/dev/null
+printf '%s\n' "INSERT INTO big_t SELECT nextval('ids'), 2, md5(i::text), i, NULL FROM generate_series(1, 100) i;" \
+	"INSERT INTO big_t VALUES (-2, 2, 'interleaved', 0, NULL);" "COMMIT;" >&3
+exec 3>&-
+wait "${workload_pids[0]}" || fail "the open transaction failed: $(cat "$work/open.out")"
+workload_pids=()
+wait_dst "the two streamed transactions" "SELECT count(*) = 3 FROM big_t WHERE id IN (-1, -2, -3)"
+
 # a dropped early apply rolls back the staging tables it made; the ones made in committed
-# batches are reused: two per table at most, however many drops the session saw
-stages=$(rp_psql dst -Atc "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                           WHERE n.nspname LIKE 'pg_temp%' AND c.relname LIKE 'rp_stage%'")
-((stages <= 4)) || fail "the destination session holds $stages staging tables (at most 4 expected)"
+# batches are reused: two per mirrored table (upserts, deletes) at most in a session, however
+# many drops it saw (counted per session: a killed run's session may not be gone yet)
+tables=$(rp_psql dst -Atc "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+stages=$(rp_psql dst -Atc "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM pg_class c
+                           JOIN pg_namespace s ON s.oid = c.relnamespace
+                           WHERE s.nspname LIKE 'pg_temp%' AND c.relname LIKE 'rp_stage%' GROUP BY s.oid) x")
+((stages <= 2 * tables)) ||
+	fail "a destination session holds $stages staging tables (at most $((2 * tables)) expected: 2 per mirrored table, $tables tables)"
 kill -TERM "$consumer_pid"
 wait "$consumer_pid" 2>/dev/null || true
 
@@ -163,7 +212,7 @@ wait "$consumer_pid" || rc=$?
 consumer_pid=
 ((rc == 0)) || fail "the final consumer run exited with status $rc"
 
-for t in big_t small_t; do
+for t in big_t small_t ctl; do
 	q="SELECT count(*) || ' ' || md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text COLLATE \"C\"), '')) FROM public.$t x"
 	a=$(rp_psql src -Atc "$q")
 	b=$(rp_psql dst -Atc "$q")
