@@ -40,6 +40,25 @@ fail() { rp_e2e_fail backfill "$work/consumer-*.err" 8 "$*"; }
 started=$SECONDS
 rp_cluster_start src
 rp_cluster_start dst
+# Until the kill, each statement that writes b_t or c_t in the destination (a backfill chunk
+# among them) takes 0.2 s more: the backfill cannot finish before the kill however fast the
+# machine is. The consumer creates those tables (--create-tables): an event trigger gives
+# each its statement trigger as it is created.
+rp_psql dst <<'SQL' >/dev/null
+CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.2); RETURN NULL; END $$;
+CREATE FUNCTION public.slow_new_tables() RETURNS event_trigger LANGUAGE plpgsql AS $$
+DECLARE
+	obj record;
+BEGIN
+	FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands()
+	           WHERE command_tag = 'CREATE TABLE' AND object_identity IN ('public.b_t', 'public.c_t') LOOP
+		EXECUTE format('CREATE TRIGGER slow AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.slow()',
+		               obj.object_identity);
+	END LOOP;
+END $$;
+CREATE EVENT TRIGGER slow_new_tables ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+	EXECUTE FUNCTION public.slow_new_tables();
+SQL
 
 rp_psql src <<'SQL' >/dev/null
 CREATE TABLE a_t (id bigint PRIMARY KEY, v text, n int NOT NULL);
@@ -147,24 +166,25 @@ stop_consumer TERM "the selection grew"
 
 # ---- b_t and c_t join the selection and are backfilled while the workload goes on
 start_consumer "${ALL[@]}" "${BACKFILL[@]}"
-deadline=$((SECONDS + 40))
+deadline=$((SECONDS + 600)) # only a guard against a hang
 while :; do
 	read -r ntab ndone brows <<<"$(progress)"
 	((brows >= 6000)) && break
-	((SECONDS < deadline)) || fail "the backfill stored no more than $brows rows of b_t within 40 s"
+	((SECONDS < deadline)) || fail "the backfill stored no more than $brows rows of b_t within 600 s"
 	kill -0 "$consumer_pid" 2>/dev/null || fail "consumer run $runs exited during the backfill"
 	sleep 0.1
 done
 ((ndone == 0)) || fail "the backfill finished before the kill could test its resume"
 stop_consumer KILL "the kill during the backfill"
 rp_say "killed the consumer during the backfill ($brows rows of b_t stored)"
+rp_psql dst -c 'CREATE OR REPLACE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$' >/dev/null
 
 start_consumer "${ALL[@]}" "${BACKFILL[@]}"
-deadline=$((SECONDS + 60))
+deadline=$((SECONDS + 600))
 while :; do
 	read -r ntab ndone brows <<<"$(progress)"
 	((ntab == 2 && ndone == 2)) && break
-	((SECONDS < deadline)) || fail "the backfill did not finish within 60 s ($ndone of 2 tables)"
+	((SECONDS < deadline)) || fail "the backfill did not finish within 600 s ($ndone of 2 tables)"
 	kill -0 "$consumer_pid" 2>/dev/null || fail "consumer run $runs exited during the backfill"
 	sleep 0.2
 done

@@ -253,10 +253,10 @@ kill_consumer() {
 	consumer_pid=
 }
 
-# wait (up to 5 s) until this consumer run wrote into the log: its size is not the one
+# wait (up to 60 s: the bound only guards against a hang) until this consumer run wrote into the log: its size is not the one
 # the last kill left (a restart first re-reads the WAL from the slot's restart_lsn)
 wait_progress() {
-	local left=$1 deadline=$((SECONDS + 5)) size
+	local left=$1 deadline=$((SECONDS + 60)) size
 	while ((SECONDS < deadline)); do
 		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
 		((size == left)) || return 0
@@ -265,9 +265,9 @@ wait_progress() {
 	return 1
 }
 
-# wait (up to 3 s) until the log grows and ends with a checkpoint line
+# wait (up to 60 s) until the log grows and ends with a checkpoint line
 wait_new_ckpt() {
-	local before=$1 deadline=$((SECONDS + 3)) size
+	local before=$1 deadline=$((SECONDS + 60)) size
 	while ((SECONDS < deadline)); do
 		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
 		if ((size > before)) && tail -c 300 "$LOG" | tail -n 1 | grep -q '^{"kind":"checkpoint"'; then
@@ -278,10 +278,10 @@ wait_new_ckpt() {
 	return 1
 }
 
-# wait (up to 5 s) until this consumer run wrote into the log (its size is not the one
+# wait (up to 60 s) until this consumer run wrote into the log (its size is not the one
 # the last kill left) and the log ends in data lines, not a checkpoint line
 wait_mid_write() {
-	local left=$1 deadline=$((SECONDS + 5)) size
+	local left=$1 deadline=$((SECONDS + 60)) size
 	while ((SECONDS < deadline)); do
 		size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
 		if ((size > 0 && size != left)) && ! tail -c 300 "$LOG" | tail -n 1 | grep -q '^{"kind":"checkpoint"'; then
@@ -292,9 +292,9 @@ wait_mid_write() {
 	return 1
 }
 
-# wait (up to 5 s) until this consumer run has a spill file (they are named by pid)
+# wait (up to 60 s) until this consumer run has a spill file (they are named by pid)
 wait_spill() {
-	local deadline=$((SECONDS + 5))
+	local deadline=$((SECONDS + 60))
 	while ((SECONDS < deadline)); do
 		compgen -G "$STATE/spill/replicant-spill-$consumer_pid-*" >/dev/null && return 0
 		sleep 0.01

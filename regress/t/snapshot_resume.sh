@@ -34,10 +34,12 @@ started=$SECONDS
 rp_cluster_start src
 rp_cluster_start dst
 
-rp_psql src <<SQL >/dev/null
+TABLES_SQL="
 CREATE TABLE big_t (id bigint PRIMARY KEY, grp int NOT NULL, v text, at timestamptz);
 CREATE TABLE wide_t (id int PRIMARY KEY, a text, b jsonb, c numeric, d int[]);
-CREATE TABLE comp_t (a int, b text, v int, PRIMARY KEY (a, b));
+CREATE TABLE comp_t (a int, b text, v int, PRIMARY KEY (a, b));"
+rp_psql src <<SQL >/dev/null
+$TABLES_SQL
 CREATE TABLE ctl (one int PRIMARY KEY, stop bool NOT NULL);
 INSERT INTO ctl VALUES (1, false);
 CREATE TABLE fence (at timestamptz);
@@ -62,6 +64,16 @@ BEGIN
 		COMMIT;
 	END LOOP;
 END \$\$;
+SQL
+# The destination holds the tables, each chunk's statement slowed by a trigger until the kills
+# are done: the copy cannot finish before them however fast the machine is (it takes at least
+# 37 chunks x 0.2 s / 2 workers).
+rp_psql dst <<SQL >/dev/null
+$TABLES_SQL
+CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN PERFORM pg_sleep(0.2); RETURN NULL; END \$\$;
+CREATE TRIGGER slow AFTER INSERT ON big_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
+CREATE TRIGGER slow AFTER INSERT ON wide_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
+CREATE TRIGGER slow AFTER INSERT ON comp_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
 SQL
 
 (
@@ -88,11 +100,11 @@ start_consumer
 # kill twice, each time once some chunks (more than last time) are stored
 last=0
 for round in 1 2; do
-	for _ in $(seq 1 600); do
-		s=$(stored)
-		((s > last + 20000)) && break
+	deadline=$((SECONDS + 600)) # only a guard against a hang
+	until (($(stored) > last + 20000)); do
 		kill -0 "$consumer_pid" 2>/dev/null || fail "run $runs exited before it could be killed"
-		[[ -n $(dst_ck) ]] && fail "the snapshot completed before kill $round; make BIG_ROWS larger"
+		[[ -n $(dst_ck) ]] && fail "the snapshot completed before kill $round"
+		((SECONDS < deadline)) || fail "fewer than $((last + 20000)) rows stored before kill $round"
 		sleep 0.05
 	done
 	kill -9 "$consumer_pid"
@@ -104,6 +116,8 @@ for round in 1 2; do
 	[[ -z $lsn0 ]] && lsn0=$lsn
 	[[ $lsn == "$lsn0" ]] || fail "the stored consistent point moved: $lsn0 then $lsn"
 	printf 'kill %d: %s rows stored (consistent point %s)\n' "$round" "$last" "$lsn"
+	((round < 2)) ||
+		rp_psql dst -c "CREATE OR REPLACE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN RETURN NULL; END \$\$" >/dev/null
 	start_consumer
 done
 for _ in $(seq 1 1800); do
