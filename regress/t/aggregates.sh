@@ -170,9 +170,10 @@ dst_ckpt() {
 	rp_psql dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$SLOT'" 2>/dev/null || true
 }
 
-# wait until the destination holds everything committed on the source up to now
+# wait until the destination holds everything committed on the source up to now (the
+# deadline only guards against a hang)
 caught_up() {
-	local lsn deadline=$((SECONDS + 60)) ok
+	local lsn deadline=$((SECONDS + 600)) ok
 	lsn=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
 	while ((SECONDS < deadline)); do
 		ok=$(rp_psql dst -Atc "SELECT end_lsn >= '$lsn' FROM replicant.checkpoint WHERE slot = '$SLOT'" 2>/dev/null || true)
@@ -180,17 +181,19 @@ caught_up() {
 		kill -0 "$consumer_pid" 2>/dev/null || fail "$1: the consumer exited"
 		sleep 0.2
 	done
-	fail "$1: the destination did not reach $lsn within 60 s"
+	fail "$1: the destination did not reach $lsn within 600 s"
 }
 
+command -v curl >/dev/null || fail "curl is not installed (regress/install_deps.sh installs it): the metrics cannot be read"
 # a counter of the running consumer (its endpoint may take a moment to come up)
 metric() {
-	local page _
-	for _ in {1..50}; do
+	local page deadline=$((SECONDS + 120))
+	while ((SECONDS < deadline)); do
 		if page=$(curl -sf "http://127.0.0.1:$metrics_port/metrics"); then
 			grep -F "$1" <<<"$page" | awk '{print $2}'
 			return 0
 		fi
+		kill -0 "$consumer_pid" 2>/dev/null || fail "the consumer exited before its metrics could be read"
 		sleep 0.1
 	done
 	fail "no metrics from the consumer on port $metrics_port"

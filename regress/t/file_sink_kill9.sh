@@ -511,7 +511,8 @@ created=$(rp_psql src -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots
 for _ in 1 2 3; do rp_psql src -c "INSERT INTO fence VALUES (now())"; done
 replicant -d "$src_CONNSTR" -S dedup --start -s 600 --sink "file:$DLOG" --state-dir "$work/state-dedup" 2>"$work/dedup.err" &
 consumer_pid=$!
-for _ in {1..200}; do
+deadline=$((SECONDS + 120)) # only a guard against a hang
+while ((SECONDS < deadline)); do
 	[[ $(grep -c '"table":"fence"' "$DLOG" 2>/dev/null) == 3 ]] && tail -n 1 "$DLOG" | grep -q '"kind":"checkpoint"' && break
 	sleep 0.05
 done

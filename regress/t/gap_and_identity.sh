@@ -154,12 +154,19 @@ rp_psql B -c "SELECT pg_create_logical_replication_slot('late', 'replicant')" >/
 replicant -d "$B_CONNSTR" -S late --start -s 1 --sink "file:$work/late.jsonl" --state-dir "$work/state-late" \
 	2>"$work/late.err" &
 pid=$!
-sleep 0.5
+# the source starts once the consumer found it down (and said it retries), however long that took
+deadline=$((SECONDS + 120))
+until grep -q 'reconnecting in' "$work/late.err" 2>/dev/null; do
+	kill -0 "$pid" 2>/dev/null || { cat "$work/late.err"; fail "the consumer started before its source exited"; }
+	((SECONDS < deadline)) || { cat "$work/late.err"; fail "the consumer did not report a retry while its source was down"; }
+	sleep 0.05
+done
 "$RP_BINDIR/pg_ctl" -D "$B_DATA" -l "$B_LOG" -w start >/dev/null
 rows() { grep -c '"table":"t"' "$work/late.jsonl" 2>/dev/null || true; }
 for round in 1 2 3; do
 	changes B 1
-	for _ in {1..100}; do
+	deadline=$((SECONDS + 120)) # only a guard against a hang
+	while ((SECONDS < deadline)); do
 		[[ $(rows) -ge $round ]] && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1

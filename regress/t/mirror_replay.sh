@@ -158,7 +158,7 @@ dups=$(rp_psql dst -Atc "SELECT count(*) - count(DISTINCT (a, b)) FROM dup_t")
 # with the table locked, until the consumer has started and its first batch waits on the
 # lock. Sets sent_before (the slot's total_txns before the run).
 locked_replay() {
-	local slot=$1 from=$2 endpos=$3 locked=0 waited=0 pid rc=0 err
+	local slot=$1 from=$2 endpos=$3 locked=0 waited=0 pid rc=0 err deadline
 	shift 3
 	sent_before=$(sent_txns "$slot")
 	rm -f "$work/locker.fifo"
@@ -170,7 +170,8 @@ locked_replay() {
 		"INSERT INTO replicant.checkpoint (system_id, slot, timeline, commit_lsn, end_lsn)
 		   SELECT system_id, '$slot', timeline, commit_lsn, end_lsn FROM replicant.checkpoint WHERE slot = '$from';" \
 		"LOCK TABLE replicant.checkpoint IN SHARE ROW EXCLUSIVE MODE;" >&3
-	for _ in {1..100}; do
+	deadline=$((SECONDS + 120)) # the waits' deadlines only guard against a hang
+	while ((SECONDS < deadline)); do
 		if [[ $(rp_psql dst -Atc "SELECT count(*) FROM pg_locks WHERE relation = 'replicant.checkpoint'::regclass
 		                          AND mode = 'ShareRowExclusiveLock' AND granted") == 1 ]]; then
 			locked=1
@@ -184,7 +185,8 @@ locked_replay() {
 	replicant -v -d "$src_CONNSTR" -S "$slot" --start -n --sink "postgres:$dst_CONNSTR" --create-tables \
 		--history public.hist_t --state-dir "$work/state-$slot" --batch-txns 25 -E "$endpos" "$@" 2>"$err" &
 	pid=$!
-	for _ in {1..200}; do
+	deadline=$((SECONDS + 120))
+	while ((SECONDS < deadline)); do
 		if [[ $(rp_psql dst -Atc "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'replicant' AND wait_event_type = 'Lock'") == 1 ]]; then
 			waited=1
 			break
