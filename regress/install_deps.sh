@@ -7,6 +7,10 @@
 #   check, pkg-config                            Check unit tests
 #   libipc-run-perl                              PostgreSQL::Test::Cluster (TAP)
 #   postgresql-15-wal2json, bc, python3          the benchmarks' peers and the test checkers
+#   curl                                         the tests that read the metrics endpoint
+#   clang, libclang-rt-14-dev                    the libFuzzer targets (consumer/fuzz/); the
+#                                                sanitizer builds (SAN=asan, SAN=tsan) use gcc,
+#                                                whose runtimes come with build-essential
 set -euo pipefail
 if [[ $(id -u) -ne 0 ]]; then
 	echo "install_deps.sh: run as root (sudo bash regress/install_deps.sh)" >&2
@@ -18,4 +22,4 @@ apt-get install -y -qq --no-install-recommends \
 	build-essential pkg-config ca-certificates \
 	postgresql-15 postgresql-server-dev-15 postgresql-client-15 postgresql-contrib \
 	libpq-dev libmicrohttpd-dev check libipc-run-perl postgresql-15-wal2json \
-	bc python3 procps >/dev/null
+	bc python3 procps curl clang libclang-rt-14-dev >/dev/null
