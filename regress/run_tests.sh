@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# The project's test command:  bash regress/run_tests.sh [--quick]
+# The project's test command:  bash regress/run_tests.sh [--quick] [--only GLOB]
 #
 # Builds and installs (make, make install; sudo -n when not root), then runs the suites as
 # an unprivileged user (as root: as the postgres user in a copy of the tree, see
 # rp_run_unprivileged in regress/lib.sh):
-#   unitcheck      make unitcheck: Check unit tests of the pure C modules
-#   installcheck   make installcheck: pg_regress suite (sql/, expected/) on a temp instance
-#   t/NAME.sh      each end-to-end script in regress/t/, run with bash    (skipped by --quick)
-#   t/NAME.pl      each TAP script in regress/t/, run with prove          (skipped by --quick)
+#   unitcheck        make unitcheck: Check unit tests of the pure C modules
+#   unitcheck-asan   the same built with AddressSanitizer + UndefinedBehaviorSanitizer
+#                    (make -C consumer SAN=asan unitcheck): a report, a leak included, fails
+#   unitcheck-tsan   the same built with ThreadSanitizer (SAN=tsan)
+#   installcheck     make installcheck: pg_regress suite (sql/, expected/) on a temp instance
+#   t/NAME.sh        each end-to-end script in regress/t/, run with bash       (not with --quick)
+#   tsan/t/NAME.sh   each script of TSAN_SCRIPTS below run again, with the consumer built with
+#                    ThreadSanitizer: fails when the script fails or TSan reported anything
+#                                                                               (not with --quick)
+#   fuzz/TARGET      each libFuzzer target of consumer/fuzz/ for FUZZ_SECONDS (default 60)
+#                    from its seed corpus: a crash, leak or timeout fails       (not with --quick)
+#   t/NAME.pl        each TAP script in regress/t/, run with prove (none yet)   (not with --quick)
+# --only GLOB runs only the suites whose name (as printed) matches GLOB, e.g. --only 'tsan/*'
+# or --only t/backfill.sh; the build and install always run.
 # Each suite's output goes to regress/log/ and is shown when the suite fails. The last line
 # is "N passed, N failed"; the exit status is non-zero when a suite failed.
 set -euo pipefail
@@ -15,17 +25,35 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
 . "$here/lib.sh"
 
-usage() { printf 'usage: bash regress/run_tests.sh [--quick]\n  --quick  skip the end-to-end and TAP scripts in regress/t/\n'; }
+usage() {
+	printf 'usage: bash regress/run_tests.sh [--quick] [--only GLOB]\n'
+	printf '  --quick      skip the end-to-end, ThreadSanitizer end-to-end, fuzz and TAP suites\n'
+	printf '  --only GLOB  run only the suites whose name matches GLOB (e.g. '"'"'tsan/*'"'"', t/backfill.sh)\n'
+}
+
+# The end-to-end scripts whose consumer runs threads beyond the delivery thread (snapshot
+# workers and their COPY pipe, the backfill thread, the metrics endpoint's thread): each
+# runs a second time with the ThreadSanitizer build of the consumer. Add a script's name to
+# have it checked; each costs about its own run time again.
+TSAN_SCRIPTS=(snapshot_mirror snapshot_resume snapshot_heap_resume backfill mirror_stream aggregates)
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 
 quick=0
+only='*'
 phase=all
-for arg in "$@"; do
-	case $arg in
+while (($#)); do
+	case $1 in
 	--quick) quick=1 ;;
+	--only)
+		(($# >= 2)) || { usage >&2; exit 2; }
+		only=$2
+		shift
+		;;
 	--phase-tests) phase=tests ;; # internal: the suites, after build and install
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
+	shift
 done
 
 if [[ $phase == all ]]; then
@@ -35,6 +63,7 @@ if [[ $phase == all ]]; then
 	fi
 	args=(--phase-tests)
 	((quick)) && args+=(--quick)
+	args+=(--only "$only")
 	rc=0
 	rp_run_unprivileged regress/run_tests.sh "${args[@]}" || rc=$?
 	exit "$rc"
@@ -59,6 +88,9 @@ show() {
 	printf '  --- last %s lines of %s ---\n' "${2:-100}" "$1"
 	tail -n "${2:-100}" "$1" | sed 's/^/  | /'
 }
+# wanted NAME: is suite NAME selected (--only)?
+# shellcheck disable=SC2053 # $only is a glob
+wanted() { [[ $1 == $only ]]; }
 # run LOG CMD...: CMD's output into LOG; sets "took" to the seconds it took.
 run() {
 	local log=$1 start=$SECONDS rc=0
@@ -68,26 +100,118 @@ run() {
 	return "$rc"
 }
 
-# (a) unit tests. Check prints "100%: Checks: 0, ..." for a run without tests: that fails.
-log=$logdir/unitcheck.log
-if run "$log" make unitcheck; then
-	checks=$(sed -n 's/^[0-9]*%: Checks: \([0-9]*\).*/\1/p' "$log" | awk '{ n += $1 } END { print n + 0 }')
-	if ((checks > 0)); then
-		pass "unitcheck" "$took"
-		grep -E '^[0-9]+%: Checks: ' "$log" | sed 's/^/  /'
-	else
-		fail "unitcheck" "$took" "no unit test ran (no Check summary with Checks > 0)"
-		show "$log" 30
+# (d) TSAN_SCRIPTS with the ThreadSanitizer consumer. The scripts run the consumer found
+# first in $RP_ROOT/consumer/, so each runs in a copy of the tree whose consumer/replicant is
+# the TSan build (obj-tsan/replicant): any script works unchanged. TSan writes its reports to
+# files (log_path), one per consumer process: the consumers of these scripts are often
+# stopped with SIGKILL, so neither their exit status nor their stderr (deleted when the
+# script passes) can carry a report. Reports do not halt the consumer: one run shows them all.
+tsan_suites() {
+	local log=$logdir/build-tsan.log copy script name reports any=0 f
+	for script in "${TSAN_SCRIPTS[@]}"; do wanted "tsan/t/$script.sh" && any=1; done
+	((any)) || return 0
+	if ! run "$log" make -C consumer SAN=tsan obj-tsan/replicant; then
+		fail "build-tsan" "$took"
+		show "$log" 40
+		return 0
 	fi
-else
-	fail "unitcheck" "$took"
-	show "$log"
-fi
+	if ! grep -q __tsan_init consumer/obj-tsan/replicant; then
+		fail "build-tsan" "$took" "consumer/obj-tsan/replicant is not built with ThreadSanitizer"
+		return 0
+	fi
+	copy=$(mktemp -d /tmp/rp-tsan-tree.XXXXXX)
+	tar -C "$RP_ROOT" --exclude=./.git --exclude='./consumer/obj*' --exclude=./regress/log -cf - . |
+		tar -C "$copy" -xf -
+	install -m 0755 consumer/obj-tsan/replicant "$copy/consumer/replicant"
+	mkdir -p "$logdir/tsan"
+	for script in "${TSAN_SCRIPTS[@]}"; do
+		name=tsan/t/$script.sh
+		log=$logdir/tsan/$script.log
+		wanted "$name" || continue
+		if [[ ! -f regress/t/$script.sh ]]; then
+			fail "$name" 0 "no regress/t/$script.sh (TSAN_SCRIPTS in regress/run_tests.sh)"
+			continue
+		fi
+		rm -f "$logdir/tsan/$script.report".*
+		if TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 suppressions=$tsan_supp log_path=$logdir/tsan/$script.report" \
+			run "$log" bash "$copy/regress/t/$script.sh"; then
+			reports=("$logdir/tsan/$script.report".*)
+			if ((${#reports[@]} == 0)); then
+				pass "$name" "$took"
+				continue
+			fi
+			fail "$name" "$took" "ThreadSanitizer reported (${#reports[@]} processes): ${reports[*]}"
+		else
+			fail "$name" "$took"
+			show "$log" 60
+		fi
+		for f in "$logdir/tsan/$script.report".*; do show "$f" 40; done
+	done
+	rm -rf "$copy"
+}
+
+# (e) each libFuzzer target (consumer/fuzz/fuzz_*.c, built with clang) for FUZZ_SECONDS from the seed corpus in consumer/fuzz/corpus;
+# what a run finds goes to consumer/fuzz/work/ (not kept), a crashing input to regress/log/fuzz/.
+fuzz_suites() {
+	local log=$logdir/build-fuzz.log src target any=0
+	for src in consumer/fuzz/fuzz_*.c; do wanted "fuzz/$(basename "$src" .c)" && any=1; done
+	((any)) || return 0
+	if ! run "$log" make -C consumer/fuzz all; then
+		fail "build-fuzz" "$took"
+		show "$log" 40
+		return 0
+	fi
+	mkdir -p "$logdir/fuzz"
+	for src in consumer/fuzz/fuzz_*.c; do
+		target=$(basename "$src" .c)
+		wanted "fuzz/$target" || continue
+		log=$logdir/fuzz/$target.log
+		if run "$log" make -C consumer/fuzz "run-$target" FUZZ_SECONDS="$FUZZ_SECONDS" ARTIFACTS="$logdir/fuzz/"; then
+			pass "fuzz/$target" "$took"
+			grep -E '^stat::number_of_executed_units' "$log" | sed 's/^/  /' || true
+		else
+			fail "fuzz/$target" "$took"
+			show "$log" 60
+		fi
+	done
+}
+
+# (a) unit tests, plain and under the sanitizers. Check prints "100%: Checks: 0, ..." for a
+# run without tests: that fails.
+# ASan: leaks are reports too; UBSan: every report is fatal (-fno-sanitize-recover), with a
+# stack. TSan: halt at the first report (a unit test's threads are few and short-lived).
+export ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+tsan_supp=$RP_ROOT/regress/tsan.supp
+unit_suite() {
+	local name=$1 log=$logdir/$1.log checks
+	shift
+	wanted "$name" || return 0
+	if run "$log" "$@"; then
+		checks=$(sed -n 's/^[0-9]*%: Checks: \([0-9]*\).*/\1/p' "$log" | awk '{ n += $1 } END { print n + 0 }')
+		if ((checks > 0)); then
+			pass "$name" "$took"
+			grep -E '^[0-9]+%: Checks: ' "$log" | awk '{ c += $3; f += $5; e += $7 } END { printf "  %d checks, %d failures, %d errors\n", c, f, e }'
+		else
+			fail "$name" "$took" "no unit test ran (no Check summary with Checks > 0)"
+			show "$log" 30
+		fi
+	else
+		fail "$name" "$took"
+		show "$log"
+	fi
+}
+unit_suite unitcheck make unitcheck
+unit_suite unitcheck-asan make -C consumer SAN=asan unitcheck
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$tsan_supp" \
+	unit_suite unitcheck-tsan make -C consumer SAN=tsan unitcheck
 
 # (b) pg_regress on a temporary instance
 log=$logdir/installcheck.log
 rm -f regression.diffs
-if ! compgen -G 'sql/*.sql' >/dev/null; then
+if ! wanted installcheck; then
+	:
+elif ! compgen -G 'sql/*.sql' >/dev/null; then
 	fail "installcheck" 0 "no pg_regress tests (sql/*.sql)"
 elif run "$log" make installcheck; then
 	pass "installcheck" "$took"
@@ -106,16 +230,20 @@ else
 	fi
 fi
 
-# (c) end-to-end scripts, (d) TAP scripts
+# (c) end-to-end scripts, (d) the ThreadSanitizer runs of some, (e) fuzzing, (f) TAP scripts
 if ((quick)); then
-	printf 'skipped regress/t/ (--quick)\n'
+	printf 'skipped regress/t/, tsan/, fuzz/ (--quick)\n'
 else
 	shopt -s nullglob
 	for script in regress/t/*.sh; do
 		name=t/$(basename "$script")
 		log=$logdir/$(basename "$script" .sh).log
+		wanted "$name" || continue
 		if run "$log" bash "$script"; then pass "$name" "$took"; else fail "$name" "$took"; show "$log" 60; fi
 	done
+
+	tsan_suites
+	fuzz_suites
 
 	tap=(regress/t/*.pl)
 	if ((${#tap[@]})); then
@@ -130,6 +258,7 @@ else
 		for script in "${tap[@]}"; do
 			name=t/$(basename "$script")
 			log=$logdir/$(basename "$script" .pl).log
+			wanted "$name" || continue
 			if run "$log" prove "$script"; then pass "$name" "$took"; else fail "$name" "$took"; show "$log" 60; fi
 		done
 	fi
