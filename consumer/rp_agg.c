@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "rp_agg.h"
+#include "rp_counter.h"
 #include "rp_status.h"
 
 RpAggStats	rp_agg_stats;
@@ -502,7 +503,7 @@ rp_agg_change(RpAgg *agg, RpAggBinding *b, const RpRecord *rec)
 			return 0;
 		}
 	}
-	rp_agg_stats.changes++;
+	RP_CTR_ADD(rp_agg_stats.changes, 1);
 	return 0;
 }
 
@@ -579,7 +580,7 @@ rp_agg_txn(RpAgg *agg, RpTxn *txn)
 							continue;
 						if (skip[i])
 						{
-							rp_agg_stats.skipped += !b->need_seed;
+							RP_CTR_ADD(rp_agg_stats.skipped, !b->need_seed);
 							continue;
 						}
 						rc = rp_agg_change(agg, b, &rec);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "rp_agg.h"
+#include "rp_counter.h"
 #include "rp_status.h"
 
 static int
@@ -289,7 +290,7 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 		rc = rp_agg_pg_exec(b, dest, agg->sql.data, ncols, vals, "writing cells");
 	}
 	if (rc == 0)
-		rp_agg_stats.cell_edits += (uint64_t) (nups + ndels);
+		RP_CTR_ADD(rp_agg_stats.cell_edits, (uint64_t) (nups + ndels));
 	for (int i = 0; i < ncols; i++)
 	{
 		rp_buf_free(&ups[i]);
