@@ -3,6 +3,9 @@
 #   make install         installs the plugin, the extension files and the consumer
 #   make installcheck    pg_regress suite on a temporary instance (see regress/logical.conf)
 #   make unitcheck       Check unit tests of the pure C modules
+#   make unitcheck SAN=asan (or SAN=tsan)
+#                        the same built with the sanitizers, in consumer/obj-$(SAN)/
+#                        (see consumer/Makefile); the plugin is never built with them
 # The whole suite, as a newcomer runs it: bash regress/run_tests.sh
 
 EXTENSION   = replicant
