@@ -31,7 +31,7 @@ RpBuf *
 rp_output_buf(RpState *st)
 {
 	if (st->frame.len == 0)
-		rp_enc_frame_header(&st->frame);
+		rp_enc_frame_header_version(&st->frame, (uint8) st->opts.proto_version);
 	return &st->frame;
 }
 
