@@ -89,14 +89,15 @@ rp_aggval_seed_expr(RpAggClass c, const char *q, RpBuf *sql)
 		case RP_AGGV_TIMESTAMP:
 		case RP_AGGV_TIMESTAMPTZ:
 			/*
-			 * PostgreSQL's own microseconds since 2000-01-01 (a timestamp
-			 * without zone read as UTC): an int8 for every timestamp, where
-			 * microseconds since 1970 overflow past 294247.
+			 * PostgreSQL's own microseconds since 2000-01-01 (its binary send
+			 * format; a timestamp without zone read as UTC), infinities as
+			 * INT64_MIN/MAX: exact for every timestamp, where EXTRACT(epoch)
+			 * rounds near the end of time and microseconds since 1970
+			 * overflow an int8 past 294247.
 			 */
 			snprintf(expr, sizeof(expr),
-					 "CASE WHEN %s IS NULL THEN NULL WHEN pg_catalog.isfinite(%s) THEN ((EXTRACT(epoch FROM %s) OPERATOR(pg_catalog.-) 946684800) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8::pg_catalog.text"
-					 " WHEN %s OPERATOR(pg_catalog.>) 'epoch'::pg_catalog.%s THEN 'infinity' ELSE '-infinity' END",
-					 q, q, q, q, c == RP_AGGV_TIMESTAMP ? "timestamp" : "timestamptz");
+					 "(('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.%s_send(%s), 'hex'))::pg_catalog.bit(64)::pg_catalog.int8)::pg_catalog.text",
+					 c == RP_AGGV_TIMESTAMP ? "timestamp" : "timestamptz", q);
 			break;
 		default:
 			snprintf(expr, sizeof(expr), "%s::pg_catalog.text", q);
