@@ -227,7 +227,6 @@ rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *optio
 	if (PQresultStatus(res) != PGRES_COPY_BOTH)
 	{
 		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
 		const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 
 		/* an older plugin that does not speak our version: say what to do */

@@ -4,9 +4,10 @@
  *
  * Values leave the server pre-cast: fixed-width integers and floats, exact
  * numerics, Unix-epoch microseconds (and the extended range past 294247),
- * raw bytes, JSON text, structured arrays, composites and ranges.  None of it depends on DateStyle,
- * TimeZone, IntervalStyle, extra_float_digits, bytea_output or locale;
- * only RP_ENC_TEXT (types we do not know) goes through an output function.
+ * raw bytes, JSON text, structured arrays, composites and ranges.  None of
+ * it depends on DateStyle, TimeZone, IntervalStyle, extra_float_digits,
+ * bytea_output or locale; only RP_ENC_TEXT (types we do not know) goes
+ * through an output function.
  */
 #include "postgres.h"
 

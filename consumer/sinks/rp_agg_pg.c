@@ -116,9 +116,9 @@ rp_agg_pg_dated(RpAggClass c)
 
 /*
  * One element of an array literal: quoted, or NULL.  A date or timestamp
- * label is ISO 8601 with the expanded years ("+294276-12-31", "-0044-03-15"
- * for 45 BC), which PostgreSQL's input does not read: as "294276-12-31" and
- * "0045-03-15 BC" instead.
+ * label is ISO 8601 with astronomical, expanded years ("+294276-12-31",
+ * "0000-03-15" for 1 BC, "-0044-03-15" for 45 BC), which PostgreSQL's input
+ * does not read: as "294276-12-31", "0001-03-15 BC" and "0045-03-15 BC".
  */
 static void
 rp_agg_pg_elem(RpBuf *arr, const char *s, size_t len, bool dated)
@@ -135,6 +135,12 @@ rp_agg_pg_elem(RpBuf *arr, const char *s, size_t len, bool dated)
 	rp_buf_put_char(arr, '"');
 	if (dated && len > 1 && s[0] == '+')
 		s++, len--;
+	else if (dated && len > 5 && memcmp(s, "0000-", 5) == 0)
+	{
+		rp_buf_put_text(arr, "0001");
+		s += 4, len -= 4;
+		bc = " BC";
+	}
 	else if (dated && len > 1 && s[0] == '-' && s[1] >= '0' && s[1] <= '9')
 	{
 		long long	y = 0;
