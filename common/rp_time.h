@@ -17,6 +17,9 @@
 
 #define RP_USECS_PER_DAY        INT64_C(86400000000)
 
+/* the common case: a finite value of the 1970-epoch range */
+#define rp_ts_likely(x)	__builtin_expect((x) != 0, 1)
+
 /*
  * The wire value of PostgreSQL timestamp t (infinities INT64_MIN/MAX as in
  * PostgreSQL).  false: t is no PostgreSQL timestamp, or it needs the
@@ -25,10 +28,10 @@
 static inline bool
 rp_ts_from_pg(int64_t t, bool extended, int64_t *wire)
 {
-	if (t == RP_TS_NEG_INF || t == RP_TS_POS_INF)
-		*wire = t;
-	else if (t >= RP_PG_TS_MIN && t < RP_TS_EXT_FIRST_PG)
+	if (rp_ts_likely(t >= RP_PG_TS_MIN && t < RP_TS_EXT_FIRST_PG))
 		*wire = t + RP_PG_EPOCH_USECS;
+	else if (t == RP_TS_NEG_INF || t == RP_TS_POS_INF)
+		*wire = t;
 	else if (t >= RP_TS_EXT_FIRST_PG && t < RP_PG_TS_END && extended)
 		*wire = RP_TS_EXT_BASE + (t - RP_TS_EXT_FIRST_PG);
 	else
@@ -40,10 +43,10 @@ rp_ts_from_pg(int64_t t, bool extended, int64_t *wire)
 static inline bool
 rp_ts_to_pg(int64_t w, int64_t *t)
 {
-	if (w == RP_TS_NEG_INF || w == RP_TS_POS_INF)
-		*t = w;
-	else if (w >= RP_TS_WIRE_MIN)
+	if (rp_ts_likely(w >= RP_TS_WIRE_MIN && w != RP_TS_POS_INF))
 		*t = w - RP_PG_EPOCH_USECS;
+	else if (w == RP_TS_NEG_INF || w == RP_TS_POS_INF)
+		*t = w;
 	else if (w - RP_TS_EXT_BASE <= RP_TS_EXT_MAX_K)
 		/* w < RP_TS_WIRE_MIN < 0 here: w - RP_TS_EXT_BASE cannot overflow */
 		*t = RP_TS_EXT_FIRST_PG + (w - RP_TS_EXT_BASE);
@@ -52,12 +55,12 @@ rp_ts_to_pg(int64_t w, int64_t *t)
 	return true;
 }
 
+/* The decoder's check, one comparison in the common case. */
 static inline bool
 rp_ts_valid(int64_t w)
 {
-	int64_t		t;
-
-	return rp_ts_to_pg(w, &t);
+	return rp_ts_likely(w >= RP_TS_WIRE_MIN) || w == RP_TS_NEG_INF ||
+		w - RP_TS_EXT_BASE <= RP_TS_EXT_MAX_K;
 }
 
 /*
@@ -90,8 +93,8 @@ rp_ts_split(int64_t w, int64_t *days, int64_t *usecs)
 static inline bool
 rp_date_valid(int32_t d)
 {
-	return d == RP_DATE_NEG_INF || d == RP_DATE_POS_INF ||
-		(d >= RP_PG_DATE_MIN + RP_PG_EPOCH_DAYS && d <= RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS);
+	return rp_ts_likely(d >= RP_PG_DATE_MIN + RP_PG_EPOCH_DAYS && d <= RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS) ||
+		d == RP_DATE_NEG_INF || d == RP_DATE_POS_INF;
 }
 
 #endif							/* RP_TIME_H */
