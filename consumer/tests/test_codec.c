@@ -550,7 +550,7 @@ static const TuCol extremes_cols[] = {
 #define EXTREMES_NATTS 8
 
 static void
-put_extremes(RpBuf *b, int64_t ts_max)
+put_extremes(RpBuf *b, int64_t ts_max, int32_t d_max)
 {
 	size_t		at;
 
@@ -565,7 +565,7 @@ put_extremes(RpBuf *b, int64_t ts_max)
 	rp_enc_datum_kind(b, RP_DATUM_VALUE);
 	rp_buf_put_u64(b, (uint64_t) RP_TS_WIRE_MIN);
 	rp_enc_datum_kind(b, RP_DATUM_VALUE);
-	rp_buf_put_u32(b, (uint32_t) (RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS));
+	rp_buf_put_u32(b, (uint32_t) d_max);
 	rp_enc_datum_kind(b, RP_DATUM_VALUE);
 	rp_buf_put_u32(b, (uint32_t) (RP_PG_DATE_MIN + RP_PG_EPOCH_DAYS));
 	rp_enc_datum_kind(b, RP_DATUM_VALUE);
@@ -587,7 +587,7 @@ START_TEST(test_time_extremes)
 	int64_t		pg;
 
 	tu_frame_init(&b);
-	put_extremes(&b, RP_TS_EXT_BASE + RP_TS_EXT_MAX_K);
+	put_extremes(&b, RP_TS_EXT_BASE + RP_TS_EXT_MAX_K, RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS);
 	start_decoder(&dec, &b);
 	next_ok(&dec, &rec, RP_TAG_INSERT);
 	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
@@ -641,13 +641,30 @@ START_TEST(test_time_out_of_range_names_column)
 		RpRecord	rec;
 
 		tu_frame_init(&b);
-		put_extremes(&b, bad[i]);
+		put_extremes(&b, bad[i], RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS);
 		start_decoder(&dec, &b);
 		ck_assert_int_eq(rp_decoder_next(&dec, &rec), -1);
 		ck_assert_msg(strstr(dec.error, "relation \"public\".\"extremes\"") != NULL, "%s", dec.error);
 		ck_assert_msg(strstr(dec.error, "column \"ts_max\" (timestamp without time zone)") != NULL,
 					  "%s", dec.error);
 		ck_assert_msg(strstr(dec.error, "294") == NULL, "the error shows a value: %s", dec.error);
+		rp_decoder_free(&dec);
+		rp_buf_free(&b);
+	}
+	/* a day after PostgreSQL's last date, and one before its first */
+	for (int i = 0; i < 2; i++)
+	{
+		RpBuf		b;
+		RpDecoder	dec;
+		RpRecord	rec;
+
+		tu_frame_init(&b);
+		put_extremes(&b, 0, i == 0 ? RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS + 1
+					 : RP_PG_DATE_MIN + RP_PG_EPOCH_DAYS - 1);
+		start_decoder(&dec, &b);
+		ck_assert_int_eq(rp_decoder_next(&dec, &rec), -1);
+		ck_assert_msg(strstr(dec.error, "column \"d_max\" (date): the date value does not decode") != NULL,
+					  "%s", dec.error);
 		rp_decoder_free(&dec);
 		rp_buf_free(&b);
 	}
