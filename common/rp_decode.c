@@ -5,6 +5,7 @@
  */
 #include "rp_alloc.h"
 #include "rp_decode.h"
+#include "rp_time.h"
 
 #include <stdio.h>
 #include <stdarg.h>
@@ -220,7 +221,18 @@ rp_skip_value(RpReader *r, uint8_t encoding, int depth)
 	if (depth > RP_MAX_NESTING)
 		return r->ok = false;
 	if (width > 0)
-		return rp_get_bytes(r, (size_t) width) != NULL;
+	{
+		const unsigned char *p = rp_get_bytes(r, (size_t) width);
+
+		if (p == NULL)
+			return false;
+		/* a value no PostgreSQL timestamp or date has: the frame is damaged */
+		if (encoding == RP_ENC_TIMESTAMP || encoding == RP_ENC_TIMESTAMPTZ)
+			return r->ok = rp_ts_valid((int64_t) rp_load_u64(p));
+		if (encoding == RP_ENC_DATE)
+			return r->ok = rp_date_valid((int32_t) rp_load_u32(p));
+		return true;
+	}
 
 	switch (encoding)
 	{
@@ -476,9 +488,10 @@ rp_decode_relation(RpDecoder *dec, RpReader *r, RpRecord *rec)
 	return 1;
 }
 
+/* *bad_col: the column whose value does not decode, or stays -1. */
 static bool
 rp_decode_tuple(RpReader *r, const RpRelation *rel, RpTuple *tup, RpDatum *datums,
-				bool old_key)
+				bool old_key, int *bad_col)
 {
 	uint16_t	natts = rp_get_u16(r);
 
@@ -511,7 +524,10 @@ rp_decode_tuple(RpReader *r, const RpRelation *rel, RpTuple *tup, RpDatum *datum
 			case RP_DATUM_VALUE:
 				start = r->p;
 				if (!rp_skip_value(r, rel->cols[i].encoding, 0))
+				{
+					*bad_col = i;
 					return false;
+				}
 				d->data = start;
 				d->len = (uint32_t) (r->p - start);
 				break;
@@ -542,6 +558,7 @@ rp_decode_change(RpDecoder *dec, RpReader *r, RpRecord *rec)
 	const RpRelation *rel;
 	uint8_t		flags;
 	const char *kind = rp_tag_name(rec->tag);
+	int			bad_col = -1;
 
 	rec->u.change.relid = rp_get_u32(r);
 	flags = rp_get_u8(r);
@@ -564,11 +581,17 @@ rp_decode_change(RpDecoder *dec, RpReader *r, RpRecord *rec)
 		r->ok = false;
 	if (rec->u.change.has_old &&
 		!rp_decode_tuple(r, rel, &rec->u.change.old_tuple, dec->old_datums,
-						 (flags & RP_CHANGE_OLD_KEY) != 0))
+						 (flags & RP_CHANGE_OLD_KEY) != 0, &bad_col))
 		r->ok = false;
 	if (r->ok && rec->u.change.has_new &&
-		!rp_decode_tuple(r, rel, &rec->u.change.new_tuple, dec->new_datums, false))
+		!rp_decode_tuple(r, rel, &rec->u.change.new_tuple, dec->new_datums, false, &bad_col))
 		r->ok = false;
+	/* names only: where it broke, never what the value was (G4) */
+	if (bad_col >= 0)
+		return rp_fail(dec, "malformed %s record at frame offset %u: relation \"%s\".\"%s\" (%u) column \"%s\" (%s): the %s value does not decode",
+					   kind, rec->offset, rel->schema, rel->name, rec->u.change.relid,
+					   rel->cols[bad_col].name, rel->cols[bad_col].type_name,
+					   rp_encoding_name(rel->cols[bad_col].encoding));
 	if (!r->ok || rp_reader_left(r) != 0)
 		return rp_fail(dec, "malformed %s record at frame offset %u (relation %u)",
 					   kind, rec->offset, rec->u.change.relid);

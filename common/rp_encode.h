@@ -13,11 +13,18 @@
 #include "rp_buf.h"
 #include "rp_wire.h"
 
+/* A frame of the given protocol version (the plugin: the session's). */
+static inline void
+rp_enc_frame_header_version(RpBuf *buf, uint8_t version)
+{
+	rp_buf_put_u8(buf, RP_FRAME_MAGIC);
+	rp_buf_put_u8(buf, version);
+}
+
 static inline void
 rp_enc_frame_header(RpBuf *buf)
 {
-	rp_buf_put_u8(buf, RP_FRAME_MAGIC);
-	rp_buf_put_u8(buf, RP_PROTO_VERSION);
+	rp_enc_frame_header_version(buf, RP_PROTO_VERSION);
 }
 
 extern void rp_enc_begin(RpBuf *buf, uint32_t xid, uint64_t final_lsn, int64_t commit_time);

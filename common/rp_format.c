@@ -5,6 +5,7 @@
 #include "rp_alloc.h"
 #include "rp_format.h"
 #include "rp_read.h"
+#include "rp_time.h"
 #include "rp_wire.h"
 
 #include <float.h>
@@ -297,13 +298,7 @@ rp_fmt_timestamp(RpBuf *buf, int64_t usecs, bool with_zone)
 		rp_buf_put_text(buf, "infinity");
 		return;
 	}
-	days = usecs / INT64_C(86400000000);
-	rem = usecs % INT64_C(86400000000);
-	if (rem < 0)
-	{
-		rem += INT64_C(86400000000);
-		days--;
-	}
+	rp_ts_split(usecs, &days, &rem);
 	rp_fmt_ymd(buf, days);
 	rp_buf_put_char(buf, 'T');
 	rp_fmt_hms(buf, rem);

@@ -20,7 +20,10 @@ extern bool rp_fmt_numeric(RpBuf *buf, const unsigned char *p, uint32_t len);
 extern void rp_fmt_date(RpBuf *buf, int32_t days);
 extern void rp_fmt_time(RpBuf *buf, int64_t usecs);
 extern void rp_fmt_timetz(RpBuf *buf, int64_t usecs, int32_t offset_east);
-/* RFC 3339; with_zone appends "Z" (timestamptz), without it nothing. */
+/*
+ * RFC 3339 of a wire timestamp (extended range included; years past 9999
+ * as "+294276"); with_zone appends "Z" (timestamptz), without it nothing.
+ */
 extern void rp_fmt_timestamp(RpBuf *buf, int64_t usecs, bool with_zone);
 extern void rp_fmt_uuid(RpBuf *buf, const unsigned char *p);
 extern void rp_fmt_base64(RpBuf *buf, const unsigned char *p, size_t len);

@@ -20,9 +20,18 @@
 #define RP_WIRE_H
 
 #define RP_FRAME_MAGIC          'R'
-#define RP_PROTO_VERSION        1       /* the only version this code speaks */
+/*
+ * Version 2 is version 1 plus the extended timestamp range (see
+ * RP_TS_EXT_BASE below): the same bytes for every value version 1 carries.
+ * A session gets version 1 unless it asks for 2, because a version 1 reader
+ * would take an extended timestamp for one of 290000 BC.
+ */
+#define RP_PROTO_VERSION        2       /* the newest version this code speaks */
+#define RP_PROTO_VERSION_STR    "2"		/* the consumer asks for it */
 #define RP_PROTO_VERSION_MIN    1
-#define RP_PROTO_VERSION_MAX    1
+#define RP_PROTO_VERSION_MAX    2
+#define RP_PROTO_VERSION_DEFAULT 1		/* the plugin's, when none is asked for */
+#define RP_PROTO_VERSION_EXT_TS 2		/* the first with the extended timestamps */
 #define RP_FRAME_HEADER_LEN     2
 #define RP_RECORD_HEADER_LEN    5
 
@@ -108,8 +117,9 @@ typedef enum RpEncoding
 	RP_ENC_TIME = 13,			/* i64 microseconds since midnight */
 	RP_ENC_TIMETZ = 14,			/* i64 microseconds, i32 UTC offset in seconds east */
 	RP_ENC_TIMESTAMP = 15,		/* i64 us since 1970-01-01 00:00 (no zone);
-								 * INT64_MIN/MAX = -/+infinity */
-	RP_ENC_TIMESTAMPTZ = 16,	/* i64 us since 1970-01-01 00:00 UTC; same infinities */
+								 * INT64_MIN/MAX = -/+infinity; the years
+								 * after 294247 in the extended range */
+	RP_ENC_TIMESTAMPTZ = 16,	/* i64 us since 1970-01-01 00:00 UTC; the same */
 	RP_ENC_INTERVAL = 17,		/* i64 microseconds, i32 days, i32 months */
 	RP_ENC_JSON = 18,			/* str: JSON text */
 	RP_ENC_JSONB = 19,			/* str: JSON text (canonical jsonb output) */
@@ -143,5 +153,31 @@ typedef enum RpEncoding
 /* PostgreSQL's epoch (2000-01-01) relative to the Unix epoch. */
 #define RP_PG_EPOCH_DAYS        10957
 #define RP_PG_EPOCH_USECS       INT64_C(946684800000000)
+
+/*
+ * PostgreSQL's finite timestamps, in its own microseconds since 2000-01-01:
+ * MIN_TIMESTAMP (4714-11-24 00:00 BC) <= t < END_TIMESTAMP (294277-01-01).
+ * Its finite dates, in days since 2000-01-01: 4714-11-24 BC to
+ * 5874897-12-31, which fit the wire's int32 days since 1970 with room left.
+ */
+#define RP_PG_TS_MIN            INT64_C(-211813488000000000)
+#define RP_PG_TS_END            INT64_C(9223371331200000000)
+#define RP_PG_DATE_MIN          (-2451545)
+#define RP_PG_DATE_MAX          2145031948
+
+/*
+ * Microseconds since 1970 in an int64 end at 294247-01-10 04:00:54.775807
+ * (INT64_MAX, which is also +infinity), about 30 years before PostgreSQL's
+ * last timestamp.  Those last instants travel in the extended range, just
+ * above INT64_MIN, that no PostgreSQL timestamp uses (the earliest one is
+ * RP_TS_WIRE_MIN): wire value RP_TS_EXT_BASE + k is the instant k
+ * microseconds after RP_TS_EXT_FIRST_PG (PostgreSQL epoch), for
+ * 0 <= k <= RP_TS_EXT_MAX_K.  Any other wire value below RP_TS_WIRE_MIN,
+ * except INT64_MIN, is no timestamp: a reader refuses it.
+ */
+#define RP_TS_WIRE_MIN          (RP_PG_TS_MIN + RP_PG_EPOCH_USECS)
+#define RP_TS_EXT_BASE          (RP_TS_NEG_INF + 1)
+#define RP_TS_EXT_FIRST_PG      (RP_TS_POS_INF - RP_PG_EPOCH_USECS)
+#define RP_TS_EXT_MAX_K         (RP_PG_TS_END - 1 - RP_TS_EXT_FIRST_PG)
 
 #endif							/* RP_WIRE_H */

@@ -394,8 +394,9 @@ plugin_options(RpCli *cli)
 	int			n = 0;
 	bool		streaming_set = false;
 
+	/* version 2: every timestamp PostgreSQL has, the last 30 years included */
 	o[n++] = "proto_version";
-	o[n++] = "1";
+	o[n++] = RP_PROTO_VERSION_STR;
 	for (int i = 0; i < cli->noptions * 2; i++)
 	{
 		if (i % 2 == 0 && strcmp(cli->options[i], "streaming") == 0)

@@ -17,6 +17,7 @@
 #include "rp_aggval.h"
 #include "rp_format.h"
 #include "rp_read.h"
+#include "rp_time.h"
 
 RpAggClass
 rp_aggval_class(uint32_t type_oid)
@@ -87,11 +88,16 @@ rp_aggval_seed_expr(RpAggClass c, const char *q, RpBuf *sql)
 			break;
 		case RP_AGGV_TIMESTAMP:
 		case RP_AGGV_TIMESTAMPTZ:
-			/* epoch of a timestamp without zone is its UTC reading */
+			/*
+			 * PostgreSQL's own microseconds since 2000-01-01 (its binary send
+			 * format; a timestamp without zone read as UTC), infinities as
+			 * INT64_MIN/MAX: exact for every timestamp, where EXTRACT(epoch)
+			 * rounds near the end of time and microseconds since 1970
+			 * overflow an int8 past 294247.
+			 */
 			snprintf(expr, sizeof(expr),
-					 "CASE WHEN %s IS NULL THEN NULL WHEN pg_catalog.isfinite(%s) THEN (EXTRACT(epoch FROM %s) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8::pg_catalog.text"
-					 " WHEN %s OPERATOR(pg_catalog.>) 'epoch'::pg_catalog.%s THEN 'infinity' ELSE '-infinity' END",
-					 q, q, q, q, c == RP_AGGV_TIMESTAMP ? "timestamp" : "timestamptz");
+					 "(('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.%s_send(%s), 'hex'))::pg_catalog.bit(64)::pg_catalog.int8)::pg_catalog.text",
+					 c == RP_AGGV_TIMESTAMP ? "timestamp" : "timestamptz", q);
 			break;
 		default:
 			snprintf(expr, sizeof(expr), "%s::pg_catalog.text", q);
@@ -188,11 +194,21 @@ rp_val_date(RpAggVal *out, int32_t days)
 	rp_fmt_date(&out->text, days);
 }
 
-static void
-rp_val_ts(RpAggVal *out, int64_t us, bool tz)
+/*
+ * A wire timestamp: keyed by PostgreSQL's own microseconds, which order
+ * every timestamp (the extended range past 294247 sits below INT64_MIN + 1
+ * on the wire) and keep the infinities at the ends.
+ */
+static bool
+rp_val_ts(RpAggVal *out, int64_t wire, bool tz)
 {
-	rp_key_int64(&out->key, us);
-	rp_fmt_timestamp(&out->text, us, tz);
+	int64_t		t;
+
+	if (!rp_ts_to_pg(wire, &t))
+		return false;
+	rp_key_int64(&out->key, t);
+	rp_fmt_timestamp(&out->text, wire, tz);
+	return true;
 }
 
 bool
@@ -282,7 +298,8 @@ rp_aggval_from_datum(RpAggClass c, uint8_t enc, const RpDatum *d, RpAggVal *out)
 		case RP_AGGV_TIMESTAMPTZ:
 			if (enc != RP_ENC_TIMESTAMP && enc != RP_ENC_TIMESTAMPTZ)
 				return false;
-			rp_val_ts(out, (int64_t) rp_get_u64(&r), c == RP_AGGV_TIMESTAMPTZ);
+			if (!rp_val_ts(out, (int64_t) rp_get_u64(&r), c == RP_AGGV_TIMESTAMPTZ))
+				return false;
 			break;
 		case RP_AGGV_UNSUPPORTED:
 			/* count only needs to know a value is there */
@@ -381,9 +398,10 @@ rp_aggval_from_text(RpAggClass c, const char *s, RpAggVal *out)
 				i = RP_TS_POS_INF;
 			else if (strcmp(s, "-infinity") == 0)
 				i = RP_TS_NEG_INF;
-			else if (!rp_parse_int64(s, &i))
+			else if (!rp_parse_int64(s, &i) || !rp_ts_from_pg(i, true, &i))
 				return false;
-			rp_val_ts(out, i, c == RP_AGGV_TIMESTAMPTZ);
+			if (!rp_val_ts(out, i, c == RP_AGGV_TIMESTAMPTZ))
+				return false;
 			break;
 		case RP_AGGV_BOOL:
 			if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)

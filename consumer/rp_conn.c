@@ -227,10 +227,16 @@ rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *optio
 	if (PQresultStatus(res) != PGRES_COPY_BOTH)
 	{
 		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 
+		/* an older plugin that does not speak our version: say what to do */
+		if (msg && strstr(msg, "option \"proto_version\"") != NULL)
+			rc = rp_fail(RP_HALT_CONFIG, "START_REPLICATION failed: the server's replicant plugin does not speak wire protocol version %d (it says: %s): install this release's plugin on the server",
+						 RP_PROTO_VERSION, msg);
 		/* a bad plugin option (22xxx, 42xxx) fails the same way every time */
-		rc = rp_conn_fail(c, state && (strncmp(state, "22", 2) == 0 || strncmp(state, "42", 2) == 0)
-						  ? RP_HALT_CONFIG : RP_HALT_NONE, "START_REPLICATION", res);
+		else
+			rc = rp_conn_fail(c, state && (strncmp(state, "22", 2) == 0 || strncmp(state, "42", 2) == 0)
+							  ? RP_HALT_CONFIG : RP_HALT_NONE, "START_REPLICATION", res);
 	}
 	PQclear(res);
 	rp_buf_free(&cmd);

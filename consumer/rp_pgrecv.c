@@ -4,9 +4,9 @@
  *
  * Most send formats are already what the wire carries (big-endian
  * integers, IEEE floats, numeric's digit form, interval's three fields,
- * range flags); the differences are the epoch (2000 -> 1970), timetz's
- * zone sign (west -> east), jsonb's version byte, and the length words
- * inside arrays and ranges.
+ * range flags); the differences are the epoch (2000 -> 1970, and the
+ * extended range past 294247), timetz's zone sign (west -> east), jsonb's
+ * version byte, and the length words inside arrays and ranges.
  */
 #include "rp_alloc.h"
 
@@ -15,6 +15,7 @@
 #include "rp_decode.h"
 #include "rp_encode.h"
 #include "rp_pgrecv.h"
+#include "rp_time.h"
 #include "rp_wire.h"
 
 #define RP_RECV_MAX_DIM 6		/* PostgreSQL's MAXDIM */
@@ -194,7 +195,7 @@ rp_recv_scalar(RpBuf *out, uint8_t enc, const unsigned char *d, uint32_t len,
 				if (v != RP_DATE_NEG_INF && v != RP_DATE_POS_INF)
 				{
 					/* PostgreSQL's dates stop well before this overflows */
-					if (v > RP_DATE_POS_INF - RP_PG_EPOCH_DAYS - 1)
+					if (v < RP_PG_DATE_MIN || v > RP_PG_DATE_MAX)
 						return bad(err, errlen, enc, len);
 					v += RP_PG_EPOCH_DAYS;
 				}
@@ -211,21 +212,12 @@ rp_recv_scalar(RpBuf *out, uint8_t enc, const unsigned char *d, uint32_t len,
 		case RP_ENC_TIMESTAMP:
 		case RP_ENC_TIMESTAMPTZ:
 			{
-				int64_t		v;
+				int64_t		w;
 
-				if (len != 8)
+				/* every PostgreSQL timestamp has a wire value (extended range) */
+				if (len != 8 || !rp_ts_from_pg((int64_t) rd64(d), true, &w))
 					return bad(err, errlen, enc, len);
-				v = (int64_t) rd64(d);
-				if (v != RP_TS_NEG_INF && v != RP_TS_POS_INF)
-				{
-					if (v > RP_TS_POS_INF - RP_PG_EPOCH_USECS - 1)
-					{
-						snprintf(err, errlen, "timestamp after 294247-01-10 04:00:54.775806 cannot be encoded as microseconds since 1970-01-01");
-						return -1;
-					}
-					v += RP_PG_EPOCH_USECS;
-				}
-				rp_buf_put_u64(out, (uint64_t) v);
+				rp_buf_put_u64(out, (uint64_t) w);
 				return 0;
 			}
 		case RP_ENC_NUMERIC:

@@ -108,6 +108,7 @@ rp_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 	rp_options_parse(ctx->output_plugin_options, &st->opts);
 	rp_relcache_init(&st->opts);
 	MemoryContextSwitchTo(old);
+	rp_types_set_protocol(st->opts.proto_version, st->opts.json);
 	rp_output_init(st);
 
 	opt->output_type = st->opts.json ? OUTPUT_PLUGIN_TEXTUAL_OUTPUT
@@ -303,17 +304,11 @@ rp_progress(LogicalDecodingContext *ctx, RpState *st)
  * which is not the same as NULL in the row); an unchanged TOASTed value
  * is marked too, never sent as NULL.
  */
-typedef struct RpEncodeContext
-{
-	Relation	rel;
-	AttrNumber	attnum;
-} RpEncodeContext;
-
 /* Errors while encoding name the relation and column, never the value. */
 static void
 rp_encode_error_context(void *arg)
 {
-	RpEncodeContext *ec = arg;
+	RpEncodeWhere *ec = arg;
 
 	if (ec->attnum > 0)
 		errcontext("encoding column \"%s\" of relation \"%s\"",
@@ -327,13 +322,14 @@ rp_encode_tuple(RpBuf *buf, RpRelEntry *e, Relation rel, HeapTuple tuple, bool o
 	TupleDesc	desc = RelationGetDescr(rel);
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
-	RpEncodeContext ec = {rel, 0};
+	RpEncodeWhere ec = {rel, 0};
 	ErrorContextCallback cb;
 
 	cb.callback = rp_encode_error_context;
 	cb.arg = &ec;
 	cb.previous = error_context_stack;
 	error_context_stack = &cb;
+	rp_types_where = &ec;
 
 	heap_deform_tuple(tuple, desc, values, nulls);
 	rp_enc_tuple_start(buf, (uint16) e->ncols);
@@ -356,6 +352,7 @@ rp_encode_tuple(RpBuf *buf, RpRelEntry *e, Relation rel, HeapTuple tuple, bool o
 			rp_types_encode(buf, c->conv, values[k]);
 		}
 	}
+	rp_types_where = NULL;
 	error_context_stack = cb.previous;
 }
 

@@ -202,7 +202,7 @@ rp_options_parse(List *defs, RpOptions *opts)
 	bool		seen[RP_NOPTIONS] = {0};
 
 	memset(opts, 0, sizeof(*opts));
-	opts->proto_version = RP_PROTO_VERSION;
+	opts->proto_version = RP_PROTO_VERSION_DEFAULT;
 	opts->send_insert = opts->send_update = opts->send_delete = opts->send_truncate = true;
 	opts->include_messages = true;
 	opts->skip_empty_xacts = true;

@@ -30,8 +30,10 @@ rp_output_init(RpState *st)
 RpBuf *
 rp_output_buf(RpState *st)
 {
+	/* json: the frame never leaves, and holds version 2's timestamps */
 	if (st->frame.len == 0)
-		rp_enc_frame_header(&st->frame);
+		rp_enc_frame_header_version(&st->frame, st->opts.json ? RP_PROTO_VERSION
+									: (uint8) st->opts.proto_version);
 	return &st->frame;
 }
 

@@ -3,10 +3,11 @@
  *    Type conversions and value encoders (see rp_types.h).
  *
  * Values leave the server pre-cast: fixed-width integers and floats, exact
- * numerics, Unix-epoch microseconds, raw bytes, JSON text, structured
- * arrays, composites and ranges.  None of it depends on DateStyle,
- * TimeZone, IntervalStyle, extra_float_digits, bytea_output or locale;
- * only RP_ENC_TEXT (types we do not know) goes through an output function.
+ * numerics, Unix-epoch microseconds (and the extended range past 294247),
+ * raw bytes, JSON text, structured arrays, composites and ranges.  None of
+ * it depends on DateStyle, TimeZone, IntervalStyle, extra_float_digits,
+ * bytea_output or locale; only RP_ENC_TEXT (types we do not know) goes
+ * through an output function.
  */
 #include "postgres.h"
 
@@ -36,6 +37,7 @@
 #include "utils/uuid.h"
 
 #include "rp_encode.h"
+#include "rp_time.h"
 #include "rp_types.h"
 #include "rp_wire.h"
 
@@ -342,19 +344,62 @@ rp_encode_numeric(RpBuf *buf, Datum value)
 	rp_encode_str(buf, (struct varlena *) b);
 }
 
-static int64
-rp_unix_usecs(int64 pg_usecs)
+/*
+ * Protocol version 1 has no room for the timestamps after 294247-01-10
+ * 04:00:54.775806; version 2 and the JSON format send them in the extended
+ * range (see rp_wire.h).  A version 1 session refuses such a value, naming
+ * where it is (the caller's RpEncodeWhere), never what it is (G4).
+ */
+static bool rp_types_extended_ts = false;
+RpEncodeWhere *rp_types_where = NULL;
+
+void
+rp_types_set_protocol(int proto_version, bool json)
 {
-	if (pg_usecs == DT_NOBEGIN)
-		return RP_TS_NEG_INF;
-	if (pg_usecs == DT_NOEND)
-		return RP_TS_POS_INF;
-	/* PostgreSQL accepts a few millennia past what Unix-epoch int64 holds */
-	if (pg_usecs > PG_INT64_MAX - RP_PG_EPOCH_USECS - 1)
+	rp_types_extended_ts = json || proto_version >= RP_PROTO_VERSION_EXT_TS;
+	rp_types_where = NULL;
+}
+
+static void
+rp_refuse_timestamp(const RpTypeConv *conv)
+{
+	const RpEncodeWhere *w = rp_types_where;
+
+	if (w && w->rel && w->attnum > 0)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(w->rel), w->attnum - 1);
+
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp after 294247-01-10 04:00:54.775806 cannot be encoded as microseconds since 1970-01-01")));
-	return pg_usecs + RP_PG_EPOCH_USECS;
+				 errmsg("replicant: column \"%s\" of relation \"%s.%s\" (type %s) holds a timestamp after 294247-01-10 04:00:54.775806, which wire protocol version 1 cannot carry",
+						NameStr(att->attname),
+						get_namespace_name(RelationGetNamespace(w->rel)),
+						RelationGetRelationName(w->rel),
+						format_type_with_typemod(att->atttypid, att->atttypmod)),
+				 errhint("Request proto_version 2, which carries every timestamp.")));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("replicant: a value of type %s holds a timestamp after 294247-01-10 04:00:54.775806, which wire protocol version 1 cannot carry",
+					format_type_be(conv->typid)),
+			 errhint("Request proto_version 2, which carries every timestamp.")));
+}
+
+static int64
+rp_wire_timestamp(const RpTypeConv *conv, int64 pg_usecs)
+{
+	int64		w;
+
+	if (likely(rp_ts_from_pg(pg_usecs, rp_types_extended_ts, &w)))
+		return w;
+	if (pg_usecs >= RP_TS_EXT_FIRST_PG && pg_usecs < RP_PG_TS_END)
+		rp_refuse_timestamp(conv);
+	/* not reached: PostgreSQL keeps its timestamps within range */
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("replicant: a value of type %s is out of the timestamp range",
+					format_type_be(conv->typid))));
+	return 0;
 }
 
 /*
@@ -492,7 +537,7 @@ rp_types_encode(RpBuf *buf, const RpTypeConv *conv, Datum value)
 			}
 		case RP_ENC_TIMESTAMP:
 		case RP_ENC_TIMESTAMPTZ:
-			rp_buf_put_u64(buf, (uint64) rp_unix_usecs(DatumGetInt64(value)));
+			rp_buf_put_u64(buf, (uint64) rp_wire_timestamp(conv, DatumGetInt64(value)));
 			break;
 		case RP_ENC_INTERVAL:
 			{

@@ -10,6 +10,7 @@
 
 #include "postgres.h"
 #include "fmgr.h"
+#include "utils/rel.h"
 
 #include "rp_buf.h"
 
@@ -27,6 +28,21 @@ typedef struct RpTypeConv
 } RpTypeConv;
 
 extern void rp_types_init(void);
+
+/* What the session may send: protocol version 1 refuses the timestamps past 294247. */
+extern void rp_types_set_protocol(int proto_version, bool json);
+
+/*
+ * Where the value being encoded is, for errors that name it: set by the
+ * tuple encoder around its columns (NULL elsewhere).
+ */
+typedef struct RpEncodeWhere
+{
+	Relation	rel;
+	AttrNumber	attnum;			/* 0: between columns */
+} RpEncodeWhere;
+
+extern RpEncodeWhere *rp_types_where;
 
 /* Drop every cached conversion if pg_type changed since the last call. */
 extern bool rp_types_maybe_reset(void);

@@ -109,10 +109,23 @@ rp_agg_pg_ready(RpAggBinding *b, PGconn *dest)
 	return rc;
 }
 
-/* One element of an array literal: quoted, or NULL. */
-static void
-rp_agg_pg_elem(RpBuf *arr, const char *s, size_t len)
+static bool
+rp_agg_pg_dated(RpAggClass c)
 {
+	return c == RP_AGGV_DATE || c == RP_AGGV_TIMESTAMP || c == RP_AGGV_TIMESTAMPTZ;
+}
+
+/*
+ * One element of an array literal: quoted, or NULL.  A date or timestamp
+ * label is ISO 8601 with astronomical, expanded years ("+294276-12-31",
+ * "0000-03-15" for 1 BC, "-0044-03-15" for 45 BC), which PostgreSQL's input
+ * does not read: as "294276-12-31", "0001-03-15 BC" and "0045-03-15 BC".
+ */
+static void
+rp_agg_pg_elem(RpBuf *arr, const char *s, size_t len, bool dated)
+{
+	const char *bc = NULL;
+
 	if (arr->len > 1)
 		rp_buf_put_char(arr, ',');
 	if (s == NULL)
@@ -121,12 +134,36 @@ rp_agg_pg_elem(RpBuf *arr, const char *s, size_t len)
 		return;
 	}
 	rp_buf_put_char(arr, '"');
+	if (dated && len > 1 && s[0] == '+')
+		s++, len--;
+	else if (dated && len > 5 && memcmp(s, "0000-", 5) == 0)
+	{
+		rp_buf_put_text(arr, "0001");
+		s += 4, len -= 4;
+		bc = " BC";
+	}
+	else if (dated && len > 1 && s[0] == '-' && s[1] >= '0' && s[1] <= '9')
+	{
+		long long	y = 0;
+		char		tmp[32];
+		size_t		i = 1;
+
+		/* astronomical year -Y is (Y + 1) BC */
+		for (; i < len && s[i] >= '0' && s[i] <= '9' && y < 100000000; i++)
+			y = y * 10 + (s[i] - '0');
+		snprintf(tmp, sizeof(tmp), "%04lld", y + 1);
+		rp_buf_put_text(arr, tmp);
+		s += i, len -= i;
+		bc = " BC";
+	}
 	for (size_t i = 0; i < len; i++)
 	{
 		if (s[i] == '"' || s[i] == '\\')
 			rp_buf_put_char(arr, '\\');
 		rp_buf_put_char(arr, s[i]);
 	}
+	if (bc)
+		rp_buf_put_text(arr, bc);
 	rp_buf_put_char(arr, '"');
 }
 
@@ -213,6 +250,9 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 	const char **vals = rp_malloc(sizeof(char *) * (size_t) ncols);
 	RpBuf		value;
 	RpAggEditIter e;
+	/* min, max and none keep the measure's type; sums and counts are numbers */
+	bool		value_dated = rp_agg_pg_dated(b->m_class) && b->agg != RP_FOLD_SUM &&
+		b->agg != RP_FOLD_AVG && b->agg != RP_FOLD_COUNT && b->agg != RP_FOLD_COUNT_DISTINCT;
 	RpFoldCell *c;
 	RpFoldResult r;
 	int			nups = 0,
@@ -258,13 +298,14 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 			uint32_t	len;
 
 			rp_agg_label_next(&p, end, &text, &len);
-			rp_agg_pg_elem(&arrs[i], text, len);
+			rp_agg_pg_elem(&arrs[i], text, len, rp_agg_pg_dated(b->dim_class[i]));
 		}
 		if (r == RP_FOLD_REMOVED)
 			ndels++;
 		else
 		{
-			rp_agg_pg_elem(&ups[b->ndims], r == RP_FOLD_VALUE ? value.data : NULL, value.len);
+			rp_agg_pg_elem(&ups[b->ndims], r == RP_FOLD_VALUE ? value.data : NULL, value.len,
+						   value_dated);
 			nups++;
 		}
 	}

@@ -6,6 +6,7 @@
 
 #include "rp_pgbin.h"
 #include "rp_read.h"
+#include "rp_time.h"
 #include "rp_wire.h"
 
 /*
@@ -190,6 +191,8 @@ rp_pgbin_body(RpBuf *out, RpReader *r, uint8_t enc)
 			{
 				int32_t		d = (int32_t) rp_get_u32(r);
 
+				if (!rp_date_valid(d))
+					return false;
 				/* the infinities are INT32_MIN/MAX on both sides */
 				if (d != INT32_MIN && d != INT32_MAX)
 					d -= RP_PG_EPOCH_DAYS;
@@ -199,10 +202,11 @@ rp_pgbin_body(RpBuf *out, RpReader *r, uint8_t enc)
 		case RP_ENC_TIMESTAMP:
 		case RP_ENC_TIMESTAMPTZ:
 			{
-				int64_t		t = (int64_t) rp_get_u64(r);
+				int64_t		t;
 
-				if (t != INT64_MIN && t != INT64_MAX)
-					t -= RP_PG_EPOCH_USECS;
+				/* the send format is PostgreSQL's own: every timestamp fits */
+				if (!rp_ts_to_pg((int64_t) rp_get_u64(r), &t))
+					return false;
 				rp_buf_put_u64(out, (uint64_t) t);
 				return true;
 			}

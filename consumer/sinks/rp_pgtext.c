@@ -11,6 +11,7 @@
 #include "rp_format.h"
 #include "rp_pgtext.h"
 #include "rp_read.h"
+#include "rp_time.h"
 #include "rp_wire.h"
 
 static void rp_pgtext_reader(RpBuf *out, RpReader *r, uint8_t enc);
@@ -107,13 +108,7 @@ rp_pgtext_timestamp(RpBuf *out, int64_t us, bool tz)
 		rp_buf_put_text(out, us == RP_TS_NEG_INF ? "-infinity" : "infinity");
 		return;
 	}
-	days = us / INT64_C(86400000000);
-	rem = us % INT64_C(86400000000);
-	if (rem < 0)
-	{
-		rem += INT64_C(86400000000);
-		days--;
-	}
+	rp_ts_split(us, &days, &rem);
 	secs = rem / 1000000;
 	frac = (int) (rem % 1000000);
 	/* "HH:MM:SS.ffffff": 0 <= rem < one day, so every field is in range */

@@ -129,7 +129,8 @@ START_TEST(test_values_stream_equals_seed)
 	same(RP_AGGV_NUMERIC, RP_ENC_NUMERIC, num, sizeof(num), "1.50", "1.50");
 	same(RP_AGGV_STRING, RP_ENC_STRING, str, sizeof(str), "abc", "abc");
 	same(RP_AGGV_DATE, RP_ENC_DATE, date, sizeof(date), "19773", "2024-02-20");
-	same(RP_AGGV_TIMESTAMP, RP_ENC_TIMESTAMP, ts, sizeof(ts), "1704114000000000", "2024-01-01T13:00:00");
+	/* seed text: PostgreSQL's microseconds since 2000-01-01 */
+	same(RP_AGGV_TIMESTAMP, RP_ENC_TIMESTAMP, ts, sizeof(ts), "757429200000000", "2024-01-01T13:00:00");
 	same(RP_AGGV_TIMESTAMPTZ, RP_ENC_TIMESTAMPTZ, tsinf, sizeof(tsinf), "infinity", "infinity");
 	same(RP_AGGV_BOOL, RP_ENC_BOOL, bl, sizeof(bl), "true", "true");
 
@@ -149,6 +150,67 @@ START_TEST(test_values_stream_equals_seed)
 	rp_aggval_free(&v);
 	ck_assert_int_eq(rp_aggval_class(1700), RP_AGGV_NUMERIC);
 	ck_assert_int_eq(rp_aggval_class(1042), RP_AGGV_UNSUPPORTED);	/* bpchar: padding differs */
+}
+END_TEST
+
+/* PostgreSQL's timestamps from its first to its last, then infinity: wire values */
+static const int64_t ts_sorted[] = {
+	INT64_MIN,					/* -infinity */
+	INT64_C(-210866803200000000),	/* 4714-11-24 00:00 BC, the first */
+	0,							/* 1970 */
+	INT64_C(9223372036854775806),	/* the last one in 1970-epoch int64 */
+	INT64_C(-9223372036854775807),	/* extended: 294247-01-10 04:00:54.775807 */
+	INT64_C(-9222426057709551615),	/* extended: 294276-12-31 23:59:59.999999, the last */
+	INT64_MAX					/* infinity */
+};
+static const char *const ts_seed[] = {
+	"-infinity", "-211813488000000000", "-946684800000000", "9222425352054775806",
+	"9222425352054775807", "9223371331199999999", "infinity"
+};
+static const char *const ts_text[] = {
+	"-infinity", "-4713-11-24T00:00:00Z", "1970-01-01T00:00:00Z",
+	"+294247-01-10T04:00:54.775806Z", "+294247-01-10T04:00:54.775807Z",
+	"+294276-12-31T23:59:59.999999Z", "infinity"
+};
+
+/* min/max over timestamps order the extended range after every other instant */
+START_TEST(test_timestamp_keys_order)
+{
+	int			n = (int) (sizeof(ts_sorted) / sizeof(ts_sorted[0]));
+	RpAggVal	a,
+				b;
+
+	rp_aggval_init(&a);
+	rp_aggval_init(&b);
+	for (int i = 0; i < n; i++)
+	{
+		unsigned char w[8];
+		RpDatum		d;
+
+		for (int k = 0; k < 8; k++)
+			w[k] = (unsigned char) ((uint64_t) ts_sorted[i] >> (56 - 8 * k));
+		d = datum(w, 8);
+		/* the stream and the seed agree on key and text */
+		ck_assert(rp_aggval_from_datum(RP_AGGV_TIMESTAMPTZ, RP_ENC_TIMESTAMPTZ, &d, &a));
+		ck_assert(rp_aggval_from_text(RP_AGGV_TIMESTAMPTZ, ts_seed[i], &b));
+		ck_assert_uint_eq(a.v.keylen, b.v.keylen);
+		ck_assert_int_eq(memcmp(a.v.key, b.v.key, a.v.keylen), 0);
+		ck_assert_int_eq((int) a.v.textlen, (int) strlen(ts_text[i]));
+		ck_assert_int_eq(memcmp(a.v.text, ts_text[i], a.v.textlen), 0);
+		if (i > 0)
+		{
+			RpAggVal	prev;
+
+			rp_aggval_init(&prev);
+			ck_assert(rp_aggval_from_text(RP_AGGV_TIMESTAMPTZ, ts_seed[i - 1], &prev));
+			ck_assert_int_lt(memcmp(prev.v.key, a.v.key, a.v.keylen), 0);
+			rp_aggval_free(&prev);
+		}
+	}
+	/* past PostgreSQL's last timestamp: no value of the class */
+	ck_assert(!rp_aggval_from_text(RP_AGGV_TIMESTAMPTZ, "9223371331200000000", &b));
+	rp_aggval_free(&a);
+	rp_aggval_free(&b);
 }
 END_TEST
 
@@ -197,6 +259,7 @@ agg_suite(void)
 	tcase_add_test(tc, test_spec_errors);
 	tcase_add_test(tc, test_values_stream_equals_seed);
 	tcase_add_test(tc, test_float_keys_order);
+	tcase_add_test(tc, test_timestamp_keys_order);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,6 +7,7 @@
  *    G6 (one record, one JSON text).
  */
 #include "rp_testutil.h"
+#include "rp_time.h"
 
 #define REL_ACCOUNTS 16384u
 #define T_2024 INT64_C(1709296496789012)	/* 2024-03-01T12:34:56.789012Z */
@@ -526,6 +527,147 @@ START_TEST(test_insert)
 	expect_end(&dec);
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
+}
+END_TEST
+
+/*
+ * PostgreSQL's extreme date and time values in one row: encoded, decoded
+ * and rendered exactly (years of six and seven digits, the extended
+ * timestamp range).  A timestamp or date no PostgreSQL value has is
+ * refused, naming relation and column and nothing of the value (G3, G4).
+ */
+#define REL_EXTREMES 16400u
+static const TuCol extremes_cols[] = {
+	{"ts_max", RP_ENC_TIMESTAMP, 1114, "timestamp without time zone", -1, 0},
+	{"tstz_max", RP_ENC_TIMESTAMPTZ, 1184, "timestamp with time zone", -1, 0},
+	{"tstz_min", RP_ENC_TIMESTAMPTZ, 1184, "timestamp with time zone", -1, 0},
+	{"d_max", RP_ENC_DATE, 1082, "date", -1, 0},
+	{"d_min", RP_ENC_DATE, 1082, "date", -1, 0},
+	{"tstz_inf", RP_ENC_TIMESTAMPTZ, 1184, "timestamp with time zone", -1, 0},
+	{"t_max", RP_ENC_TIME, 1083, "time without time zone", -1, 0},
+	{"iv_min", RP_ENC_INTERVAL, 1186, "interval", -1, 0},
+};
+#define EXTREMES_NATTS 8
+
+static void
+put_extremes(RpBuf *b, int64_t ts_max, int32_t d_max)
+{
+	size_t		at;
+
+	tu_relation(b, REL_EXTREMES, "public", "extremes", RP_IDENTITY_DEFAULT,
+				EXTREMES_NATTS, extremes_cols);
+	at = rp_enc_change_start(b, RP_TAG_INSERT, REL_EXTREMES, 0, 0);
+	rp_enc_tuple_start(b, EXTREMES_NATTS);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u64(b, (uint64_t) ts_max);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u64(b, (uint64_t) (RP_TS_EXT_BASE + RP_TS_EXT_MAX_K));
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u64(b, (uint64_t) RP_TS_WIRE_MIN);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u32(b, (uint32_t) d_max);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u32(b, (uint32_t) (RP_PG_DATE_MIN + RP_PG_EPOCH_DAYS));
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u64(b, (uint64_t) RP_TS_POS_INF);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u64(b, UINT64_C(86400000000));
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u64(b, (uint64_t) INT64_MIN);
+	rp_buf_put_u32(b, (uint32_t) INT32_MIN);
+	rp_buf_put_u32(b, (uint32_t) INT32_MIN);
+	rp_buf_end_record(b, at);
+}
+
+START_TEST(test_time_extremes)
+{
+	RpBuf		b;
+	RpDecoder	dec;
+	RpRecord	rec;
+	int64_t		pg;
+
+	tu_frame_init(&b);
+	put_extremes(&b, RP_TS_EXT_BASE + RP_TS_EXT_MAX_K, RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS);
+	start_decoder(&dec, &b);
+	next_ok(&dec, &rec, RP_TAG_INSERT);
+	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+					 "{\"kind\":\"insert\",\"schema\":\"public\",\"table\":\"extremes\",\"new\":"
+					 "{\"ts_max\":\"+294276-12-31T23:59:59.999999\","
+					 "\"tstz_max\":\"+294276-12-31T23:59:59.999999Z\","
+					 "\"tstz_min\":\"-4713-11-24T00:00:00Z\","
+					 "\"d_max\":\"+5874897-12-31\",\"d_min\":\"-4713-11-24\","
+					 "\"tstz_inf\":\"infinity\",\"t_max\":\"24:00:00\","
+					 "\"iv_min\":{\"months\":-2147483648,\"days\":-2147483648,\"microseconds\":-9223372036854775808}}}");
+	/* the extended wire value is PostgreSQL's last microsecond, exactly */
+	ck_assert(rp_ts_to_pg((int64_t) rp_load_u64(rec.u.change.new_tuple.datums[1].data), &pg));
+	ck_assert_int_eq(pg, RP_PG_TS_END - 1);
+	expect_end(&dec);
+	rp_decoder_free(&dec);
+	rp_buf_free(&b);
+
+	/* the conversions are inverse over the edges of every range */
+	{
+		const int64_t pgs[] = {RP_PG_TS_MIN, RP_PG_TS_MIN + 1, -1, 0, RP_TS_EXT_FIRST_PG - 1,
+		RP_TS_EXT_FIRST_PG, RP_TS_EXT_FIRST_PG + 1, RP_PG_TS_END - 1, RP_TS_NEG_INF, RP_TS_POS_INF};
+
+		for (size_t i = 0; i < sizeof(pgs) / sizeof(pgs[0]); i++)
+		{
+			int64_t		w,
+						back;
+
+			ck_assert(rp_ts_from_pg(pgs[i], true, &w));
+			ck_assert(rp_ts_to_pg(w, &back));
+			ck_assert_int_eq(back, pgs[i]);
+			/* version 1 holds all but the extended range, in the same bytes */
+			ck_assert(rp_ts_from_pg(pgs[i], false, &back) == (pgs[i] < RP_TS_EXT_FIRST_PG || pgs[i] == RP_TS_POS_INF));
+			if (pgs[i] < RP_TS_EXT_FIRST_PG && pgs[i] != RP_TS_NEG_INF)
+				ck_assert_int_eq(w, pgs[i] + RP_PG_EPOCH_USECS);
+		}
+		ck_assert(!rp_ts_from_pg(RP_PG_TS_END, true, &pg));
+		ck_assert(!rp_ts_from_pg(RP_PG_TS_MIN - 1, true, &pg));
+	}
+}
+END_TEST
+
+START_TEST(test_time_out_of_range_names_column)
+{
+	/* past the extended range; just below PostgreSQL's first timestamp */
+	const int64_t bad[] = {RP_TS_EXT_BASE + RP_TS_EXT_MAX_K + 1, RP_TS_WIRE_MIN - 1, INT64_MIN / 2};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	{
+		RpBuf		b;
+		RpDecoder	dec;
+		RpRecord	rec;
+
+		tu_frame_init(&b);
+		put_extremes(&b, bad[i], RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS);
+		start_decoder(&dec, &b);
+		ck_assert_int_eq(rp_decoder_next(&dec, &rec), -1);
+		ck_assert_msg(strstr(dec.error, "relation \"public\".\"extremes\"") != NULL, "%s", dec.error);
+		ck_assert_msg(strstr(dec.error, "column \"ts_max\" (timestamp without time zone)") != NULL,
+					  "%s", dec.error);
+		ck_assert_msg(strstr(dec.error, "294") == NULL, "the error shows a value: %s", dec.error);
+		rp_decoder_free(&dec);
+		rp_buf_free(&b);
+	}
+	/* a day after PostgreSQL's last date, and one before its first */
+	for (int i = 0; i < 2; i++)
+	{
+		RpBuf		b;
+		RpDecoder	dec;
+		RpRecord	rec;
+
+		tu_frame_init(&b);
+		put_extremes(&b, 0, i == 0 ? RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS + 1
+					 : RP_PG_DATE_MIN + RP_PG_EPOCH_DAYS - 1);
+		start_decoder(&dec, &b);
+		ck_assert_int_eq(rp_decoder_next(&dec, &rec), -1);
+		ck_assert_msg(strstr(dec.error, "column \"d_max\" (date): the date value does not decode") != NULL,
+					  "%s", dec.error);
+		rp_decoder_free(&dec);
+		rp_buf_free(&b);
+	}
 }
 END_TEST
 
@@ -1380,6 +1522,8 @@ codec_suite(void)
 
 	tc = tu_tcase("changes");
 	tcase_add_test(tc, test_insert);
+	tcase_add_test(tc, test_time_extremes);
+	tcase_add_test(tc, test_time_out_of_range_names_column);
 	tcase_add_test(tc, test_update_old_key);
 	tcase_add_test(tc, test_update_old_full);
 	tcase_add_test(tc, test_delete);

@@ -690,7 +690,11 @@ START_TEST(test_timestamp)
 		{INT64_C(253402300800000000), "+10000-01-01T00:00:00"},
 		{INT64_C(253402300799999999), "9999-12-31T23:59:59.999999"},
 		{RP_TS_POS_INF - 1, "+294247-01-10T04:00:54.775806"},
-		{RP_TS_NEG_INF + 1, "-290308-12-21T19:59:05.224193"},
+		/* the extended range: the instants 1970-epoch int64 cannot hold */
+		{RP_TS_EXT_BASE, "+294247-01-10T04:00:54.775807"},
+		{RP_TS_EXT_BASE + 1, "+294247-01-10T04:00:54.775808"},
+		{RP_TS_EXT_BASE + RP_TS_EXT_MAX_K, "+294276-12-31T23:59:59.999999"},	/* PostgreSQL's maximum */
+		{RP_TS_EXT_BASE + RP_TS_EXT_MAX_K - 999999, "+294276-12-31T23:59:59"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

@@ -187,6 +187,55 @@ START_TEST(test_epochs)
 }
 END_TEST
 
+/*
+ * PostgreSQL's first and last timestamps and dates reach the destination's
+ * binary COPY exactly: its send format is its own microseconds and days
+ * since 2000, which hold what the wire's 1970 epoch needs the extended
+ * range for.  A wire value no timestamp has gets no binary form.
+ */
+START_TEST(test_extremes)
+{
+	unsigned char d[8],
+				w[8];
+	static const struct
+	{
+		int64_t		wire;
+		int64_t		pg;
+	}			ts[] = {
+		{INT64_C(-210866803200000000), INT64_C(-211813488000000000)},	/* 4714-11-24 BC */
+		{INT64_C(9223372036854775806), INT64_C(9222425352054775806)},	/* last 1970-epoch */
+		{INT64_C(-9223372036854775807), INT64_C(9222425352054775807)},	/* first extended */
+		{INT64_C(-9222426057709551615), INT64_C(9223371331199999999)},	/* 294276-12-31 23:59:59.999999 */
+	};
+
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+	{
+		be(d, (uint64_t) ts[i].wire, 8);
+		value(i % 2 ? RP_ENC_TIMESTAMPTZ : RP_ENC_TIMESTAMP, d, 8);
+		be(w, (uint64_t) ts[i].pg, 8);
+		expect_field(w, 8);
+	}
+	/* past the last timestamp, and below the first (not extended): none */
+	rp_buf_reset(&out);
+	be(d, (uint64_t) INT64_C(-9222426057709551614), 8);
+	ck_assert_int_eq(rp_pgbin_value(&out, RP_ENC_TIMESTAMPTZ, d, 8), -1);
+	be(d, (uint64_t) INT64_C(-210866803200000001), 8);
+	ck_assert_int_eq(rp_pgbin_value(&out, RP_ENC_TIMESTAMP, d, 8), -1);
+
+	/* dates: 4714-11-24 BC and 5874897-12-31 */
+	be(d, (uint32_t) (-2451545 + 10957), 4);
+	value(RP_ENC_DATE, d, 4);
+	be(w, (uint32_t) -2451545, 4);
+	expect_field(w, 4);
+	be(d, 2145031948 + 10957, 4);
+	value(RP_ENC_DATE, d, 4);
+	be(w, 2145031948, 4);
+	expect_field(w, 4);
+	be(d, (uint32_t) (INT32_MIN + 1), 4);
+	ck_assert_int_eq(rp_pgbin_value(&out, RP_ENC_DATE, d, 4), -1);
+}
+END_TEST
+
 START_TEST(test_arrays)
 {
 	/* '{1,NULL,3}'::int4[] */
@@ -325,6 +374,7 @@ pgbin_suite(void)
 	tcase_add_test(tc, test_scalars_as_is);
 	tcase_add_test(tc, test_length_prefixed);
 	tcase_add_test(tc, test_epochs);
+	tcase_add_test(tc, test_extremes);
 	tcase_add_test(tc, test_arrays);
 	tcase_add_test(tc, test_columns_that_qualify);
 	tcase_add_test(tc, test_header_trailer);

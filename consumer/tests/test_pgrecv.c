@@ -211,10 +211,33 @@ START_TEST(test_datetime)
 	x.n = 0;
 	b64(&x, (uint64_t) INT64_MIN);
 	CONV(RP_ENC_TIMESTAMPTZ, &x, "\"-infinity\"");
-	/* past what Unix-epoch microseconds hold: refused, as the plugin refuses */
+	/* PostgreSQL's first and last timestamps; the last past what 1970-epoch int64 holds */
 	x.n = 0;
-	b64(&x, (uint64_t) (INT64_MAX - 1));
-	ck_assert(strstr(conv_err(RP_ENC_TIMESTAMP, 0, &x), "cannot be encoded") != NULL);
+	b64(&x, (uint64_t) INT64_C(-211813488000000000));
+	CONV(RP_ENC_TIMESTAMPTZ, &x, "\"-4713-11-24T00:00:00Z\"");
+	x.n = 0;
+	b64(&x, (uint64_t) INT64_C(9223371331199999999));
+	CONV(RP_ENC_TIMESTAMPTZ, &x, "\"+294276-12-31T23:59:59.999999Z\"");
+	x.n = 0;
+	b64(&x, (uint64_t) INT64_C(9222425352054775807));	/* the first of the extended range */
+	CONV(RP_ENC_TIMESTAMP, &x, "\"+294247-01-10T04:00:54.775807\"");
+	/* what no PostgreSQL timestamp is: refused, naming no value */
+	x.n = 0;
+	b64(&x, (uint64_t) INT64_C(9223371331200000000));
+	ck_assert(strstr(conv_err(RP_ENC_TIMESTAMP, 0, &x), "does not decode") != NULL);
+	x.n = 0;
+	b64(&x, (uint64_t) (INT64_MIN + 1));
+	ck_assert(strstr(conv_err(RP_ENC_TIMESTAMPTZ, 0, &x), "does not decode") != NULL);
+	/* dates: PostgreSQL's first and last */
+	x.n = 0;
+	b32(&x, (uint32_t) -2451545);
+	CONV(RP_ENC_DATE, &x, "\"-4713-11-24\"");
+	x.n = 0;
+	b32(&x, 2145031948);
+	CONV(RP_ENC_DATE, &x, "\"+5874897-12-31\"");
+	x.n = 0;
+	b32(&x, 2145031949);
+	conv_err(RP_ENC_DATE, 0, &x);
 
 	/* time, and timetz's zone: PostgreSQL counts seconds west, the wire east */
 	x.n = 0;

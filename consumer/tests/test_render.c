@@ -153,6 +153,21 @@ put_timetz(RpBuf *b, int64_t us, int32_t offset_east)
 	  rp_buf_put_u64(b, (uint64_t) RP_PG_EPOCH_USECS + 1)) \
 	X(tstz_pre1970, RP_ENC_TIMESTAMPTZ, "\"1969-12-31T23:59:59.999999Z\"", rp_buf_put_u64(b, (uint64_t) -1)) \
 	X(tstz_pinf, RP_ENC_TIMESTAMPTZ, "\"infinity\"", rp_buf_put_u64(b, (uint64_t) RP_TS_POS_INF)) \
+	X(tstz_pg_min, RP_ENC_TIMESTAMPTZ, "\"-4713-11-24T00:00:00Z\"", \
+	  rp_buf_put_u64(b, (uint64_t) INT64_C(-210866803200000000))) \
+	X(tstz_last_unix, RP_ENC_TIMESTAMPTZ, "\"+294247-01-10T04:00:54.775806Z\"", \
+	  rp_buf_put_u64(b, (uint64_t) (RP_TS_POS_INF - 1))) \
+	X(tstz_ext_first, RP_ENC_TIMESTAMPTZ, "\"+294247-01-10T04:00:54.775807Z\"", \
+	  rp_buf_put_u64(b, (uint64_t) RP_TS_EXT_BASE)) \
+	X(tstz_pg_max, RP_ENC_TIMESTAMPTZ, "\"+294276-12-31T23:59:59.999999Z\"", \
+	  rp_buf_put_u64(b, (uint64_t) INT64_C(-9222426057709551615))) \
+	X(ts_pg_max, RP_ENC_TIMESTAMP, "\"+294276-12-31T23:59:59.999999\"", \
+	  rp_buf_put_u64(b, (uint64_t) (RP_TS_EXT_BASE + RP_TS_EXT_MAX_K))) \
+	X(date_pg_min, RP_ENC_DATE, "\"-4713-11-24\"", rp_buf_put_u32(b, (uint32_t) (-2451545 + 10957))) \
+	X(date_pg_max, RP_ENC_DATE, "\"+5874897-12-31\"", rp_buf_put_u32(b, 2145031948 + 10957)) \
+	X(time_max, RP_ENC_TIME, "\"23:59:59.999999\"", rp_buf_put_u64(b, UINT64_C(86399999999))) \
+	X(timetz_extremes, RP_ENC_TIMETZ, "\"24:00:00-15:59:59\"", put_timetz(b, INT64_C(86400000000), -57599)) \
+	X(timetz_east_max, RP_ENC_TIMETZ, "\"00:00:00+15:59:59\"", put_timetz(b, 0, 57599)) \
 	X(tstz_ninf, RP_ENC_TIMESTAMPTZ, "\"-infinity\"", rp_buf_put_u64(b, (uint64_t) RP_TS_NEG_INF)) \
 	X(interval, RP_ENC_INTERVAL, "{\"months\":14,\"days\":-3,\"microseconds\":3723000001}", \
 	  put_interval(b, INT64_C(3723000001), -3, 14)) \
@@ -236,6 +251,16 @@ put_timetz(RpBuf *b, int64_t us, int32_t offset_east)
 	  "{\"lower\":\"1969-12-31T23:59:59.999999Z\",\"upper\":null,\"lower_inclusive\":true,\"upper_inclusive\":false}", \
 	  tu_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INF, 1184, RP_ENC_TIMESTAMPTZ); \
 	  rp_buf_put_u64(b, (uint64_t) -1)) \
+	X(range_ts_extremes, RP_ENC_RANGE, \
+	  "{\"lower\":\"-4713-11-24T00:00:00\",\"upper\":\"+294276-12-31T23:59:59.999999\",\"lower_inclusive\":true,\"upper_inclusive\":true}", \
+	  tu_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INC, 1114, RP_ENC_TIMESTAMP); \
+	  rp_buf_put_u64(b, (uint64_t) INT64_C(-210866803200000000)); \
+	  rp_buf_put_u64(b, (uint64_t) (RP_TS_EXT_BASE + RP_TS_EXT_MAX_K))) \
+	X(array_tstz_extremes, RP_ENC_ARRAY, \
+	  "[\"+294276-12-31T23:59:59.999999Z\",\"-infinity\"]", \
+	  rp_enc_array_header(b, RP_ENC_TIMESTAMPTZ, 1184, 1, DIMS(2), DIMS(1)); \
+	  rp_enc_datum_kind(b, RP_DATUM_VALUE); rp_buf_put_u64(b, (uint64_t) (RP_TS_EXT_BASE + RP_TS_EXT_MAX_K)); \
+	  rp_enc_datum_kind(b, RP_DATUM_VALUE); rp_buf_put_u64(b, (uint64_t) RP_TS_NEG_INF)) \
 	X(range_date, RP_ENC_RANGE, \
 	  "{\"lower\":\"2000-02-29\",\"upper\":\"infinity\",\"lower_inclusive\":true,\"upper_inclusive\":false}", \
 	  tu_put_range(b, RP_RANGE_LB_INC, 1082, RP_ENC_DATE); rp_buf_put_u32(b, 11016); \
