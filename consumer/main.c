@@ -491,6 +491,8 @@ stream_once(RpRun *run, bool have_ck)
 		return -1;
 	if (have_ck && rp_ckpt_check_source(&ck, run->conn.system_id, run->conn.timeline, cli->slot) < 0)
 		return -1;
+	if (rp_ckpt_check_position(&ck, run->conn.flush_lsn) < 0)
+		return -1;
 	if (check_slot(run, have_ck, &ck) < 0)
 		return -1;
 	start = cli->startpos ? cli->startpos : ck.end_lsn;
