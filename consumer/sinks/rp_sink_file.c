@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "rp_lines.h"
+#include "rp_lock.h"
 #include "rp_snaplog.h"
 #include "rp_snapshot.h"
 #include "rp_sink.h"
@@ -415,6 +416,13 @@ rp_file_open_path(RpFileSink *f)
 	f->fd = open(f->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (f->fd < 0)
 		return rp_fail(RP_HALT_SINK, "could not open \"%s\": %s", f->path, strerror(errno));
+	/* before recovery reads or cuts anything: another consumer may be writing it */
+	if (rp_lock_fd(f->fd, "file sink log", f->path) < 0)
+	{
+		close(f->fd);
+		f->fd = -1;
+		return -1;
+	}
 	return 0;
 }
 
