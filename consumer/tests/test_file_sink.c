@@ -602,6 +602,20 @@ START_TEST(test_long_tail)
 	ck_assert_int_eq(ct_file_size(logpath), size);
 	expect_ck(s, 0x200, 0x228);
 	s->close(s);
+
+	/* a damaged checkpoint line megabytes into the tail, more rows after it */
+	{
+		char	   *line = ckpt_line_for(0x900, 0x928);
+
+		f = fopen(logpath, "ab");
+		put_filler(f, 1024 * 1024 + 5, true);
+		line[30] = '#';
+		fputs(line, f);
+		put_filler(f, 200 * 1024, false);
+		fclose(f);
+		free(line);
+		expect_damaged(NULL, 0);
+	}
 }
 END_TEST
 

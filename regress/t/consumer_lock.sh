@@ -8,7 +8,8 @@
 # A workload commits small insert/update/delete transactions, each change recorded in an
 # audit table in the same transaction, while consumer A streams it into a file log. Fifteen
 # times a second consumer is started and must refuse by itself, exit 1, and name A's pid:
-#   - on A's state directory (with another log, which it must not create), or
+#   - on A's state directory (with the stdout sink, or another log, which it must not
+#     create), or
 #   - on A's log (with a state directory of its own).
 # The same for the mirror sink: while consumer M mirrors slot m into the destination, a
 # second one on the same destination and slot (its own state directory) refuses, naming
@@ -122,7 +123,12 @@ m_pid=$!
 
 for ((round = 1; round <= ROUNDS; round++)); do
 	size=$(stat -c %s "$LOG")
-	if ((round % 2)); then
+	if ((round % 4 == 1)); then
+		# whatever the sink: here one whose checkpoint is the state dir's file
+		second "state-$round" "state directory \"$STATE\" is in use by another process (pid $a_pid)" \
+			-S f -s 1 --sink stdout --state-dir "$STATE"
+		[[ ! -e $STATE/f.checkpoint ]] || fail "round $round: the refused consumer wrote a checkpoint file"
+	elif ((round % 4 == 3)); then
 		second "state-$round" "state directory \"$STATE\" is in use by another process (pid $a_pid)" \
 			-S f -s 1 --sink "file:$work/other-$round.jsonl" --state-dir "$STATE"
 		[[ ! -e $work/other-$round.jsonl ]] || fail "round $round: the refused consumer created its log"
