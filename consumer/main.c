@@ -708,8 +708,7 @@ run_stream(RpCli *cli)
 		snprintf(spill, sizeof(spill), "%s/spill", cli->state_dir);
 		cli->spill_dir = spill;
 	}
-	if (rp_lock_dir(cli->state_dir, "state directory") < 0 ||
-		rp_lock_dir(cli->spill_dir, "spill directory") < 0)
+	if (rp_lock_dir(cli->state_dir, "state directory") < 0 || rp_lock_spill_dir(cli->spill_dir) < 0)
 	{
 		pg_log_error("%s", rp_error());
 		return RP_EXIT_ERROR;

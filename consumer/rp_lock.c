@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,4 +65,25 @@ rp_lock_dir(const char *dir, const char *what)
 		/* the lock holds without the note */
 	}
 	return 0;
+}
+
+int
+rp_lock_spill_dir(const char *dir)
+{
+	int			fd;
+
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return rp_fail(RP_HALT_NONE, "could not create spill directory \"%s\": %s", dir,
+					   strerror(errno));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return rp_fail(RP_HALT_NONE, "could not open spill directory \"%s\": %s", dir,
+					   strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	close(fd);
+	if (errno == EWOULDBLOCK)
+		return rp_fail(RP_HALT_IN_USE,
+					   "spill directory \"%s\" is in use by another process: one consumer at a time", dir);
+	return rp_fail(RP_HALT_NONE, "could not lock spill directory \"%s\": %s", dir, strerror(errno));
 }

@@ -8,7 +8,8 @@
  * the process's life: the kernel drops it when the process ends, however
  * it ends (SIGKILL included), so there is no stale lock to clean up.  A
  * second run finds the lock held and refuses with RP_HALT_IN_USE, naming
- * the holder's pid (F_GETLK), before it changes anything.
+ * the holder's pid (F_GETLK), before it changes anything.  The spill dir
+ * (whose files a starting run deletes) is locked with flock instead.
  *
  * POSIX locks belong to the process and go when any descriptor of the
  * file is closed: nothing else in the consumer opens a locked file.
@@ -29,5 +30,12 @@ extern int	rp_lock_fd(int fd, const char *what, const char *path);
  * process's pid, for operators).  The descriptor stays open.
  */
 extern int	rp_lock_dir(const char *dir, const char *what);
+
+/*
+ * Create dir if missing and lock the directory itself (flock on its
+ * descriptor: the spill dir holds nothing but spill files, and a lock
+ * file there would be one more).  The descriptor stays open.
+ */
+extern int	rp_lock_spill_dir(const char *dir);
 
 #endif							/* RP_LOCK_H */

@@ -1,7 +1,8 @@
 /*
  * test_lock.c
  *    One consumer at a time (consumer/rp_lock.c, the file sink's lock):
- *    while one process holds a state directory or a file log, another one
+ *    while one process holds a state directory, a spill directory or a file
+ *    log, another one
  *    refuses with RP_HALT_IN_USE naming the holder's pid and changes
  *    nothing; once the holder is gone (however it ended) the lock is free.
  *    Issue 11: a second consumer on the same log wrote every change twice.
@@ -125,6 +126,30 @@ START_TEST(test_state_dir)
 }
 END_TEST
 
+static int
+take_spill(const char *dir)
+{
+	return rp_lock_spill_dir(dir);
+}
+
+START_TEST(test_spill_dir)
+{
+	const char *dir = ct_path("spill");
+	Holder		h = hold(take_spill, dir);
+
+	rp_error_clear();
+	ck_assert_int_eq(rp_lock_spill_dir(dir), -1);
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_IN_USE);
+	ck_assert_msg(strstr(rp_error(), dir) && strstr(rp_error(), "in use by another process"), "%s",
+				  rp_error());
+	/* nothing is added to it: a spill dir holds spill files only */
+	ck_assert_int_eq(ct_count_entries(dir, ""), 0);
+	release(&h, true);
+	rp_error_clear();
+	ck_assert_msg(rp_lock_spill_dir(dir) == 0, "%s", rp_error());
+}
+END_TEST
+
 START_TEST(test_dir_created)
 {
 	const char *dir = ct_path("new/state");
@@ -182,6 +207,7 @@ lock_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_state_dir);
+	tcase_add_test(tc, test_spill_dir);
 	tcase_add_test(tc, test_dir_created);
 	tcase_add_test(tc, test_file_log);
 	suite_add_tcase(s, tc);

@@ -9,7 +9,8 @@
 # audit table in the same transaction, while consumer A streams it into a file log. Fifteen
 # times a second consumer is started and must refuse by itself, exit 1, and name A's pid:
 #   - on A's state directory (with the stdout sink, or another log, which it must not
-#     create), or
+#     create),
+#   - on A's spill directory (with a state directory and a log of its own), or
 #   - on A's log (with a state directory of its own).
 # The same for the mirror sink: while consumer M mirrors slot m into the destination, a
 # second one on the same destination and slot (its own state directory) refuses, naming
@@ -132,6 +133,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		second "state-$round" "state directory \"$STATE\" is in use by another process (pid $a_pid)" \
 			-S f -s 1 --sink "file:$work/other-$round.jsonl" --state-dir "$STATE"
 		[[ ! -e $work/other-$round.jsonl ]] || fail "round $round: the refused consumer created its log"
+	elif ((round % 4 == 2)); then
+		# A's spill files (which a starting consumer deletes as garbage of its own)
+		second "spill-$round" "spill directory \"$STATE/spill\" is in use by another process" \
+			-S f -s 1 --sink "file:$work/other-$round.jsonl" --state-dir "$work/state-$round" --spill-dir "$STATE/spill"
+		[[ ! -e $work/other-$round.jsonl ]] || fail "round $round: the refused consumer created its log"
 	else
 		second "log-$round" "file sink log \"$LOG\" is in use by another process (pid $a_pid)" \
 			-S f -s 1 --sink "file:$LOG" --state-dir "$work/state-$round"
@@ -146,7 +152,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		sleep 0.05
 	done
 done
-printf '%d second consumers refused on the state directory or the log of a running one\n' "$ROUNDS"
+printf '%d second consumers refused on the state directory, spill directory or log of a running one\n' "$ROUNDS"
 
 # the mirror: a second consumer of slot m on the same destination (another state dir)
 for _ in {1..2400}; do
@@ -189,5 +195,5 @@ replicant -d "$src_CONNSTR" -S m --start -n -E "$endpos" --sink "postgres:$dst_C
 rp_compare_tables src dst t_a audit
 
 status=0
-printf 'PASS consumer_lock: %d second consumers on a running one'\''s state dir or log, and one on its mirror slot, refused naming the holder; the log holds every change once (G1) (%ds)\n' \
+printf 'PASS consumer_lock: %d second consumers on a running one'\''s state dir, spill dir or log, and one on its mirror slot, refused naming the holder; the log holds every change once (G1) (%ds)\n' \
 	"$ROUNDS" "$((SECONDS - started))"
