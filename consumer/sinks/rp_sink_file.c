@@ -133,17 +133,23 @@ static const char *const rp_file_data_kinds[] = {
 static int
 rp_file_data_opening(const char *line, size_t len)
 {
+	size_t		ol = strlen(RP_KIND_OPEN);
 	int			best = 0;
 
+	if (memcmp(line, RP_KIND_OPEN, len < ol ? len : ol) != 0)
+		return 0;
+	if (len <= ol)
+		return 1;
 	for (size_t k = 0; k < sizeof(rp_file_data_kinds) / sizeof(rp_file_data_kinds[0]); k++)
 	{
-		char		open[64];
-		size_t		n = (size_t) snprintf(open, sizeof(open), RP_KIND_OPEN "%s\"",
-										  rp_file_data_kinds[k]);
+		const char *kind = rp_file_data_kinds[k];
+		size_t		kl = strlen(kind);
+		size_t		have = len - ol;
 
-		if (len >= n && memcmp(line, open, n) == 0)
+		/* the kind, then its closing quote */
+		if (have > kl && memcmp(line + ol, kind, kl) == 0 && line[ol + kl] == '"')
 			return 2;
-		if (len < n && memcmp(line, open, len) == 0)
+		if (have <= kl && memcmp(line + ol, kind, have) == 0)
 			best = 1;
 	}
 	return best;

@@ -380,6 +380,18 @@ START_TEST(test_torn_tail)
 	/* rows, then a torn checkpoint line */
 	snprintf(buf, sizeof(buf), "{\"kind\":\"insert\"}\n%.*s", (int) (ll - 10), line);
 	expect_cut(size, buf, strlen(buf));
+	/* a whole line of every record kind the renderer names is a data line */
+	{
+		const char	tags[] = {RP_TAG_BEGIN, RP_TAG_COMMIT, RP_TAG_ORIGIN, RP_TAG_RELATION,
+			RP_TAG_INSERT, RP_TAG_UPDATE, RP_TAG_DELETE, RP_TAG_TRUNCATE, RP_TAG_MESSAGE,
+		RP_TAG_STREAM_START, RP_TAG_STREAM_STOP, RP_TAG_STREAM_COMMIT, RP_TAG_STREAM_ABORT};
+
+		for (size_t i = 0; i < sizeof(tags); i++)
+		{
+			snprintf(buf, sizeof(buf), "{\"kind\":\"%s\",\"x\":1}\n", rp_tag_name((uint8_t) tags[i]));
+			expect_cut(size, buf, strlen(buf));
+		}
+	}
 	/* snapshot lines of a copy that never completed */
 	{
 		const char *snap = "{\"kind\":\"begin\",\"snapshot_id\":\"x\"}\n{\"kind\":\"row\",\"snap";
