@@ -22,6 +22,7 @@
 #include "rp_conn.h"
 #include "rp_counter.h"
 #include "rp_deliver.h"
+#include "rp_lock.h"
 #include "rp_metrics.h"
 #include "rp_pg.h"
 #include "rp_pg_backfill.h"
@@ -498,6 +499,8 @@ stream_once(RpRun *run, bool have_ck)
 		return -1;
 	if (have_ck && rp_ckpt_check_source(&ck, run->conn.system_id, run->conn.timeline, cli->slot) < 0)
 		return -1;
+	if (rp_ckpt_check_position(&ck, run->conn.flush_lsn) < 0)
+		return -1;
 	if (check_slot(run, have_ck, &ck) < 0)
 		return -1;
 	start = cli->startpos ? cli->startpos : ck.end_lsn;
@@ -701,13 +704,30 @@ run_stream(RpCli *cli)
 		rp_snaplog_configure((size_t) cli->max_record_bytes, (size_t) cli->max_dlq_bytes, cli->dlq_file);
 	}
 
+	/*
+	 * One consumer per state dir and spill dir (rp_lock.h): a second one
+	 * refuses before it opens the sink or touches a file.
+	 */
+	if (cli->spill_dir == NULL)
+	{
+		static char spill[4096];
+
+		snprintf(spill, sizeof(spill), "%s/spill", cli->state_dir);
+		cli->spill_dir = spill;
+	}
+	if (rp_lock_dir(cli->state_dir, "state directory") < 0 || rp_lock_spill_dir(cli->spill_dir) < 0)
+	{
+		pg_log_error("%s", rp_error());
+		return RP_EXIT_ERROR;
+	}
+
 	/* a destination that is down at start is waited for, like a lost one */
 	while ((run.sink = open_sink(cli)) == NULL)
 	{
-		if (rp_error_halt() == RP_HALT_CONFIG)
+		if (rp_error_halt() == RP_HALT_CONFIG || rp_error_halt() == RP_HALT_IN_USE)
 		{
 			pg_log_error("%s", rp_error());
-			return RP_EXIT_USAGE;
+			return rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_USAGE : RP_EXIT_ERROR;
 		}
 		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
 		{
@@ -720,11 +740,6 @@ run_stream(RpCli *cli)
 	}
 	backoff = 1;
 
-	if (mkdir(cli->state_dir, 0700) != 0 && errno != EEXIST)
-	{
-		pg_log_error("could not create state directory \"%s\": %s", cli->state_dir, strerror(errno));
-		return RP_EXIT_ERROR;
-	}
 	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
 	if (cli->snapshot && run_snapshot(cli, run.sink, path) < 0)
@@ -735,13 +750,6 @@ run_stream(RpCli *cli)
 		have_ck = rp_ckpt_read(path, &ck);
 	if (have_ck < 0)
 		goto fail;
-	if (cli->spill_dir == NULL)
-	{
-		static char spill[4096];
-
-		snprintf(spill, sizeof(spill), "%s/spill", cli->state_dir);
-		cli->spill_dir = spill;
-	}
 	if (rp_spill_init(&run.spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
 		goto fail;
 	rp_asm_init(&run.asm_, &run.spill, have_ck ? ck.commit_lsn : 0);
@@ -846,7 +854,8 @@ run_stream(RpCli *cli)
 
 fail:
 	pg_log_error("%s", rp_error());
-	if (rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG)
+	if (rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG &&
+		rp_error_halt() != RP_HALT_IN_USE)
 		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
 				progname, rp_halt_name(rp_error_halt()));
 	disconnect(&run);
@@ -860,8 +869,8 @@ fail:
 
 		rp_spill_init(&again, run.spill.dir, 0, 0);
 	}
-	return rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG
-		? RP_EXIT_HALT : RP_EXIT_ERROR;
+	return rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG &&
+		rp_error_halt() != RP_HALT_IN_USE ? RP_EXIT_HALT : RP_EXIT_ERROR;
 }
 
 static int

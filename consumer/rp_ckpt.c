@@ -173,3 +173,20 @@ rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint32_t timeli
 					   ck->slot, slot);
 	return 0;
 }
+
+int
+rp_ckpt_check_position(const RpCheckpoint *ck, uint64_t server_flush_lsn)
+{
+	char		c[24],
+				e[24],
+				f[24];
+
+	if (ck->end_lsn <= server_flush_lsn && ck->commit_lsn <= server_flush_lsn)
+		return 0;
+	rp_lsn_format(ck->commit_lsn, c);
+	rp_lsn_format(ck->end_lsn, e);
+	rp_lsn_format(server_flush_lsn, f);
+	return rp_fail(RP_HALT_IDENTITY,
+				   "checkpoint (commit %s, end %s) is ahead of the server's WAL flush position %s: it is not this server's position (edited, damaged, or the source was restored from a backup)",
+				   c, e, f);
+}

@@ -38,6 +38,14 @@ extern int	rp_ckpt_write(const char *path, const RpCheckpoint *ck);
 extern int	rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint32_t timeline,
 								 const char *slot);
 
+/*
+ * Is ck within the server's WAL (IDENTIFY_SYSTEM's flush position)?  A
+ * checkpoint past it was never the server's (an edited or damaged one, or a
+ * source restored from a backup): trusting it would skip WAL and
+ * acknowledge positions the server does not have.  Halts (G3) naming both.
+ */
+extern int	rp_ckpt_check_position(const RpCheckpoint *ck, uint64_t server_flush_lsn);
+
 extern bool rp_lsn_parse(const char *s, uint64_t *lsn);
 extern void rp_lsn_format(uint64_t lsn, char *buf);	/* buf: at least 24 bytes */
 

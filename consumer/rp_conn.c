@@ -97,10 +97,15 @@ rp_conn_identify(RpConn *c)
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 4)
 		rc = rp_conn_fail(c, RP_HALT_NONE, "IDENTIFY_SYSTEM", res);
+	else if (!rp_lsn_parse(PQgetvalue(res, 0, 2), &c->flush_lsn))
+		rc = rp_fail(RP_HALT_NONE, "IDENTIFY_SYSTEM returned no WAL position");
 	else
 	{
 		c->system_id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
 		c->timeline = (uint32_t) strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+		/* the WAL the server has now: what this connection may acknowledge */
+		if (c->flush_lsn > c->server_wal_end)
+			c->server_wal_end = c->flush_lsn;
 	}
 	PQclear(res);
 	return rc;
@@ -246,19 +251,40 @@ rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *optio
 	return rc;
 }
 
-int
-rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply)
+void
+rp_conn_status_message(const RpConn *c, uint64_t flush_lsn, bool request_reply, int64_t now_us,
+					   unsigned char m[34])
 {
-	unsigned char m[34];
-	int64_t		now = rp_now_us();
-	uint64_t	fields[4] = {c->received_lsn > flush_lsn ? c->received_lsn : flush_lsn,
-		flush_lsn, flush_lsn, (uint64_t) (now - RP_PG_EPOCH_USECS)};
+	uint64_t	write_lsn = c->received_lsn > flush_lsn ? c->received_lsn : flush_lsn;
+	uint64_t	fields[4];
 
+	/*
+	 * The server takes a logical slot's confirmed position as we report it,
+	 * unchecked: a position it never sent (a damaged checkpoint, a -I past
+	 * its WAL) would be confirmed and the WAL in between skipped for good.
+	 */
+	if (flush_lsn > c->server_wal_end)
+		flush_lsn = c->server_wal_end;
+	if (write_lsn > c->server_wal_end)
+		write_lsn = c->server_wal_end;
+	fields[0] = write_lsn;
+	fields[1] = flush_lsn;
+	fields[2] = flush_lsn;
+	fields[3] = (uint64_t) (now_us - RP_PG_EPOCH_USECS);
 	m[0] = 'r';
 	for (int f = 0; f < 4; f++)
 		for (int b = 0; b < 8; b++)
 			m[1 + f * 8 + b] = (unsigned char) (fields[f] >> (56 - 8 * b));
 	m[33] = request_reply ? 1 : 0;
+}
+
+int
+rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply)
+{
+	unsigned char m[34];
+	int64_t		now = rp_now_us();
+
+	rp_conn_status_message(c, flush_lsn, request_reply, now, m);
 	if (PQputCopyData(c->pg, (const char *) m, sizeof(m)) <= 0 || PQflush(c->pg) < 0)
 		return rp_conn_fail(c, RP_HALT_NONE, "sending the status update", NULL);
 	c->last_status_us = now;

@@ -19,7 +19,9 @@ typedef struct RpConn
 	uint32_t	timeline;
 	char	   *dbname;
 	uint64_t	received_lsn;	/* highest WAL position seen (write) */
-	uint64_t	server_wal_end; /* from the last keepalive or XLogData */
+	uint64_t	flush_lsn;		/* IDENTIFY_SYSTEM's xlogpos: the server's WAL flush position */
+	uint64_t	server_wal_end; /* highest WAL end the server reported (identify, keepalive,
+								 * XLogData): no status update goes past it */
 	int64_t		last_status_us;
 } RpConn;
 
@@ -65,6 +67,13 @@ extern int	rp_conn_read(RpConn *c, RpMsg *msg, int timeout_ms);
 extern void rp_conn_release(RpMsg *msg);
 /* Standby status update: write = received, flush = apply = durable. */
 extern int	rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply);
+/*
+ * The 34-byte standby status update rp_conn_feedback sends: positions past
+ * c->server_wal_end are reported as server_wal_end (nothing is acknowledged
+ * beyond what the server has).
+ */
+extern void rp_conn_status_message(const RpConn *c, uint64_t flush_lsn, bool request_reply,
+								   int64_t now_us, unsigned char m[34]);
 extern int64_t rp_now_us(void);
 
 #endif							/* RP_CONN_H */

@@ -55,7 +55,7 @@ rp_halt_name(RpHalt halt)
 {
 	static const char *const names[RP_HALT__COUNT] = {
 		"error", "malformed_record", "protocol", "unknown_relation", "schema_change",
-		"spill_limit", "sink", "gap", "identity", "config"
+		"spill_limit", "sink", "gap", "identity", "config", "in_use"
 	};
 
 	return halt < RP_HALT__COUNT ? names[halt] : "unknown";

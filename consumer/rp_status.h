@@ -22,6 +22,7 @@ typedef enum RpHalt
 	RP_HALT_GAP,				/* the slot is gone, invalidated or ahead */
 	RP_HALT_IDENTITY,			/* checkpoint of another system or timeline */
 	RP_HALT_CONFIG,				/* the server refused our options: retrying cannot help */
+	RP_HALT_IN_USE,				/* another consumer holds the state dir, log or slot */
 	RP_HALT__COUNT
 } RpHalt;
 

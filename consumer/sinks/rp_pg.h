@@ -103,6 +103,7 @@ typedef struct RpPg
 	bool		early;
 	uint64_t	early_done;		/* the checkpoint's commit LSN when it began */
 	RpBuf		scratch;
+	bool		slot_locked;	/* a session held the slot's advisory lock (rp_sink_pg.c) */
 } RpPg;
 
 /* rp_sink_pg.c */

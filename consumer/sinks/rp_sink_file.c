@@ -4,10 +4,13 @@
  *
  * After each unit (transaction or batch) a checkpoint line is appended and
  * the file is fsynced; the checkpoint therefore lives in the file with the
- * data it covers.  On open, anything after the last checkpoint line (a
- * torn tail from a crash between write and fsync) is cut off, and the
- * resume point is read from that line.  SIGHUP reopens the path (log
- * rotation) and starts the new file with the current checkpoint line.
+ * data it covers.  On open, what follows the last checkpoint line is cut
+ * off when it is provably a torn tail (a crash between write and fsync:
+ * nothing in it was acknowledged), and the resume point is read from that
+ * line; anything else there is damage and halts, the file unchanged.
+ * SIGHUP reopens the path (log rotation) and starts the new file with the
+ * current checkpoint line.  The file is locked (rp_lock.h): one consumer
+ * per log.
  */
 #include "rp_alloc.h"
 
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include "rp_lines.h"
+#include "rp_lock.h"
 #include "rp_snaplog.h"
 #include "rp_snapshot.h"
 #include "rp_sink.h"
@@ -108,6 +112,217 @@ rp_file_ckpt_match(const char *p, size_t avail, RpCheckpoint *ck)
 	return n;
 }
 
+/* ---- recovery: is what follows the last checkpoint line a torn tail? ---- */
+
+/*
+ * The kinds of the lines the sink writes besides checkpoint lines: the
+ * records of rp_render_record (rp_tag_name) and the snapshot envelope's.
+ */
+static const char *const rp_file_data_kinds[] = {
+	"begin", "commit", "origin", "relation", "insert", "update", "delete", "truncate", "message",
+	"stream_start", "stream_stop", "stream_commit", "stream_abort", "row", "oversize", "end"
+};
+
+#define RP_KIND_OPEN "{\"kind\":\""
+
+/*
+ * Does line (len bytes, the line's first bytes) open like a data line?
+ * 2: `{"kind":"K"` for a data kind K; 1: line is shorter and a prefix of
+ * such an opening; 0: neither.
+ */
+static int
+rp_file_data_opening(const char *line, size_t len)
+{
+	size_t		ol = strlen(RP_KIND_OPEN);
+	int			best = 0;
+
+	if (memcmp(line, RP_KIND_OPEN, len < ol ? len : ol) != 0)
+		return 0;
+	if (len <= ol)
+		return 1;
+	for (size_t k = 0; k < sizeof(rp_file_data_kinds) / sizeof(rp_file_data_kinds[0]); k++)
+	{
+		const char *kind = rp_file_data_kinds[k];
+		size_t		kl = strlen(kind);
+		size_t		have = len - ol;
+
+		/* the kind, then its closing quote */
+		if (have > kl && memcmp(line + ol, kind, kl) == 0 && line[ol + kl] == '"')
+			return 2;
+		if (have <= kl && memcmp(line + ol, kind, have) == 0)
+			best = 1;
+	}
+	return best;
+}
+
+/*
+ * Is line (len bytes, no newline) the beginning of a checkpoint line as
+ * rp_file_ckpt_format writes it?  A template walk: literals, then runs of
+ * digits, hex digits or slot characters; each run is followed by a
+ * character outside its class, so a greedy walk decides.
+ */
+static bool
+rp_file_ckpt_prefix(const char *line, size_t len)
+{
+	/* the runs: \001 digits, \002 hex digits, \003 slot characters */
+	static const char tmpl[] = RP_CKPT_PREFIX "\"system_id\":\"\001\",\"timeline\":\001,\"slot\":\"\003\","
+		"\"commit_lsn\":\"\002/\002\",\"end_lsn\":\"\002/\002\"}";
+	size_t		i = 0;
+
+	for (const char *t = tmpl; *t; t++)
+	{
+		if (*t == '\001' || *t == '\002' || *t == '\003')
+		{
+			size_t		run = 0;
+
+			while (i < len && line[i] != '\0' &&
+				   (*t == '\001' ? strchr("0123456789", line[i]) != NULL :
+					*t == '\002' ? strchr("0123456789ABCDEF", line[i]) != NULL :
+					line[i] != '"' && line[i] != '\n'))
+			{
+				i++;
+				run++;
+			}
+			if (run > (*t == '\003' ? RP_SLOT_NAME_MAX - 1 : *t == '\002' ? 8 : 20))
+				return false;
+			if (i == len)
+				return true;
+			if (run == 0)
+				return false;
+			continue;
+		}
+		if (i == len)
+			return true;
+		if (line[i++] != *t)
+			return false;
+	}
+	/* the whole line but its newline is a torn write too; more is not */
+	return i == len;
+}
+
+/* The bytes [from, to) of the file into buf (to - from <= RP_SCAN_CHUNK). */
+static int
+rp_file_pread(RpFileSink *f, char *buf, off_t from, off_t to)
+{
+	size_t		n = (size_t) (to - from);
+
+	if (pread(f->fd, buf, n, from) != (ssize_t) n)
+		return rp_fail(RP_HALT_SINK, "could not read \"%s\": %s", f->path, strerror(errno));
+	return 0;
+}
+
+/*
+ * Where a run of NUL bytes at the end of the file starts, if it starts on
+ * a 512-byte boundary: blocks the file system allocated but whose data
+ * never reached the disk before a crash read back as zeros, and such a run
+ * begins at a block boundary.  Else size (no such run).
+ */
+static int
+rp_file_zero_tail(RpFileSink *f, char *buf, off_t from, off_t size, off_t *zstart)
+{
+	off_t		pos = size;
+
+	*zstart = size;
+	while (pos > from)
+	{
+		off_t		start = pos - RP_SCAN_CHUNK > from ? pos - RP_SCAN_CHUNK : from;
+		size_t		n = (size_t) (pos - start);
+		size_t		z = 0;
+
+		if (rp_file_pread(f, buf, start, pos) < 0)
+			return -1;
+		while (z < n && buf[n - 1 - z] == '\0')
+			z++;
+		pos -= (off_t) z;
+		if (z < n)
+			break;
+	}
+	if (pos < size && pos % 512 == 0)
+		*zstart = pos;
+	return 0;
+}
+
+/*
+ * What follows the last checkpoint line (from `from` to `size`) may be cut
+ * only if it is the torn tail of a unit that never got its checkpoint line
+ * durably, so that nothing in it was acknowledged: whole data lines, then
+ * at most one line without its newline that begins like a data line or is
+ * the beginning of a checkpoint line, then at most a run of never-written
+ * blocks.  A whole line of any other kind (a checkpoint line that does not
+ * match, a foreign line) or a NUL byte elsewhere is damage: a damaged
+ * checkpoint line may vouch for acknowledged rows before it.  Returns 0 for
+ * a torn tail, -1 (after rp_fail) otherwise; reads only.
+ */
+static int
+rp_file_check_tail(RpFileSink *f, char *buf, off_t from, off_t size)
+{
+	char		head[512];
+	size_t		headlen = 0;
+	off_t		line_at = from,
+				zstart,
+				pos = from;
+	uint64_t	line_len = 0;
+	const char *why = NULL;
+
+	if (rp_file_zero_tail(f, buf, from, size, &zstart) < 0)
+		return -1;
+	while (pos < zstart && why == NULL)
+	{
+		off_t		end = zstart - pos > RP_SCAN_CHUNK ? pos + RP_SCAN_CHUNK : zstart;
+		size_t		n = (size_t) (end - pos);
+		char	   *p = buf;
+
+		if (rp_file_pread(f, buf, pos, end) < 0)
+			return -1;
+		if (memchr(buf, '\0', n) != NULL)
+		{
+			line_at = pos + (off_t) ((char *) memchr(buf, '\0', n) - buf);
+			why = "a NUL byte";
+			break;
+		}
+		while (p < buf + n)
+		{
+			char	   *nl = memchr(p, '\n', (size_t) (buf + n - p));
+			size_t		take = (size_t) ((nl ? nl : buf + n) - p);
+			size_t		room = sizeof(head) - headlen;
+
+			memcpy(head + headlen, p, take < room ? take : room);
+			headlen += take < room ? take : room;
+			line_len += take;
+			if (nl == NULL)
+				break;
+			/* a whole line: only data lines may be cut */
+			if (rp_file_data_opening(head, headlen) != 2)
+			{
+				why = headlen >= strlen(RP_CKPT_PREFIX) &&
+					memcmp(head, RP_CKPT_PREFIX, strlen(RP_CKPT_PREFIX)) == 0
+					? "a damaged checkpoint line" : "a line the sink does not write";
+				break;
+			}
+			p = nl + 1;
+			line_at = pos + (off_t) (p - buf);
+			headlen = 0;
+			line_len = 0;
+		}
+		pos = end;
+	}
+	/* the last line, without its newline: a write cut short */
+	if (why == NULL && line_len > 0 && rp_file_data_opening(head, headlen) == 0 &&
+		!(line_len < sizeof(head) && rp_file_ckpt_prefix(head, headlen)))
+		why = "an unfinished line the sink does not write";
+	if (why == NULL)
+		return 0;
+	if (from == 0)
+		return rp_fail(RP_HALT_SINK,
+					   "file sink log \"%s\" is damaged: %s at byte %lld, and no valid checkpoint line: "
+					   "not the torn tail of an unacknowledged write, so nothing was cut (docs/operations.md)",
+					   f->path, why, (long long) line_at);
+	return rp_fail(RP_HALT_SINK,
+				   "file sink log \"%s\" is damaged: %s at byte %lld, after the last valid checkpoint line (ending at byte %lld): "
+				   "not the torn tail of an unacknowledged write, so nothing was cut (docs/operations.md)",
+				   f->path, why, (long long) line_at, (long long) from);
+}
+
 /* A unit that failed half-way: drop what it buffered and what it wrote. */
 static void
 rp_file_abandon(RpFileSink *f)
@@ -129,8 +344,9 @@ rp_file_write(void *arg, RpBuf *out)
 
 /*
  * Find the last complete checkpoint line, scanning backwards from the end,
- * and cut the file right after it.  No checkpoint line: nothing in the file
- * was ever committed, so it is emptied.
+ * then check what follows it (rp_file_check_tail) and only then cut the
+ * file right after it.  No checkpoint line: nothing in the file was ever
+ * committed, so it is emptied, if all of it passes the same check.
  */
 static int
 rp_file_recover(RpFileSink *f)
@@ -185,6 +401,11 @@ rp_file_recover(RpFileSink *f)
 		if (pos >= size || pos <= start)
 			pos = start;
 	}
+	if (cut < size && rp_file_check_tail(f, buf, cut, size) < 0)
+	{
+		rp_free(buf);
+		return -1;
+	}
 	rp_free(buf);
 	f->committed = cut;
 	if (cut < size && ftruncate(f->fd, cut) != 0)
@@ -201,6 +422,13 @@ rp_file_open_path(RpFileSink *f)
 	f->fd = open(f->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (f->fd < 0)
 		return rp_fail(RP_HALT_SINK, "could not open \"%s\": %s", f->path, strerror(errno));
+	/* before recovery reads or cuts anything: another consumer may be writing it */
+	if (rp_lock_fd(f->fd, "file sink log", f->path) < 0)
+	{
+		close(f->fd);
+		f->fd = -1;
+		return -1;
+	}
 	return 0;
 }
 

@@ -139,6 +139,51 @@ rp_pg_notice(void *arg, const PGresult *res)
 {
 }
 
+/*
+ * One consumer per destination and slot (issue 11): a session-level
+ * advisory lock keyed by the slot name (the checkpoint row is found by
+ * slot), held for the session's life and dropped by the server when the
+ * session ends, however the consumer ended.  A second consumer refuses
+ * before it reads or writes anything; on a reconnect the lock may still be
+ * held by our own lost session (or taken meanwhile): that is retried.
+ */
+#define RP_PG_LOCK_CLASS "1380994115"	/* 'RPLC': our advisory locks' first key */
+
+static int
+rp_pg_lock_slot(RpPg *pg)
+{
+	const char *vals[1] = {pg->opts.slot};
+	PGresult   *res;
+	char		holder[128] = "";
+	int			rc = 0;
+
+	res = PQexecParams(pg->conn, "SELECT pg_catalog.pg_try_advisory_lock(" RP_PG_LOCK_CLASS
+					   ", pg_catalog.hashtext($1))", 1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		rc = rp_pg_fail_result(pg, res, "locking the slot", NULL);
+	else if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
+		pg->slot_locked = true;
+	else
+		rc = 1;
+	PQclear(res);
+	if (rc <= 0)
+		return rc;
+
+	res = PQexecParams(pg->conn, "SELECT l.pid, coalesce(host(a.client_addr), 'local') FROM pg_catalog.pg_locks l"
+					   " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
+					   " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
+					   " AND l.classid = " RP_PG_LOCK_CLASS "::pg_catalog.oid"
+					   " AND l.objid = pg_catalog.hashtext($1)::pg_catalog.oid LIMIT 1",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+		snprintf(holder, sizeof(holder), " (destination session pid %s, client %s)",
+				 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return rp_fail(pg->slot_locked ? RP_HALT_NONE : RP_HALT_IN_USE,
+				   "the destination is in use by another consumer of slot \"%s\"%s: one consumer per destination and slot%s",
+				   pg->opts.slot, holder, pg->slot_locked ? "; will retry" : "");
+}
+
 static int
 rp_pg_connect(RpPg *pg)
 {
@@ -171,6 +216,8 @@ rp_pg_connect(RpPg *pg)
 	/* pinned search_path: every name we send is schema-qualified and quoted */
 	if (rp_pg_exec(pg, "SET search_path = ''; SET application_name = 'replicant';"
 				   " SET synchronous_commit = on", "session setup", NULL) < 0)
+		return -1;
+	if (rp_pg_lock_slot(pg) < 0)
 		return -1;
 	return rp_pg_exec(pg, rp_pg_setup_sql, "creating replicant.checkpoint", NULL);
 }

@@ -3,9 +3,12 @@
  *    Checkpoints (consumer/rp_ckpt.c): the checkpoint line format, the
  *    library-owned file written atomically (G1/G2), the binding of a
  *    checkpoint to its source (G3: another system id, timeline or slot
- *    halts with both values named) and LSN text.
+ *    halts with both values named), a checkpoint ahead of the server's WAL
+ *    (G3: halts naming both positions), the status update that never
+ *    reports a position past what the server sent (G2), and LSN text.
  */
 #include "ct_util.h"
+#include "rp_conn.h"
 
 static void
 setup(void)
@@ -280,6 +283,80 @@ START_TEST(test_check_source)
 }
 END_TEST
 
+/* ---- ahead of the server (issue 11: an edited checkpoint confirmed the slot at FFFF/0) ---- */
+
+START_TEST(test_check_position)
+{
+	RpCheckpoint ck = mk(1, 1, "s", 0x5731000, 0x5731090);
+
+	rp_error_clear();
+	/* at or behind the server's flush position: fine */
+	ck_assert_int_eq(rp_ckpt_check_position(&ck, 0x5731090), 0);
+	ck_assert_int_eq(rp_ckpt_check_position(&ck, 0xFFFF00000000ULL), 0);
+	/* a checkpoint that never held a position */
+	ck = mk(1, 1, "s", 0, 0);
+	ck_assert_int_eq(rp_ckpt_check_position(&ck, 0), 0);
+
+	/* the end past the server */
+	ck = mk(1, 1, "s", 0x5731000, 0xFFFF00000000ULL);
+	ck_assert_int_eq(rp_ckpt_check_position(&ck, 0x5731090), -1);
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_IDENTITY);
+	ck_assert_msg(strstr(rp_error(), "FFFF/0") && strstr(rp_error(), "0/5731090") &&
+				  strstr(rp_error(), "ahead of the server"), "both positions must be named: %s", rp_error());
+	/* one byte past */
+	rp_error_clear();
+	ck = mk(1, 1, "s", 0x5731000, 0x5731091);
+	ck_assert_int_eq(rp_ckpt_check_position(&ck, 0x5731090), -1);
+	/* the commit past the server (the end edited back, the commit not) */
+	rp_error_clear();
+	ck = mk(1, 1, "s", 0xFFFF00000000ULL, 0x10);
+	ck_assert_int_eq(rp_ckpt_check_position(&ck, 0x5731090), -1);
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_IDENTITY);
+}
+END_TEST
+
+static uint64_t
+field(const unsigned char m[34], int f)
+{
+	uint64_t	v = 0;
+
+	for (int b = 0; b < 8; b++)
+		v = (v << 8) | m[1 + f * 8 + b];
+	return v;
+}
+
+START_TEST(test_status_never_past_server)
+{
+	RpConn		c;
+	unsigned char m[34];
+
+	memset(&c, 0, sizeof(c));
+	c.server_wal_end = 0x5731090;
+	c.received_lsn = 0x5731000;
+
+	/* behind what the server sent: reported as is */
+	rp_conn_status_message(&c, 0x5730000, true, 0, m);
+	ck_assert_int_eq(m[0], 'r');
+	ck_assert_uint_eq(field(m, 0), 0x5731000);	/* write = received */
+	ck_assert_uint_eq(field(m, 1), 0x5730000);	/* flush */
+	ck_assert_uint_eq(field(m, 2), 0x5730000);	/* apply */
+	ck_assert_int_eq(m[33], 1);
+
+	/* a durable position past the server's WAL end is never reported */
+	rp_conn_status_message(&c, 0xFFFF00000000ULL, false, 0, m);
+	ck_assert_uint_eq(field(m, 0), 0x5731090);
+	ck_assert_uint_eq(field(m, 1), 0x5731090);
+	ck_assert_uint_eq(field(m, 2), 0x5731090);
+	ck_assert_int_eq(m[33], 0);
+
+	/* nor a received position past it (-I beyond the server's WAL) */
+	c.received_lsn = 0xFFFF00000000ULL;
+	rp_conn_status_message(&c, 0x10, false, 0, m);
+	ck_assert_uint_eq(field(m, 0), 0x5731090);
+	ck_assert_uint_eq(field(m, 1), 0x10);
+}
+END_TEST
+
 static Suite *
 ckpt_suite(void)
 {
@@ -297,6 +374,8 @@ ckpt_suite(void)
 	tcase_add_test(tc, test_read_garbage_file);
 	tcase_add_test(tc, test_write_error);
 	tcase_add_test(tc, test_check_source);
+	tcase_add_test(tc, test_check_position);
+	tcase_add_test(tc, test_status_never_past_server);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -134,16 +134,21 @@ ckpt_line_for(uint64_t commit, uint64_t end)
 	return copy;
 }
 
-/* n bytes of non-checkpoint lines (the last one maybe without newline). */
+/*
+ * n bytes of data lines (the last one maybe without newline): each opens
+ * like an insert line, as a torn tail's lines do.
+ */
 static void
 put_filler(FILE *f, size_t n, bool end_with_newline)
 {
+	static const char open[] = "{\"kind\":\"insert\",";
+
 	while (n > 0)
 	{
 		size_t		len = n > 80 ? 64 : n;
 
 		for (size_t i = 0; i + 1 < len; i++)
-			fputc(i == 0 ? '{' : 'x', f);
+			fputc(i < sizeof(open) - 1 ? open[i] : 'x', f);
 		if (len == n && !end_with_newline)
 			fputc('x', f);
 		else
@@ -321,6 +326,40 @@ expect_cut(off_t size, const char *tail, size_t taillen)
 	s->close(s);
 }
 
+/*
+ * The file as it is now (good_file plus tail) is damaged: opening it halts
+ * naming the log, and leaves every byte as it was.
+ */
+static void
+expect_damaged(const char *tail, size_t taillen)
+{
+	char	   *before,
+			   *after;
+	size_t		lb,
+				la;
+
+	if (tail)
+		ct_write_file(logpath, tail, taillen, true);
+	before = ct_slurp(logpath, &lb);
+	rp_error_clear();
+	ck_assert_msg(rp_sink_file_open(logpath) == NULL, "a damaged log (tail of %zu bytes) was opened",
+				  taillen);
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
+	ck_assert_msg(strstr(rp_error(), "is damaged") && strstr(rp_error(), logpath), "%s", rp_error());
+	after = ct_slurp(logpath, &la);
+	ck_assert_msg(la == lb && memcmp(before, after, la) == 0, "the damaged log was changed (%zu -> %zu bytes)",
+				  lb, la);
+	free(before);
+	free(after);
+}
+
+/* good_file, then tail again (for the next case) */
+static void
+reset_file(off_t size)
+{
+	ck_assert_int_eq(truncate(logpath, size), 0);
+}
+
 START_TEST(test_torn_tail)
 {
 	off_t		size = good_file();
@@ -328,8 +367,10 @@ START_TEST(test_torn_tail)
 	size_t		ll = strlen(line);
 	char		buf[2048];
 
-	/* garbage and a partial row */
-	expect_cut(size, "garbage\n{\"kind\":\"insert\",\"partial", 33);
+	/* a partial row */
+	expect_cut(size, "{\"kind\":\"insert\",\"partial", 25);
+	/* the first bytes of a row */
+	expect_cut(size, "{\"ki", 4);
 	/* whole rows of a transaction that never got its checkpoint line */
 	expect_cut(size, "{\"kind\":\"insert\"}\n{\"kind\":\"insert\"}\n", 36);
 	/* a checkpoint line without its newline */
@@ -339,6 +380,35 @@ START_TEST(test_torn_tail)
 	/* rows, then a torn checkpoint line */
 	snprintf(buf, sizeof(buf), "{\"kind\":\"insert\"}\n%.*s", (int) (ll - 10), line);
 	expect_cut(size, buf, strlen(buf));
+	/* a whole line of every record kind the renderer names is a data line */
+	{
+		const char	tags[] = {RP_TAG_BEGIN, RP_TAG_COMMIT, RP_TAG_ORIGIN, RP_TAG_RELATION,
+			RP_TAG_INSERT, RP_TAG_UPDATE, RP_TAG_DELETE, RP_TAG_TRUNCATE, RP_TAG_MESSAGE,
+		RP_TAG_STREAM_START, RP_TAG_STREAM_STOP, RP_TAG_STREAM_COMMIT, RP_TAG_STREAM_ABORT};
+
+		for (size_t i = 0; i < sizeof(tags); i++)
+		{
+			snprintf(buf, sizeof(buf), "{\"kind\":\"%s\",\"x\":1}\n", rp_tag_name((uint8_t) tags[i]));
+			expect_cut(size, buf, strlen(buf));
+		}
+	}
+	/* snapshot lines of a copy that never completed */
+	{
+		const char *snap = "{\"kind\":\"begin\",\"snapshot_id\":\"x\"}\n{\"kind\":\"row\",\"snap";
+
+		expect_cut(size, snap, strlen(snap));
+	}
+	/* rows up to a block boundary, then blocks never written before a crash (zeros) */
+	{
+		size_t		pad = (size_t) (512 - size % 512) + 512;
+
+		memset(buf, 'x', pad);
+		memcpy(buf, "{\"kind\":\"insert\",", 17);
+		buf[pad - 1] = '\n';
+		memset(buf + pad, 0, 700);
+		expect_cut(size, buf, pad + 700);
+	}
+
 	/* a checkpoint line cut inside its end LSN, followed by other bytes and a newline */
 	{
 		const char *e = strstr(line, "\"end_lsn\":\"0/9") + strlen("\"end_lsn\":\"0/9");
@@ -346,14 +416,36 @@ START_TEST(test_torn_tail)
 
 		memcpy(buf, line, keep);
 		memcpy(buf + keep, "\n", 1);
-		expect_cut(size, buf, keep + 1);
-		/* ... or zeros (a block never written before the crash) then a newline */
+		expect_damaged(buf, keep + 1);
+		reset_file(size);
+		/* ... or zeros inside it, then a newline */
 		memset(buf + keep, 0, 16);
 		buf[keep + 16] = '\n';
-		expect_cut(size, buf, keep + 17);
+		expect_damaged(buf, keep + 17);
+		reset_file(size);
+	}
+	/* zeros that do not start on a block boundary */
+	memcpy(buf, "{\"kind\":\"insert\"", 16);
+	memset(buf + 16, 0, 100);
+	if ((size + 16) % 512 != 0)
+	{
+		expect_damaged(buf, 116);
+		reset_file(size);
 	}
 	/* a checkpoint-looking line of another shape */
-	expect_cut(size, "{\"kind\":\"checkpoint\",\"system_id\":\"1\"}\n", 39);
+	expect_damaged("{\"kind\":\"checkpoint\",\"system_id\":\"1\"}\n", 38);
+	reset_file(size);
+	/* a line the sink never writes, before a partial row */
+	expect_damaged("garbage\n{\"kind\":\"insert\",\"partial", 33);
+	reset_file(size);
+	/* an empty line */
+	expect_damaged("{\"kind\":\"insert\"}\n\n", 19);
+	reset_file(size);
+	/* an unfinished line that is neither a row nor a checkpoint line */
+	expect_damaged("{\"kind\":\"insert\"}\n{\"kind\":\"checkpoint\",\"system_id\":\"x", 53);
+	reset_file(size);
+	ck_assert_int_eq(ct_file_size(logpath), size);
+
 	/* a whole valid checkpoint line after garbage is a real checkpoint */
 	snprintf(buf, sizeof(buf), "junk\n%s", line);
 	ct_write_file(logpath, buf, strlen(buf), true);
@@ -373,11 +465,83 @@ START_TEST(test_no_checkpoint_emptied)
 	RpSink	   *s;
 	RpCheckpoint ck;
 
-	ct_write_file(logpath, "{\"kind\":\"insert\"}\nhalf a li", 27, false);
+	ct_write_file(logpath, "{\"kind\":\"insert\"}\n{\"kind\":\"upd", 30, false);
 	s = open_sink(logpath);
 	ck_assert_int_eq(ct_file_size(logpath), 0);
 	ck_assert_int_eq(s->checkpoint(s, &ck), 0);
 	s->close(s);
+
+	/* a file the sink never wrote (a wrong path) is not emptied */
+	ct_write_file(logpath, "important notes\n", 16, false);
+	expect_damaged(NULL, 0);
+}
+END_TEST
+
+/*
+ * One byte of the last checkpoint line changed (issue 11): the rows before
+ * it were acknowledged, so recovery must not cut them.  Every position,
+ * three replacement bytes: either the line is still a checkpoint line (a
+ * changed slot name; the resume checks judge it) and nothing is cut, or
+ * the open halts with the file unchanged.
+ */
+START_TEST(test_damaged_last_checkpoint)
+{
+	off_t		size = good_file();
+	char	   *orig;
+	size_t		len;
+	const char	repl[] = {'Z', '\n', '\0'};
+	char	   *line_start;
+	size_t		at;
+
+	orig = ct_slurp(logpath, &len);
+	ck_assert_uint_eq(len, (size_t) size);
+	ck_assert(orig[len - 1] == '\n');
+	orig[len - 1] = '\0';
+	line_start = strrchr(orig, '\n') + 1;
+	orig[len - 1] = '\n';
+	at = (size_t) (line_start - orig);
+	ck_assert_msg(strncmp(line_start, "{\"kind\":\"checkpoint\",", 21) == 0, "%s", line_start);
+
+	for (size_t i = at; i < len; i++)
+		for (size_t r = 0; r < sizeof(repl); r++)
+		{
+			char	   *copy = malloc(len);
+			RpSink	   *s;
+
+			if (orig[i] == repl[r])
+				continue;
+			/* a NUL as the very last byte on a block boundary reads as a never-written block */
+			if (repl[r] == '\0' && i == len - 1 && i % 512 == 0)
+				continue;
+			memcpy(copy, orig, len);
+			copy[i] = repl[r];
+			ct_write_file(logpath, copy, len, false);
+			rp_error_clear();
+			s = rp_sink_file_open(logpath);
+			if (s)
+			{
+				RpCheckpoint ck;
+
+				ck_assert_msg(s->checkpoint(s, &ck) == 1 && strcmp(ck.slot, "unit_slot") != 0,
+							  "byte %zu changed to 0x%02x: opened as an undamaged log", i - at,
+							  (unsigned char) repl[r]);
+				s->close(s);
+			}
+			else
+				ck_assert_msg(rp_error_halt() == RP_HALT_SINK && strstr(rp_error(), "is damaged"),
+							  "byte %zu changed to 0x%02x: %s", i - at, (unsigned char) repl[r], rp_error());
+			{
+				size_t		la;
+				char	   *after = ct_slurp(logpath, &la);
+
+				ck_assert_msg(la == len && memcmp(after, copy, len) == 0,
+							  "byte %zu of the last checkpoint line changed to 0x%02x: the log was cut from %zu to %zu bytes",
+							  i - at, (unsigned char) repl[r], len, la);
+				free(after);
+			}
+			free(copy);
+		}
+	free(orig);
 }
 END_TEST
 
@@ -450,6 +614,20 @@ START_TEST(test_long_tail)
 	ck_assert_int_eq(ct_file_size(logpath), size);
 	expect_ck(s, 0x200, 0x228);
 	s->close(s);
+
+	/* a damaged checkpoint line megabytes into the tail, more rows after it */
+	{
+		char	   *line = ckpt_line_for(0x900, 0x928);
+
+		f = fopen(logpath, "ab");
+		put_filler(f, 1024 * 1024 + 5, true);
+		line[30] = '#';
+		fputs(line, f);
+		put_filler(f, 200 * 1024, false);
+		fclose(f);
+		free(line);
+		expect_damaged(NULL, 0);
+	}
 }
 END_TEST
 
@@ -616,6 +794,7 @@ file_sink_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_torn_tail);
 	tcase_add_test(tc, test_no_checkpoint_emptied);
+	tcase_add_test(tc, test_damaged_last_checkpoint);
 	tcase_add_test(tc, test_checkpoint_across_scan_chunks);
 	tcase_add_test(tc, test_long_tail);
 	tcase_add_test(tc, test_failed_txn_leaves_no_lines);
