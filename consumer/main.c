@@ -20,7 +20,6 @@
 #include "rp_backfill.h"
 #include "rp_agg.h"
 #include "rp_conn.h"
-#include "rp_counter.h"
 #include "rp_deliver.h"
 #include "rp_lock.h"
 #include "rp_metrics.h"
@@ -309,23 +308,18 @@ show_progress(RpRun *run)
 	int64_t		now = rp_now_us();
 	char		ck[24];
 	double		secs = (now - run->last_progress_us) / 1e6;
-	uint64_t	end,
-				lag,
-				changes;
+	uint64_t	end = run->pipe.durable.end_lsn;
+	uint64_t	lag = run->conn.server_wal_end > end ? run->conn.server_wal_end - end : 0;
 
 	if (!run->cli->progress || !isatty(STDERR_FILENO) || now - run->last_progress_us < 1000000)
 		return;
-	/* the delivery thread's figures: its checkpoint and counters (rp_counter.h) */
-	end = RP_CTR_GET(run->dl.ck_end_lsn);
-	lag = run->conn.server_wal_end > end ? run->conn.server_wal_end - end : 0;
-	changes = RP_CTR_GET(run->dl.changes);
 	rp_lsn_format(end, ck);
 	fprintf(stderr, "\r%s: %" PRIu64 " txns, %.0f changes/s, lag %" PRIu64 " bytes %.1f s, checkpoint %s   ",
-			progname, RP_CTR_GET(run->dl.txns),
-			run->last_progress_us ? (changes - run->last_progress_changes) / secs : 0.0,
+			progname, run->dl.txns,
+			run->last_progress_us ? (run->dl.changes - run->last_progress_changes) / secs : 0.0,
 			lag, rp_metrics_lag_seconds(&run->metrics, lag, now), ck);
 	run->last_progress_us = now;
-	run->last_progress_changes = changes;
+	run->last_progress_changes = run->dl.changes;
 }
 
 /* ---- the stream ---------------------------------------------------------- */
@@ -341,7 +335,7 @@ deliver_ready(RpRun *run, bool *done)
 		uint64_t	end = item->kind == RP_ITEM_TXN ? item->txn->end_lsn : item->kind == RP_ITEM_MESSAGE ? item->msg.lsn : 0;
 
 		if (item->kind == RP_ITEM_TXN)
-			RP_CTR_SET(run->metrics.last_commit_time, item->txn->commit_time);
+			run->metrics.last_commit_time = item->txn->commit_time;
 
 		if (rp_pipe_push(&run->pipe, item, wait_tick, run) < 0)
 			return -1;
@@ -537,7 +531,7 @@ stream_once(RpRun *run, bool have_ck)
 		if (send_feedback(run, false, false) < 0)
 			return -1;
 		show_progress(run);
-		RP_CTR_SET(run->metrics.server_wal_end, run->conn.server_wal_end);
+		run->metrics.server_wal_end = run->conn.server_wal_end;
 		if (wait_ms > 1000)
 			wait_ms = 1000;
 
@@ -549,7 +543,7 @@ stream_once(RpRun *run, bool have_ck)
 				break;
 			case RP_MSG_DATA:
 				rc = rp_asm_frame(&run->asm_, msg.data, msg.len, msg.lsn);
-				RP_CTR_ADD(run->metrics.bytes, msg.len);
+				run->metrics.bytes += msg.len;
 				rp_conn_release(&msg);
 				if (rc < 0 || deliver_ready(run, &done) < 0)
 					return -1;
@@ -789,7 +783,7 @@ run_stream(RpCli *cli)
 		rc = stream_once(&run, have_ck > 0);
 		if (rc == 0)
 			break;
-		RP_CTR_ADD(run.metrics.halts[rp_error_halt()], 1);
+		run.metrics.halts[rp_error_halt()]++;
 		/* fail-closed halts and --no-loop end the run; connection trouble retries */
 		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
 			goto fail;

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "rp_agg.h"
-#include "rp_counter.h"
 #include "rp_status.h"
 
 RpAggStats	rp_agg_stats;
@@ -503,7 +502,7 @@ rp_agg_change(RpAgg *agg, RpAggBinding *b, const RpRecord *rec)
 			return 0;
 		}
 	}
-	RP_CTR_ADD(rp_agg_stats.changes, 1);
+	rp_agg_stats.changes++;
 	return 0;
 }
 
@@ -580,7 +579,7 @@ rp_agg_txn(RpAgg *agg, RpTxn *txn)
 							continue;
 						if (skip[i])
 						{
-							RP_CTR_ADD(rp_agg_stats.skipped, !b->need_seed);
+							rp_agg_stats.skipped += !b->need_seed;
 							continue;
 						}
 						rc = rp_agg_change(agg, b, &rec);

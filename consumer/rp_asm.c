@@ -7,7 +7,6 @@
 #include <stdio.h>
 
 #include "rp_asm.h"
-#include "rp_counter.h"
 #include "rp_status.h"
 
 static void rp_asm_chunks_void(RpAsm *a, RpTxn *t);
@@ -287,7 +286,7 @@ rp_asm_finish(RpAsm *a, RpTxn *t)
 	/* at or below the watermark: already applied before a restart */
 	if (t->commit_lsn <= a->watermark)
 	{
-		RP_CTR_ADD(a->skipped, 1);	/* read by the metrics thread */
+		a->skipped++;
 		rp_asm_chunks_void(a, t);
 		rp_txn_free(t);
 		return;

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rp_counter.h"
 #include "rp_deliver.h"
 #include "rp_status.h"
 
@@ -115,7 +114,6 @@ rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck, const char
 	memset(dl, 0, sizeof(*dl));
 	dl->sink = sink;
 	dl->ck = *ck;
-	RP_CTR_SET(dl->ck_end_lsn, ck->end_lsn);
 	dl->ckpt_path = ckpt_path;
 	dl->view_path = view_path;
 	dl->limits = *limits;
@@ -266,7 +264,7 @@ rp_cursor_relation(RpCursor *c, const RpRecord *rec, const unsigned char *raw, s
 		{
 			rp_view_put(dl, after->relid, raw, len);
 			if (change != RP_SCHEMA_NEW)
-				RP_CTR_ADD(dl->schema_changes, 1);
+				dl->schema_changes++;
 		}
 	}
 	rp_relation_free(before);
@@ -310,7 +308,6 @@ rp_deliver_persist(RpDelivery *dl, const RpCheckpoint *ck)
 	if (dl->ckpt_path && !dl->sink->owns_checkpoint && rp_ckpt_write(dl->ckpt_path, ck) < 0)
 		return -1;
 	dl->ck = *ck;
-	RP_CTR_SET(dl->ck_end_lsn, ck->end_lsn);
 	return rp_view_save(dl);
 }
 
@@ -332,11 +329,11 @@ rp_deliver_done(RpDelivery *dl, int k)
 {
 	for (int i = 0; i < k; i++)
 	{
-		RP_CTR_ADD(dl->changes, dl->batch[i]->nchanges);
+		dl->changes += dl->batch[i]->nchanges;
 		rp_txn_free(dl->batch[i]);
 		dl->batch[i] = NULL;
 	}
-	RP_CTR_ADD(dl->txns, (uint64_t) k);
+	dl->txns += (uint64_t) k;
 	if (k == 0)
 		return;
 	memmove(dl->batch, dl->batch + k, sizeof(RpTxn *) * (size_t) (dl->nbatch - k));
@@ -408,7 +405,7 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 		}
 	}
 	rp_deliver_done(dl, n);
-	RP_CTR_ADD(dl->batches, 1);
+	dl->batches++;
 	return 0;
 }
 
@@ -437,7 +434,7 @@ rp_deliver_early_drop(RpDelivery *dl)
 	dl->early_refused = dl->early_xid;
 	dl->early_xid = 0;
 	dl->early_bytes = 0;
-	RP_CTR_ADD(dl->early_drops, 1);
+	dl->early_drops++;
 }
 
 /*
@@ -533,7 +530,7 @@ rp_deliver_chunk(RpDelivery *dl, RpItem *item, int64_t now_ms)
 		return 0;
 	}
 	dl->early_bytes += rp_store_length(&chunk->store);
-	RP_CTR_ADD(dl->early_chunks, 1);
+	dl->early_chunks++;
 	return 0;
 }
 
@@ -553,10 +550,10 @@ rp_deliver_chunked_commit(RpDelivery *dl, RpTxn *txn)
 	}
 	dl->early_xid = 0;
 	dl->early_bytes = 0;
-	RP_CTR_ADD(dl->early_commits, 1);
-	RP_CTR_ADD(dl->changes, txn->nchanges);
-	RP_CTR_ADD(dl->txns, 1);
-	RP_CTR_ADD(dl->batches, 1);
+	dl->early_commits++;
+	dl->changes += txn->nchanges;
+	dl->txns++;
+	dl->batches++;
 	rp_txn_free(txn);
 	return rp_deliver_persist(dl, &ck);
 }
@@ -618,7 +615,7 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 			rc = -1;
 		else
 		{
-			RP_CTR_ADD(dl->messages, 1);
+			dl->messages++;
 			rc = rp_deliver_persist(dl, &ck);
 		}
 	}
@@ -647,7 +644,6 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
 		if (dl->sink->advance(dl->sink, &ck) < 0)
 			return -1;
 		dl->ck = ck;
-		RP_CTR_SET(dl->ck_end_lsn, ck.end_lsn);
 		return 0;
 	}
 	return rp_deliver_persist(dl, &ck);

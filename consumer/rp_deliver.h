@@ -22,7 +22,6 @@ struct RpDelivery
 	RpSink	   *sink;
 	RpDecoder	dec;			/* relations as the sink has seen them */
 	RpCheckpoint ck;			/* durable */
-	uint64_t	ck_end_lsn;		/* ck.end_lsn, for the metrics thread (rp_counter.h) */
 	const char *ckpt_path;		/* library-owned checkpoint file, or NULL */
 	const char *view_path;		/* relations as last durably delivered */
 	RpBuf		view;			/* their Relation records, concatenated */
@@ -39,10 +38,10 @@ struct RpDelivery
 	uint32_t	early_xid;		/* 0: none */
 	uint64_t	early_bytes;	/* its store bytes the chunks covered */
 	uint32_t	early_refused;	/* declined or dropped: its later chunks are ignored */
-	/* counters (telemetry, value-free), read by other threads with RP_CTR_GET */
 	uint64_t	early_chunks;
 	uint64_t	early_commits;
 	uint64_t	early_drops;
+	/* counters (telemetry, value-free) */
 	uint64_t	txns;
 	uint64_t	changes;
 	uint64_t	batches;

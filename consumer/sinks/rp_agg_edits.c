@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #include "rp_agg.h"
-#include "rp_counter.h"
 #include "rp_ckpt.h"
 #include "rp_json.h"
 #include "rp_lines.h"
@@ -150,7 +149,7 @@ rp_agg_edits_batch(RpAgg *agg, RpAggBinding *b, uint64_t lsn)
 				rp_buf_put_text(out, "null");
 		}
 		rp_buf_put_text(out, "}\n");
-		RP_CTR_ADD(rp_agg_stats.cell_edits, 1);
+		rp_agg_stats.cell_edits++;
 	}
 	rp_buf_free(&value);
 }

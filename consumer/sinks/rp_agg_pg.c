@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "rp_agg.h"
-#include "rp_counter.h"
 #include "rp_status.h"
 
 static int
@@ -331,7 +330,7 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 		rc = rp_agg_pg_exec(b, dest, agg->sql.data, ncols, vals, "writing cells");
 	}
 	if (rc == 0)
-		RP_CTR_ADD(rp_agg_stats.cell_edits, (uint64_t) (nups + ndels));
+		rp_agg_stats.cell_edits += (uint64_t) (nups + ndels);
 	for (int i = 0; i < ncols; i++)
 	{
 		rp_buf_free(&ups[i]);
