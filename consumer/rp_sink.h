@@ -137,7 +137,8 @@ struct RpSink
 /* Sinks of this issue; each returns NULL after rp_fail() on error. */
 extern RpSink *rp_sink_stdout_open(void);
 extern RpSink *rp_sink_file_open(const char *path);
-extern RpSink *rp_sink_exec_open(const char *command);
+/* ack_timeout_s: longest wait for the child to read or acknowledge (0: none) */
+extern RpSink *rp_sink_exec_open(const char *command, int ack_timeout_s);
 /* rp_sink_pg_open(const RpPgOptions *) is declared in sinks/rp_pg.h */
 
 #endif							/* RP_SINK_H */

@@ -332,9 +332,9 @@ START_TEST(test_batch_max_txns)
 	calls_are(&f, "BBT");
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x7000);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x7028);
-	ck_assert_uint_eq(dl.txns, 7);
-	ck_assert_uint_eq(dl.batches, 3);
-	ck_assert_uint_eq(dl.changes, 1 + 2 + 3 + 4 + 5 + 6 + 7);
+	ck_assert_uint_eq(dl.count->txns, 7);
+	ck_assert_uint_eq(dl.count->batches, 3);
+	ck_assert_uint_eq(dl.count->changes, 1 + 2 + 3 + 4 + 5 + 6 + 7);
 	ck_assert_int_eq(f.nchanges, 28);
 	/* in commit order */
 	for (int i = 0; i < 7; i++)
@@ -425,7 +425,7 @@ START_TEST(test_message_flushes_batch)
 	ck_assert_uint_eq(f.last_ck.commit_lsn, 0x200);
 	ck_assert_uint_eq(f.last_ck.end_lsn, 0x300);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x300);
-	ck_assert_uint_eq(dl.messages, 1);
+	ck_assert_uint_eq(dl.count->messages, 1);
 	ck_assert(!rp_deliver_pending(&dl));
 	/* a message at an older position does not move the checkpoint back */
 	ck_assert_int_eq(rp_deliver_item(&dl, message(0x250, "old"), 0), 0);
@@ -503,12 +503,12 @@ START_TEST(test_library_checkpoint_after_sink)
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x200);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x228);
 	ck_assert(rp_deliver_pending(&dl));
-	ck_assert_uint_eq(dl.txns, 2);
+	ck_assert_uint_eq(dl.count->txns, 2);
 	/* a retry delivers it */
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 	ck_assert_int_eq(rp_ckpt_read(ckpt, &back), 1);
 	ck_assert_uint_eq(back.commit_lsn, 0x300);
-	ck_assert_uint_eq(dl.txns, 3);
+	ck_assert_uint_eq(dl.count->txns, 3);
 	ck_assert_int_eq(ct_count_entries(ct_dir, "slot.checkpoint"), 1);
 	rp_deliver_free(&dl);
 }
@@ -564,7 +564,7 @@ START_TEST(test_midbatch_failure_library_owned)
 	ck_assert_uint_eq(back.commit_lsn, 0x300);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x328);
 	ck_assert(!rp_deliver_pending(&dl));
-	ck_assert_uint_eq(dl.txns, 3);
+	ck_assert_uint_eq(dl.count->txns, 3);
 	rp_deliver_free(&dl);
 }
 END_TEST
@@ -599,8 +599,8 @@ START_TEST(test_midbatch_failure_sink_owned)
 	ck_assert_uint_eq(f.commit_lsns[2], 0x200);
 	ck_assert_uint_eq(f.commit_lsns[3], 0x300);
 	ck_assert_uint_eq(f.held.commit_lsn, 0x300);
-	ck_assert_uint_eq(dl.txns, 3);
-	ck_assert_uint_eq(dl.changes, 3);
+	ck_assert_uint_eq(dl.count->txns, 3);
+	ck_assert_uint_eq(dl.count->changes, 3);
 	ck_assert(!rp_deliver_pending(&dl));
 	rp_deliver_free(&dl);
 }
@@ -680,7 +680,7 @@ START_TEST(test_additive_continues_without_handler)
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v1, 1, 0x100, 1), 0), 0);
 	describe_spec(REL, &v2);
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v2, 2, 0x200, 1), 0), 0);
-	ck_assert_uint_eq(dl.schema_changes, 1);
+	ck_assert_uint_eq(dl.count->schema_changes, 1);
 	ck_assert_int_eq(f.nchanges, 2);
 	ck_assert_int_eq(f.changes[1].natts, 3);
 	rp_deliver_free(&dl);
@@ -712,7 +712,7 @@ START_TEST(test_schema_handler)
 	ck_assert_int_eq(f.schema_kinds[0], RP_SCHEMA_NEW);
 	ck_assert_int_eq(f.schema_kinds[1], RP_SCHEMA_DESTRUCTIVE);
 	ck_assert_str_eq(f.schema_cols[1], "note");
-	ck_assert_uint_eq(dl.schema_changes, 1);
+	ck_assert_uint_eq(dl.count->schema_changes, 1);
 	ck_assert_int_eq(f.nchanges, 2);
 	ck_assert_int_eq(f.changes[1].natts, 1);
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x200);
@@ -723,7 +723,7 @@ START_TEST(test_schema_handler)
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v3, 3, 0x300, 1), 0), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_SCHEMA);
 	ck_assert_int_eq(f.schema_kinds[2], RP_SCHEMA_DESTRUCTIVE);
-	ck_assert_uint_eq(dl.schema_changes, 1);
+	ck_assert_uint_eq(dl.count->schema_changes, 1);
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x200);
 	rp_deliver_free(&dl);
 }
@@ -836,7 +836,7 @@ START_TEST(test_view_replaces_records)
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &s, 3, 0x300, 1), 0), 0);
 	ck_assert_int_eq(view_records(view, REL, &natts), 2);
 	ck_assert_int_eq(natts, 3);
-	ck_assert_uint_eq(dl.schema_changes, 1);
+	ck_assert_uint_eq(dl.count->schema_changes, 1);
 	/* the same description again does not rewrite it */
 	{
 		struct stat before,
@@ -1118,9 +1118,9 @@ START_TEST(test_early_chunks_then_commit)
 	ck_assert_int_eq(early_records, 5);	/* nothing after the chunks */
 	ck_assert_uint_eq(f.held.commit_lsn, 0x300);
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x300);
-	ck_assert_uint_eq(dl.early_commits, 1);
-	ck_assert_uint_eq(dl.early_chunks, 2);
-	ck_assert_uint_eq(dl.txns, 3);
+	ck_assert_uint_eq(dl.count->early_commits, 1);
+	ck_assert_uint_eq(dl.count->early_chunks, 2);
+	ck_assert_uint_eq(dl.count->txns, 3);
 	rp_deliver_free(&dl);
 }
 END_TEST
@@ -1144,8 +1144,8 @@ START_TEST(test_early_dropped)
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 	calls_are(&f, "BCDB");
 	ck_assert_uint_eq(f.held.commit_lsn, 0x400);
-	ck_assert_uint_eq(dl.early_commits, 0);
-	ck_assert_uint_eq(dl.early_drops, 1);
+	ck_assert_uint_eq(dl.count->early_commits, 0);
+	ck_assert_uint_eq(dl.count->early_drops, 1);
 
 	/* an abort drops them; so does a declined block */
 	early_block(&dl, 800, true, 1);
@@ -1160,7 +1160,7 @@ START_TEST(test_early_dropped)
 	early_end(&dl, 900, 0x600, true);
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 	calls_are(&f, "BCDBCDCCDB");
-	ck_assert_uint_eq(dl.early_drops, 3);
+	ck_assert_uint_eq(dl.count->early_drops, 3);
 	ck_assert_uint_eq(f.held.commit_lsn, 0x600);
 
 	/* a reconnect cuts it; sent again from its first block, it is started over */
