@@ -7,6 +7,7 @@
 #   check, pkg-config                            Check unit tests
 #   libipc-run-perl                              PostgreSQL::Test::Cluster (TAP)
 #   postgresql-15-wal2json, bc, python3          the benchmarks' peers and the test checkers
+#   curl                                         the end-to-end tests' metrics reads
 set -euo pipefail
 if [[ $(id -u) -ne 0 ]]; then
 	echo "install_deps.sh: run as root (sudo bash regress/install_deps.sh)" >&2
@@ -18,4 +19,4 @@ apt-get install -y -qq --no-install-recommends \
 	build-essential pkg-config ca-certificates \
 	postgresql-15 postgresql-server-dev-15 postgresql-client-15 postgresql-contrib \
 	libpq-dev libmicrohttpd-dev check libipc-run-perl postgresql-15-wal2json \
-	bc python3 procps >/dev/null
+	bc python3 procps curl >/dev/null
