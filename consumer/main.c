@@ -761,7 +761,16 @@ run_stream(RpCli *cli)
 	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
 	if (cli->snapshot && run_snapshot(cli, run.sink, path) < 0)
+	{
+		/* a stop: what was stored is where the next run resumes (exit 0) */
+		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
+		{
+			fprintf(stderr, "%s: %s\n", progname, rp_error());
+			run.sink->close(run.sink);
+			return RP_EXIT_OK;
+		}
 		goto fail;
+	}
 	if (run.sink->owns_checkpoint)
 		have_ck = run.sink->checkpoint(run.sink, &ck);
 	else

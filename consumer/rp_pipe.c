@@ -293,7 +293,12 @@ rp_pipe_abandon(RpPipe *p, void (*tick) (void *), void *arg)
 	pthread_cond_signal(&p->wake);
 	while (!p->exited)
 	{
+		RpSink	   *sink = p->dl->sink;
+
 		pthread_mutex_unlock(&p->lock);
+		/* again at each turn: a cancel that found the sink idle misses the next query */
+		if (sink->interrupt)
+			sink->interrupt(sink);
 		if (tick)
 			tick(arg);
 		pthread_mutex_lock(&p->lock);

@@ -131,6 +131,14 @@ struct RpSink
 	int			(*advance) (RpSink *sink, const RpCheckpoint *ck);
 	/* Optional: SIGHUP (log rotation). */
 	int			(*reopen) (RpSink *sink);
+	/*
+	 * Optional, thread-safe: called from another thread, repeatedly, while
+	 * a stop (SIGINT, SIGTERM) waits for the sink's step in hand: make a
+	 * wait on something outside the consumer (a destination query) end
+	 * soon, as a failure.  Sinks whose waits look at rp_stop_requested()
+	 * need none.
+	 */
+	void		(*interrupt) (RpSink *sink);
 	void		(*close) (RpSink *sink);
 };
 

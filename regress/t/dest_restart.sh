@@ -11,7 +11,10 @@
 #   3. The destination comes back: the mirror catches up, the tables are equal, and no
 #      counter of the metrics page ever went backwards on any read (the delivery restarted
 #      from its durable checkpoint after the loss); the transactions counter ends past N.
-#   4. SIGTERM: exit 0, the slot confirmed at most up to the destination's checkpoint.
+#   4. A session holds a lock on the destination table and the source commits a row: the
+#      mirror's batch waits on the lock. SIGTERM stops it all the same (its destination query
+#      is cancelled): exit 0, the destination's checkpoint did not move, the slot is
+#      confirmed at most up to it, and the row comes on the next run.
 # The waits are bounded only to keep a broken consumer from hanging the suite.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,7 +27,8 @@ N=20
 work=$(mktemp -d /tmp/rp-dest-restart.XXXXXX)
 status=1
 pid=
-cleanup() { rp_e2e_cleanup $? pid; }
+locker=
+cleanup() { rp_e2e_cleanup $? pid locker; }
 trap cleanup EXIT
 fail() { rp_e2e_fail dest_restart "$work/*.err" 30 "$*"; }
 
@@ -91,6 +95,14 @@ grep -qE '^replicant_halts_total\{reason="error"\} [1-9]' "$work/metrics.txt" ||
 rp_compare_tables src dst t
 
 # ---- 4.
+ck0=$(rp_psql dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = 'm'")
+rp_psql dst -c "BEGIN; LOCK TABLE public.t IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3600)" >/dev/null 2>&1 &
+locker=$!
+locked() { [[ $(rp_psql dst -Atc "SELECT count(*) FROM pg_locks WHERE relation = 'public.t'::regclass AND granted AND mode = 'AccessExclusiveLock'") == 1 ]]; }
+wait_until "the lock held on the destination table" locked
+rp_psql src -c "INSERT INTO t VALUES ($((N + 6)), 'v')" >/dev/null
+blocked() { [[ $(rp_psql dst -Atc "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'replicant' AND wait_event_type = 'Lock'") == 1 ]]; }
+wait_until "the mirror's batch waiting on the lock" blocked
 kill -TERM "$pid"
 t0=$SECONDS
 while kill -0 "$pid" 2>/dev/null; do
@@ -102,9 +114,18 @@ wait "$pid" || rc=$?
 pid=
 ((rc == 0)) || fail "the consumer exited with $rc after SIGTERM"
 ck=$(rp_psql dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = 'm'")
+[[ $ck == "$ck0" ]] || fail "the destination's checkpoint moved from $ck0 to $ck while its batch waited on the lock"
 [[ $(rp_psql src -Atc "SELECT confirmed_flush_lsn <= '$ck' FROM pg_replication_slots WHERE slot_name = 'm'") == t ]] ||
-	fail "the slot is confirmed past the destination's checkpoint $ck"
+	fail "the slot is confirmed at $(rp_psql src -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'm'"), past the destination's checkpoint $ck"
+kill "$locker" 2>/dev/null || true
+wait "$locker" 2>/dev/null || true
+locker=
+rp_psql dst -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3600)%' AND pid <> pg_backend_pid()" >/dev/null
+endpos=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
+replicant -d "$src_CONNSTR" -S m --start -n -E "$endpos" --sink "postgres:$dst_CONNSTR" --create-tables \
+	--state-dir "$work/state" 2>"$work/rerun.err" || { rc=$?; fail "the run after the stop exited with $rc"; }
+rp_compare_tables src dst t
 
 status=0
-printf 'PASS dest_restart: retries while the destination was down backed off (1, 2, 4 s); %d metrics reads, no counter went backwards (transactions %s before the loss, %s after); tables equal (%ds)\n' \
+printf 'PASS dest_restart: retries while the destination was down backed off (1, 2, 4 s); %d metrics reads, no counter went backwards (transactions %s before the loss, %s after); tables equal; SIGTERM stopped a batch waiting on a destination lock, nothing confirmed past the checkpoint (%ds)\n' \
 	"$reads" "$before" "${high[replicant_transactions_total]}" "$((SECONDS - started))"
