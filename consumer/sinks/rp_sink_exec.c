@@ -75,7 +75,7 @@ rp_exec_poll(RpExecSink *x, int fd, short events, int64_t started_ms, const char
 		return rp_fail(RP_HALT_NONE, "a stop was requested while the exec sink's child (pid %d, command \"%s\") had not %s",
 					   (int) x->pid, x->command, what);
 	if (x->ack_timeout_s > 0 && rp_exec_now_ms() - started_ms >= (int64_t) x->ack_timeout_s * 1000)
-		return rp_fail(RP_HALT_SINK, "the exec sink's child (pid %d, command \"%s\") has not %s for %d s (--exec-ack-timeout)",
+		return rp_fail(RP_HALT_SINK, "exec sink's child (pid %d, command \"%s\") has not %s for %d s (--exec-ack-timeout)",
 					   (int) x->pid, x->command, what, x->ack_timeout_s);
 	r = poll(&pfd, 1, RP_EXEC_POLL_MS);
 	if (r < 0 && errno != EINTR)
@@ -111,7 +111,7 @@ rp_exec_write(void *arg, RpBuf *out)
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return rp_fail(RP_HALT_SINK, "could not write to the exec sink's child (pid %d, command \"%s\"): %s",
+			return rp_fail(RP_HALT_SINK, "could not write to exec sink's child (pid %d, command \"%s\"): %s",
 						   (int) x->pid, x->command, strerror(errno));
 		while ((r = rp_exec_poll(x, x->to_child, POLLOUT, started, "read its input")) == 0)
 			;
@@ -146,12 +146,12 @@ rp_exec_wait_ack(RpExecSink *x, uint64_t seq)
 			memmove(x->reply, nl + 1, x->reply_len - linelen - 1);
 			x->reply_len -= linelen + 1;
 			if (!ok)
-				return rp_fail(RP_HALT_SINK, "the exec sink's child (pid %d, command \"%s\") answered something other than \"%s\" (%zu bytes)",
-							   (int) x->pid, x->command, expect, linelen);
+				return rp_fail(RP_HALT_SINK, "exec sink's child answered something other than \"%s\" (%zu bytes; pid %d, command \"%s\")",
+							   expect, linelen, (int) x->pid, x->command);
 			return 0;
 		}
 		if (x->reply_len == sizeof(x->reply))
-			return rp_fail(RP_HALT_SINK, "the exec sink's child (pid %d, command \"%s\") sent an over-long line",
+			return rp_fail(RP_HALT_SINK, "exec sink's child sent an over-long line (pid %d, command \"%s\")",
 						   (int) x->pid, x->command);
 		if ((ready = rp_exec_poll(x, x->from_child, POLLIN, started, what)) < 0)
 			return -1;
@@ -161,8 +161,8 @@ rp_exec_wait_ack(RpExecSink *x, uint64_t seq)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return rp_fail(RP_HALT_SINK, "the exec sink's child (pid %d, command \"%s\") closed its output before acknowledging unit %" PRIu64,
-						   (int) x->pid, x->command, seq);
+			return rp_fail(RP_HALT_SINK, "exec sink's child closed its output before acknowledging unit %" PRIu64 " (pid %d, command \"%s\")",
+						   seq, (int) x->pid, x->command);
 		x->reply_len += (size_t) r;
 	}
 }
@@ -268,11 +268,11 @@ rp_exec_reap(RpExecSink *x)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && sent == 0)
 		return;
 	if (WIFEXITED(status))
-		fprintf(stderr, "replicant: the exec sink's child (pid %d, command \"%s\") exited with status %d%s\n",
+		fprintf(stderr, "replicant: exec sink's child (pid %d, command \"%s\") exited with status %d%s\n",
 				(int) x->pid, x->command, WEXITSTATUS(status),
 				sent ? " after it was signalled" : "");
 	else if (WIFSIGNALED(status))
-		fprintf(stderr, "replicant: the exec sink's child (pid %d, command \"%s\") was terminated by signal %d%s\n",
+		fprintf(stderr, "replicant: exec sink's child (pid %d, command \"%s\") was terminated by signal %d%s\n",
 				(int) x->pid, x->command, WTERMSIG(status),
 				sent ? " (it did not exit on end of input)" : "");
 }

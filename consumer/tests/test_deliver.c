@@ -299,6 +299,46 @@ START_TEST(test_diff_classes)
 }
 END_TEST
 
+/*
+ * The run's counters outlive a delivery: one started over (a lost
+ * destination) goes on counting where the first stopped, and the
+ * checkpoint gauge follows the durable checkpoint (metrics never go
+ * backwards).
+ */
+START_TEST(test_counters_outlive_delivery)
+{
+	CtSink		f;
+	RpDelivery	dl;
+	RpDlCounters run;
+	RpCheckpoint ck = ct_ck(0, 0);
+	RpBatchLimits l = ct_limits(1, CT_NEVER_BYTES, CT_NEVER_MS);
+
+	memset(&run, 0, sizeof(run));
+	ct_sink_init(&f);
+	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, NULL, &l), 0);
+	rp_deliver_count_into(&dl, &run);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(rp_deliver_item(&dl, txn((uint32_t) (10 + i), 0x1000 * (uint64_t) (i + 1), 2), 0), 0);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.txns), 3);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.changes), 6);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.checkpoint_lsn), dl.ck.end_lsn);
+	ck = dl.ck;
+	rp_deliver_free(&dl);
+
+	/* started over from the durable checkpoint */
+	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, NULL, &l), 0);
+	ck_assert_uint_eq(dl.count->txns, 0);	/* its own, unshared, start at 0 */
+	rp_deliver_count_into(&dl, &run);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.txns), 3);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn(20, 0x5000, 1), 0), 0);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.txns), 4);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.changes), 7);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.batches), 4);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.checkpoint_lsn), dl.ck.end_lsn);
+	rp_deliver_free(&dl);
+}
+END_TEST
+
 /* ---- batching ---------------------------------------------------------------------- */
 
 START_TEST(test_batch_max_txns)
@@ -1196,6 +1236,7 @@ deliver_suite(void)
 
 	tc = tcase_create("batches");
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_counters_outlive_delivery);
 	tcase_add_test(tc, test_batch_max_txns);
 	tcase_add_test(tc, test_batch_max_bytes);
 	tcase_add_test(tc, test_batch_max_ms);

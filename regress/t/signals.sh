@@ -157,7 +157,7 @@ run_never_ack timeout --exec-ack-timeout=2
 wait_exit "$EXIT_BOUND"
 ((rc == 3)) || fail "timeout: the consumer exited with $rc, expected 3 (halt)"
 check_unconfirmed timeout
-grep -qF "the exec sink's child (pid $child, command \"exec python3 $work/never_ack.py $work/timeout.jsonl $work/timeout.pid\") has not acknowledged unit 1 for 2 s" \
+grep -qF "exec sink's child (pid $child, command \"exec python3 $work/never_ack.py $work/timeout.jsonl $work/timeout.pid\") has not acknowledged unit 1 for 2 s" \
 	"$work/timeout.err" || fail "timeout: the halt does not name the child's command and pid"
 grep -qF 'halted (sink)' "$work/timeout.err" || fail "timeout: not a sink halt"
 
