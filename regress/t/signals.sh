@@ -19,6 +19,8 @@
 #      (The bound on the wait only keeps a broken consumer from hanging the suite.)
 #   4. The same child with --exec-ack-timeout=2: the run halts (exit 3) naming the child's
 #      command and pid, and again confirms nothing.
+#   5. A child that answers garbage and then ignores the end of its input: the halt (exit 3)
+#      still closes the sink, so the child is ended and reaped, not left running.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -89,6 +91,8 @@ out = open(sys.argv[1], "a")
 for line in sys.stdin:
     out.write(line)
     out.flush()
+    if os.environ.get("ANSWER") and line.startswith('{"kind":"flush"'):
+        print(os.environ["ANSWER"], flush=True)
 while True:
     time.sleep(1)
 PY
@@ -160,6 +164,14 @@ check_unconfirmed timeout
 grep -qF "exec sink's child (pid $child, command \"exec python3 $work/never_ack.py $work/timeout.jsonl $work/timeout.pid\") has not acknowledged unit 1 for 2 s" \
 	"$work/timeout.err" || fail "timeout: the halt does not name the child's command and pid"
 grep -qF 'halted (sink)' "$work/timeout.err" || fail "timeout: not a sink halt"
+
+ANSWER=nack run_never_ack garbage
+unset ANSWER
+wait_exit "$EXIT_BOUND"
+((rc == 3)) || fail "garbage: the consumer exited with $rc, expected 3 (halt)"
+check_unconfirmed garbage
+grep -q "exec sink's child (pid $child, .*) was terminated by signal 15" "$work/garbage.err" ||
+	fail "garbage: stderr does not say how the child ended"
 
 status=0
 printf 'PASS signals: bad sizes and filtered backfill watermarks refused before connecting; SIGTERM and SIGINT stop a consumer whose exec child never acknowledges, the ack timeout halts naming it; nothing confirmed, the child reaped (%ds)\n' \
