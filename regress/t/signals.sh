@@ -32,7 +32,8 @@ EXIT_BOUND=60
 work=$(mktemp -d /tmp/rp-signals.XXXXXX)
 status=1
 pid=
-cleanup() { rp_e2e_cleanup $? pid; }
+child=
+cleanup() { rp_e2e_cleanup $? pid child; }
 trap cleanup EXIT
 fail() { rp_e2e_fail signals "$work/*.err" 20 "$*"; }
 
