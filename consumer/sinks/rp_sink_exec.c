@@ -33,8 +33,6 @@
 #define RP_EXEC_CHUNK (1024 * 1024)
 /* how often a wait on the child looks at the stop flag and the clock */
 #define RP_EXEC_POLL_MS 100
-/* after EOF on its input, how long the child gets to exit before SIGTERM, then SIGKILL */
-#define RP_EXEC_EXIT_GRACE_MS 5000
 
 typedef struct RpExecSink
 {
@@ -230,53 +228,6 @@ rp_exec_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 	return rp_exec_flush_unit(x, ck);
 }
 
-/*
- * Wait for the child to exit (EOF on its input told it to finish); one that
- * does not within the grace gets SIGTERM, then SIGKILL, so that no exit path
- * of the consumer waits for ever on it or leaves it behind.  An exit that
- * is not a clean 0 is reported.
- */
-static void
-rp_exec_reap(RpExecSink *x)
-{
-	int			status = 0;
-	int			waited = 0;
-	int			sent = 0;		/* 0 none, else the last signal sent */
-
-	for (;;)
-	{
-		pid_t		r = waitpid(x->pid, &status, WNOHANG);
-
-		if (r == x->pid)
-			break;
-		if (r < 0 && errno != EINTR)
-			return;
-		if (waited >= RP_EXEC_EXIT_GRACE_MS && sent != SIGKILL)
-		{
-			sent = sent == 0 ? SIGTERM : SIGKILL;
-			/* its group: what sh -c started with it, too */
-			kill(-x->pid, sent);
-			waited = 0;
-		}
-		{
-			struct timespec ts = {.tv_sec = 0,.tv_nsec = 20 * 1000000L};
-
-			nanosleep(&ts, NULL);
-			waited += 20;
-		}
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && sent == 0)
-		return;
-	if (WIFEXITED(status))
-		fprintf(stderr, "replicant: exec sink's child (pid %d, command \"%s\") exited with status %d%s\n",
-				(int) x->pid, x->command, WEXITSTATUS(status),
-				sent ? " after it was signalled" : "");
-	else if (WIFSIGNALED(status))
-		fprintf(stderr, "replicant: exec sink's child (pid %d, command \"%s\") was terminated by signal %d%s\n",
-				(int) x->pid, x->command, WTERMSIG(status),
-				sent ? " (it did not exit on end of input)" : "");
-}
-
 static void
 rp_exec_close(RpSink *s)
 {
@@ -287,7 +238,7 @@ rp_exec_close(RpSink *s)
 	if (x->from_child >= 0)
 		close(x->from_child);
 	if (x->pid > 0)
-		rp_exec_reap(x);
+		rp_child_reap(x->pid, "exec sink's child", x->command);
 	rp_buf_free(&x->out);
 	rp_free(x->command);
 	rp_free(x);
