@@ -18,6 +18,8 @@
 
 #include "rp_asm.h"
 #include "rp_backfill.h"
+#include "rp_bfmsg.h"
+#include "rp_cliparse.h"
 #include "rp_agg.h"
 #include "rp_conn.h"
 #include "rp_deliver.h"
@@ -36,13 +38,29 @@
 
 static const char *progname = "replicant";
 
-static volatile sig_atomic_t stop_requested = 0;
 static volatile sig_atomic_t reopen_requested = 0;
 
 /* --decoding-work-mem: "server" leaves the server's setting alone */
 #define RP_DECODING_WORK_MEM_SERVER UINT64_MAX
 /* the default for a sink that applies streamed transactions early (kB) */
 #define RP_EARLY_DECODING_WORK_MEM_KB 16384
+/* the longest pause between two connection attempts (s) */
+#define RP_BACKOFF_MAX_S 30
+/* a clean end of the stream waits this long for its CopyDone to leave */
+#define RP_FINISH_TIMEOUT_MS 10000
+/* --exec-ack-timeout's default (s): long enough for a child that fsyncs a large batch */
+#define RP_EXEC_ACK_TIMEOUT_DEFAULT 300
+/*
+ * The largest size option: no real limit is near it, and sums and doubles
+ * of it stay far from overflowing 64 bits.
+ */
+#define RP_SIZE_MAX ((uint64_t) 1 << 50)
+/*
+ * --batch-bytes: a batch is held in memory while the sink applies it and
+ * the delivery queue holds up to twice it, so 1GB (PostgreSQL's own limit
+ * for one allocation) bounds what one unit can pin.
+ */
+#define RP_BATCH_BYTES_MAX ((uint64_t) 1 << 30)
 
 typedef struct RpCli
 {
@@ -81,6 +99,7 @@ typedef struct RpCli
 	char	  **backfill;		/* --backfill tables, "schema.table" */
 	int			nbackfill;
 	uint64_t	backfill_chunk_rows;
+	int			exec_ack_timeout_s; /* exec sink: 0 waits for ever */
 } RpCli;
 
 typedef struct RpRun
@@ -93,6 +112,7 @@ typedef struct RpRun
 	RpPipe		pipe;
 	RpSink	   *sink;
 	RpMetrics	metrics;
+	RpDlCounters counters;		/* the deliveries' telemetry, for the process's life */
 	bool		connected;
 	int64_t		last_progress_us;
 	uint64_t	last_progress_changes;
@@ -129,7 +149,7 @@ usage(void)
 	printf("      --max-memory=SIZE  assembled transactions held in memory (default: 256MB)\n");
 	printf("      --max-spill=SIZE   spilled transactions on disk before halting (default: 64GB)\n");
 	printf("      --batch-txns=N     transactions per delivered batch (default: 1000)\n");
-	printf("      --batch-bytes=SIZE bytes per delivered batch (default: 64MB)\n");
+	printf("      --batch-bytes=SIZE bytes per delivered batch (default: 64MB, at most 1GB)\n");
 	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
 	printf("      --decoding-work-mem=SIZE|server\n"
 		   "                         logical_decoding_work_mem of this session on the server: past it, a\n"
@@ -143,6 +163,8 @@ usage(void)
 	printf("      --max-dlq-bytes=SIZE how much of an oversize row the dead-letter file keeps (default: 64kB)\n");
 	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter)\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
+	printf("      --exec-ack-timeout=SECS  exec sink: halt when the child neither reads nor acknowledges\n"
+		   "                         for SECS (default: %d; 0: wait for ever)\n", RP_EXEC_ACK_TIMEOUT_DEFAULT);
 	printf("\nMirror sink options:\n");
 	printf("      --create-tables    create missing destination tables from the source's description\n");
 	printf("      --on-destructive=halt|skip|apply\n"
@@ -204,7 +226,8 @@ pg_log_info(RpCli *cli, const char *fmt,...)
 static void
 on_stop_signal(int signo)
 {
-	stop_requested = 1;
+	/* async-signal-safe: every thread's waits look at it (rp_status.h) */
+	rp_stop_request();
 }
 
 static void
@@ -213,44 +236,17 @@ on_hup_signal(int signo)
 	reopen_requested = 1;
 }
 
-/* "64MB", "1GB", "512kB", "1048576" */
-static bool
-parse_size(const char *s, uint64_t *out)
+/*
+ * A bad option value: a usage error naming the option (the value is the
+ * user's own argument, never row data).  hint, if any, says what is valid.
+ */
+static int
+bad_value(const char *option, const char *value, const char *hint)
 {
-	char	   *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return false;
-	if (*end == '\0' || strcmp(end, "B") == 0)
-		*out = v;
-	else if (strcasecmp(end, "kB") == 0)
-		*out = v << 10;
-	else if (strcasecmp(end, "MB") == 0)
-		*out = v << 20;
-	else if (strcasecmp(end, "GB") == 0)
-		*out = v << 30;
-	else if (strcasecmp(end, "TB") == 0)
-		*out = v << 40;
-	else
-		return false;
-	return true;
-}
-
-static bool
-parse_int(const char *s, int min, int max, int *out)
-{
-	char	   *end;
-	long		v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return false;
-	*out = (int) v;
-	return true;
+	pg_log_error("invalid value \"%s\" for option --%s%s%s%s", value, option,
+				 hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+	fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+	return RP_EXIT_USAGE;
 }
 
 static void
@@ -308,18 +304,20 @@ show_progress(RpRun *run)
 	int64_t		now = rp_now_us();
 	char		ck[24];
 	double		secs = (now - run->last_progress_us) / 1e6;
-	uint64_t	end = run->pipe.durable.end_lsn;
+	uint64_t	end = RP_COUNT_LOAD(run->counters.checkpoint_lsn);
+	uint64_t	txns = RP_COUNT_LOAD(run->counters.txns);
+	uint64_t	changes = RP_COUNT_LOAD(run->counters.changes);
 	uint64_t	lag = run->conn.server_wal_end > end ? run->conn.server_wal_end - end : 0;
 
 	if (!run->cli->progress || !isatty(STDERR_FILENO) || now - run->last_progress_us < 1000000)
 		return;
 	rp_lsn_format(end, ck);
 	fprintf(stderr, "\r%s: %" PRIu64 " txns, %.0f changes/s, lag %" PRIu64 " bytes %.1f s, checkpoint %s   ",
-			progname, run->dl.txns,
-			run->last_progress_us ? (run->dl.changes - run->last_progress_changes) / secs : 0.0,
+			progname, txns,
+			run->last_progress_us ? (changes - run->last_progress_changes) / secs : 0.0,
 			lag, rp_metrics_lag_seconds(&run->metrics, lag, now), ck);
 	run->last_progress_us = now;
-	run->last_progress_changes = run->dl.changes;
+	run->last_progress_changes = changes;
 }
 
 /* ---- the stream ---------------------------------------------------------- */
@@ -329,24 +327,27 @@ static int
 deliver_ready(RpRun *run, bool *done)
 {
 	RpItem	   *item;
+	int			rc;
 
 	while ((item = rp_asm_pop(&run->asm_)) != NULL)
 	{
 		uint64_t	end = item->kind == RP_ITEM_TXN ? item->txn->end_lsn : item->kind == RP_ITEM_MESSAGE ? item->msg.lsn : 0;
 
 		if (item->kind == RP_ITEM_TXN)
-			run->metrics.last_commit_time = item->txn->commit_time;
+			RP_COUNT_STORE(run->metrics.last_commit_time, item->txn->commit_time);
 
-		if (rp_pipe_push(&run->pipe, item, wait_tick, run) < 0)
+		rc = rp_pipe_push(&run->pipe, item, wait_tick, run);
+		if (rc < 0)
 			return -1;
+		/* a stop while the queue was full: the caller's loop stops */
+		if (rc > 0)
+			return 0;
 		if (run->cli->endpos && end >= run->cli->endpos)
 		{
 			*done = true;
 			break;
 		}
 	}
-	if (*done || stop_requested)
-		return rp_pipe_drain(&run->pipe, wait_tick, run);
 	return 0;
 }
 
@@ -437,7 +438,7 @@ set_decoding_work_mem(RpRun *run)
 
 		res = PQexec(run->conn.pg, "SHOW logical_decoding_work_mem");
 		rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-			parse_size(PQgetvalue(res, 0, 0), &have);
+			rp_parse_size(PQgetvalue(res, 0, 0), 0, UINT64_MAX, &have);
 		PQclear(res);
 		if (!rc || have <= (uint64_t) RP_EARLY_DECODING_WORK_MEM_KB << 10)
 			return 0;
@@ -457,6 +458,40 @@ set_decoding_work_mem(RpRun *run)
 	}
 	PQclear(res);
 	pg_log_info(cli, "logical_decoding_work_mem of this session: %" PRIu64 "kB", want);
+	return 0;
+}
+
+/*
+ * A clean end of the stream (endpos, a stop): the last status update with
+ * what is durable, then CopyDone, waited for like pg_recvlogical's.
+ */
+static void
+finish_stream(RpRun *run, const RpCheckpoint *durable)
+{
+	if (!run->connected)
+		return;
+	if (rp_conn_feedback(&run->conn, durable->end_lsn, false) < 0)
+		rp_error_clear();		/* the connection is going anyway */
+	rp_conn_finish(&run->conn, RP_FINISH_TIMEOUT_MS);
+	run->connected = false;
+}
+
+/*
+ * SIGINT/SIGTERM: the delivery thread finishes the step in hand (a sink's
+ * wait on anything outside the consumer gives up at once), what is queued
+ * is dropped, and only what the sink holds is confirmed.  0, or -1 when
+ * the delivery thread halted.
+ */
+static int
+stop_stream(RpRun *run)
+{
+	rp_pipe_abandon(&run->pipe, wait_tick, run);
+	finish_stream(run, &run->pipe.durable);
+	if (run->pipe.failed && run->pipe.halt != RP_HALT_NONE)
+		return rp_fail(run->pipe.halt, "%s", run->pipe.error);
+	if (run->pipe.failed)
+		fprintf(stderr, "%s: %s; stopping (what was not acknowledged comes again on the next run)\n",
+				progname, run->pipe.error);
 	return 0;
 }
 
@@ -515,13 +550,8 @@ stream_once(RpRun *run, bool have_ck)
 		bool		done = false;
 		int			wait_ms = cli->status_interval_ms;
 
-		if (stop_requested)
-		{
-			if (rp_pipe_drain(&run->pipe, wait_tick, run) < 0)
-				return -1;
-			send_feedback(run, true, false);
-			return 0;
-		}
+		if (rp_stop_requested())
+			return stop_stream(run);
 		if (reopen_requested)
 		{
 			/* the sink belongs to the delivery thread: it reopens between units */
@@ -531,7 +561,7 @@ stream_once(RpRun *run, bool have_ck)
 		if (send_feedback(run, false, false) < 0)
 			return -1;
 		show_progress(run);
-		run->metrics.server_wal_end = run->conn.server_wal_end;
+		RP_COUNT_STORE(run->metrics.server_wal_end, run->conn.server_wal_end);
 		if (wait_ms > 1000)
 			wait_ms = 1000;
 
@@ -543,7 +573,7 @@ stream_once(RpRun *run, bool have_ck)
 				break;
 			case RP_MSG_DATA:
 				rc = rp_asm_frame(&run->asm_, msg.data, msg.len, msg.lsn);
-				run->metrics.bytes += msg.len;
+				RP_COUNT_ADD(run->metrics.bytes, msg.len);
 				rp_conn_release(&msg);
 				if (rc < 0 || deliver_ready(run, &done) < 0)
 					return -1;
@@ -577,9 +607,16 @@ stream_once(RpRun *run, bool have_ck)
 		}
 		if (done)
 		{
-			if (rp_pipe_drain(&run->pipe, wait_tick, run) < 0)
+			RpCheckpoint durable;
+
+			rc = rp_pipe_drain(&run->pipe, wait_tick, run);
+			if (rc < 0)
 				return -1;
-			send_feedback(run, true, false);
+			if (rc > 0)
+				return stop_stream(run);
+			if (rp_pipe_durable(&run->pipe, &durable) < 0)
+				return -1;
+			finish_stream(run, &durable);
 			return 0;
 		}
 	}
@@ -603,7 +640,7 @@ open_sink(RpCli *cli)
 	if (strncmp(cli->sink, "file:", 5) == 0)
 		return rp_sink_file_open(cli->sink + 5);
 	if (strncmp(cli->sink, "exec:", 5) == 0)
-		return rp_sink_exec_open(cli->sink + 5);
+		return rp_sink_exec_open(cli->sink + 5, cli->exec_ack_timeout_s);
 	if (strncmp(cli->sink, "postgresql://", 13) == 0 || strncmp(cli->sink, "postgres://", 11) == 0 ||
 		strncmp(cli->sink, "postgres:", 9) == 0)
 	{
@@ -681,6 +718,7 @@ run_stream(RpCli *cli)
 	char		path[4096],
 				view[4096];
 	int			backoff = 1;
+	uint64_t	progress_lsn;
 	int			rc;
 
 	memset(&run, 0, sizeof(run));
@@ -723,21 +761,31 @@ run_stream(RpCli *cli)
 			pg_log_error("%s", rp_error());
 			return rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_USAGE : RP_EXIT_ERROR;
 		}
-		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
+		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || rp_stop_requested())
 		{
 			pg_log_error("%s", rp_error());
 			return rp_error_halt() != RP_HALT_NONE ? RP_EXIT_HALT : RP_EXIT_ERROR;
 		}
 		pg_log_error("%s; retrying in %d s", rp_error(), backoff);
-		sleep((unsigned) backoff);
-		backoff = backoff * 2 > 30 ? 30 : backoff * 2;
+		if (!rp_pause_ms(backoff * 1000))
+			return RP_EXIT_OK;
+		backoff = backoff * 2 > RP_BACKOFF_MAX_S ? RP_BACKOFF_MAX_S : backoff * 2;
 	}
 	backoff = 1;
 
 	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
 	if (cli->snapshot && run_snapshot(cli, run.sink, path) < 0)
+	{
+		/* a stop: what was stored is where the next run resumes (exit 0) */
+		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
+		{
+			fprintf(stderr, "%s: %s\n", progname, rp_error());
+			run.sink->close(run.sink);
+			return RP_EXIT_OK;
+		}
 		goto fail;
+	}
 	if (run.sink->owns_checkpoint)
 		have_ck = run.sink->checkpoint(run.sink, &ck);
 	else
@@ -755,8 +803,9 @@ run_stream(RpCli *cli)
 	if (rp_deliver_init(&run.dl, run.sink, &ck, run.sink->owns_checkpoint ? NULL : path, view,
 						&cli->limits) < 0)
 		goto fail;
+	rp_deliver_count_into(&run.dl, &run.counters);
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
-	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.dl, &run.asm_, &run.spill) < 0)
+	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.counters, &run.asm_, &run.spill) < 0)
 		goto fail;
 	if (cli->nbackfill > 0)
 	{
@@ -778,54 +827,70 @@ run_stream(RpCli *cli)
 			goto fail;
 	}
 
+	progress_lsn = ck.end_lsn;
 	for (;;)
 	{
+		char		why[1024];
+		bool		lost_sink;
+		RpCheckpoint durable;
+
 		rc = stream_once(&run, have_ck > 0);
 		if (rc == 0)
 			break;
-		run.metrics.halts[rp_error_halt()]++;
+		RP_COUNT_ADD(run.metrics.halts[rp_error_halt()], 1);
+		/* a stop that met connection trouble is still a stop */
+		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
+			break;
 		/* fail-closed halts and --no-loop end the run; connection trouble retries */
-		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || stop_requested)
+		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop)
 			goto fail;
-		/* a connection that got to stream starts the backoff over */
-		if (run.streamed)
-			backoff = 1;
-		run.streamed = false;
-		pg_log_error("%s; reconnecting in %d s", rp_error(), backoff);
+		snprintf(why, sizeof(why), "%s", rp_error());
 		disconnect(&run);
 		/*
 		 * The server sends again from the durable position; what was already
 		 * handed to the delivery thread is skipped as a duplicate.
 		 */
+		lost_sink = rp_pipe_durable(&run.pipe, &durable) < 0;
+		if (lost_sink)
 		{
-			RpCheckpoint durable;
-
-			if (rp_pipe_durable(&run.pipe, &durable) < 0)
-			{
-				/*
-				 * The delivery thread lost its sink (a destination restart):
-				 * start delivery over from what is durable.  The relation view
-				 * is reloaded too, so a schema change rolled back with the
-				 * failed batch is seen (and applied, or halted on) again.
-				 */
-				rp_error_clear();
-				durable = run.pipe.durable;
-				rp_pipe_stop(&run.pipe);
-				rp_deliver_free(&run.dl);
-				if (rp_deliver_init(&run.dl, run.sink, &durable,
-									run.sink->owns_checkpoint ? NULL : path, view, &cli->limits) < 0 ||
-					rp_pipe_start(&run.pipe, &run.dl, 2 * cli->limits.max_bytes) < 0)
-					goto fail;
-				run.asm_.watermark = durable.commit_lsn;
-			}
-			else
-				run.asm_.watermark = durable.commit_lsn > run.pipe.last_pushed_commit
-					? durable.commit_lsn : run.pipe.last_pushed_commit;
+			/*
+			 * The delivery thread lost its sink (a destination restart):
+			 * start delivery over from what is durable.  The relation view
+			 * is reloaded too, so a schema change rolled back with the
+			 * failed batch is seen (and applied, or halted on) again.
+			 */
+			rp_error_clear();
+			durable = run.pipe.durable;
+			rp_pipe_stop(&run.pipe);
+			rp_deliver_free(&run.dl);
+			if (rp_deliver_init(&run.dl, run.sink, &durable,
+								run.sink->owns_checkpoint ? NULL : path, view, &cli->limits) < 0)
+				goto fail;
+			/* counting goes on where it was: the metrics never go backwards */
+			rp_deliver_count_into(&run.dl, &run.counters);
+			if (rp_pipe_start(&run.pipe, &run.dl, 2 * cli->limits.max_bytes) < 0)
+				goto fail;
+			run.asm_.watermark = durable.commit_lsn;
 		}
-		sleep((unsigned) backoff);
-		backoff = backoff * 2 > 30 ? 30 : backoff * 2;
-		if (stop_requested)
+		else
+			run.asm_.watermark = durable.commit_lsn > run.pipe.last_pushed_commit
+				? durable.commit_lsn : run.pipe.last_pushed_commit;
+
+		/*
+		 * The backoff starts over after progress (the durable position
+		 * moved), or after a source connection that got to stream; a sink
+		 * that fails again and again (the source streams fine each time)
+		 * is retried ever less often, up to RP_BACKOFF_MAX_S.
+		 */
+		if (durable.end_lsn > progress_lsn || (run.streamed && !lost_sink))
+			backoff = 1;
+		if (durable.end_lsn > progress_lsn)
+			progress_lsn = durable.end_lsn;
+		run.streamed = false;
+		pg_log_error("%s; reconnecting in %d s", why, backoff);
+		if (!rp_pause_ms(backoff * 1000))
 			break;
+		backoff = backoff * 2 > RP_BACKOFF_MAX_S ? RP_BACKOFF_MAX_S : backoff * 2;
 		/*
 		 * Once a connection has bound the checkpoint to the source (the
 		 * delivery thread runs), later ones check against it; before that
@@ -835,27 +900,35 @@ run_stream(RpCli *cli)
 			have_ck = 1;
 	}
 	disconnect(&run);
+	if (rp_stop_requested())
+		rp_pipe_abandon(&run.pipe, NULL, NULL);
 	rp_pipe_stop(&run.pipe);
 	rp_backfill_stop();			/* after the delivery thread: it may hold a chunk */
 	rp_metrics_stop(&run.metrics);
 	pg_log_info(cli, "delivered %" PRIu64 " transactions in %" PRIu64 " batches; %" PRIu64
 				" streamed transactions applied early (%" PRIu64 " blocks, %" PRIu64 " dropped)",
-				run.dl.txns, run.dl.batches, run.dl.early_commits, run.dl.early_chunks, run.dl.early_drops);
+				run.counters.txns, run.counters.batches, run.counters.early_commits,
+				run.counters.early_chunks, run.counters.early_drops);
 	rp_deliver_free(&run.dl);
 	rp_asm_free(&run.asm_);
 	run.sink->close(run.sink);
 	return RP_EXIT_OK;
 
 fail:
+	rc = rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG &&
+		rp_error_halt() != RP_HALT_IN_USE ? RP_EXIT_HALT : RP_EXIT_ERROR;
 	pg_log_error("%s", rp_error());
-	if (rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG &&
-		rp_error_halt() != RP_HALT_IN_USE)
+	if (rc == RP_EXIT_HALT)
 		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
 				progname, rp_halt_name(rp_error_halt()));
 	disconnect(&run);
+	if (rp_stop_requested())
+		rp_pipe_abandon(&run.pipe, NULL, NULL);
 	rp_pipe_stop(&run.pipe);
 	rp_backfill_stop();
 	rp_metrics_stop(&run.metrics);
+	/* every exit path closes its sink: the exec child reaped, the destination session ended */
+	run.sink->close(run.sink);
 	/* spill files are private garbage now */
 	if (run.spill.dir)
 	{
@@ -863,8 +936,7 @@ fail:
 
 		rp_spill_init(&again, run.spill.dir, 0, 0);
 	}
-	return rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG &&
-		rp_error_halt() != RP_HALT_IN_USE ? RP_EXIT_HALT : RP_EXIT_ERROR;
+	return rc;
 }
 
 static int
@@ -948,6 +1020,7 @@ main(int argc, char **argv)
 		{"dead-letter-file", required_argument, NULL, 26},
 		{"backfill", required_argument, NULL, 27},
 		{"backfill-chunk-rows", required_argument, NULL, 28},
+		{"exec-ack-timeout", required_argument, NULL, 29},
 		{NULL, 0, NULL, 0}
 	};
 	RpCli		cli;
@@ -969,6 +1042,7 @@ main(int argc, char **argv)
 	cli.snapshot_chunk_rows = 100000;
 	cli.max_dlq_bytes = 64 * 1024;
 	cli.backfill_chunk_rows = 10000;
+	cli.exec_ack_timeout_s = RP_EXEC_ACK_TIMEOUT_DEFAULT;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -1009,11 +1083,8 @@ main(int argc, char **argv)
 				}
 				break;
 			case 's':
-				if (!parse_int(optarg, 0, INT32_MAX / 1000, &secs))
-				{
-					pg_log_error("invalid status interval \"%s\"", optarg);
-					return RP_EXIT_USAGE;
-				}
+				if (!rp_parse_int(optarg, 0, INT32_MAX / 1000, &secs))
+					return bad_value("status-interval", optarg, NULL);
 				cli.status_interval_ms = secs * 1000;
 				break;
 			case 'n':
@@ -1043,12 +1114,9 @@ main(int argc, char **argv)
 			case 6:
 			case 7:
 			case 11:
-				if (!parse_size(optarg, &size) || size == 0)
-				{
-					pg_log_error("invalid size \"%s\" for --%s", optarg,
-								 c == 6 ? "max-memory" : c == 7 ? "max-spill" : "batch-bytes");
-					return RP_EXIT_USAGE;
-				}
+				if (!rp_parse_size(optarg, 1, c == 11 ? RP_BATCH_BYTES_MAX : RP_SIZE_MAX, &size))
+					return bad_value(c == 6 ? "max-memory" : c == 7 ? "max-spill" : "batch-bytes", optarg,
+									 c == 11 ? "1 byte to 1GB" : NULL);
 				if (c == 6)
 					cli.max_memory = (size_t) size;
 				else if (c == 7)
@@ -1063,28 +1131,19 @@ main(int argc, char **argv)
 				cli.state_dir = optarg;
 				break;
 			case 10:
-				if (!parse_int(optarg, 1, 1000000, &cli.limits.max_txns))
-				{
-					pg_log_error("invalid value \"%s\" for --batch-txns", optarg);
-					return RP_EXIT_USAGE;
-				}
+				if (!rp_parse_int(optarg, 1, 1000000, &cli.limits.max_txns))
+					return bad_value("batch-txns", optarg, "1 to 1000000");
 				break;
 			case 12:
-				if (!parse_int(optarg, 0, 3600000, &cli.limits.max_ms))
-				{
-					pg_log_error("invalid value \"%s\" for --batch-ms", optarg);
-					return RP_EXIT_USAGE;
-				}
+				if (!rp_parse_int(optarg, 0, 3600000, &cli.limits.max_ms))
+					return bad_value("batch-ms", optarg, "0 to 3600000");
 				break;
 			case 13:
 				cli.progress = true;
 				break;
 			case 14:
-				if (!parse_int(optarg, 1, 65535, &cli.metrics_port))
-				{
-					pg_log_error("invalid port \"%s\" for --metrics-port", optarg);
-					return RP_EXIT_USAGE;
-				}
+				if (!rp_parse_int(optarg, 1, 65535, &cli.metrics_port))
+					return bad_value("metrics-port", optarg, "1 to 65535");
 				break;
 			case 15:
 				cli.pg.create_tables = true;
@@ -1120,11 +1179,8 @@ main(int argc, char **argv)
 			case 42:
 				if (strcmp(optarg, "server") == 0)
 					cli.decoding_work_mem_kb = RP_DECODING_WORK_MEM_SERVER;
-				else if (!parse_size(optarg, &size) || size < 64 * 1024 || size > ((uint64_t) 1 << 40))
-				{
-					pg_log_error("invalid --decoding-work-mem \"%s\" (server, or 64kB to 1TB)", optarg);
-					return RP_EXIT_USAGE;
-				}
+				else if (!rp_parse_size(optarg, 64 * 1024, (uint64_t) 1 << 40, &size))
+					return bad_value("decoding-work-mem", optarg, "server, or 64kB to 1TB");
 				else
 					cli.decoding_work_mem_kb = size / 1024;
 				break;
@@ -1146,32 +1202,22 @@ main(int argc, char **argv)
 				cli.snapshot = true;
 				break;
 			case 22:
-				if (!parse_int(optarg, 1, 64, &cli.snapshot_workers))
-				{
-					pg_log_error("invalid value \"%s\" for --snapshot-workers (1 to 64)", optarg);
-					return RP_EXIT_USAGE;
-				}
+				if (!rp_parse_int(optarg, 1, 64, &cli.snapshot_workers))
+					return bad_value("snapshot-workers", optarg, "1 to 64");
 				break;
 			case 23:
 				{
 					int			n;
 
-					if (!parse_int(optarg, 1, 100000000, &n))
-					{
-						pg_log_error("invalid value \"%s\" for --snapshot-chunk-rows", optarg);
-						return RP_EXIT_USAGE;
-					}
+					if (!rp_parse_int(optarg, 1, 100000000, &n))
+						return bad_value("snapshot-chunk-rows", optarg, "1 to 100000000");
 					cli.snapshot_chunk_rows = (uint64_t) n;
 				}
 				break;
 			case 24:
 			case 25:
-				if (!parse_size(optarg, &size) || size == 0)
-				{
-					pg_log_error("invalid size \"%s\" for --%s", optarg,
-								 c == 24 ? "max-record-bytes" : "max-dlq-bytes");
-					return RP_EXIT_USAGE;
-				}
+				if (!rp_parse_size(optarg, 1, RP_SIZE_MAX, &size))
+					return bad_value(c == 24 ? "max-record-bytes" : "max-dlq-bytes", optarg, NULL);
 				if (c == 24)
 					cli.max_record_bytes = size;
 				else
@@ -1187,13 +1233,14 @@ main(int argc, char **argv)
 				{
 					int			n;
 
-					if (!parse_int(optarg, 1, 100000000, &n))
-					{
-						pg_log_error("invalid value \"%s\" for --backfill-chunk-rows", optarg);
-						return RP_EXIT_USAGE;
-					}
+					if (!rp_parse_int(optarg, 1, 100000000, &n))
+						return bad_value("backfill-chunk-rows", optarg, "1 to 100000000");
 					cli.backfill_chunk_rows = (uint64_t) n;
 				}
+				break;
+			case 29:
+				if (!rp_parse_int(optarg, 0, 86400, &cli.exec_ack_timeout_s))
+					return bad_value("exec-ack-timeout", optarg, "0 to 86400 seconds; 0 waits for ever");
 				break;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
@@ -1231,6 +1278,7 @@ main(int argc, char **argv)
 	if (cli.nbackfill > 0)
 	{
 		const char *im = plugin_option(&cli, "include_messages");
+		const char *mp = plugin_option(&cli, "message_prefixes");
 
 		/* the watermarks travel in the stream: the mirror must see them */
 		if (!cli.start || strncmp(cli.sink, "postgres", 8) != 0 || cli.agg_only)
@@ -1238,9 +1286,21 @@ main(int argc, char **argv)
 			pg_log_error("--backfill needs --start and the PostgreSQL sink (not --aggregates-only)");
 			return RP_EXIT_USAGE;
 		}
-		if (im && (strcmp(im, "false") == 0 || strcmp(im, "off") == 0 || strcmp(im, "0") == 0))
+		/*
+		 * Refused here, not waited on for ever: a filtered watermark never
+		 * arrives.  A value the server refuses is left to it (a config error).
+		 */
+		if (rp_messages_pass(im, NULL, RP_BACKFILL_PREFIX) == RP_MSG_PASS_NO)
 		{
-			pg_log_error("--backfill needs the plugin's logical messages (include_messages)");
+			pg_log_error("--backfill needs the plugin's logical messages, but -o include_messages=%s filters them out", im);
+			fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+			return RP_EXIT_USAGE;
+		}
+		if (rp_messages_pass(im, mp, RP_BACKFILL_PREFIX) == RP_MSG_PASS_NO)
+		{
+			pg_log_error("--backfill needs the plugin's logical messages with prefix \"%s\", but -o message_prefixes=%s filters them out",
+						 RP_BACKFILL_PREFIX, mp);
+			fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
 			return RP_EXIT_USAGE;
 		}
 	}

@@ -502,7 +502,7 @@ rp_agg_change(RpAgg *agg, RpAggBinding *b, const RpRecord *rec)
 			return 0;
 		}
 	}
-	rp_agg_stats.changes++;
+	RP_COUNT_ADD(rp_agg_stats.changes, 1);
 	return 0;
 }
 
@@ -579,7 +579,7 @@ rp_agg_txn(RpAgg *agg, RpTxn *txn)
 							continue;
 						if (skip[i])
 						{
-							rp_agg_stats.skipped += !b->need_seed;
+							RP_COUNT_ADD(rp_agg_stats.skipped, (uint64_t) !b->need_seed);
 							continue;
 						}
 						rc = rp_agg_change(agg, b, &rec);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "rp_asm.h"
+#include "rp_counter.h"
 #include "rp_status.h"
 
 static void rp_asm_chunks_void(RpAsm *a, RpTxn *t);
@@ -286,7 +287,7 @@ rp_asm_finish(RpAsm *a, RpTxn *t)
 	/* at or below the watermark: already applied before a restart */
 	if (t->commit_lsn <= a->watermark)
 	{
-		a->skipped++;
+		RP_COUNT_ADD(a->skipped, 1);
 		rp_asm_chunks_void(a, t);
 		rp_txn_free(t);
 		return;

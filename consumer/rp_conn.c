@@ -89,6 +89,74 @@ rp_conn_close(RpConn *c)
 	c->dbname = NULL;
 }
 
+/* Wait until the socket is ready for events, until deadline_us: false when time is up. */
+static bool
+rp_conn_wait(RpConn *c, short events, int64_t deadline_us)
+{
+	struct pollfd pfd = {.fd = PQsocket(c->pg),.events = events};
+	int64_t		left = deadline_us - rp_now_us();
+
+	if (left <= 0)
+		return false;
+	return poll(&pfd, 1, (int) (left / 1000 + 1)) >= 0 || errno == EINTR;
+}
+
+void
+rp_conn_finish(RpConn *c, int timeout_ms)
+{
+	int64_t		deadline = rp_now_us() + (int64_t) timeout_ms * 1000;
+	int			r;
+
+	if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK)
+	{
+		rp_conn_close(c);
+		return;
+	}
+	while ((r = PQputCopyEnd(c->pg, NULL)) == 0 && rp_conn_wait(c, POLLOUT, deadline))
+		;
+	if (r == 1)
+	{
+		/* the CopyDone (and what was queued before it) on the wire */
+		while ((r = PQflush(c->pg)) == 1 && rp_conn_wait(c, POLLOUT, deadline))
+			;
+		/* the server's end of the copy: its own CopyDone, then the command's result */
+		while (r == 0)
+		{
+			char	   *buf = NULL;
+			int			n = PQgetCopyData(c->pg, &buf, 1);
+
+			if (buf)
+				PQfreemem(buf);
+			if (n > 0)
+				continue;
+			if (n < -1)
+				break;
+			if (n == -1)
+			{
+				/* the command's results, read without blocking past the deadline */
+				for (;;)
+				{
+					PGresult   *res;
+
+					if (PQisBusy(c->pg))
+					{
+						if (!rp_conn_wait(c, POLLIN, deadline) || PQconsumeInput(c->pg) == 0)
+							break;
+						continue;
+					}
+					if ((res = PQgetResult(c->pg)) == NULL)
+						break;
+					PQclear(res);
+				}
+				break;
+			}
+			if (!rp_conn_wait(c, POLLIN, deadline) || PQconsumeInput(c->pg) == 0)
+				break;
+		}
+	}
+	rp_conn_close(c);
+}
+
 int
 rp_conn_identify(RpConn *c)
 {

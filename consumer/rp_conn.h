@@ -56,6 +56,13 @@ typedef struct RpMsg
 /* Connect with replication=database; conninfo may be a string or URI. */
 extern int	rp_conn_open(RpConn *c, const char *conninfo, const char *progname);
 extern void rp_conn_close(RpConn *c);
+/*
+ * A clean end of the stream, as pg_recvlogical's on SIGINT: CopyDone, then
+ * wait (at most timeout_ms) until it and the status update sent before it
+ * have left and the server ended the copy; then close.  What the server
+ * sends meanwhile is dropped (never confirmed).
+ */
+extern void rp_conn_finish(RpConn *c, int timeout_ms);
 extern int	rp_conn_identify(RpConn *c);
 extern int	rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info);
 extern int	rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists);

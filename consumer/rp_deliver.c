@@ -117,12 +117,21 @@ rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck, const char
 	dl->ckpt_path = ckpt_path;
 	dl->view_path = view_path;
 	dl->limits = *limits;
+	dl->count = &dl->own_count;
+	RP_COUNT_STORE(dl->count->checkpoint_lsn, ck->end_lsn);
 	if (dl->limits.max_txns < 1)
 		dl->limits.max_txns = 1;
 	dl->batch = rp_malloc0(sizeof(RpTxn *) * (size_t) dl->limits.max_txns);
 	rp_decoder_init(&dl->dec);
 	rp_buf_init(&dl->view, 1024);
 	return view_path ? rp_view_load(dl) : 0;
+}
+
+void
+rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c)
+{
+	dl->count = c;
+	RP_COUNT_STORE(c->checkpoint_lsn, dl->ck.end_lsn);
 }
 
 void
@@ -264,7 +273,7 @@ rp_cursor_relation(RpCursor *c, const RpRecord *rec, const unsigned char *raw, s
 		{
 			rp_view_put(dl, after->relid, raw, len);
 			if (change != RP_SCHEMA_NEW)
-				dl->schema_changes++;
+				RP_COUNT_ADD(dl->count->schema_changes, 1);
 		}
 	}
 	rp_relation_free(before);
@@ -308,6 +317,7 @@ rp_deliver_persist(RpDelivery *dl, const RpCheckpoint *ck)
 	if (dl->ckpt_path && !dl->sink->owns_checkpoint && rp_ckpt_write(dl->ckpt_path, ck) < 0)
 		return -1;
 	dl->ck = *ck;
+	RP_COUNT_STORE(dl->count->checkpoint_lsn, ck->end_lsn);
 	return rp_view_save(dl);
 }
 
@@ -327,13 +337,16 @@ rp_ck_for(const RpDelivery *dl, const RpTxn *t, RpCheckpoint *ck)
 static void
 rp_deliver_done(RpDelivery *dl, int k)
 {
+	uint64_t	changes = 0;
+
 	for (int i = 0; i < k; i++)
 	{
-		dl->changes += dl->batch[i]->nchanges;
+		changes += dl->batch[i]->nchanges;
 		rp_txn_free(dl->batch[i]);
 		dl->batch[i] = NULL;
 	}
-	dl->txns += (uint64_t) k;
+	RP_COUNT_ADD(dl->count->changes, changes);
+	RP_COUNT_ADD(dl->count->txns, (uint64_t) k);
 	if (k == 0)
 		return;
 	memmove(dl->batch, dl->batch + k, sizeof(RpTxn *) * (size_t) (dl->nbatch - k));
@@ -405,7 +418,7 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 		}
 	}
 	rp_deliver_done(dl, n);
-	dl->batches++;
+	RP_COUNT_ADD(dl->count->batches, 1);
 	return 0;
 }
 
@@ -434,7 +447,7 @@ rp_deliver_early_drop(RpDelivery *dl)
 	dl->early_refused = dl->early_xid;
 	dl->early_xid = 0;
 	dl->early_bytes = 0;
-	dl->early_drops++;
+	RP_COUNT_ADD(dl->count->early_drops, 1);
 }
 
 /*
@@ -530,7 +543,7 @@ rp_deliver_chunk(RpDelivery *dl, RpItem *item, int64_t now_ms)
 		return 0;
 	}
 	dl->early_bytes += rp_store_length(&chunk->store);
-	dl->early_chunks++;
+	RP_COUNT_ADD(dl->count->early_chunks, 1);
 	return 0;
 }
 
@@ -550,10 +563,10 @@ rp_deliver_chunked_commit(RpDelivery *dl, RpTxn *txn)
 	}
 	dl->early_xid = 0;
 	dl->early_bytes = 0;
-	dl->early_commits++;
-	dl->changes += txn->nchanges;
-	dl->txns++;
-	dl->batches++;
+	RP_COUNT_ADD(dl->count->early_commits, 1);
+	RP_COUNT_ADD(dl->count->changes, txn->nchanges);
+	RP_COUNT_ADD(dl->count->txns, 1);
+	RP_COUNT_ADD(dl->count->batches, 1);
 	rp_txn_free(txn);
 	return rp_deliver_persist(dl, &ck);
 }
@@ -615,7 +628,7 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 			rc = -1;
 		else
 		{
-			dl->messages++;
+			RP_COUNT_ADD(dl->count->messages, 1);
 			rc = rp_deliver_persist(dl, &ck);
 		}
 	}
@@ -644,6 +657,7 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
 		if (dl->sink->advance(dl->sink, &ck) < 0)
 			return -1;
 		dl->ck = ck;
+		RP_COUNT_STORE(dl->count->checkpoint_lsn, ck.end_lsn);
 		return 0;
 	}
 	return rp_deliver_persist(dl, &ck);

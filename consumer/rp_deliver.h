@@ -8,6 +8,7 @@
 #ifndef RP_DELIVER_H
 #define RP_DELIVER_H
 
+#include "rp_counter.h"
 #include "rp_sink.h"
 
 typedef struct RpBatchLimits
@@ -16,6 +17,26 @@ typedef struct RpBatchLimits
 	uint64_t	max_bytes;
 	int			max_ms;
 } RpBatchLimits;
+
+/*
+ * Telemetry (value-free).  The delivery thread adds to them; the progress
+ * line and the metrics thread read them (rp_counter.h).  A run keeps them
+ * outside its RpDelivery (rp_deliver_count_into), for the process's life:
+ * a delivery started over after a lost destination goes on counting, so a
+ * counter never goes backwards.
+ */
+typedef struct RpDlCounters
+{
+	uint64_t	txns;
+	uint64_t	changes;
+	uint64_t	batches;
+	uint64_t	messages;
+	uint64_t	schema_changes;
+	uint64_t	early_chunks;
+	uint64_t	early_commits;
+	uint64_t	early_drops;
+	uint64_t	checkpoint_lsn; /* gauge: end LSN of the last durable unit */
+} RpDlCounters;
 
 struct RpDelivery
 {
@@ -38,15 +59,8 @@ struct RpDelivery
 	uint32_t	early_xid;		/* 0: none */
 	uint64_t	early_bytes;	/* its store bytes the chunks covered */
 	uint32_t	early_refused;	/* declined or dropped: its later chunks are ignored */
-	uint64_t	early_chunks;
-	uint64_t	early_commits;
-	uint64_t	early_drops;
-	/* counters (telemetry, value-free) */
-	uint64_t	txns;
-	uint64_t	changes;
-	uint64_t	batches;
-	uint64_t	messages;
-	uint64_t	schema_changes;
+	RpDlCounters *count;		/* own_count unless rp_deliver_count_into */
+	RpDlCounters own_count;
 };
 
 typedef struct RpCursor
@@ -65,6 +79,8 @@ extern int	rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck,
 							const char *ckpt_path, const char *view_path,
 							const RpBatchLimits *limits);
 extern void rp_deliver_free(RpDelivery *dl);
+/* Count into c (the run's, kept across deliveries) from now on. */
+extern void rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c);
 
 /* Take one assembled item (ownership passes); may deliver a batch. */
 extern int	rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms);

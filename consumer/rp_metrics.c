@@ -34,31 +34,36 @@ rp_metric(RpBuf *b, const char *name, const char *type, const char *help, const 
 double
 rp_metrics_lag_seconds(const RpMetrics *m, uint64_t lag_bytes, int64_t now_us)
 {
-	if (lag_bytes == 0 || m->last_commit_time == 0 || now_us < m->last_commit_time)
+	int64_t		t = RP_COUNT_LOAD(m->last_commit_time);
+
+	if (lag_bytes == 0 || t == 0 || now_us < t)
 		return 0.0;
-	return (now_us - m->last_commit_time) / 1e6;
+	return (now_us - t) / 1e6;
 }
 
 char *
 rp_metrics_render(const RpMetrics *m)
 {
 	RpBuf		b;
-	const RpDelivery *dl = m->dl;
+	const RpDlCounters *c = m->count;
 
 	rp_buf_init(&b, 4096);
-	if (dl)
+	if (c)
 	{
-		rp_metric(&b, "replicant_transactions_total", "counter", "Transactions delivered to the sink.", NULL, dl->txns);
-		rp_metric(&b, "replicant_changes_total", "counter", "Rows, truncates and messages delivered.", NULL, dl->changes);
-		rp_metric(&b, "replicant_batches_total", "counter", "Batches delivered.", NULL, dl->batches);
-		rp_metric(&b, "replicant_messages_total", "counter", "Non-transactional messages delivered.", NULL, dl->messages);
-		rp_metric(&b, "replicant_schema_changes_total", "counter", "Schema changes seen.", NULL, dl->schema_changes);
-		rp_metric(&b, "replicant_early_chunks_total", "counter", "Stream blocks applied before their transaction committed.", NULL, dl->early_chunks);
-		rp_metric(&b, "replicant_early_commits_total", "counter", "Streamed transactions committed after an early apply.", NULL, dl->early_commits);
-		rp_metric(&b, "replicant_early_drops_total", "counter", "Early applies dropped (abort, or another commit first).", NULL, dl->early_drops);
-		rp_metric(&b, "replicant_checkpoint_lsn", "gauge", "End LSN of the last durable unit.", NULL, dl->ck.end_lsn);
+		uint64_t	ck = RP_COUNT_LOAD(c->checkpoint_lsn);
+		uint64_t	wal_end = RP_COUNT_LOAD(m->server_wal_end);
+
+		rp_metric(&b, "replicant_transactions_total", "counter", "Transactions delivered to the sink.", NULL, RP_COUNT_LOAD(c->txns));
+		rp_metric(&b, "replicant_changes_total", "counter", "Rows, truncates and messages delivered.", NULL, RP_COUNT_LOAD(c->changes));
+		rp_metric(&b, "replicant_batches_total", "counter", "Batches delivered.", NULL, RP_COUNT_LOAD(c->batches));
+		rp_metric(&b, "replicant_messages_total", "counter", "Non-transactional messages delivered.", NULL, RP_COUNT_LOAD(c->messages));
+		rp_metric(&b, "replicant_schema_changes_total", "counter", "Schema changes seen.", NULL, RP_COUNT_LOAD(c->schema_changes));
+		rp_metric(&b, "replicant_early_chunks_total", "counter", "Stream blocks applied before their transaction committed.", NULL, RP_COUNT_LOAD(c->early_chunks));
+		rp_metric(&b, "replicant_early_commits_total", "counter", "Streamed transactions committed after an early apply.", NULL, RP_COUNT_LOAD(c->early_commits));
+		rp_metric(&b, "replicant_early_drops_total", "counter", "Early applies dropped (abort, or another commit first).", NULL, RP_COUNT_LOAD(c->early_drops));
+		rp_metric(&b, "replicant_checkpoint_lsn", "gauge", "End LSN of the last durable unit.", NULL, ck);
 		{
-			uint64_t	lag = m->server_wal_end > dl->ck.end_lsn ? m->server_wal_end - dl->ck.end_lsn : 0;
+			uint64_t	lag = wal_end > ck ? wal_end - ck : 0;
 			char		line[256];
 			int			n;
 
@@ -94,14 +99,14 @@ rp_metrics_render(const RpMetrics *m)
 				  labels.data, 1);
 		rp_buf_free(&labels);
 	}
-	rp_metric(&b, "replicant_received_bytes_total", "counter", "Frame bytes received.", NULL, m->bytes);
+	rp_metric(&b, "replicant_received_bytes_total", "counter", "Frame bytes received.", NULL, RP_COUNT_LOAD(m->bytes));
 	if (m->asm_)
-		rp_metric(&b, "replicant_dedup_skipped_total", "counter", "Transactions skipped at or below the watermark.", NULL, m->asm_->skipped);
+		rp_metric(&b, "replicant_dedup_skipped_total", "counter", "Transactions skipped at or below the watermark.", NULL, RP_COUNT_LOAD(m->asm_->skipped));
 	if (m->spill)
 	{
-		rp_metric(&b, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, m->spill->spills);
-		rp_metric(&b, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, m->spill->disk_in_use);
-		rp_metric(&b, "replicant_memory_bytes", "gauge", "Assembled bytes held in memory.", NULL, m->spill->mem_in_use);
+		rp_metric(&b, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, RP_COUNT_LOAD(m->spill->spills));
+		rp_metric(&b, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, RP_COUNT_LOAD(m->spill->disk_in_use));
+		rp_metric(&b, "replicant_memory_bytes", "gauge", "Assembled bytes held in memory.", NULL, RP_COUNT_LOAD(m->spill->mem_in_use));
 	}
 	if (rp_agg_attached())
 	{
@@ -112,18 +117,18 @@ rp_metrics_render(const RpMetrics *m)
 
 			snprintf(labels, sizeof(labels), "{reason=\"%s\"}", rp_agg_reason_name((RpAggReason) r));
 			rp_metric(&b, "replicant_aggregate_rebuilds_total", "counter", r == 0 ? "Aggregate bindings built from the source, by reason." : NULL,
-					  labels, rp_agg_stats.rebuilds[r]);
+					  labels, RP_COUNT_LOAD(rp_agg_stats.rebuilds[r]));
 		}
-		rp_metric(&b, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, rp_agg_stats.cell_edits);
-		rp_metric(&b, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, rp_agg_stats.changes);
-		rp_metric(&b, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, rp_agg_stats.skipped);
+		rp_metric(&b, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, RP_COUNT_LOAD(rp_agg_stats.cell_edits));
+		rp_metric(&b, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, RP_COUNT_LOAD(rp_agg_stats.changes));
+		rp_metric(&b, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, RP_COUNT_LOAD(rp_agg_stats.skipped));
 	}
 	for (int h = 0; h < RP_HALT__COUNT; h++)
 	{
 		char		labels[64];
 
 		snprintf(labels, sizeof(labels), "{reason=\"%s\"}", rp_halt_name((RpHalt) h));
-		rp_metric(&b, "replicant_halts_total", "counter", h == 0 ? "Stops by reason." : NULL, labels, m->halts[h]);
+		rp_metric(&b, "replicant_halts_total", "counter", h == 0 ? "Stops by reason." : NULL, labels, RP_COUNT_LOAD(m->halts[h]));
 	}
 	rp_buf_put_char(&b, '\0');
 	return b.data;
@@ -149,11 +154,11 @@ rp_metrics_answer(void *cls, struct MHD_Connection *conn, const char *url, const
 }
 
 int
-rp_metrics_start(RpMetrics *m, int port, const RpDelivery *dl, const RpAsm *a, const RpSpill *spill)
+rp_metrics_start(RpMetrics *m, int port, const RpDlCounters *count, const RpAsm *a, const RpSpill *spill)
 {
 	struct sockaddr_in addr;
 
-	m->dl = dl;
+	m->count = count;
 	m->asm_ = a;
 	m->spill = spill;
 	if (port == 0)

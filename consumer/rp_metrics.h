@@ -14,20 +14,25 @@
 #include "rp_deliver.h"
 #include "rp_status.h"
 
+/*
+ * The receiving thread writes bytes, halts, server_wal_end and
+ * last_commit_time, the delivery thread *count; the metrics thread reads
+ * them all, every access atomic (rp_counter.h).
+ */
 typedef struct RpMetrics
 {
 	uint64_t	bytes;			/* frame bytes received */
 	uint64_t	halts[RP_HALT__COUNT];
 	uint64_t	server_wal_end;
 	int64_t		last_commit_time;	/* us since the Unix epoch */
-	const RpDelivery *dl;
+	const RpDlCounters *count;	/* the run's, for the process's life */
 	const RpAsm *asm_;
 	const RpSpill *spill;
 	void	   *daemon;
 } RpMetrics;
 
 /* port 0: no endpoint, counters only. */
-extern int	rp_metrics_start(RpMetrics *m, int port, const RpDelivery *dl, const RpAsm *a,
+extern int	rp_metrics_start(RpMetrics *m, int port, const RpDlCounters *count, const RpAsm *a,
 							 const RpSpill *spill);
 extern void rp_metrics_stop(RpMetrics *m);
 /* Seconds behind: age of the last delivered commit while WAL is pending. */

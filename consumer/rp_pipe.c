@@ -51,7 +51,8 @@ rp_pipe_main(void *arg)
 	RpPipe	   *p = arg;
 
 	pthread_mutex_lock(&p->lock);
-	while (!p->failed)
+	/* abandoned (a stop): the step in hand is done, the rest is not confirmed */
+	while (!p->failed && !p->abandoned)
 	{
 		RpItem	   *item = p->head;
 		int			rc = 0;
@@ -110,7 +111,7 @@ rp_pipe_main(void *arg)
 			/* a batch is filling: deliver it when its time is up */
 			rp_pipe_deadline(&ts, 20);
 			pthread_cond_timedwait(&p->wake, &p->lock, &ts);
-			if (p->head == NULL && !p->flush_requested && !p->stopping)
+			if (p->head == NULL && !p->flush_requested && !p->stopping && !p->abandoned)
 			{
 				pthread_mutex_unlock(&p->lock);
 				rc = rp_deliver_flush(p->dl, false, rp_pipe_now_ms());
@@ -121,6 +122,8 @@ rp_pipe_main(void *arg)
 		}
 		pthread_cond_wait(&p->wake, &p->lock);
 	}
+	p->exited = true;
+	pthread_cond_broadcast(&p->drained);
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
@@ -165,6 +168,13 @@ rp_pipe_push(RpPipe *p, RpItem *item, void (*tick) (void *), void *arg)
 	pthread_mutex_lock(&p->lock);
 	while (!p->failed && p->head && p->queued_bytes + bytes > p->max_queued_bytes)
 	{
+		if (rp_stop_requested())
+		{
+			/* never confirmed: the server sends it again */
+			pthread_mutex_unlock(&p->lock);
+			rp_item_free(item);
+			return 1;
+		}
 		pthread_mutex_unlock(&p->lock);
 		if (tick)
 			tick(arg);
@@ -200,6 +210,11 @@ rp_pipe_drain(RpPipe *p, void (*tick) (void *), void *arg)
 	pthread_cond_signal(&p->wake);
 	while (!p->failed && (p->busy || p->flush_requested))
 	{
+		if (rp_stop_requested())
+		{
+			pthread_mutex_unlock(&p->lock);
+			return 1;
+		}
 		pthread_mutex_unlock(&p->lock);
 		if (tick)
 			tick(arg);
@@ -252,6 +267,49 @@ rp_pipe_durable(RpPipe *p, RpCheckpoint *ck)
 	return failed ? rp_pipe_failure(p) : 0;
 }
 
+/* The queue's items, freed (lock held or the thread gone). */
+static void
+rp_pipe_free_queue(RpPipe *p)
+{
+	while (p->head)
+	{
+		RpItem	   *next = p->head->next;
+
+		rp_item_free(p->head);
+		p->head = next;
+	}
+	p->tail = NULL;
+	p->queued_bytes = 0;
+}
+
+void
+rp_pipe_abandon(RpPipe *p, void (*tick) (void *), void *arg)
+{
+	if (!p->started)
+		return;
+	pthread_mutex_lock(&p->lock);
+	rp_pipe_free_queue(p);
+	p->abandoned = true;
+	pthread_cond_signal(&p->wake);
+	while (!p->exited)
+	{
+		RpSink	   *sink = p->dl->sink;
+
+		pthread_mutex_unlock(&p->lock);
+		/* again at each turn: a cancel that found the sink idle misses the next query */
+		if (sink->interrupt)
+			sink->interrupt(sink);
+		if (tick)
+			tick(arg);
+		pthread_mutex_lock(&p->lock);
+		if (!p->exited)
+			rp_pipe_wait(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	p->started = false;
+}
+
 void
 rp_pipe_stop(RpPipe *p)
 {
@@ -262,13 +320,6 @@ rp_pipe_stop(RpPipe *p)
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
-	while (p->head)
-	{
-		RpItem	   *next = p->head->next;
-
-		rp_item_free(p->head);
-		p->head = next;
-	}
-	p->tail = NULL;
+	rp_pipe_free_queue(p);
 	p->started = false;
 }

@@ -33,6 +33,8 @@ typedef struct RpPipe
 	bool		reopen_requested;	/* SIGHUP: the sink reopens (log rotation) */
 	uint64_t	advance_lsn;	/* idle advance requested (0: none) */
 	bool		stopping;
+	bool		abandoned;		/* a stop: finish the step in hand, nothing more */
+	bool		exited;			/* the delivery thread returned */
 	bool		busy;			/* the delivery thread holds undelivered work */
 	bool		failed;
 	RpHalt		halt;
@@ -43,9 +45,13 @@ typedef struct RpPipe
 } RpPipe;
 
 extern int	rp_pipe_start(RpPipe *p, RpDelivery *dl, uint64_t max_queued_bytes);
-/* Hand over an item (ownership passes); waits while the queue is full. */
+/*
+ * Hand over an item (ownership passes); waits while the queue is full.
+ * 1: a stop was requested while waiting (rp_stop_requested), the item is
+ * dropped (never confirmed, the server sends it again).
+ */
 extern int	rp_pipe_push(RpPipe *p, RpItem *item, void (*tick) (void *), void *arg);
-/* Deliver everything handed over so far and wait until it is durable. */
+/* Deliver everything handed over so far and wait until it is durable; 1: stop requested first. */
 extern int	rp_pipe_drain(RpPipe *p, void (*tick) (void *), void *arg);
 /* Nothing queued, batched or being delivered? */
 extern bool rp_pipe_idle(RpPipe *p);
@@ -55,6 +61,14 @@ extern void rp_pipe_reopen(RpPipe *p);
 extern void rp_pipe_advance(RpPipe *p, uint64_t lsn);
 /* The durable checkpoint; -1 (with the delivery thread's error) once it failed. */
 extern int	rp_pipe_durable(RpPipe *p, RpCheckpoint *ck);
+/* Deliver what is queued and batched, then end the thread (ends of a run). */
 extern void rp_pipe_stop(RpPipe *p);
+/*
+ * A stop (SIGINT, SIGTERM): drop the queue, let the delivery thread finish
+ * the step in hand (a sink's waits on anything outside the consumer give up
+ * on the stop flag) and end it; tick runs while waiting.  `durable` is then
+ * what the sink holds.
+ */
+extern void rp_pipe_abandon(RpPipe *p, void (*tick) (void *), void *arg);
 
 #endif							/* RP_PIPE_H */

@@ -131,13 +131,22 @@ struct RpSink
 	int			(*advance) (RpSink *sink, const RpCheckpoint *ck);
 	/* Optional: SIGHUP (log rotation). */
 	int			(*reopen) (RpSink *sink);
+	/*
+	 * Optional, thread-safe: called from another thread, repeatedly, while
+	 * a stop (SIGINT, SIGTERM) waits for the sink's step in hand: make a
+	 * wait on something outside the consumer (a destination query) end
+	 * soon, as a failure.  Sinks whose waits look at rp_stop_requested()
+	 * need none.
+	 */
+	void		(*interrupt) (RpSink *sink);
 	void		(*close) (RpSink *sink);
 };
 
 /* Sinks of this issue; each returns NULL after rp_fail() on error. */
 extern RpSink *rp_sink_stdout_open(void);
 extern RpSink *rp_sink_file_open(const char *path);
-extern RpSink *rp_sink_exec_open(const char *command);
+/* ack_timeout_s: longest wait for the child to read or acknowledge (0: none) */
+extern RpSink *rp_sink_exec_open(const char *command, int ack_timeout_s);
 /* rp_sink_pg_open(const RpPgOptions *) is declared in sinks/rp_pg.h */
 
 #endif							/* RP_SINK_H */

@@ -751,6 +751,13 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped (another worker failed)");
 				break;
 			}
+			/* SIGINT/SIGTERM: the chunks stored so far are where a rerun resumes */
+			if (rp_stop_requested())
+			{
+				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped by a signal before table \"%s\".\"%s\" was copied",
+							 job->t->rel->schema, job->t->rel->name);
+				break;
+			}
 			/* the previous chunk must be stored before this one is handed over */
 			rc = rp_snap_pipe_wait(&pipe);
 			if (rc < 0)
@@ -823,6 +830,18 @@ rp_snap_worker_main(void *arg)
 		if (atomic_load(&run->failed))
 			break;
 		pthread_mutex_lock(&run->lock);
+		/* SIGINT/SIGTERM: no table more; the snapshot is not complete */
+		if (rp_stop_requested() && !atomic_load(&run->failed))
+		{
+			snprintf(run->error, sizeof(run->error), "snapshot: stopped by a signal");
+			run->halt = RP_HALT_NONE;
+			atomic_store(&run->failed, true);
+		}
+		if (atomic_load(&run->failed))
+		{
+			pthread_mutex_unlock(&run->lock);
+			break;
+		}
 		if (run->next < run->njobs)
 			job = &run->jobs[run->next++];
 		pthread_mutex_unlock(&run->lock);

@@ -3,8 +3,10 @@
  *    The consumer's error slot (see rp_status.h).
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "rp_status.h"
 
@@ -59,4 +61,34 @@ rp_halt_name(RpHalt halt)
 	};
 
 	return halt < RP_HALT__COUNT ? names[halt] : "unknown";
+}
+
+/* lock-free, so a signal handler may store it */
+static atomic_int rp_stop_flag;
+
+void
+rp_stop_request(void)
+{
+	atomic_store(&rp_stop_flag, 1);
+}
+
+bool
+rp_stop_requested(void)
+{
+	return atomic_load(&rp_stop_flag) != 0;
+}
+
+bool
+rp_pause_ms(int ms)
+{
+	/* in slices: the signal may be delivered to another thread */
+	while (ms > 0 && !rp_stop_requested())
+	{
+		int			slice = ms < 100 ? ms : 100;
+		struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) slice * 1000000L};
+
+		nanosleep(&ts, NULL);
+		ms -= slice;
+	}
+	return !rp_stop_requested();
 }

@@ -44,4 +44,15 @@ extern const char *rp_halt_name(RpHalt halt);
  */
 extern void rp_error_first_line(char *dst, size_t len, const char *msg);
 
+/*
+ * A stop was asked for (SIGINT, SIGTERM): one flag for the process, set
+ * from the signal handler (async-signal-safe) and read by every thread
+ * that waits on something outside the consumer (an exec child's
+ * acknowledgement, a retry pause), so that none of them waits for ever.
+ */
+extern void rp_stop_request(void);
+extern bool rp_stop_requested(void);
+/* Sleep ms, or less once a stop is requested; true when it slept it all. */
+extern bool rp_pause_ms(int ms);
+
 #endif							/* RP_STATUS_H */

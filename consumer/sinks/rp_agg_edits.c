@@ -57,6 +57,8 @@ rp_agg_edits_open(RpAggStream *s)
 			return rp_fail(RP_HALT_SINK, "could not fork for aggregate edits: %s", strerror(errno));
 		if (s->pid == 0)
 		{
+			/* its own process group, as the exec sink's child (rp_child_reap) */
+			setpgid(0, 0);
 			dup2(p[0], STDIN_FILENO);
 			close(p[0]);
 			close(p[1]);
@@ -79,9 +81,7 @@ rp_agg_edits_close(RpAggStream *s)
 	s->fd = -1;
 	if (s->pid > 0)
 	{
-		int			status;
-
-		waitpid(s->pid, &status, 0);
+		rp_child_reap(s->pid, "aggregate edits child", s->target);
 		s->pid = 0;
 	}
 }
@@ -149,7 +149,7 @@ rp_agg_edits_batch(RpAgg *agg, RpAggBinding *b, uint64_t lsn)
 				rp_buf_put_text(out, "null");
 		}
 		rp_buf_put_text(out, "}\n");
-		rp_agg_stats.cell_edits++;
+		RP_COUNT_ADD(rp_agg_stats.cell_edits, 1);
 	}
 	rp_buf_free(&value);
 }

@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rp_format.h"
@@ -104,4 +107,42 @@ rp_lines_write(int fd, RpBuf *out, const char *what)
 	}
 	rp_buf_reset(out);
 	return 0;
+}
+
+void
+rp_child_reap(pid_t pid, const char *what, const char *command)
+{
+	int			status = 0;
+	int			waited = 0;
+	int			sent = 0;		/* 0 none, else the last signal sent */
+
+	for (;;)
+	{
+		pid_t		r = waitpid(pid, &status, WNOHANG);
+		struct timespec ts = {.tv_sec = 0,.tv_nsec = 20 * 1000000L};
+
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR)
+			return;
+		if (waited >= RP_CHILD_EXIT_GRACE_MS && sent != SIGKILL)
+		{
+			sent = sent == 0 ? SIGTERM : SIGKILL;
+			/* its group (what sh -c started with it), or it alone if it has none */
+			if (kill(-pid, sent) != 0)
+				kill(pid, sent);
+			waited = 0;
+		}
+		nanosleep(&ts, NULL);
+		waited += 20;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && sent == 0)
+		return;
+	if (WIFEXITED(status))
+		fprintf(stderr, "replicant: %s (pid %d, command \"%s\") exited with status %d%s\n",
+				what, (int) pid, command, WEXITSTATUS(status), sent ? " after it was signalled" : "");
+	else if (WIFSIGNALED(status))
+		fprintf(stderr, "replicant: %s (pid %d, command \"%s\") was terminated by signal %d%s\n",
+				what, (int) pid, command, WTERMSIG(status),
+				sent ? " (it did not exit on end of input)" : "");
 }

@@ -8,6 +8,7 @@
 #define RP_PG_H
 
 #include <libpq-fe.h>
+#include <pthread.h>
 
 #include "rp_buf.h"
 #include "rp_decode.h"
@@ -104,6 +105,9 @@ typedef struct RpPg
 	uint64_t	early_done;		/* the checkpoint's commit LSN when it began */
 	RpBuf		scratch;
 	bool		slot_locked;	/* a session held the slot's advisory lock (rp_sink_pg.c) */
+	/* a stop's cancel request comes from another thread (RpSink.interrupt) */
+	pthread_mutex_t cancel_lock;
+	PGcancel   *cancel;			/* of conn, or NULL */
 } RpPg;
 
 /* rp_sink_pg.c */

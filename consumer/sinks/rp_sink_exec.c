@@ -6,7 +6,10 @@
  *    and waits for the child to answer "ack N" on its standard output once
  *    it has durably handled everything before that line; only then does the
  *    checkpoint advance (at-least-once).  A child that exits, closes its
- *    output or answers anything else halts the run.
+ *    output, answers anything else or neither reads nor acknowledges for
+ *    the acknowledgement timeout halts the run, naming its command and pid.
+ *    A stop (SIGINT, SIGTERM) ends every wait on the child at once: the
+ *    unit it has not acknowledged is not confirmed, and comes again.
  */
 #include "rp_alloc.h"
 
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rp_lines.h"
@@ -27,11 +31,14 @@
 #include "rp_status.h"
 
 #define RP_EXEC_CHUNK (1024 * 1024)
+/* how often a wait on the child looks at the stop flag and the clock */
+#define RP_EXEC_POLL_MS 100
 
 typedef struct RpExecSink
 {
 	char	   *command;
 	pid_t		pid;
+	int			ack_timeout_s;	/* 0: wait for ever */
 	int			to_child;
 	int			from_child;
 	uint64_t	seq;
@@ -42,12 +49,75 @@ typedef struct RpExecSink
 	RpSnapLog	snaplog;		/* snapshot dumps in progress */
 } RpExecSink;
 
+static int64_t
+rp_exec_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * One slice of a wait on the child (fd ready for events): 1 ready, 0 not
+ * yet, -1 (failed) once a stop is requested or the acknowledgement timeout,
+ * counted from started_ms, is over.  what: what the child has not done.
+ */
+static int
+rp_exec_poll(RpExecSink *x, int fd, short events, int64_t started_ms, const char *what)
+{
+	struct pollfd pfd = {.fd = fd,.events = events};
+	int			r;
+
+	if (rp_stop_requested())
+		return rp_fail(RP_HALT_NONE, "a stop was requested while the exec sink's child (pid %d, command \"%s\") had not %s",
+					   (int) x->pid, x->command, what);
+	if (x->ack_timeout_s > 0 && rp_exec_now_ms() - started_ms >= (int64_t) x->ack_timeout_s * 1000)
+		return rp_fail(RP_HALT_SINK, "exec sink's child (pid %d, command \"%s\") has not %s for %d s (--exec-ack-timeout)",
+					   (int) x->pid, x->command, what, x->ack_timeout_s);
+	r = poll(&pfd, 1, RP_EXEC_POLL_MS);
+	if (r < 0 && errno != EINTR)
+		return rp_fail(RP_HALT_SINK, "poll on the exec sink's child failed: %s", strerror(errno));
+	if (r <= 0)
+	{
+		if (x->dl)
+			rp_deliver_idle(x->dl);
+		return 0;
+	}
+	return 1;
+}
+
+/* Everything in out to the child's input (non-blocking: a child that stops reading is waited on in slices). */
 static int
 rp_exec_write(void *arg, RpBuf *out)
 {
 	RpExecSink *x = arg;
+	size_t		off = 0;
+	int64_t		started = rp_exec_now_ms();
 
-	return rp_lines_write(x->to_child, out, "the exec sink's child");
+	while (off < out->len)
+	{
+		ssize_t		w = write(x->to_child, out->data + off, out->len - off);
+		int			r;
+
+		if (w >= 0)
+		{
+			off += (size_t) w;
+			started = rp_exec_now_ms();
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return rp_fail(RP_HALT_SINK, "could not write to exec sink's child (pid %d, command \"%s\"): %s",
+						   (int) x->pid, x->command, strerror(errno));
+		while ((r = rp_exec_poll(x, x->to_child, POLLOUT, started, "read its input")) == 0)
+			;
+		if (r < 0)
+			return -1;
+	}
+	rp_buf_reset(out);
+	return 0;
 }
 
 /* Wait for "ack N\n", keeping the replication connection alive meanwhile. */
@@ -55,13 +125,16 @@ static int
 rp_exec_wait_ack(RpExecSink *x, uint64_t seq)
 {
 	char		expect[64];
+	char		what[64];
+	int64_t		started = rp_exec_now_ms();
 
 	snprintf(expect, sizeof(expect), "ack %" PRIu64, seq);
+	snprintf(what, sizeof(what), "acknowledged unit %" PRIu64, seq);
 	for (;;)
 	{
 		char	   *nl = memchr(x->reply, '\n', x->reply_len);
-		struct pollfd pfd = {.fd = x->from_child,.events = POLLIN};
 		ssize_t		r;
+		int			ready;
 
 		if (nl)
 		{
@@ -71,24 +144,23 @@ rp_exec_wait_ack(RpExecSink *x, uint64_t seq)
 			memmove(x->reply, nl + 1, x->reply_len - linelen - 1);
 			x->reply_len -= linelen + 1;
 			if (!ok)
-				return rp_fail(RP_HALT_SINK, "exec sink's child answered something other than \"%s\" (%zu bytes)",
-							   expect, linelen);
+				return rp_fail(RP_HALT_SINK, "exec sink's child answered something other than \"%s\" (%zu bytes; pid %d, command \"%s\")",
+							   expect, linelen, (int) x->pid, x->command);
 			return 0;
 		}
 		if (x->reply_len == sizeof(x->reply))
-			return rp_fail(RP_HALT_SINK, "exec sink's child sent an over-long line");
-		if (poll(&pfd, 1, 1000) == 0)
-		{
-			if (x->dl)
-				rp_deliver_idle(x->dl);
+			return rp_fail(RP_HALT_SINK, "exec sink's child sent an over-long line (pid %d, command \"%s\")",
+						   (int) x->pid, x->command);
+		if ((ready = rp_exec_poll(x, x->from_child, POLLIN, started, what)) < 0)
+			return -1;
+		if (ready == 0)
 			continue;
-		}
 		r = read(x->from_child, x->reply + x->reply_len, sizeof(x->reply) - x->reply_len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return rp_fail(RP_HALT_SINK, "exec sink's child closed its output before acknowledging unit %" PRIu64,
-						   seq);
+			return rp_fail(RP_HALT_SINK, "exec sink's child closed its output before acknowledging unit %" PRIu64 " (pid %d, command \"%s\")",
+						   seq, (int) x->pid, x->command);
 		x->reply_len += (size_t) r;
 	}
 }
@@ -166,7 +238,7 @@ rp_exec_close(RpSink *s)
 	if (x->from_child >= 0)
 		close(x->from_child);
 	if (x->pid > 0)
-		waitpid(x->pid, NULL, 0);
+		rp_child_reap(x->pid, "exec sink's child", x->command);
 	rp_buf_free(&x->out);
 	rp_free(x->command);
 	rp_free(x);
@@ -174,7 +246,7 @@ rp_exec_close(RpSink *s)
 }
 
 RpSink *
-rp_sink_exec_open(const char *command)
+rp_sink_exec_open(const char *command, int ack_timeout_s)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));
 	RpExecSink *x = rp_malloc0(sizeof(RpExecSink));
@@ -183,6 +255,7 @@ rp_sink_exec_open(const char *command)
 
 	x->command = rp_strndup(command, strlen(command));
 	x->to_child = x->from_child = -1;
+	x->ack_timeout_s = ack_timeout_s;
 	rp_buf_init(&x->out, 64 * 1024);
 	s->name = "exec";
 	s->kind = RP_SINK_APPEND_LOG;
@@ -211,6 +284,13 @@ rp_sink_exec_open(const char *command)
 	}
 	if (x->pid == 0)
 	{
+		/*
+		 * Its own process group: a terminal's ^C is the consumer's to handle
+		 * (it closes the child's input), and the child gets the default
+		 * SIGPIPE back.
+		 */
+		setpgid(0, 0);
+		signal(SIGPIPE, SIG_DFL);
 		dup2(in[0], STDIN_FILENO);
 		dup2(out[1], STDOUT_FILENO);
 		execl("/bin/sh", "sh", "-c", command, (char *) NULL);
@@ -220,5 +300,12 @@ rp_sink_exec_open(const char *command)
 	close(out[1]);
 	x->to_child = in[1];
 	x->from_child = out[0];
+	/* writes wait in slices (rp_exec_write), never blocked in write() */
+	if (fcntl(x->to_child, F_SETFL, fcntl(x->to_child, F_GETFL) | O_NONBLOCK) != 0)
+	{
+		rp_fail(RP_HALT_SINK, "could not make the exec sink's pipe non-blocking: %s", strerror(errno));
+		rp_exec_close(s);
+		return NULL;
+	}
 	return s;
 }

@@ -184,13 +184,45 @@ rp_pg_lock_slot(RpPg *pg)
 				   pg->opts.slot, holder, pg->slot_locked ? "; will retry" : "");
 }
 
+/* The cancel handle of the session now open (NULL: none). */
+static void
+rp_pg_set_cancel(RpPg *pg)
+{
+	pthread_mutex_lock(&pg->cancel_lock);
+	if (pg->cancel)
+		PQfreeCancel(pg->cancel);
+	pg->cancel = pg->conn && PQstatus(pg->conn) == CONNECTION_OK ? PQgetCancel(pg->conn) : NULL;
+	pthread_mutex_unlock(&pg->cancel_lock);
+}
+
+/*
+ * A stop: cancel the destination query in progress (a lock wait, a slow
+ * batch), so the delivery thread's step ends; its transaction rolls back
+ * and nothing it held is confirmed.  An idle session ignores it.
+ */
+static void
+rp_pg_interrupt(RpSink *s)
+{
+	RpPg	   *pg = s->priv;
+	char		errbuf[256];
+
+	pthread_mutex_lock(&pg->cancel_lock);
+	if (pg->cancel)
+		(void) PQcancel(pg->cancel, errbuf, sizeof(errbuf));
+	pthread_mutex_unlock(&pg->cancel_lock);
+}
+
 static int
 rp_pg_connect(RpPg *pg)
 {
 	if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
 		return 0;
 	if (pg->conn)
+	{
 		PQfinish(pg->conn);
+		pg->conn = NULL;
+		rp_pg_set_cancel(pg);
+	}
 	/* every cached destination fact may be stale on a new session */
 	for (int i = 0; i < pg->ntables; i++)
 	{
@@ -213,6 +245,7 @@ rp_pg_connect(RpPg *pg)
 		return rp_fail(RP_HALT_NONE, "could not connect to the destination: %s", line);
 	}
 	PQsetNoticeReceiver(pg->conn, rp_pg_notice, NULL);
+	rp_pg_set_cancel(pg);
 	/* pinned search_path: every name we send is schema-qualified and quoted */
 	if (rp_pg_exec(pg, "SET search_path = ''; SET application_name = 'replicant';"
 				   " SET synchronous_commit = on", "session setup", NULL) < 0)
@@ -652,6 +685,9 @@ rp_pg_close(RpSink *s)
 	rp_pg_abort(pg);
 	if (pg->conn)
 		PQfinish(pg->conn);
+	pg->conn = NULL;
+	rp_pg_set_cancel(pg);
+	pthread_mutex_destroy(&pg->cancel_lock);
 	for (int i = 0; i < pg->ntables; i++)
 		rp_pg_table_free(pg->tables[i]);
 	if (pg->tables)
@@ -668,6 +704,7 @@ rp_sink_pg_open(const RpPgOptions *opts)
 	RpPg	   *pg = rp_malloc0(sizeof(RpPg));
 
 	pg->opts = *opts;
+	pthread_mutex_init(&pg->cancel_lock, NULL);
 	rp_buf_init(&pg->scratch, 4096);
 	s->name = "postgresql";
 	s->kind = RP_SINK_STATE;
@@ -683,6 +720,7 @@ rp_sink_pg_open(const RpPgOptions *opts)
 	s->drop_chunks = rp_pg_drop_chunks;
 	s->handle_chunked_commit = rp_pg_chunked_commit;
 	s->close = rp_pg_close;
+	s->interrupt = rp_pg_interrupt;
 	rp_pg_snapshot_install(s);
 	if (rp_pg_connect(pg) < 0)
 	{

@@ -299,6 +299,46 @@ START_TEST(test_diff_classes)
 }
 END_TEST
 
+/*
+ * The run's counters outlive a delivery: one started over (a lost
+ * destination) goes on counting where the first stopped, and the
+ * checkpoint gauge follows the durable checkpoint (metrics never go
+ * backwards).
+ */
+START_TEST(test_counters_outlive_delivery)
+{
+	CtSink		f;
+	RpDelivery	dl;
+	RpDlCounters run;
+	RpCheckpoint ck = ct_ck(0, 0);
+	RpBatchLimits l = ct_limits(1, CT_NEVER_BYTES, CT_NEVER_MS);
+
+	memset(&run, 0, sizeof(run));
+	ct_sink_init(&f);
+	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, NULL, &l), 0);
+	rp_deliver_count_into(&dl, &run);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(rp_deliver_item(&dl, txn((uint32_t) (10 + i), 0x1000 * (uint64_t) (i + 1), 2), 0), 0);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.txns), 3);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.changes), 6);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.checkpoint_lsn), dl.ck.end_lsn);
+	ck = dl.ck;
+	rp_deliver_free(&dl);
+
+	/* started over from the durable checkpoint */
+	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, NULL, &l), 0);
+	ck_assert_uint_eq(dl.count->txns, 0);	/* its own, unshared, start at 0 */
+	rp_deliver_count_into(&dl, &run);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.txns), 3);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn(20, 0x5000, 1), 0), 0);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.txns), 4);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.changes), 7);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.batches), 4);
+	ck_assert_uint_eq(RP_COUNT_LOAD(run.checkpoint_lsn), dl.ck.end_lsn);
+	rp_deliver_free(&dl);
+}
+END_TEST
+
 /* ---- batching ---------------------------------------------------------------------- */
 
 START_TEST(test_batch_max_txns)
@@ -332,9 +372,9 @@ START_TEST(test_batch_max_txns)
 	calls_are(&f, "BBT");
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x7000);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x7028);
-	ck_assert_uint_eq(dl.txns, 7);
-	ck_assert_uint_eq(dl.batches, 3);
-	ck_assert_uint_eq(dl.changes, 1 + 2 + 3 + 4 + 5 + 6 + 7);
+	ck_assert_uint_eq(dl.count->txns, 7);
+	ck_assert_uint_eq(dl.count->batches, 3);
+	ck_assert_uint_eq(dl.count->changes, 1 + 2 + 3 + 4 + 5 + 6 + 7);
 	ck_assert_int_eq(f.nchanges, 28);
 	/* in commit order */
 	for (int i = 0; i < 7; i++)
@@ -425,7 +465,7 @@ START_TEST(test_message_flushes_batch)
 	ck_assert_uint_eq(f.last_ck.commit_lsn, 0x200);
 	ck_assert_uint_eq(f.last_ck.end_lsn, 0x300);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x300);
-	ck_assert_uint_eq(dl.messages, 1);
+	ck_assert_uint_eq(dl.count->messages, 1);
 	ck_assert(!rp_deliver_pending(&dl));
 	/* a message at an older position does not move the checkpoint back */
 	ck_assert_int_eq(rp_deliver_item(&dl, message(0x250, "old"), 0), 0);
@@ -503,12 +543,12 @@ START_TEST(test_library_checkpoint_after_sink)
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x200);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x228);
 	ck_assert(rp_deliver_pending(&dl));
-	ck_assert_uint_eq(dl.txns, 2);
+	ck_assert_uint_eq(dl.count->txns, 2);
 	/* a retry delivers it */
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 	ck_assert_int_eq(rp_ckpt_read(ckpt, &back), 1);
 	ck_assert_uint_eq(back.commit_lsn, 0x300);
-	ck_assert_uint_eq(dl.txns, 3);
+	ck_assert_uint_eq(dl.count->txns, 3);
 	ck_assert_int_eq(ct_count_entries(ct_dir, "slot.checkpoint"), 1);
 	rp_deliver_free(&dl);
 }
@@ -564,7 +604,7 @@ START_TEST(test_midbatch_failure_library_owned)
 	ck_assert_uint_eq(back.commit_lsn, 0x300);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x328);
 	ck_assert(!rp_deliver_pending(&dl));
-	ck_assert_uint_eq(dl.txns, 3);
+	ck_assert_uint_eq(dl.count->txns, 3);
 	rp_deliver_free(&dl);
 }
 END_TEST
@@ -599,8 +639,8 @@ START_TEST(test_midbatch_failure_sink_owned)
 	ck_assert_uint_eq(f.commit_lsns[2], 0x200);
 	ck_assert_uint_eq(f.commit_lsns[3], 0x300);
 	ck_assert_uint_eq(f.held.commit_lsn, 0x300);
-	ck_assert_uint_eq(dl.txns, 3);
-	ck_assert_uint_eq(dl.changes, 3);
+	ck_assert_uint_eq(dl.count->txns, 3);
+	ck_assert_uint_eq(dl.count->changes, 3);
 	ck_assert(!rp_deliver_pending(&dl));
 	rp_deliver_free(&dl);
 }
@@ -680,7 +720,7 @@ START_TEST(test_additive_continues_without_handler)
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v1, 1, 0x100, 1), 0), 0);
 	describe_spec(REL, &v2);
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v2, 2, 0x200, 1), 0), 0);
-	ck_assert_uint_eq(dl.schema_changes, 1);
+	ck_assert_uint_eq(dl.count->schema_changes, 1);
 	ck_assert_int_eq(f.nchanges, 2);
 	ck_assert_int_eq(f.changes[1].natts, 3);
 	rp_deliver_free(&dl);
@@ -712,7 +752,7 @@ START_TEST(test_schema_handler)
 	ck_assert_int_eq(f.schema_kinds[0], RP_SCHEMA_NEW);
 	ck_assert_int_eq(f.schema_kinds[1], RP_SCHEMA_DESTRUCTIVE);
 	ck_assert_str_eq(f.schema_cols[1], "note");
-	ck_assert_uint_eq(dl.schema_changes, 1);
+	ck_assert_uint_eq(dl.count->schema_changes, 1);
 	ck_assert_int_eq(f.nchanges, 2);
 	ck_assert_int_eq(f.changes[1].natts, 1);
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x200);
@@ -723,7 +763,7 @@ START_TEST(test_schema_handler)
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v3, 3, 0x300, 1), 0), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_SCHEMA);
 	ck_assert_int_eq(f.schema_kinds[2], RP_SCHEMA_DESTRUCTIVE);
-	ck_assert_uint_eq(dl.schema_changes, 1);
+	ck_assert_uint_eq(dl.count->schema_changes, 1);
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x200);
 	rp_deliver_free(&dl);
 }
@@ -836,7 +876,7 @@ START_TEST(test_view_replaces_records)
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &s, 3, 0x300, 1), 0), 0);
 	ck_assert_int_eq(view_records(view, REL, &natts), 2);
 	ck_assert_int_eq(natts, 3);
-	ck_assert_uint_eq(dl.schema_changes, 1);
+	ck_assert_uint_eq(dl.count->schema_changes, 1);
 	/* the same description again does not rewrite it */
 	{
 		struct stat before,
@@ -1118,9 +1158,9 @@ START_TEST(test_early_chunks_then_commit)
 	ck_assert_int_eq(early_records, 5);	/* nothing after the chunks */
 	ck_assert_uint_eq(f.held.commit_lsn, 0x300);
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x300);
-	ck_assert_uint_eq(dl.early_commits, 1);
-	ck_assert_uint_eq(dl.early_chunks, 2);
-	ck_assert_uint_eq(dl.txns, 3);
+	ck_assert_uint_eq(dl.count->early_commits, 1);
+	ck_assert_uint_eq(dl.count->early_chunks, 2);
+	ck_assert_uint_eq(dl.count->txns, 3);
 	rp_deliver_free(&dl);
 }
 END_TEST
@@ -1144,8 +1184,8 @@ START_TEST(test_early_dropped)
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 	calls_are(&f, "BCDB");
 	ck_assert_uint_eq(f.held.commit_lsn, 0x400);
-	ck_assert_uint_eq(dl.early_commits, 0);
-	ck_assert_uint_eq(dl.early_drops, 1);
+	ck_assert_uint_eq(dl.count->early_commits, 0);
+	ck_assert_uint_eq(dl.count->early_drops, 1);
 
 	/* an abort drops them; so does a declined block */
 	early_block(&dl, 800, true, 1);
@@ -1160,7 +1200,7 @@ START_TEST(test_early_dropped)
 	early_end(&dl, 900, 0x600, true);
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 	calls_are(&f, "BCDBCDCCDB");
-	ck_assert_uint_eq(dl.early_drops, 3);
+	ck_assert_uint_eq(dl.count->early_drops, 3);
 	ck_assert_uint_eq(f.held.commit_lsn, 0x600);
 
 	/* a reconnect cuts it; sent again from its first block, it is started over */
@@ -1196,6 +1236,7 @@ deliver_suite(void)
 
 	tc = tcase_create("batches");
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_counters_outlive_delivery);
 	tcase_add_test(tc, test_batch_max_txns);
 	tcase_add_test(tc, test_batch_max_bytes);
 	tcase_add_test(tc, test_batch_max_ms);

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
+# regress/t/signals.sh: fail-closed configuration, signals and the exec child's acknowledgement.
+#
+# Proves G3 (fail closed: refuse what cannot work, never wait for ever) and G2 (nothing is
+# confirmed that the sink did not acknowledge) at the edges of the CLI:
+#   1. Sizes that are negative, overflow or exceed their bound (--max-memory -5MB,
+#      --max-spill -1, 99999999999TB, --batch-bytes 2GB, a negative number) are usage errors
+#      (exit 2, "invalid value ... for option --NAME" and the --help hint), refused before
+#      anything connects (the source given is unreachable: a run that got further would
+#      exit 1 saying it could not connect).
+#   2. --backfill with a plugin option that filters out its watermarks (include_messages
+#      spelled false in any way the server accepts, or message_prefixes without
+#      replicant.backfill) is refused the same way, naming the option.
+#   3. An exec child that reads everything and never acknowledges: SIGTERM stops the
+#      consumer (exit 0) although the child never answers, the slot and the checkpoint are
+#      not advanced past what was acknowledged (nothing), and the child, which ignores the
+#      end of its input, is not left behind: the consumer reaps it and reports how it ended.
+#      (The bound on the wait only keeps a broken consumer from hanging the suite.)
+#   4. The same child with --exec-ack-timeout=2: the run halts (exit 3) naming the child's
+#      command and pid, and again confirms nothing.
+#   5. A child that answers garbage and then ignores the end of its input: the halt (exit 3)
+#      still closes the sink, so the child is ended and reaped, not left running.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=regress/lib.sh
+. "$here/../lib.sh"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
+
+# generous: only guards against a consumer that never exits
+EXIT_BOUND=60
+work=$(mktemp -d /tmp/rp-signals.XXXXXX)
+status=1
+pid=
+child=
+cleanup() { rp_e2e_cleanup $? pid child; }
+trap cleanup EXIT
+fail() { rp_e2e_fail signals "$work/*.err" 20 "$*"; }
+
+started=$SECONDS
+nowhere="host=/nonexistent-$$ connect_timeout=2"
+
+# ---- 1. sizes and numbers
+usage_case() {
+	local name=$1 want=$2 rc=0
+	shift 2
+	replicant -d "$nowhere" -S s --start -n "$@" >/dev/null 2>"$work/usage-$name.err" || rc=$?
+	((rc == 2)) || fail "replicant $* exited with $rc, expected 2 (usage)"
+	grep -qF -- "$want" "$work/usage-$name.err" || fail "replicant $*: stderr does not say: $want"
+	grep -qF 'Try "replicant --help" for more information.' "$work/usage-$name.err" ||
+		fail "replicant $*: no --help hint"
+	rm -f "$work/usage-$name.err"
+}
+usage_case mem 'invalid value "-5MB" for option --max-memory' --max-memory -5MB
+usage_case spill 'invalid value "-1" for option --max-spill' --max-spill -1
+usage_case shift 'invalid value "99999999999TB" for option --max-memory' --max-memory 99999999999TB
+usage_case wrap 'invalid value "18446744073709551617" for option --max-spill' --max-spill 18446744073709551617
+usage_case batch 'invalid value "2GB" for option --batch-bytes' --batch-bytes 2GB
+usage_case rec 'invalid value "-1kB" for option --max-record-bytes' --max-record-bytes -1kB
+usage_case txns 'invalid value "-5" for option --batch-txns' --batch-txns -5
+usage_case chunk 'invalid value "4294967297" for option --snapshot-chunk-rows' --snapshot-chunk-rows 4294967297
+
+# ---- 2. a backfill whose watermarks cannot arrive
+dest="postgresql:///nowhere?host=/nonexistent-$$"
+for v in no n f off OFF 0 false FALSE of fa; do
+	usage_case "bf-$v" "-o include_messages=$v filters them out" \
+		--sink "$dest" --backfill public.t -o "include_messages=$v"
+done
+usage_case bf-prefix 'with prefix "replicant.backfill", but -o message_prefixes=app,audit filters them out' \
+	--sink "$dest" --backfill public.t -o message_prefixes=app,audit
+usage_case bf-quoted 'but -o message_prefixes="Replicant.Backfill" filters them out' \
+	--sink "$dest" --backfill public.t -o 'message_prefixes="Replicant.Backfill"'
+# and what lets them through is not refused (it gets as far as connecting)
+for o in include_messages=on include_messages message_prefixes=app,Replicant.Backfill; do
+	rc=0
+	replicant -d "$nowhere" -S s --start -n --sink "$dest" --backfill public.t -o "$o" \
+		>/dev/null 2>"$work/bf-ok.err" || rc=$?
+	((rc == 1)) || fail "--backfill with -o $o exited with $rc, expected 1 (it cannot connect)"
+done
+rm -f "$work/bf-ok.err"
+
+# ---- 3. and 4. an exec child that never acknowledges
+rp_cluster_start src
+rp_psql src -c "CREATE TABLE t (id int PRIMARY KEY, v text)" >/dev/null
+cat >"$work/never_ack.py" <<'PY'
+import os, signal, sys, time
+# reads and keeps everything, never answers; ignores the end of its input, so the
+# consumer has to end it
+with open(sys.argv[2], "w") as f:
+    f.write(str(os.getpid()))
+out = open(sys.argv[1], "a")
+for line in sys.stdin:
+    out.write(line)
+    out.flush()
+    if os.environ.get("ANSWER") and line.startswith('{"kind":"flush"'):
+        print(os.environ["ANSWER"], flush=True)
+while True:
+    time.sleep(1)
+PY
+
+slot_flush() { rp_psql src -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$1'"; }
+# wait_exit SECONDS: the consumer's exit status in $rc, or a failure once SECONDS passed
+wait_exit() {
+	local t0=$SECONDS
+	while kill -0 "$pid" 2>/dev/null; do
+		((SECONDS - t0 < $1)) || fail "the consumer still runs $1 s later"
+		sleep 0.2
+	done
+	rc=0
+	wait "$pid" || rc=$?
+	pid=
+}
+# run_never_ack NAME ARG...: start a consumer on slot NAME whose child never acknowledges,
+# commit a transaction, wait until the child has the flush line (the consumer now waits)
+run_never_ack() {
+	local name=$1 t0
+	shift
+	replicant -d "$src_CONNSTR" -S "$name" --create-slot
+	slot0=$(slot_flush "$name")
+	replicant -d "$src_CONNSTR" -S "$name" --start -s 1 --state-dir "$work/state-$name" \
+		--sink "exec:exec python3 $work/never_ack.py $work/$name.jsonl $work/$name.pid" "$@" \
+		2>"$work/$name.err" &
+	pid=$!
+	rp_psql src -c "INSERT INTO t VALUES ($RANDOM, 'x')" >/dev/null
+	t0=$SECONDS
+	until grep -q '"kind":"flush"' "$work/$name.jsonl" 2>/dev/null; do
+		kill -0 "$pid" 2>/dev/null || fail "$name: the consumer exited before its child got a unit"
+		((SECONDS - t0 < EXIT_BOUND)) || fail "$name: the child never got a unit"
+		sleep 0.2
+	done
+	child=$(cat "$work/$name.pid")
+}
+# nothing confirmed, nothing checkpointed, the child gone
+check_unconfirmed() {
+	local name=$1
+	[[ $(slot_flush "$name") == "$slot0" ]] ||
+		fail "$name: the slot moved from $slot0 to $(slot_flush "$name") without an acknowledgement"
+	[[ ! -s $work/state-$name/$name.checkpoint ]] || {
+		cat "$work/state-$name/$name.checkpoint"
+		fail "$name: a checkpoint was written without an acknowledgement"
+	}
+	! kill -0 "$child" 2>/dev/null || fail "$name: the exec child (pid $child) was left running"
+}
+
+run_never_ack term
+kill -TERM "$pid"
+wait_exit "$EXIT_BOUND"
+((rc == 0)) || fail "term: the consumer exited with $rc after SIGTERM, expected 0"
+check_unconfirmed term
+grep -qF "(pid $child, command \"exec python3 $work/never_ack.py" "$work/term.err" ||
+	fail "term: stderr does not name the child that had not acknowledged"
+grep -q "exec sink's child (pid $child, .*) was terminated by signal 15" "$work/term.err" ||
+	fail "term: stderr does not say how the child ended"
+
+run_never_ack sigint
+kill -INT "$pid"
+wait_exit "$EXIT_BOUND"
+((rc == 0)) || fail "sigint: the consumer exited with $rc after SIGINT, expected 0"
+check_unconfirmed sigint
+
+run_never_ack timeout --exec-ack-timeout=2
+wait_exit "$EXIT_BOUND"
+((rc == 3)) || fail "timeout: the consumer exited with $rc, expected 3 (halt)"
+check_unconfirmed timeout
+grep -qF "exec sink's child (pid $child, command \"exec python3 $work/never_ack.py $work/timeout.jsonl $work/timeout.pid\") has not acknowledged unit 1 for 2 s" \
+	"$work/timeout.err" || fail "timeout: the halt does not name the child's command and pid"
+grep -qF 'halted (sink)' "$work/timeout.err" || fail "timeout: not a sink halt"
+
+ANSWER=nack run_never_ack garbage
+unset ANSWER
+wait_exit "$EXIT_BOUND"
+((rc == 3)) || fail "garbage: the consumer exited with $rc, expected 3 (halt)"
+check_unconfirmed garbage
+grep -q "exec sink's child (pid $child, .*) was terminated by signal 15" "$work/garbage.err" ||
+	fail "garbage: stderr does not say how the child ended"
+
+status=0
+printf 'PASS signals: bad sizes and filtered backfill watermarks refused before connecting; SIGTERM and SIGINT stop a consumer whose exec child never acknowledges, the ack timeout halts naming it; nothing confirmed, the child reaped (%ds)\n' \
+	"$((SECONDS - started))"
