@@ -505,7 +505,7 @@ START_TEST(test_damaged_last_checkpoint)
 	for (size_t i = at; i < len; i++)
 		for (size_t r = 0; r < sizeof(repl); r++)
 		{
-			char	   *copy = malloc(len);
+			char	   *copy;
 			RpSink	   *s;
 
 			if (orig[i] == repl[r])
@@ -513,6 +513,7 @@ START_TEST(test_damaged_last_checkpoint)
 			/* a NUL as the very last byte on a block boundary reads as a never-written block */
 			if (repl[r] == '\0' && i == len - 1 && i % 512 == 0)
 				continue;
+			copy = malloc(len);
 			memcpy(copy, orig, len);
 			copy[i] = repl[r];
 			ct_write_file(logpath, copy, len, false);
