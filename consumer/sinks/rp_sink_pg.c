@@ -163,7 +163,7 @@ rp_pg_divergence(RpPg *pg, const RpPgTable *t, const char *what)
 	rp_pg_divergence_count(t);
 	if (pg->opts.divergence_skip)
 		return 0;
-	return rp_fail(RP_HALT_SINK, "destination table %s has diverged: %s of the source's old row (halting; --on-divergence=skip counts it and goes on)",
+	return rp_fail(RP_HALT_SINK, "destination table %s has diverged: %s holding the source's old row (halting; --on-divergence=skip counts it and goes on)",
 				   t->qname, what);
 }
 
