@@ -17,8 +17,10 @@
 #   (3) REPLICA IDENTITY FULL without a key, two rows the type's "=" calls equal (numeric 1.0 and
 #       1.00, float8 0 and -0, interval '1 day' and '24 hours', numeric[] {1.0} and {1.00}): an
 #       update and then a delete of the second leave the destination equal to the source, value
-#       for value (the type's "=" would change the first). A delete whose row the destination
-#       lacks halts naming the table (exit 3, checkpoint held); --on-divergence=skip goes on.
+#       for value (the type's "=" would change the first). Rows of a table of many types (enum,
+#       composite, range, domain, arrays, json, jsonb, xml, point, inet, times, NULLs) are each
+#       found by their update and delete. A delete whose row the destination lacks halts naming
+#       the table (exit 3, checkpoint held); --on-divergence=skip goes on.
 #   (4) a destination trigger raising with MESSAGE, TABLE, COLUMN, CONSTRAINT, DETAIL and HINT set
 #       to the row's value (SQLSTATE 23514, and 57P01, which reads as a lost connection), on the
 #       stream path and the snapshot path: the canary is in no consumer output.
