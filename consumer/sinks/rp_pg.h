@@ -37,7 +37,7 @@ typedef struct RpPgOptions
 	bool		divergence_skip;	/* --on-divergence=skip: count, do not halt */
 } RpPgOptions;
 
-/* Identifiers longer than this are truncated by the server (NAMEDATALEN - 1). */
+/* Identifiers longer than this are truncated by a default server (NAMEDATALEN - 1). */
 #define RP_PG_MAX_IDENT 63
 #define RP_PG_DEFAULT_BOOKKEEPING "replicant"
 
@@ -115,6 +115,7 @@ typedef struct RpPg
 	bool		early;
 	uint64_t	early_done;		/* the checkpoint's commit LSN when it began */
 	RpBuf		scratch;
+	int			max_ident;		/* the destination's max_identifier_length */
 	/* the bookkeeping schema, quoted, and SQL expanded with it (rp_pg_bk) */
 	char	   *bk;
 	const char **bk_tmpl;

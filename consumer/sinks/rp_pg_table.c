@@ -488,10 +488,11 @@ static int
 rp_pg_table_check_name(RpPg *pg, const RpPgTable *t)
 {
 	const RpRelation *rel = t->rel;
+	size_t		max = pg->max_ident > 0 ? (size_t) pg->max_ident : RP_PG_MAX_IDENT;
 
-	if (strlen(t->dest_schema) > RP_PG_MAX_IDENT || strlen(t->dest_name) > RP_PG_MAX_IDENT)
-		return rp_fail(RP_HALT_SINK, "source table \"%s\".\"%s\" maps to destination %s, a name longer than %d bytes: the server would truncate it, and two source tables could become one (shorten --schema-prefix)",
-					   rel->schema, rel->name, t->qname, RP_PG_MAX_IDENT);
+	if (strlen(t->dest_schema) > max || strlen(t->dest_name) > max)
+		return rp_fail(RP_HALT_SINK, "source table \"%s\".\"%s\" maps to destination %s, a name longer than %zu bytes: the server would truncate it, and two source tables could become one (shorten --schema-prefix)",
+					   rel->schema, rel->name, t->qname, max);
 	if (strcmp(t->dest_schema, pg->opts.bookkeeping_schema) == 0)
 		return rp_fail(RP_HALT_SINK, "source table \"%s\".\"%s\" maps to %s, in the mirror's bookkeeping schema \"%s\": refusing to write the mirror's own tables from the source (exclude the table, or choose another --schema-prefix or --bookkeeping-schema)",
 					   rel->schema, rel->name, t->qname, pg->opts.bookkeeping_schema);

@@ -122,7 +122,7 @@ static struct
 static void
 rp_pg_divergence_count(const RpPgTable *t)
 {
-	char		name[2 * RP_PG_MAX_IDENT + 2];
+	char		name[512];
 	int			i;
 
 	snprintf(name, sizeof(name), "%s.%s", t->dest_schema, t->dest_name);
@@ -279,6 +279,27 @@ rp_pg_notice(void *arg, const PGresult *res)
 {
 }
 
+/*
+ * The destination's identifier limit (NAMEDATALEN - 1, 63 unless the
+ * server was built otherwise): longer names would be truncated, so the
+ * mapping refuses them (rp_pg_table.c).
+ */
+static int
+rp_pg_read_max_ident(RpPg *pg)
+{
+	PGresult   *res = PQexec(pg->conn, "SHOW max_identifier_length");
+	int			rc = 0;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = rp_pg_fail_result(pg, res, "reading max_identifier_length", NULL);
+	else
+		pg->max_ident = atoi(PQgetvalue(res, 0, 0));
+	if (pg->max_ident <= 0)
+		pg->max_ident = RP_PG_MAX_IDENT;
+	PQclear(res);
+	return rc;
+}
+
 static int
 rp_pg_connect(RpPg *pg)
 {
@@ -311,6 +332,8 @@ rp_pg_connect(RpPg *pg)
 	/* pinned search_path: every name we send is schema-qualified and quoted */
 	if (rp_pg_exec(pg, "SET search_path = ''; SET application_name = 'replicant';"
 				   " SET synchronous_commit = on", "session setup", NULL) < 0)
+		return -1;
+	if (rp_pg_read_max_ident(pg) < 0)
 		return -1;
 	return rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_setup_sql), "creating the checkpoint table", NULL);
 }
