@@ -5,9 +5,9 @@
  *
  * Effect-once (G1): every destination transaction holds one batch of
  * source transactions and the checkpoint, committed together.  The
- * checkpoint lives in replicant.checkpoint (the bookkeeping schema,
- * --bookkeeping-schema, which no source table may map onto), keyed by the source's system
- * id and slot; each batch reads its row FOR UPDATE first, skips source
+ * checkpoint lives in replicant.checkpoint (the bookkeeping schema is
+ * --bookkeeping-schema, and no source table may map into it), keyed by
+ * the source's system id and slot; each batch reads its row FOR UPDATE first, skips source
  * transactions at or below it (a replay changes nothing), and only ever
  * advances it.  A table rather than a replication origin, because
  * pg_replication_origin_xact_setup() needs superuser and the destination
@@ -209,7 +209,7 @@ rp_pg_diag_where(const PGresult *res, const RpPgTable *t, char *where, size_t le
 
 	where[0] = '\0';
 	if (t == NULL)
-		return;					/* no table of ours: the server's names are not checked */
+		return;					/* no table of ours to check the server's names against: none shown */
 	for (uint16_t i = 0; column && t->rel && i < t->rel->natts && !known_column; i++)
 		known_column = strcmp(t->rel->cols[i].name, column) == 0;
 	snprintf(where, len, " on table %s", t->qname);
