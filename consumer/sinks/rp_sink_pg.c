@@ -7,15 +7,16 @@
  * source transactions and the checkpoint, committed together.  The
  * checkpoint lives in replicant.checkpoint (the bookkeeping schema is
  * --bookkeeping-schema, and no source table may map into it), keyed by
- * the source's system id and slot; each batch reads its row FOR UPDATE first, skips source
- * transactions at or below it (a replay changes nothing), and only ever
- * advances it.  A table rather than a replication origin, because
+ * the source's system id and slot; each batch reads its row FOR UPDATE
+ * first, skips source transactions at or below it (a replay changes
+ * nothing), and only ever advances it.  A table rather than a replication origin, because
  * pg_replication_origin_xact_setup() needs superuser and the destination
  * role should not.
  *
- * Errors are reported by SQLSTATE, table, column and constraint name; the
- * server's message text, DETAIL and CONTEXT are dropped because they can
- * carry row values (G4).
+ * Errors are reported by SQLSTATE and the names of the mapped table, its
+ * columns and constraints; the server's message text, DETAIL, CONTEXT and
+ * any name it reports that is not one of those are dropped because they
+ * can carry row values (G4).
  */
 #include "rp_alloc.h"
 
