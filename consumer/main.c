@@ -170,6 +170,10 @@ usage(void)
 	printf("      --on-destructive=halt|skip|apply\n"
 		   "                         a dropped column or changed type halts (default), is ignored, or is applied\n");
 	printf("      --schema-prefix=P  destination schema is P followed by the source schema\n");
+	printf("      --bookkeeping-schema=NAME  the mirror's own tables (checkpoint, messages, progress);\n"
+		   "                         no source table may map into it (default: replicant)\n");
+	printf("      --on-divergence=halt|skip  an update or delete of a REPLICA IDENTITY FULL table that\n"
+		   "                         matches no destination row halts (default) or is counted and skipped\n");
 	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
 	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
 	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
@@ -1004,6 +1008,8 @@ main(int argc, char **argv)
 		{"create-tables", no_argument, NULL, 15},
 		{"on-destructive", required_argument, NULL, 16},
 		{"schema-prefix", required_argument, NULL, 17},
+		{"bookkeeping-schema", required_argument, NULL, 70},
+		{"on-divergence", required_argument, NULL, 71},
 		{"history", required_argument, NULL, 18},
 		{"message-route", required_argument, NULL, 19},
 		{"message-ignore", required_argument, NULL, 20},
@@ -1163,6 +1169,24 @@ main(int argc, char **argv)
 				break;
 			case 17:
 				cli.pg.schema_prefix = optarg;
+				break;
+			case 70:
+				if (optarg[0] == '\0' || strlen(optarg) > RP_PG_MAX_IDENT)
+				{
+					pg_log_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
+								 optarg, RP_PG_MAX_IDENT);
+					return RP_EXIT_USAGE;
+				}
+				cli.pg.bookkeeping_schema = optarg;
+				break;
+			case 71:
+				if (strcmp(optarg, "halt") == 0 || strcmp(optarg, "skip") == 0)
+					cli.pg.divergence_skip = strcmp(optarg, "skip") == 0;
+				else
+				{
+					pg_log_error("invalid value \"%s\" for --on-divergence (halt or skip)", optarg);
+					return RP_EXIT_USAGE;
+				}
 				break;
 			case 18:
 				add_name(&cli.pg.history, &cli.pg.nhistory, optarg);

@@ -13,6 +13,7 @@
 #include "rp_agg.h"
 #include "rp_conn.h"
 #include "rp_metrics.h"
+#include "rp_pg.h"
 #include "rp_snapshot.h"
 
 static void
@@ -122,6 +123,31 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, RP_COUNT_LOAD(rp_agg_stats.cell_edits));
 		rp_metric(&b, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, RP_COUNT_LOAD(rp_agg_stats.changes));
 		rp_metric(&b, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, RP_COUNT_LOAD(rp_agg_stats.skipped));
+	}
+	/* the mirror (rp_sink_pg.c): changes the destination had no row for, by table name */
+	{
+		char		table[256];
+		uint64_t	count;
+
+		for (int i = 0; rp_pg_divergence_get(i, table, sizeof(table), &count); i++)
+		{
+			RpBuf		labels;
+
+			rp_buf_init(&labels, 128);
+			rp_buf_put_text(&labels, "{table=\"");
+			for (const char *p = table; *p; p++)
+			{
+				if (*p == '"' || *p == '\\')
+					rp_buf_put_char(&labels, '\\');
+				if (*p != '\n')
+					rp_buf_put_char(&labels, *p);
+			}
+			rp_buf_put_text(&labels, "\"}");
+			rp_buf_put_char(&labels, '\0');
+			rp_metric(&b, "replicant_divergences_total", "counter", i == 0 ? "Mirror updates and deletes that matched no destination row, by table." : NULL,
+					  labels.data, count);
+			rp_buf_free(&labels);
+		}
 	}
 	for (int h = 0; h < RP_HALT__COUNT; h++)
 	{

@@ -34,7 +34,13 @@ typedef struct RpPgOptions
 	int			nroute;
 	char	  **ignore_prefixes;	/* messages acknowledged with no effect */
 	int			nignore;
+	const char *bookkeeping_schema; /* the mirror's own tables (NULL: "replicant") */
+	bool		divergence_skip;	/* --on-divergence=skip: count, do not halt */
 } RpPgOptions;
+
+/* Identifiers longer than this are truncated by a default server (NAMEDATALEN - 1). */
+#define RP_PG_MAX_IDENT 63
+#define RP_PG_DEFAULT_BOOKKEEPING "replicant"
 
 typedef enum RpEffectOp
 {
@@ -70,6 +76,12 @@ typedef struct RpPgTable
 	bool		resolved;
 	bool		txn_dirty;		/* resolved (created, altered) or staged in the open transaction */
 	bool		binary;			/* COPY in binary: every column qualifies (rp_pgbin.h) */
+	/* full_match: per column, the destination's send function and type (rp_pg_table.c) */
+	char	  **match_send;		/* quoted, qualified; NULL: the type has none */
+	char	  **match_type;		/* format_type() of the destination column */
+	/* the destination's constraint and index names: errors name only these (G4) */
+	char	  **constraints;
+	int			nconstraints;
 	bool		text_datums;	/* the pending effects hold values read back as text */
 	char	   *stage_ups;		/* temporary staging tables, quoted */
 	char	   *stage_del;
@@ -108,6 +120,13 @@ typedef struct RpPg
 	/* a stop's cancel request comes from another thread (RpSink.interrupt) */
 	pthread_mutex_t cancel_lock;
 	PGcancel   *cancel;			/* of conn, or NULL */
+	int			max_ident;		/* the destination's max_identifier_length */
+	/* the bookkeeping schema, quoted, and SQL expanded with it (rp_pg_bk) */
+	char	   *bk;
+	const char **bk_tmpl;
+	char	  **bk_sql;
+	int			nbk;
+	int			capbk;
 } RpPg;
 
 /* rp_sink_pg.c */
@@ -116,6 +135,22 @@ extern int	rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const Rp
 extern int	rp_pg_exec(RpPg *pg, const char *sql, const char *what, const RpPgTable *t);
 extern int	rp_pg_exec_params(RpPg *pg, const char *sql, int n, const char *const *vals,
 							  const char *what, const RpPgTable *t);
+/*
+ * tmpl with every "@bk" replaced by the quoted bookkeeping schema; the
+ * string lives as long as the sink (tmpl must be a literal).  Thread-safe.
+ */
+extern const char *rp_pg_bk(RpPg *pg, const char *tmpl);
+/*
+ * " on table T column "c" constraint "k"": the names of an error that the
+ * consumer knows itself (t's table, columns and constraints); a name the
+ * server reports that is not one of them is left out, since a trigger can
+ * put anything there (G4).
+ */
+extern void rp_pg_diag_where(const PGresult *res, const RpPgTable *t, char *where, size_t len);
+/* A change that matched no destination row: halts, or is counted (--on-divergence). */
+extern int	rp_pg_divergence(RpPg *pg, const RpPgTable *t, const char *what);
+/* Divergences by destination table, for the metrics page: 0 past the last. */
+extern int	rp_pg_divergence_get(int i, char *table, size_t len, uint64_t *count);
 
 /* rp_pg_table.c */
 extern RpPgTable *rp_pg_table_get(RpPg *pg, const RpRelation *rel);
@@ -125,6 +160,8 @@ extern int	rp_pg_table_schema_change(RpPg *pg, const RpRelation *before, const R
 extern int	rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t);
 extern char *rp_pg_ident(RpPg *pg, const char *name);
 extern void rp_pg_table_free(RpPgTable *t);
+/* name is one of the destination table's constraints or indexes (read at resolve) */
+extern bool rp_pg_known_constraint(const RpPgTable *t, const char *name);
 /*
  * SQL pieces shared by the apply, snapshot and backfill paths.  Column
  * names are quoted; idx NULL means every column but generated ones, qual

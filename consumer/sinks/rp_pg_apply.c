@@ -357,25 +357,37 @@ rp_params_free(RpParams *p)
 		rp_free(p->isnull);
 }
 
-/* A comparison that works for types without "=" (json, point ...). */
+/*
+ * "send(o.c) IS NOT DISTINCT FROM send($n::type)": the old row's value
+ * exactly, not one the type's "=" calls equal (rp_pg_read_match); a type
+ * without a send function compares its text output, and also works for
+ * types without "=" (json, point ...).
+ */
 static void
-rp_match_expr(RpPg *pg, RpBuf *sql, const RpColumn *c, int param, const char *alias)
+rp_match_expr(RpPg *pg, RpBuf *sql, const RpPgTable *t, int col, int param, const char *alias)
 {
+	const RpColumn *c = &t->rel->cols[col];
+	const char *fn = t->match_send ? t->match_send[col] : NULL;
+	const char *type = t->match_type && t->match_type[col] ? t->match_type[col] : c->type_name;
+	const char *close = fn ? ")" : ")::text";
 	char	   *qc = rp_pg_ident(pg, c->name);
 	char		tmp[32];
-	bool		as_text = c->encoding == RP_ENC_JSON || c->encoding == RP_ENC_TEXT;
 
+	rp_buf_put_text(sql, fn ? fn : "");
+	rp_buf_put_char(sql, '(');
 	if (alias)
 	{
 		rp_buf_put_text(sql, alias);
 		rp_buf_put_char(sql, '.');
 	}
 	rp_buf_put_text(sql, qc);
-	rp_buf_put_text(sql, as_text ? "::text IS NOT DISTINCT FROM $" : " IS NOT DISTINCT FROM $");
-	snprintf(tmp, sizeof(tmp), "%d", param);
+	rp_buf_put_text(sql, close);
+	rp_buf_put_text(sql, " IS NOT DISTINCT FROM ");
+	rp_buf_put_text(sql, fn ? fn : "");
+	snprintf(tmp, sizeof(tmp), "($%d::", param);
 	rp_buf_put_text(sql, tmp);
-	if (as_text)
-		rp_buf_put_text(sql, "::text");
+	rp_buf_put_text(sql, type);
+	rp_buf_put_text(sql, close);
 	rp_free(qc);
 }
 
@@ -514,13 +526,31 @@ rp_apply_full_match(RpPg *pg, RpPgTable *t, const RpRecord *rec)
 		{
 			if (i)
 				rp_buf_put_text(&sql, " AND ");
-			rp_match_expr(pg, &sql, &rel->cols[which[nset + i]], nset + i + 1, "o");
+			rp_match_expr(pg, &sql, t, which[nset + i], nset + i + 1, "o");
 		}
 		rp_buf_put_text(&sql, " LIMIT 1)");
 		n = nset + nmatch;
 	}
 	rp_buf_put_char(&sql, '\0');
-	rc = rp_exec_datums(pg, t, sql.data, n, datums, encs, "applying a change");
+	if (rec->tag == RP_TAG_INSERT)
+		rc = rp_exec_datums(pg, t, sql.data, n, datums, encs, "applying a change");
+	else
+	{
+		RpParams	p;
+
+		/* the source changed one row: matching none means the destination diverged */
+		rp_params_init(&p);
+		for (int i = 0; i < n; i++)
+			rp_params_datum(&p, encs[i], &datums[i]);
+		rc = rp_params_exec_count(pg, t, sql.data, &p, "applying a change");
+		rp_params_free(&p);
+		if (rc == 0)
+			rc = rp_pg_divergence(pg, t, rec->tag == RP_TAG_UPDATE ? "an update matched no row" : "a delete matched no row");
+		else if (rc > 1)		/* a partitioned table: ctid is per partition */
+			rc = rp_pg_divergence(pg, t, rec->tag == RP_TAG_UPDATE ? "an update matched more than one row" : "a delete matched more than one row");
+		else if (rc == 1)
+			rc = 0;
+	}
 done:
 	rp_buf_free(&sql);
 	rp_free(datums);

@@ -38,7 +38,7 @@
 #include "rp_status.h"
 
 static const char *const rp_pg_bf_setup_sql =
-"CREATE TABLE IF NOT EXISTS replicant.backfill_progress ("
+"CREATE TABLE IF NOT EXISTS @bk.backfill_progress ("
 "  system_id text NOT NULL, slot text NOT NULL, relid oid NOT NULL, dest_table text NOT NULL,"
 "  token text NOT NULL, rows bigint NOT NULL, done boolean NOT NULL,"
 "  updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),"
@@ -257,7 +257,7 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 	}
 
 	/* the token commits with the rows it vouches for, and with the batch's checkpoint */
-	if (rp_pg_exec(pg, rp_pg_bf_setup_sql, "creating replicant.backfill_progress", NULL) < 0)
+	if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_bf_setup_sql), "creating the backfill progress table", NULL) < 0)
 		goto out;
 	snprintf(sysid, sizeof(sysid), "%" PRIu64, pg->ck.system_id);
 	snprintf(rows, sizeof(rows), "%" PRIu64, ch->nrows);
@@ -269,11 +269,11 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 	vals[5] = rows;
 	vals[6] = ch->last ? "t" : "f";
 	if (rp_pg_exec_params(pg,
-						  "INSERT INTO replicant.backfill_progress AS p (system_id, slot, relid, dest_table, token, rows, done)"
-						  " VALUES ($1, $2, $3::oid, $4, $5, $6::bigint, $7::boolean)"
-						  " ON CONFLICT (system_id, slot, relid) DO UPDATE SET dest_table = EXCLUDED.dest_table,"
-						  " token = EXCLUDED.token, rows = p.rows + EXCLUDED.rows, done = EXCLUDED.done,"
-						  " updated_at = pg_catalog.now()",
+						  rp_pg_bk(pg, "INSERT INTO @bk.backfill_progress AS p (system_id, slot, relid, dest_table, token, rows, done)"
+								   " VALUES ($1, $2, $3::oid, $4, $5, $6::bigint, $7::boolean)"
+								   " ON CONFLICT (system_id, slot, relid) DO UPDATE SET dest_table = EXCLUDED.dest_table,"
+								   " token = EXCLUDED.token, rows = p.rows + EXCLUDED.rows, done = EXCLUDED.done,"
+								   " updated_at = pg_catalog.now()"),
 						  7, vals, "storing backfill progress", t) < 0)
 		goto out;
 	rc = 0;
@@ -362,12 +362,12 @@ rp_pg_backfill_progress(void *arg, uint32_t relid, char **token)
 	}
 	/* notices may quote values: keep them off stderr */
 	PQsetNoticeReceiver(conn, rp_pg_bf_notice, NULL);
-	res = PQexec(conn, "SET search_path = ''; CREATE SCHEMA IF NOT EXISTS replicant");
+	res = PQexec(conn, rp_pg_bk(pg, "SET search_path = ''; CREATE SCHEMA IF NOT EXISTS @bk"));
 	PQclear(res);
-	res = PQexec(conn, rp_pg_bf_setup_sql);
+	res = PQexec(conn, rp_pg_bk(pg, rp_pg_bf_setup_sql));
 	PQclear(res);
 	snprintf(rel, sizeof(rel), "%u", relid);
-	res = PQexecParams(conn, "SELECT token FROM replicant.backfill_progress WHERE slot = $1 AND relid = $2::oid",
+	res = PQexecParams(conn, rp_pg_bk(pg, "SELECT token FROM @bk.backfill_progress WHERE slot = $1 AND relid = $2::oid"),
 					   2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{

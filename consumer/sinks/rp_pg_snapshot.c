@@ -35,7 +35,7 @@
 #define RP_PG_SNAP_MAX_WORKERS 64
 
 static const char *const rp_pg_snap_setup_sql =
-"CREATE TABLE IF NOT EXISTS replicant.snapshot_progress ("
+"CREATE TABLE IF NOT EXISTS @bk.snapshot_progress ("
 "  system_id text NOT NULL, slot text NOT NULL, relid oid NOT NULL, timeline integer NOT NULL,"
 "  dest_table text NOT NULL, mode text NOT NULL, retire_sql text, token text NOT NULL,"
 "  rows bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),"
@@ -45,6 +45,7 @@ static const char *const rp_pg_snap_setup_sql =
 typedef struct RpPgSnapTable
 {
 	uint32_t	relid;
+	const RpPgTable *t;			/* the mirror's table (its names, for errors) */
 	char	   *qname;			/* destination, quoted */
 	char	   *cols;			/* applied columns, quoted, comma-separated */
 	char	   *mode;			/* "copy", "merge" or "replace" */
@@ -73,33 +74,35 @@ typedef struct RpPgSnap
 static RpPgSnap rp_pg_snap;
 
 static int
-rp_pg_snap_fail(PGresult *res, const char *what, const char *qname)
+rp_pg_snap_fail(PGresult *res, const char *what, const RpPgTable *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	const char *column = res ? PQresultErrorField(res, PG_DIAG_COLUMN_NAME) : NULL;
-	const char *constraint = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
 	/* a lost or transient destination is retried by running again; the rest halts */
 	RpHalt		halt = state && (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
 								 strncmp(state, "40", 2) == 0 || strncmp(state, "53", 2) == 0)
 		? RP_HALT_NONE : RP_HALT_SINK;
+	char		where[512];
 
-	/* SQLSTATE and names only: the message, DETAIL and CONTEXT can quote values (G4) */
-	return rp_fail(halt, "destination %s%s%s failed: SQLSTATE %s%s%s%s%s", what,
-				   qname ? " of table " : "", qname ? qname : "", state ? state : "(connection lost)",
-				   column ? " column \"" : "", column ? column : "", column ? "\"" : "",
-				   constraint ? " (constraint)" : "");
+	/*
+	 * SQLSTATE and the names we know only: the message, DETAIL and CONTEXT
+	 * can quote values, and a trigger can put anything in the table,
+	 * column and constraint fields (G4).
+	 */
+	rp_pg_diag_where(res, t, where, sizeof(where));
+	return rp_fail(halt, "destination %s failed: SQLSTATE %s%s", what,
+				   state ? state : "(connection lost)", where);
 }
 
 static int
 rp_pg_snap_exec(PGconn *conn, const char *sql, int n, const char *const *vals, const char *what,
-				const char *qname)
+				const RpPgTable *t)
 {
 	PGresult   *res = n > 0 ? PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0) : PQexec(conn, sql);
 	ExecStatusType st = PQresultStatus(res);
 	int			rc = 0;
 
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_pg_snap_fail(res, what, qname);
+		rc = rp_pg_snap_fail(res, what, t);
 	PQclear(res);
 	return rc;
 }
@@ -213,7 +216,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		return st;
 	if (!s->setup_done)
 	{
-		if (rp_pg_exec(pg, rp_pg_snap_setup_sql, "creating replicant.snapshot_progress", NULL) < 0)
+		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
 			return NULL;
 		s->setup_done = true;
 	}
@@ -232,11 +235,11 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 	{
 		const char *vals[2] = {pg->opts.slot, relid};
 
-		res = PQexecParams(pg->conn, "SELECT mode FROM replicant.snapshot_progress WHERE slot = $1 AND relid = $2::oid",
+		res = PQexecParams(pg->conn, rp_pg_bk(pg, "SELECT mode FROM @bk.snapshot_progress WHERE slot = $1 AND relid = $2::oid"),
 						   2, NULL, vals, NULL, NULL, 0);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		{
-			rp_pg_snap_fail(res, "reading snapshot progress", t->qname);
+			rp_pg_snap_fail(res, "reading snapshot progress", t);
 			PQclear(res);
 			return NULL;
 		}
@@ -258,7 +261,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		rp_buf_free(&q);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		{
-			rp_pg_snap_fail(res, "checking for rows", t->qname);
+			rp_pg_snap_fail(res, "checking for rows", t);
 			PQclear(res);
 			return NULL;
 		}
@@ -274,6 +277,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 
 	st = rp_malloc0(sizeof(RpPgSnapTable));
 	st->relid = rel->relid;
+	st->t = t;
 	st->keyless = t->nkey == 0;
 	st->qname = rp_strndup(t->qname, strlen(t->qname));
 	st->mode = mode;
@@ -294,7 +298,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 	st->cols = rp_dupbuf(&b);
 	if (t->nkey > 0)
 	{
-		char		n[64];
+		char		n[192];
 
 		snprintf(n, sizeof(n), "pg_temp.rp_snap_%u", rel->relid);
 		st->stage = rp_strndup(n, strlen(n));
@@ -316,9 +320,9 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 	}
 	else if (strcmp(mode, "replace") == 0)
 	{
-		char		n[64];
+		char		n[192];
 
-		snprintf(n, sizeof(n), "replicant.snapnew_%u", rel->relid);
+		snprintf(n, sizeof(n), "%s.snapnew_%u", pg->bk, rel->relid);
 		st->into = rp_strndup(n, strlen(n));
 		rp_buf_put_text(&b, "CREATE TABLE IF NOT EXISTS ");
 		rp_buf_put_text(&b, n);
@@ -342,9 +346,9 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 	}
 	else
 	{
-		char		seen[64];
+		char		seen[192];
 
-		snprintf(seen, sizeof(seen), "replicant.snapseen_%u", rel->relid);
+		snprintf(seen, sizeof(seen), "%s.snapseen_%u", pg->bk, rel->relid);
 		st->into = rp_strndup(st->stage, strlen(st->stage));
 		/* the session's staging table, and the seen keys (kept across sessions) */
 		rp_pg_snap_stage_ddl(&b, st);
@@ -452,7 +456,7 @@ rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const char *into, const R
 
 	if (rp_pg_copy_start(conn, into, st->cols, binary, &res) < 0)
 	{
-		rc = rp_pg_snap_fail(res, "COPY", st->qname);
+		rc = rp_pg_snap_fail(res, "COPY", st->t);
 		PQclear(res);
 		return rc;
 	}
@@ -484,7 +488,7 @@ rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const char *into, const R
 	}
 	rp_buf_free(&data);
 	if (rp_pg_copy_end(conn, &res) < 0 || rc < 0)
-		rc = rp_pg_snap_fail(res, "COPY", st->qname);
+		rc = rp_pg_snap_fail(res, "COPY", st->t);
 	PQclear(res);
 	return rc;
 }
@@ -521,11 +525,11 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 		after = st->upsert_after;
 		ddl = st->upsert_ddl;
 	}
-	if (rp_pg_snap_exec(conn, "BEGIN", 0, NULL, "BEGIN", st->qname) < 0)
+	if (rp_pg_snap_exec(conn, "BEGIN", 0, NULL, "BEGIN", st->t) < 0)
 		goto fail;
 	if (ddl && !st->staged[ctx->worker])
 	{
-		if (rp_pg_snap_exec(conn, ddl, 0, NULL, "creating the snapshot staging table", st->qname) < 0)
+		if (rp_pg_snap_exec(conn, ddl, 0, NULL, "creating the snapshot staging table", st->t) < 0)
 			goto fail;
 		st->staged[ctx->worker] = true;
 	}
@@ -543,14 +547,14 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 		rp_buf_put_text(&del, "DELETE FROM ");
 		rp_buf_put_text(&del, st->into);
 		rp_buf_put_char(&del, '\0');
-		r = rp_pg_snap_exec(conn, del.data, 0, NULL, "restarting a keyless table's copy", st->qname);
+		r = rp_pg_snap_exec(conn, del.data, 0, NULL, "restarting a keyless table's copy", st->t);
 		rp_buf_free(&del);
 		if (r < 0)
 			goto fail;
 	}
 	if ((ctx->nrows > 0 && rp_pg_snap_copy(conn, st, into, ctx) < 0) ||
 		(ctx->nrows > 0 && after &&
-		 rp_pg_snap_exec(conn, after, 0, NULL, "merging a snapshot chunk", st->qname) < 0))
+		 rp_pg_snap_exec(conn, after, 0, NULL, "merging a snapshot chunk", st->t) < 0))
 		goto fail;
 
 	snprintf(relid, sizeof(relid), "%u", ctx->rel->relid);
@@ -568,13 +572,13 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 	vals[8] = rows;
 	/* the token commits with the rows it vouches for */
 	if (rp_pg_snap_exec(conn,
-						"INSERT INTO replicant.snapshot_progress AS p (system_id, slot, relid, timeline,"
-						" dest_table, mode, retire_sql, token, rows) VALUES ($1, $2, $3::oid, $4::int, $5, $6, $7, $8, $9::bigint)"
-						" ON CONFLICT (system_id, slot, relid) DO UPDATE SET token = EXCLUDED.token,"
-						" rows = EXCLUDED.rows, updated_at = pg_catalog.now()",
-						9, vals, "storing snapshot progress", st->qname) < 0)
+						rp_pg_bk(s->pg, "INSERT INTO @bk.snapshot_progress AS p (system_id, slot, relid, timeline,"
+								 " dest_table, mode, retire_sql, token, rows) VALUES ($1, $2, $3::oid, $4::int, $5, $6, $7, $8, $9::bigint)"
+								 " ON CONFLICT (system_id, slot, relid) DO UPDATE SET token = EXCLUDED.token,"
+								 " rows = EXCLUDED.rows, updated_at = pg_catalog.now()"),
+						9, vals, "storing snapshot progress", st->t) < 0)
 		goto fail;
-	if (rp_pg_snap_exec(conn, "COMMIT", 0, NULL, "COMMIT", st->qname) < 0)
+	if (rp_pg_snap_exec(conn, "COMMIT", 0, NULL, "COMMIT", st->t) < 0)
 		goto fail;
 	return 0;
 
@@ -599,12 +603,12 @@ rp_pg_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
 
 	if (!s->setup_done)
 	{
-		if (rp_pg_exec(pg, rp_pg_snap_setup_sql, "creating replicant.snapshot_progress", NULL) < 0)
+		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
 			return -1;
 		s->setup_done = true;
 	}
 	snprintf(relid, sizeof(relid), "%u", rel->relid);
-	res = PQexecParams(pg->conn, "SELECT token FROM replicant.snapshot_progress WHERE slot = $1 AND relid = $2::oid",
+	res = PQexecParams(pg->conn, rp_pg_bk(pg, "SELECT token FROM @bk.snapshot_progress WHERE slot = $1 AND relid = $2::oid"),
 					   2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		rc = rp_pg_snap_fail(res, "reading snapshot progress", NULL);
@@ -636,7 +640,7 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 
 	if (!s->setup_done)
 	{
-		if (rp_pg_exec(pg, rp_pg_snap_setup_sql, "creating replicant.snapshot_progress", NULL) < 0)
+		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
 			return -1;
 		s->setup_done = true;
 	}
@@ -645,8 +649,8 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 	pg->in_txn = true;
 	vals[0] = pg->opts.slot;
 	res = PQexecParams(pg->conn,
-					   "SELECT retire_sql, dest_table, system_id, timeline FROM replicant.snapshot_progress"
-					   " WHERE slot = $1 ORDER BY relid FOR UPDATE", 1, NULL, vals, NULL, NULL, 0);
+					   rp_pg_bk(pg, "SELECT retire_sql, dest_table, system_id, timeline FROM @bk.snapshot_progress"
+								" WHERE slot = $1 ORDER BY relid FOR UPDATE"), 1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		rp_pg_snap_fail(res, "reading snapshot progress", NULL);
@@ -675,11 +679,11 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 		vals[2] = n > 0 ? PQgetvalue(res, 0, 3) : tli;
 		vals[3] = commit;
 		vals[4] = end;
-		if (rp_pg_exec_params(pg, "INSERT INTO replicant.checkpoint AS c (system_id, slot, timeline, commit_lsn, end_lsn)"
-							  " VALUES ($1, $2, $3::int, $4::pg_lsn, $5::pg_lsn)"
-							  " ON CONFLICT (system_id, slot) DO UPDATE SET timeline = EXCLUDED.timeline,"
-							  " commit_lsn = GREATEST(c.commit_lsn, EXCLUDED.commit_lsn),"
-							  " end_lsn = GREATEST(c.end_lsn, EXCLUDED.end_lsn), updated_at = pg_catalog.now()",
+		if (rp_pg_exec_params(pg, rp_pg_bk(pg, "INSERT INTO @bk.checkpoint AS c (system_id, slot, timeline, commit_lsn, end_lsn)"
+											   " VALUES ($1, $2, $3::int, $4::pg_lsn, $5::pg_lsn)"
+											   " ON CONFLICT (system_id, slot) DO UPDATE SET timeline = EXCLUDED.timeline,"
+											   " commit_lsn = GREATEST(c.commit_lsn, EXCLUDED.commit_lsn),"
+											   " end_lsn = GREATEST(c.end_lsn, EXCLUDED.end_lsn), updated_at = pg_catalog.now()"),
 							  5, vals, "setting the checkpoint", NULL) < 0)
 		{
 			PQclear(res);
@@ -688,7 +692,7 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 	}
 	PQclear(res);
 	vals[0] = pg->opts.slot;
-	if (rp_pg_exec_params(pg, "DELETE FROM replicant.snapshot_progress WHERE slot = $1", 1, vals,
+	if (rp_pg_exec_params(pg, rp_pg_bk(pg, "DELETE FROM @bk.snapshot_progress WHERE slot = $1"), 1, vals,
 						  "clearing snapshot progress", NULL) < 0)
 		goto fail;
 	if (rp_pg_exec(pg, "COMMIT", "COMMIT", NULL) < 0)

@@ -8,6 +8,13 @@
  * primary key or unique index on the source's key; a table kept as history
  * gets valid_from/valid_to columns instead.  Every identifier goes through
  * PQescapeIdentifier; catalog lookups take names as parameters.
+ *
+ * The mapping must be one to one and stay out of the mirror's own way: a
+ * destination name longer than the server's identifier limit is refused
+ * rather than left to the server's truncation (which would make two
+ * source tables one, also across runs, where no check in one process
+ * could see both), and no source table may map into the bookkeeping
+ * schema (its checkpoint would be written from the source).  Both halt.
  */
 #include "rp_alloc.h"
 
@@ -71,6 +78,28 @@ rp_pg_table_key(RpPgTable *t)
 				t->keycols[t->nkey++] = i;
 	t->full_match = t->nkey == 0 && rel->identity == RP_IDENTITY_FULL;
 	t->no_identity = t->nkey == 0 && !t->full_match;
+}
+
+static void
+rp_pg_free_names(char ***names, int n)
+{
+	if (*names == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+		if ((*names)[i])
+			rp_free((*names)[i]);
+	rp_free(*names);
+	*names = NULL;
+}
+
+/* What resolve read from the destination's catalog: stale once the table changes. */
+static void
+rp_pg_table_reset_catalog(RpPgTable *t, int natts)
+{
+	rp_pg_free_names(&t->match_send, natts);
+	rp_pg_free_names(&t->match_type, natts);
+	rp_pg_free_names(&t->constraints, t->nconstraints);
+	t->nconstraints = 0;
 }
 
 static void
@@ -213,7 +242,10 @@ rp_pg_table_describe(RpPg *pg, RpPgTable *t, const RpRelation *rel)
 	char		schema[256];
 
 	if (t->rel)
+	{
+		rp_pg_table_reset_catalog(t, t->rel->natts);
 		rp_relation_free(t->rel);
+	}
 	t->rel = rp_relation_copy(rel);
 	if (t->qname)
 		rp_free(t->qname);
@@ -286,6 +318,7 @@ rp_pg_table_get(RpPg *pg, const RpRelation *rel)
 void
 rp_pg_table_free(RpPgTable *t)
 {
+	rp_pg_table_reset_catalog(t, t->rel->natts);
 	rp_relation_free(t->rel);
 	rp_free(t->qname);
 	rp_free(t->dest_schema);
@@ -447,6 +480,112 @@ rp_pg_binary_check(RpPg *pg, RpPgTable *t, const char *oid)
 	return 0;
 }
 
+/*
+ * The destination name is the source's, one to one: inside the server's
+ * identifier limit and outside the bookkeeping schema.
+ */
+static int
+rp_pg_table_check_name(RpPg *pg, const RpPgTable *t)
+{
+	const RpRelation *rel = t->rel;
+	size_t		max = pg->max_ident > 0 ? (size_t) pg->max_ident : RP_PG_MAX_IDENT;
+
+	if (strlen(t->dest_schema) > max || strlen(t->dest_name) > max)
+		return rp_fail(RP_HALT_SINK, "source table \"%s\".\"%s\" maps to destination %s, a name longer than %zu bytes: the server would truncate it, and two source tables could become one (shorten --schema-prefix)",
+					   rel->schema, rel->name, t->qname, max);
+	if (strcmp(t->dest_schema, pg->opts.bookkeeping_schema) == 0)
+		return rp_fail(RP_HALT_SINK, "source table \"%s\".\"%s\" maps to %s, in the mirror's bookkeeping schema \"%s\": refusing to write the mirror's own tables from the source (exclude the table, or choose another --schema-prefix or --bookkeeping-schema)",
+					   rel->schema, rel->name, t->qname, pg->opts.bookkeeping_schema);
+	return 0;
+}
+
+/* Rows of a one-column query as names (constraint and index names). */
+static int
+rp_pg_read_constraints(RpPg *pg, RpPgTable *t)
+{
+	const char *vals[1] = {t->qname};
+	PGresult   *res;
+	int			rc = 0;
+
+	rp_pg_free_names(&t->constraints, t->nconstraints);
+	t->nconstraints = 0;
+	res = PQexecParams(pg->conn,
+					   "SELECT conname::text FROM pg_catalog.pg_constraint WHERE conrelid = $1::regclass"
+					   " UNION SELECT c.relname::text FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c"
+					   " ON c.oid = i.indexrelid WHERE i.indrelid = $1::regclass",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = rp_pg_fail_result(pg, res, "reading the constraint names", t);
+	else if (PQntuples(res) > 0)
+	{
+		t->constraints = rp_malloc0(sizeof(char *) * (size_t) PQntuples(res));
+		for (int r = 0; r < PQntuples(res); r++)
+			t->constraints[t->nconstraints++] = rp_strndup(PQgetvalue(res, r, 0), strlen(PQgetvalue(res, r, 0)));
+	}
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * REPLICA IDENTITY FULL without a key matches the old row on every column,
+ * and must match the very value, not an equal one: numeric 1.0 = 1.00,
+ * float8 0 = -0, interval '1 day' = '24 hours', yet they are different
+ * rows.  A type's binary send form is its value exactly (receive(send(x))
+ * is x), so the match compares those: per column the destination's send
+ * function and its type (with typmod) to cast the parameter to.  A type
+ * with no send function falls back to its text output.
+ */
+static int
+rp_pg_read_match(RpPg *pg, RpPgTable *t)
+{
+	const char *vals[1] = {t->qname};
+	PGresult   *res;
+	int			natts = t->rel->natts;
+	int			rc = 0;
+
+	rp_pg_free_names(&t->match_send, natts);
+	rp_pg_free_names(&t->match_type, natts);
+	if (!t->full_match)
+		return 0;
+	res = PQexecParams(pg->conn,
+					   "SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod),"
+					   " CASE WHEN ty.typsend = 0 THEN NULL ELSE pg_catalog.quote_ident(n.nspname)"
+					   "  || '.' || pg_catalog.quote_ident(p.proname) END"
+					   " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid"
+					   " LEFT JOIN pg_catalog.pg_proc p ON p.oid = ty.typsend"
+					   " LEFT JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
+					   " WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		rc = rp_pg_fail_result(pg, res, "reading the column types", t);
+		PQclear(res);
+		return rc;
+	}
+	t->match_send = rp_malloc0(sizeof(char *) * (size_t) (natts ? natts : 1));
+	t->match_type = rp_malloc0(sizeof(char *) * (size_t) (natts ? natts : 1));
+	for (int i = 0; i < natts; i++)
+		for (int r = 0; r < PQntuples(res); r++)
+			if (strcmp(PQgetvalue(res, r, 0), t->rel->cols[i].name) == 0)
+			{
+				t->match_type[i] = rp_strndup(PQgetvalue(res, r, 1), strlen(PQgetvalue(res, r, 1)));
+				if (!PQgetisnull(res, r, 2))
+					t->match_send[i] = rp_strndup(PQgetvalue(res, r, 2), strlen(PQgetvalue(res, r, 2)));
+				break;
+			}
+	PQclear(res);
+	return 0;
+}
+
+/* After the table is there: the catalog facts errors and matching need. */
+static int
+rp_pg_table_read_catalog(RpPg *pg, RpPgTable *t)
+{
+	if (rp_pg_read_constraints(pg, t) < 0)
+		return -1;
+	return rp_pg_read_match(pg, t);
+}
+
 int
 rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 {
@@ -455,6 +594,9 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 	char		oid[16];
 	RpBuf		names;
 	int			rc = 0;
+
+	if (rp_pg_table_check_name(pg, t) < 0)
+		return -1;
 
 	vals[0] = t->dest_schema;
 	vals[1] = t->dest_name;
@@ -474,7 +616,7 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 		if (!pg->opts.create_tables)
 			return rp_fail(RP_HALT_SINK, "destination table %s does not exist (create it, or run with --create-tables)",
 						   t->qname);
-		if (rp_pg_create_table(pg, t) < 0)
+		if (rp_pg_create_table(pg, t) < 0 || rp_pg_table_read_catalog(pg, t) < 0)
 			return -1;
 		/* created from the description: every column has the source's type */
 		t->binary = rp_pg_binary_candidate(t);
@@ -526,6 +668,8 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 	rp_buf_free(&names);
 	if (rc == 0)
 		rc = rp_pg_binary_check(pg, t, oid);
+	if (rc == 0)
+		rc = rp_pg_table_read_catalog(pg, t);
 	if (rc == 0)
 	{
 		t->resolved = true;

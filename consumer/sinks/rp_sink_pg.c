@@ -5,20 +5,23 @@
  *
  * Effect-once (G1): every destination transaction holds one batch of
  * source transactions and the checkpoint, committed together.  The
- * checkpoint lives in replicant.checkpoint, keyed by the source's system
- * id and slot; each batch reads its row FOR UPDATE first, skips source
- * transactions at or below it (a replay changes nothing), and only ever
- * advances it.  A table rather than a replication origin, because
+ * checkpoint lives in replicant.checkpoint (the bookkeeping schema is
+ * --bookkeeping-schema, and no source table may map into it), keyed by
+ * the source's system id and slot; each batch reads its row FOR UPDATE
+ * first, skips source transactions at or below it (a replay changes
+ * nothing), and only ever advances it.  A table rather than a replication origin, because
  * pg_replication_origin_xact_setup() needs superuser and the destination
  * role should not.
  *
- * Errors are reported by SQLSTATE, table, column and constraint name; the
- * server's message text, DETAIL and CONTEXT are dropped because they can
- * carry row values (G4).
+ * Errors are reported by SQLSTATE and the names of the mapped table, its
+ * columns and constraints; the server's message text, DETAIL, CONTEXT and
+ * any name it reports that is not one of those are dropped because they
+ * can carry row values (G4).
  */
 #include "rp_alloc.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,16 +34,139 @@
 #include "rp_status.h"
 
 static const char *const rp_pg_setup_sql =
-"CREATE SCHEMA IF NOT EXISTS replicant;"
-"CREATE TABLE IF NOT EXISTS replicant.checkpoint ("
+"CREATE SCHEMA IF NOT EXISTS @bk;"
+"CREATE TABLE IF NOT EXISTS @bk.checkpoint ("
 "  system_id text NOT NULL, slot text NOT NULL, timeline integer NOT NULL,"
 "  commit_lsn pg_catalog.pg_lsn NOT NULL, end_lsn pg_catalog.pg_lsn NOT NULL,"
 "  updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),"
 "  PRIMARY KEY (system_id, slot));"
-"CREATE TABLE IF NOT EXISTS replicant.messages ("
+"CREATE TABLE IF NOT EXISTS @bk.messages ("
 "  system_id text NOT NULL, slot text NOT NULL, lsn pg_catalog.pg_lsn NOT NULL,"
 "  transactional boolean NOT NULL, commit_lsn pg_catalog.pg_lsn, prefix text NOT NULL,"
 "  content bytea NOT NULL, PRIMARY KEY (system_id, slot, lsn));";
+
+/* ---- the bookkeeping schema ---------------------------------------------------- */
+
+static pthread_mutex_t rp_pg_bk_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* "name" with embedded quotes doubled: an identifier, needing no session. */
+static char *
+rp_pg_quote_name(const char *name)
+{
+	size_t		n = strlen(name);
+	char	   *q = rp_malloc(2 * n + 3);
+	char	   *p = q;
+
+	*p++ = '"';
+	for (; *name; name++)
+	{
+		if (*name == '"')
+			*p++ = '"';
+		*p++ = *name;
+	}
+	*p++ = '"';
+	*p = '\0';
+	return q;
+}
+
+const char *
+rp_pg_bk(RpPg *pg, const char *tmpl)
+{
+	const char *out = NULL;
+
+	pthread_mutex_lock(&rp_pg_bk_lock);
+	for (int i = 0; i < pg->nbk && out == NULL; i++)
+		if (pg->bk_tmpl[i] == tmpl)
+			out = pg->bk_sql[i];
+	if (out == NULL)
+	{
+		RpBuf		b;
+
+		rp_buf_init(&b, strlen(tmpl) + 64);
+		for (const char *p = tmpl; *p; p++)
+		{
+			if (strncmp(p, "@bk", 3) == 0)
+			{
+				rp_buf_put_text(&b, pg->bk);
+				p += 2;
+			}
+			else
+				rp_buf_put_char(&b, *p);
+		}
+		rp_buf_put_char(&b, '\0');
+		if (pg->nbk == pg->capbk)
+		{
+			pg->capbk = pg->capbk ? 2 * pg->capbk : 32;
+			pg->bk_tmpl = rp_realloc(pg->bk_tmpl, sizeof(*pg->bk_tmpl) * (size_t) pg->capbk);
+			pg->bk_sql = rp_realloc(pg->bk_sql, sizeof(*pg->bk_sql) * (size_t) pg->capbk);
+		}
+		pg->bk_tmpl[pg->nbk] = tmpl;
+		pg->bk_sql[pg->nbk++] = b.data;
+		out = b.data;
+	}
+	pthread_mutex_unlock(&rp_pg_bk_lock);
+	return out;
+}
+
+/* ---- divergences: a change the destination has no row for ----------------------- */
+
+#define RP_PG_DIVERGENCE_TABLES 256
+
+static struct
+{
+	pthread_mutex_t lock;
+	int			n;
+	char	   *table[RP_PG_DIVERGENCE_TABLES];
+	uint64_t	count[RP_PG_DIVERGENCE_TABLES];
+}			rp_pg_div = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void
+rp_pg_divergence_count(const RpPgTable *t)
+{
+	char		name[512];
+	int			i;
+
+	snprintf(name, sizeof(name), "%s.%s", t->dest_schema, t->dest_name);
+	pthread_mutex_lock(&rp_pg_div.lock);
+	for (i = 0; i < rp_pg_div.n; i++)
+		if (strcmp(rp_pg_div.table[i], name) == 0)
+			break;
+	if (i == rp_pg_div.n && i < RP_PG_DIVERGENCE_TABLES)
+		rp_pg_div.table[rp_pg_div.n++] = rp_strndup(name, strlen(name));
+	if (i < rp_pg_div.n)
+		rp_pg_div.count[i]++;
+	pthread_mutex_unlock(&rp_pg_div.lock);
+}
+
+int
+rp_pg_divergence_get(int i, char *table, size_t len, uint64_t *count)
+{
+	int			rc = 0;
+
+	pthread_mutex_lock(&rp_pg_div.lock);
+	if (i >= 0 && i < rp_pg_div.n)
+	{
+		snprintf(table, len, "%s", rp_pg_div.table[i]);
+		*count = rp_pg_div.count[i];
+		rc = 1;
+	}
+	pthread_mutex_unlock(&rp_pg_div.lock);
+	return rc;
+}
+
+/*
+ * The destination no longer holds what the source changed: it has
+ * diverged, and applying on would hide it.  Fail-closed by default.
+ */
+int
+rp_pg_divergence(RpPg *pg, const RpPgTable *t, const char *what)
+{
+	rp_pg_divergence_count(t);
+	if (pg->opts.divergence_skip)
+		return 0;
+	return rp_fail(RP_HALT_SINK, "destination table %s has diverged: %s holding the source's old row (halting; --on-divergence=skip counts it and goes on)",
+				   t->qname, what);
+}
 
 /* A few SQLSTATEs by name; anything else by its code alone. */
 static const char *
@@ -66,20 +192,47 @@ rp_pg_sqlstate_name(const char *state)
 	return "error";
 }
 
+bool
+rp_pg_known_constraint(const RpPgTable *t, const char *name)
+{
+	for (int i = 0; t && i < t->nconstraints; i++)
+		if (strcmp(t->constraints[i], name) == 0)
+			return true;
+	return false;
+}
+
+void
+rp_pg_diag_where(const PGresult *res, const RpPgTable *t, char *where, size_t len)
+{
+	const char *column = res ? PQresultErrorField(res, PG_DIAG_COLUMN_NAME) : NULL;
+	const char *constraint = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
+	bool		known_column = false;
+
+	where[0] = '\0';
+	if (t == NULL)
+		return;					/* no table of ours to check the server's names against: none shown */
+	for (uint16_t i = 0; column && t->rel && i < t->rel->natts && !known_column; i++)
+		known_column = strcmp(t->rel->cols[i].name, column) == 0;
+	snprintf(where, len, " on table %s", t->qname);
+	if (known_column)
+		snprintf(where + strlen(where), len - strlen(where), " column \"%s\"", column);
+	if (constraint && rp_pg_known_constraint(t, constraint))
+		snprintf(where + strlen(where), len - strlen(where), " constraint \"%s\"", constraint);
+}
+
 int
 rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const RpPgTable *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	const char *table = res ? PQresultErrorField(res, PG_DIAG_TABLE_NAME) : NULL;
-	const char *column = res ? PQresultErrorField(res, PG_DIAG_COLUMN_NAME) : NULL;
-	const char *constraint = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
-	char		where[512] = "";
-	RpHalt		halt;
+	char		where[512];
 
 	/*
 	 * A lost destination is retried after reconnecting, and so are the
 	 * transient conditions (serialization failure, deadlock, lock timeout,
-	 * cancel, out of resources); anything else halts.
+	 * cancel, out of resources); anything else halts.  Only the SQLSTATE
+	 * and names the consumer knows are shown: the server's message, and
+	 * libpq's, which repeats it, can quote values, and so can the table,
+	 * column and constraint fields a trigger sets (G4).
 	 */
 	if (state && (strncmp(state, "40", 2) == 0 || strcmp(state, "55P03") == 0 ||
 				  strcmp(state, "57014") == 0 || strncmp(state, "53", 2) == 0))
@@ -87,22 +240,10 @@ rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const RpPgTable *t)
 					   state, rp_pg_sqlstate_name(state));
 	if (pg->conn == NULL || PQstatus(pg->conn) != CONNECTION_OK || state == NULL ||
 		strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
-	{
-		char		line[256];
-
-		rp_error_first_line(line, sizeof(line), pg->conn ? PQerrorMessage(pg->conn) : "no connection");
-		return rp_fail(RP_HALT_NONE, "destination connection lost during %s: %s", what, line);
-	}
-	if (table || t)
-		snprintf(where + strlen(where), sizeof(where) - strlen(where), " on table %s",
-				 table ? table : t->qname);
-	if (column)
-		snprintf(where + strlen(where), sizeof(where) - strlen(where), " column \"%s\"", column);
-	if (constraint)
-		snprintf(where + strlen(where), sizeof(where) - strlen(where), " constraint \"%s\"",
-				 constraint);
-	halt = RP_HALT_SINK;
-	return rp_fail(halt, "destination %s failed: SQLSTATE %s (%s)%s", what, state,
+		return rp_fail(RP_HALT_NONE, "destination connection lost during %s (SQLSTATE %s)", what,
+					   state ? state : "none");
+	rp_pg_diag_where(res, t, where, sizeof(where));
+	return rp_fail(RP_HALT_SINK, "destination %s failed: SQLSTATE %s (%s)%s", what, state,
 				   rp_pg_sqlstate_name(state), where);
 }
 
@@ -212,6 +353,27 @@ rp_pg_interrupt(RpSink *s)
 	pthread_mutex_unlock(&pg->cancel_lock);
 }
 
+/*
+ * The destination's identifier limit (NAMEDATALEN - 1, 63 unless the
+ * server was built otherwise): longer names would be truncated, so the
+ * mapping refuses them (rp_pg_table.c).
+ */
+static int
+rp_pg_read_max_ident(RpPg *pg)
+{
+	PGresult   *res = PQexec(pg->conn, "SHOW max_identifier_length");
+	int			rc = 0;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = rp_pg_fail_result(pg, res, "reading max_identifier_length", NULL);
+	else
+		pg->max_ident = atoi(PQgetvalue(res, 0, 0));
+	if (pg->max_ident <= 0)
+		pg->max_ident = RP_PG_MAX_IDENT;
+	PQclear(res);
+	return rc;
+}
+
 static int
 rp_pg_connect(RpPg *pg)
 {
@@ -252,7 +414,9 @@ rp_pg_connect(RpPg *pg)
 		return -1;
 	if (rp_pg_lock_slot(pg) < 0)
 		return -1;
-	return rp_pg_exec(pg, rp_pg_setup_sql, "creating replicant.checkpoint", NULL);
+	if (rp_pg_read_max_ident(pg) < 0)
+		return -1;
+	return rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_setup_sql), "creating the checkpoint table", NULL);
 }
 
 static int
@@ -266,8 +430,8 @@ rp_pg_checkpoint(RpSink *s, RpCheckpoint *ck)
 	if (rp_pg_connect(pg) < 0)
 		return -1;
 	res = PQexecParams(pg->conn,
-					   "SELECT system_id, timeline, commit_lsn::text, end_lsn::text "
-					   "FROM replicant.checkpoint WHERE slot = $1 ORDER BY updated_at DESC",
+					   rp_pg_bk(pg, "SELECT system_id, timeline, commit_lsn::text, end_lsn::text "
+								"FROM @bk.checkpoint WHERE slot = $1 ORDER BY updated_at DESC"),
 					   1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		rc = rp_pg_fail_result(pg, res, "reading the checkpoint", NULL);
@@ -319,13 +483,13 @@ rp_pg_begin(RpPg *pg, const RpCheckpoint *ck, uint64_t *done)
 	vals[0] = sysid;
 	vals[1] = ck->slot;
 	vals[2] = tli;
-	if (rp_pg_exec_params(pg, "INSERT INTO replicant.checkpoint (system_id, slot, timeline, commit_lsn, end_lsn) "
-						  "VALUES ($1, $2, $3, '0/0', '0/0') ON CONFLICT DO NOTHING",
+	if (rp_pg_exec_params(pg, rp_pg_bk(pg, "INSERT INTO @bk.checkpoint (system_id, slot, timeline, commit_lsn, end_lsn) "
+										   "VALUES ($1, $2, $3, '0/0', '0/0') ON CONFLICT DO NOTHING"),
 						  3, vals, "creating the checkpoint row", NULL) < 0)
 		return -1;
 	res = PQexecParams(pg->conn,
-					   "SELECT commit_lsn::text FROM replicant.checkpoint "
-					   "WHERE system_id = $1 AND slot = $2 FOR UPDATE",
+					   rp_pg_bk(pg, "SELECT commit_lsn::text FROM @bk.checkpoint "
+								"WHERE system_id = $1 AND slot = $2 FOR UPDATE"),
 					   2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		rc = rp_pg_fail_result(pg, res, "locking the checkpoint", NULL);
@@ -351,10 +515,10 @@ rp_pg_commit(RpPg *pg, const RpCheckpoint *ck)
 	vals[2] = tli;
 	vals[3] = commit;
 	vals[4] = end;
-	if (rp_pg_exec_params(pg, "UPDATE replicant.checkpoint SET timeline = $3,"
-						  " commit_lsn = GREATEST(commit_lsn, $4::pg_lsn),"
-						  " end_lsn = GREATEST(end_lsn, $5::pg_lsn), updated_at = now()"
-						  " WHERE system_id = $1 AND slot = $2",
+	if (rp_pg_exec_params(pg, rp_pg_bk(pg, "UPDATE @bk.checkpoint SET timeline = $3,"
+										   " commit_lsn = GREATEST(commit_lsn, $4::pg_lsn),"
+										   " end_lsn = GREATEST(end_lsn, $5::pg_lsn), updated_at = now()"
+										   " WHERE system_id = $1 AND slot = $2"),
 						  5, vals, "advancing the checkpoint", NULL) < 0)
 		return -1;
 	if (rp_pg_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
@@ -450,8 +614,8 @@ rp_pg_route_message(RpPg *pg, bool transactional, uint64_t lsn, const char *pref
 	vals[5] = pfx;
 	vals[6] = (const char *) content;
 	res = PQexecParams(pg->conn,
-					   "INSERT INTO replicant.messages (system_id, slot, lsn, transactional, commit_lsn, prefix, content)"
-					   " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+					   rp_pg_bk(pg, "INSERT INTO @bk.messages (system_id, slot, lsn, transactional, commit_lsn, prefix, content)"
+								" VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"),
 					   7, NULL, vals, lens, fmts, 0);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = rp_pg_fail_result(pg, res, "routing a logical message", NULL);
@@ -693,6 +857,14 @@ rp_pg_close(RpSink *s)
 	if (pg->tables)
 		rp_free(pg->tables);
 	rp_buf_free(&pg->scratch);
+	for (int i = 0; i < pg->nbk; i++)
+		rp_free(pg->bk_sql[i]);
+	if (pg->bk_sql)
+	{
+		rp_free(pg->bk_sql);
+		rp_free(pg->bk_tmpl);
+	}
+	rp_free(pg->bk);
 	rp_free(pg);
 	rp_free(s);
 }
@@ -705,6 +877,9 @@ rp_sink_pg_open(const RpPgOptions *opts)
 
 	pg->opts = *opts;
 	pthread_mutex_init(&pg->cancel_lock, NULL);
+	if (pg->opts.bookkeeping_schema == NULL)
+		pg->opts.bookkeeping_schema = RP_PG_DEFAULT_BOOKKEEPING;
+	pg->bk = rp_pg_quote_name(pg->opts.bookkeeping_schema);
 	rp_buf_init(&pg->scratch, 4096);
 	s->name = "postgresql";
 	s->kind = RP_SINK_STATE;
