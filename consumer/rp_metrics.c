@@ -101,7 +101,8 @@ rp_metrics_render(const RpMetrics *m)
 	{
 		rp_metric(&b, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, m->spill->spills);
 		rp_metric(&b, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, m->spill->disk_in_use);
-		rp_metric(&b, "replicant_memory_bytes", "gauge", "Assembled bytes held in memory.", NULL, m->spill->mem_in_use);
+		rp_metric(&b, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, m->spill->mem_in_use);
+		rp_metric(&b, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, m->spill->sink_in_use);
 	}
 	if (rp_agg_attached())
 	{

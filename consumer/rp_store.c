@@ -64,6 +64,21 @@ rp_spill_init(RpSpill *sp, const char *dir, size_t max_memory, uint64_t max_spil
 }
 
 void
+rp_spill_charge(RpSpill *sp, int64_t n)
+{
+	if (n >= 0)
+	{
+		RP_ADD(sp->sink_in_use, (size_t) n);
+		RP_ADD(sp->mem_in_use, (size_t) n);
+	}
+	else
+	{
+		RP_SUB(sp->sink_in_use, (size_t) -n);
+		RP_SUB(sp->mem_in_use, (size_t) -n);
+	}
+}
+
+void
 rp_store_init(RpStore *st, RpSpill *sp)
 {
 	memset(st, 0, sizeof(*st));
@@ -110,6 +125,16 @@ rp_store_drain(RpStore *st)
 	RP_ADD(st->sp->disk_in_use, n);
 	RP_SUB(st->sp->mem_in_use, n);
 	rp_buf_reset(&st->mem);
+	/*
+	 * The buffer grew to the whole in-memory part before the first drain:
+	 * from now on it only holds the write-behind tail, and what it kept
+	 * would be resident memory --max-memory no longer counts.
+	 */
+	if (st->mem.cap > 2 * RP_SPILL_WRITE_BEHIND)
+	{
+		rp_buf_free(&st->mem);
+		rp_buf_init(&st->mem, 2 * RP_SPILL_WRITE_BEHIND);
+	}
 	return 0;
 }
 

@@ -29,6 +29,7 @@
 #include "rp_pgtext.h"
 #include "rp_read.h"
 #include "rp_status.h"
+#include "rp_store.h"
 
 #define RP_COPY_CHUNK (1024 * 1024)
 
@@ -51,7 +52,7 @@ rp_row_put(RpBuf *b, const RpDatum *d)
 
 /* Column i of a serialized row. */
 static void
-rp_row_get(const RpBuf *arena, uint32_t off, int i, RpDatum *d)
+rp_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d)
 {
 	const unsigned char *p = (const unsigned char *) arena->data + off;
 
@@ -139,7 +140,7 @@ rp_effect_for(RpPg *pg, RpPgTable *t, const RpBuf *key)
 	e = &t->effects[t->neffects++];
 	memset(e, 0, sizeof(*e));
 	e->hash = h;
-	e->key_off = (uint32_t) t->arena.len;
+	e->key_off = t->arena.len;
 	e->key_len = (uint32_t) key->len;
 	rp_buf_put_bytes(&t->arena, key->data, key->len);
 	t->slots[s] = t->neffects;
@@ -195,7 +196,7 @@ rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool in
 	RpEffect   *e;
 	bool		partial = false;
 	RpEffect	prev;
-	uint32_t	off;
+	size_t		off;
 	int			before = t->neffects;
 
 	rp_key_of(t, tup, key);
@@ -224,7 +225,7 @@ rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool in
 		}
 		rp_buf_reserve(&t->arena, need);
 	}
-	off = (uint32_t) t->arena.len;
+	off = t->arena.len;
 	for (uint16_t i = 0; i < tup->natts; i++)
 	{
 		RpDatum		d = tup->datums[i];
@@ -248,7 +249,85 @@ rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool in
 	e->op = RP_EFFECT_UPSERT;
 	e->partial = partial;
 	e->row_off = off;
-	e->row_len = (uint32_t) (t->arena.len - off);
+	e->row_len = t->arena.len - off;
+}
+
+/* ---- the memory bound (G5) ------------------------------------------------------ */
+
+/*
+ * Every table's effect map (arena, effect array, hash slots) is charged to
+ * the consumer's memory budget, the counter the assembler's stores spill
+ * against.  Once the maps' allocations reach a quarter of --max-memory they
+ * are applied inside the open destination transaction, the way a barrier
+ * applies them, and their memory is given back; the batch still commits
+ * once, with its checkpoint.  One change grows each allocation at most by
+ * doubling (or by its own row), so the maps stay under half of
+ * --max-memory, and the stores get the rest.
+ */
+#define RP_PG_BOUND_DEFAULT ((size_t) 64 << 20)	/* no budget: the default's quarter */
+#define RP_PG_ARENA_INITIAL (64 * 1024)
+
+static size_t
+rp_effects_limit(const RpPg *pg)
+{
+	const RpSpill *sp = pg->sink ? pg->sink->spill : NULL;
+
+	return sp ? sp->max_memory / 4 : RP_PG_BOUND_DEFAULT;
+}
+
+/* Charge what t's map holds now (more or less than before). */
+static void
+rp_effects_account(RpPg *pg, RpPgTable *t)
+{
+	size_t		now = t->arena.cap + sizeof(RpEffect) * (size_t) t->capeffects +
+		sizeof(int) * (size_t) t->nslots;
+	if (now == t->held)
+		return;
+	/* what was charged goes back to where it was charged */
+	if (pg->held == 0)
+		pg->budget = pg->sink ? pg->sink->spill : NULL;
+	if (pg->budget)
+		rp_spill_charge(pg->budget, (int64_t) now - (int64_t) t->held);
+	pg->held = pg->held - t->held + now;
+	t->held = now;
+}
+
+void
+rp_pg_apply_release(RpPg *pg)
+{
+	for (int i = 0; i < pg->ntables; i++)
+	{
+		RpPgTable  *t = pg->tables[i];
+
+		if (t->effects)
+			rp_free(t->effects);
+		if (t->slots)
+			rp_free(t->slots);
+		t->effects = NULL;
+		t->slots = NULL;
+		t->neffects = t->capeffects = t->nslots = 0;
+		if (t->arena.cap > RP_PG_ARENA_INITIAL)
+		{
+			rp_buf_free(&t->arena);
+			rp_buf_init(&t->arena, RP_PG_ARENA_INITIAL);
+		}
+		rp_buf_reset(&t->arena);
+		rp_effects_account(pg, t);
+	}
+}
+
+/* After a change of t: past the maps' share, apply them now and go on. */
+static int
+rp_effects_bound(RpPg *pg, RpPgTable *t)
+{
+	rp_effects_account(pg, t);
+	if (pg->held < rp_effects_limit(pg))
+		return 0;
+	if (rp_pg_apply_flush(pg) < 0)
+		return -1;
+	pg->bound_flushes++;
+	rp_pg_apply_release(pg);
+	return 0;
 }
 
 /* ---- statements ---------------------------------------------------------------- */
@@ -690,25 +769,14 @@ rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, 
 
 /* ---- changes ---------------------------------------------------------------------- */
 
-int
-rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
+/* A change of a keyed table folded into its effect map. */
+static int
+rp_apply_keyed(RpPg *pg, RpPgTable *t, const RpRecord *rec)
 {
-	RpPgTable  *t = rp_pg_table_get(pg, rec->u.change.rel);
 	RpBuf		key;
-	uint8_t		tag = rec->tag;
-
-	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
-		return -1;
-	/* ---- backfill (rp_pg_backfill.c): a key changed inside a window ---- */
-	rp_pg_backfill_note(pg, t, rec);
-	if (tag != RP_TAG_INSERT && (t->no_identity || (rec->u.change.flags & RP_CHANGE_NO_IDENTITY)))
-		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
-					   rp_tag_name(tag), t->qname);
-	if (t->full_match)
-		return rp_apply_full_match(pg, t, rec);
 
 	rp_buf_init(&key, 64);
-	switch (tag)
+	switch (rec->tag)
 	{
 		case RP_TAG_INSERT:
 			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, true);
@@ -766,6 +834,26 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 	}
 	rp_buf_free(&key);
 	return 0;
+}
+
+int
+rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
+{
+	RpPgTable  *t = rp_pg_table_get(pg, rec->u.change.rel);
+	uint8_t		tag = rec->tag;
+
+	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+		return -1;
+	/* ---- backfill (rp_pg_backfill.c): a key changed inside a window ---- */
+	rp_pg_backfill_note(pg, t, rec);
+	if (tag != RP_TAG_INSERT && (t->no_identity || (rec->u.change.flags & RP_CHANGE_NO_IDENTITY)))
+		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
+					   rp_tag_name(tag), t->qname);
+	if (t->full_match)
+		return rp_apply_full_match(pg, t, rec);
+	if (rp_apply_keyed(pg, t, rec) < 0)
+		return -1;
+	return rp_effects_bound(pg, t);
 }
 
 /*

@@ -309,12 +309,10 @@ rp_pg_abort(RpPg *pg)
 
 		/* so do staging tables it created, and tables it created or altered */
 		rp_pg_table_forget(t);
-		t->neffects = 0;
 		t->order = 0;
-		rp_buf_reset(&t->arena);
-		if (t->slots)
-			memset(t->slots, 0, sizeof(int) * (size_t) t->nslots);
+		t->text_datums = false;
 	}
+	rp_pg_apply_release(pg);
 	pg->touched = 0;
 }
 
@@ -602,7 +600,7 @@ rp_pg_close(RpSink *s)
 {
 	RpPg	   *pg = s->priv;
 
-	rp_pg_abort(pg);
+	rp_pg_abort(pg);				/* gives the effect maps' memory back too */
 	if (pg->conn)
 		PQfinish(pg->conn);
 	for (int i = 0; i < pg->ntables; i++)
@@ -621,6 +619,7 @@ rp_sink_pg_open(const RpPgOptions *opts)
 	RpPg	   *pg = rp_malloc0(sizeof(RpPg));
 
 	pg->opts = *opts;
+	pg->sink = s;
 	rp_buf_init(&pg->scratch, 4096);
 	s->name = "postgresql";
 	s->kind = RP_SINK_STATE;
