@@ -154,9 +154,33 @@ rp_store_spill(RpStore *st)
 	return rp_store_drain(st);
 }
 
+/*
+ * A large record of a store that is (or now goes) on disk is written from
+ * the caller's buffer, after the tail before it: copying it into memory
+ * first would hold it twice, past the budget it does not fit.
+ */
+static int
+rp_store_append_direct(RpStore *st, const void *rec, size_t len)
+{
+	if ((st->fd < 0 ? rp_store_spill(st) : rp_store_drain(st)) < 0)
+		return -1;
+	if (RP_LOAD(st->sp->disk_in_use) + len > st->sp->max_spill)
+		return rp_fail(RP_HALT_SPILL_LIMIT,
+					   "spilled transactions would exceed --max-spill (%llu bytes)",
+					   (unsigned long long) st->sp->max_spill);
+	if (rp_store_write_all(st, rec, len) < 0)
+		return -1;
+	st->file_len += len;
+	RP_ADD(st->sp->disk_in_use, len);
+	return 0;
+}
+
 int
 rp_store_append(RpStore *st, const void *rec, size_t len)
 {
+	if (len >= RP_SPILL_WRITE_BEHIND &&
+		(st->fd >= 0 || RP_LOAD(st->sp->mem_in_use) + len > st->sp->max_memory))
+		return rp_store_append_direct(st, rec, len);
 	rp_buf_put_bytes(&st->mem, rec, len);
 	RP_ADD(st->sp->mem_in_use, len);
 	if (st->fd >= 0)

@@ -111,6 +111,7 @@ typedef struct RpPg
 	size_t		held;			/* every table's effect map (arena, effects, slots) */
 	struct RpSpill *budget;		/* where held is charged (sink->spill when it began) */
 	uint64_t	bound_flushes;	/* effect maps applied early to stay in the budget */
+	bool		refs;			/* a row points into the record being applied */
 } RpPg;
 
 /* rp_sink_pg.c */
