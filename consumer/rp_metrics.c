@@ -118,6 +118,8 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, rp_agg_stats.cell_edits);
 		rp_metric(&b, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, rp_agg_stats.changes);
 		rp_metric(&b, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, rp_agg_stats.skipped);
+		rp_metric(&b, "replicant_aggregate_state_bytes", "gauge", "Bytes of every binding's fold state.", NULL,
+				  __atomic_load_n(&rp_agg_stats.state_bytes, __ATOMIC_RELAXED));
 	}
 	for (int h = 0; h < RP_HALT__COUNT; h++)
 	{
