@@ -251,7 +251,16 @@ rp_agg_seed_sql(RpAgg *agg, RpAggBinding *b, RpBuf *sql)
 		rp_free(qd);
 	}
 	if (!grouped)
+	{
+		/*
+		 * A cell keeps its values sorted: in the measure's order (which its
+		 * key order follows for numbers and times) each one is appended, in
+		 * any other order each moves the ones after it.
+		 */
 		rp_buf_put_text(sql, qm);
+		rp_buf_put_text(sql, " ORDER BY ");
+		rp_buf_put_text(sql, qm);
+	}
 	rp_buf_put_text(sql, ") g ON true");
 	rp_buf_put_char(sql, '\0');
 	rp_free(qm);
