@@ -798,6 +798,7 @@ run_stream(RpCli *cli)
 		goto fail;
 	if (rp_spill_init(&run.spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
 		goto fail;
+	run.sink->spill = &run.spill;	/* the mirror's effect map charges it too */
 	rp_asm_init(&run.asm_, &run.spill, have_ck ? ck.commit_lsn : 0);
 	/*
 	 * A sink that can apply a streamed transaction before its commit gets its

@@ -616,6 +616,7 @@ rp_agg_txn(RpAgg *agg, RpTxn *txn)
 int
 rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n, uint64_t done)
 {
+	uint64_t	state = 0;
 	uint64_t	last_lsn = 0;
 
 	/* the fold took changes of a destination transaction that never committed */
@@ -657,7 +658,9 @@ rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n, uint
 			rp_agg_edits_batch(agg, b, last_lsn);
 		rp_fold_end_batch(&b->fold);
 		b->replace = false;
+		state += rp_fold_bytes(&b->fold);
 	}
+	__atomic_store_n(&rp_agg_stats.state_bytes, state, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -50,6 +50,7 @@ typedef struct RpAggStats
 	uint64_t	cell_edits;		/* cells written (set or removed) */
 	uint64_t	changes;		/* row changes folded */
 	uint64_t	skipped;		/* changes a seed had already seen */
+	uint64_t	state_bytes;	/* every binding's fold state after the last batch (a gauge) */
 } RpAggStats;
 
 extern RpAggStats rp_agg_stats;

@@ -251,7 +251,16 @@ rp_agg_seed_sql(RpAgg *agg, RpAggBinding *b, RpBuf *sql)
 		rp_free(qd);
 	}
 	if (!grouped)
+	{
+		/*
+		 * A cell keeps its values sorted: in the measure's order (which its
+		 * key order follows for numbers and times) each one is appended, in
+		 * any other order each moves the ones after it.
+		 */
 		rp_buf_put_text(sql, qm);
+		rp_buf_put_text(sql, " ORDER BY ");
+		rp_buf_put_text(sql, qm);
+	}
 	rp_buf_put_text(sql, ") g ON true");
 	rp_buf_put_char(sql, '\0');
 	rp_free(qm);
@@ -332,6 +341,46 @@ rp_agg_seed_rows(RpAgg *agg, RpAggBinding *b, PGresult *res)
 	return rc;
 }
 
+/*
+ * The seed's rows one at a time (single-row mode): a result holding every
+ * distinct value at once would cost several times the fold it builds.
+ * Every row carries the snapshot and LSN; the first one sets them.
+ */
+static int
+rp_agg_seed_stream(RpAgg *agg, RpAggBinding *b)
+{
+	PGresult   *res;
+	int64_t		rows = 0;
+	int			rc = 0;
+
+	if (!PQsendQuery(agg->src, agg->sql.data) || !PQsetSingleRowMode(agg->src))
+		rc = rp_agg_src_fail(agg, b, NULL, "seed SELECT");
+	while ((res = PQgetResult(agg->src)) != NULL)
+	{
+		ExecStatusType st = PQresultStatus(res);
+
+		if (rc == 0 && st == PGRES_SINGLE_TUPLE && rows++ == 0)
+		{
+			rp_fold_clear(&b->fold);
+			rp_xidsnap_free(&b->snap);
+			b->have_snap = false;
+			if (!rp_xidsnap_parse(&b->snap, PQgetvalue(res, 0, 0)) ||
+				!rp_lsn_parse(PQgetvalue(res, 0, 1), &b->seed_lsn))
+				rc = rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": the seed's snapshot does not read", b->name);
+			else
+				b->have_snap = true;
+		}
+		if (rc == 0 && st == PGRES_SINGLE_TUPLE)
+			rc = rp_agg_seed_rows(agg, b, res);
+		else if (rc == 0 && st != PGRES_TUPLES_OK)
+			rc = rp_agg_src_fail(agg, b, res, "seed SELECT");
+		PQclear(res);
+	}
+	if (rc == 0 && rows == 0)
+		rc = rp_agg_src_fail(agg, b, NULL, "seed SELECT");
+	return rc;
+}
+
 int
 rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 {
@@ -354,24 +403,7 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 		return rc;
 	}
 	PQclear(res);
-	res = PQexec(agg->src, agg->sql.data);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1)
-		rc = rp_agg_src_fail(agg, b, res, "seed SELECT");
-	else
-	{
-		rp_fold_clear(&b->fold);
-		rp_xidsnap_free(&b->snap);
-		b->have_snap = false;
-		if (!rp_xidsnap_parse(&b->snap, PQgetvalue(res, 0, 0)) ||
-			!rp_lsn_parse(PQgetvalue(res, 0, 1), &b->seed_lsn))
-			rc = rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": the seed's snapshot does not read", b->name);
-		else
-		{
-			b->have_snap = true;
-			rc = rp_agg_seed_rows(agg, b, res);
-		}
-	}
-	PQclear(res);
+	rc = rp_agg_seed_stream(agg, b);
 	res = PQexec(agg->src, rc == 0 ? "COMMIT" : "ROLLBACK");
 	PQclear(res);
 	if (rc < 0)

@@ -39,6 +39,28 @@ rp_fold_hash(const char *p, size_t n)
 	return h;
 }
 
+static inline const char *
+rp_fold_entry_key(const RpFoldEntry *e)
+{
+	return (size_t) e->keylen + e->textlen <= RP_FOLD_INLINE ? e->b.inl : e->b.ptr;
+}
+
+static inline void
+rp_fold_entry_free(RpFold *f, RpFoldEntry *e)
+{
+	if ((size_t) e->keylen + e->textlen > RP_FOLD_INLINE)
+	{
+		rp_free(e->b.ptr);
+		f->bytes -= (size_t) e->keylen + e->textlen;
+	}
+}
+
+size_t
+rp_fold_bytes(const RpFold *f)
+{
+	return f->bytes + sizeof(RpFoldCell *) * f->nslots;
+}
+
 void
 rp_fold_init(RpFold *f, RpFoldAgg agg)
 {
@@ -50,12 +72,14 @@ rp_fold_init(RpFold *f, RpFoldAgg agg)
 }
 
 static void
-rp_fold_cell_free(RpFoldCell *c)
+rp_fold_cell_free(RpFold *f, RpFoldCell *c)
 {
 	for (int i = 0; i < c->nvals; i++)
-		rp_free(c->vals[i].key);	/* the text shares it */
+		rp_fold_entry_free(f, &c->vals[i]);
 	if (c->vals)
 		rp_free(c->vals);
+	f->bytes -= sizeof(RpFoldEntry) * (size_t) c->capvals + sizeof(RpFoldCell) + c->coordlen +
+		c->labellen + 2;
 	rp_decimal_free(&c->total);
 	rp_free(c->coord);
 	rp_free(c->label);
@@ -73,13 +97,14 @@ rp_fold_clear(RpFold *f)
 		{
 			RpFoldCell *next = c->next;
 
-			rp_fold_cell_free(c);
+			rp_fold_cell_free(f, c);
 			c = next;
 		}
 		f->slots[i] = NULL;
 	}
 	f->ncells = 0;
 	f->ntouched = 0;
+	f->bytes = 0;
 }
 
 void
@@ -137,6 +162,7 @@ rp_fold_cell(RpFold *f, const char *coord, size_t coordlen, const char *label, s
 	c->label[labellen] = '\0';
 	c->labellen = (uint32_t) labellen;
 	c->hash = h;
+	f->bytes += sizeof(RpFoldCell) + coordlen + labellen + 2;
 	rp_decimal_init(&c->total);
 	c->next = f->slots[h & (f->nslots - 1)];
 	f->slots[h & (f->nslots - 1)] = c;
@@ -166,7 +192,7 @@ rp_fold_find(const RpFoldCell *c, const char *key, size_t keylen)
 	while (lo <= hi)
 	{
 		int			mid = (lo + hi) / 2;
-		int			r = rp_fold_keycmp(c->vals[mid].key, c->vals[mid].keylen, key, keylen);
+		int			r = rp_fold_keycmp(rp_fold_entry_key(&c->vals[mid]), c->vals[mid].keylen, key, keylen);
 
 		if (r == 0)
 			return mid;
@@ -179,32 +205,45 @@ rp_fold_find(const RpFoldCell *c, const char *key, size_t keylen)
 }
 
 static RpFoldStatus
-rp_fold_count_value(RpFoldCell *c, const RpFoldValue *v, int64_t k)
+rp_fold_count_value(RpFold *f, RpFoldCell *c, const RpFoldValue *v, int64_t k)
 {
 	int			i = rp_fold_find(c, v->key, v->keylen);
 
 	if (i < 0)
 	{
+		RpFoldEntry *e;
+		/* count_distinct only counts: the text is never written */
+		size_t		textlen = f->agg == RP_FOLD_COUNT_DISTINCT ? 0 : v->textlen;
+		char	   *p;
+
 		if (k < 0)
 			return RP_FOLD_MISSING;
 		i = -i - 1;
 		if (c->nvals == c->capvals)
 		{
-			c->capvals = c->capvals ? c->capvals * 2 : 4;
-			c->vals = c->vals ? rp_realloc(c->vals, sizeof(RpFoldEntry) * (size_t) c->capvals)
-				: rp_malloc(sizeof(RpFoldEntry) * (size_t) c->capvals);
+			int			cap = c->capvals ? c->capvals * 2 : 4;
+
+			c->vals = c->vals ? rp_realloc(c->vals, sizeof(RpFoldEntry) * (size_t) cap)
+				: rp_malloc(sizeof(RpFoldEntry) * (size_t) cap);
+			f->bytes += sizeof(RpFoldEntry) * (size_t) (cap - c->capvals);
+			c->capvals = cap;
 		}
 		memmove(&c->vals[i + 1], &c->vals[i], sizeof(RpFoldEntry) * (size_t) (c->nvals - i));
 		c->nvals++;
-		/* key and text in one allocation: a fold can hold millions of values */
-		c->vals[i].key = rp_malloc(v->keylen + v->textlen + 1);
-		memcpy(c->vals[i].key, v->key, v->keylen);
-		c->vals[i].keylen = (uint32_t) v->keylen;
-		c->vals[i].text = c->vals[i].key + v->keylen;
-		memcpy(c->vals[i].text, v->text, v->textlen);
-		c->vals[i].text[v->textlen] = '\0';
-		c->vals[i].textlen = (uint32_t) v->textlen;
-		c->vals[i].rows = k;
+		e = &c->vals[i];
+		e->keylen = (uint32_t) v->keylen;
+		e->textlen = (uint32_t) textlen;
+		e->rows = k;
+		if (v->keylen + textlen <= RP_FOLD_INLINE)
+			p = e->b.inl;
+		else
+		{
+			p = e->b.ptr = rp_malloc(v->keylen + textlen);
+			f->bytes += v->keylen + textlen;
+		}
+		memcpy(p, v->key, v->keylen);
+		if (textlen)
+			memcpy(p + v->keylen, v->text, textlen);
 		return RP_FOLD_OK;
 	}
 	if (c->vals[i].rows + k < 0)
@@ -212,7 +251,7 @@ rp_fold_count_value(RpFoldCell *c, const RpFoldValue *v, int64_t k)
 	c->vals[i].rows += k;
 	if (c->vals[i].rows == 0)
 	{
-		rp_free(c->vals[i].key);
+		rp_fold_entry_free(f, &c->vals[i]);
 		memmove(&c->vals[i], &c->vals[i + 1], sizeof(RpFoldEntry) * (size_t) (c->nvals - i - 1));
 		c->nvals--;
 	}
@@ -256,7 +295,7 @@ rp_fold_apply(RpFold *f, RpFoldCell *cell, const RpFoldValue *v, int64_t k)
 			case RP_FOLD_MIN:
 			case RP_FOLD_MAX:
 			case RP_FOLD_COUNT_DISTINCT:
-				if ((st = rp_fold_count_value(cell, v, k)) != RP_FOLD_OK)
+				if ((st = rp_fold_count_value(f, cell, v, k)) != RP_FOLD_OK)
 					return st;
 				break;
 			default:
@@ -347,7 +386,7 @@ rp_fold_result(const RpFold *f, const RpFoldCell *cell, RpBuf *out)
 				if (cell->nvals == 0)
 					return RP_FOLD_NULL;
 				e = f->agg == RP_FOLD_MAX ? &cell->vals[cell->nvals - 1] : &cell->vals[0];
-				rp_buf_put_bytes(out, e->text, e->textlen);
+				rp_buf_put_bytes(out, rp_fold_entry_key(e) + e->keylen, e->textlen);
 				return RP_FOLD_VALUE;
 			}
 		default:
@@ -386,7 +425,7 @@ rp_fold_end_batch(RpFold *f)
 			if (c->rows <= 0)
 			{
 				*link = c->next;
-				rp_fold_cell_free(c);
+				rp_fold_cell_free(f, c);
 				f->ncells--;
 			}
 			else

@@ -46,13 +46,23 @@ typedef struct RpFoldValue
 	size_t		textlen;
 } RpFoldValue;
 
+/*
+ * One distinct value of a cell: its key, then its text (count_distinct keeps
+ * none: it only counts), inline when they fit, else in one allocation.  A
+ * fold can hold millions: 32 bytes each, plus the array's growth room.
+ */
+#define RP_FOLD_INLINE 16
+
 typedef struct RpFoldEntry
 {
-	char	   *key;
-	char	   *text;
+	int64_t		rows;
 	uint32_t	keylen;
 	uint32_t	textlen;
-	int64_t		rows;
+	union
+	{
+		char		inl[RP_FOLD_INLINE];
+		char	   *ptr;
+	}			b;
 } RpFoldEntry;
 
 typedef struct RpFoldCell
@@ -86,6 +96,7 @@ typedef struct RpFold
 	RpFoldCell **touched;
 	int			ntouched;
 	int			captouched;
+	size_t		bytes;			/* what the cells and their values hold (a gauge) */
 } RpFold;
 
 /* What adding or removing a row found. */
@@ -128,6 +139,9 @@ extern void rp_fold_seed_totals(RpFold *f, RpFoldCell *cell, int64_t rows, int64
 								int64_t ninf);
 
 extern RpFoldResult rp_fold_result(const RpFold *f, const RpFoldCell *cell, RpBuf *out);
+
+/* Bytes the fold's state holds: cells, value arrays and values, hash slots. */
+extern size_t rp_fold_bytes(const RpFold *f);
 
 /* Cells touched since the last rp_fold_end_batch(), in first-touch order. */
 extern RpFoldCell *const *rp_fold_touched(const RpFold *f, int *n);

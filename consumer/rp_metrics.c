@@ -107,7 +107,8 @@ rp_metrics_render(const RpMetrics *m)
 	{
 		rp_metric(&b, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, RP_COUNT_LOAD(m->spill->spills));
 		rp_metric(&b, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, RP_COUNT_LOAD(m->spill->disk_in_use));
-		rp_metric(&b, "replicant_memory_bytes", "gauge", "Assembled bytes held in memory.", NULL, RP_COUNT_LOAD(m->spill->mem_in_use));
+		rp_metric(&b, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, RP_COUNT_LOAD(m->spill->mem_in_use));
+		rp_metric(&b, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, RP_COUNT_LOAD(m->spill->sink_in_use));
 	}
 	if (rp_agg_attached())
 	{
@@ -123,6 +124,8 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, RP_COUNT_LOAD(rp_agg_stats.cell_edits));
 		rp_metric(&b, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, RP_COUNT_LOAD(rp_agg_stats.changes));
 		rp_metric(&b, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, RP_COUNT_LOAD(rp_agg_stats.skipped));
+		rp_metric(&b, "replicant_aggregate_state_bytes", "gauge", "Bytes of every binding's fold state.", NULL,
+				  RP_COUNT_LOAD(rp_agg_stats.state_bytes));
 	}
 	/* the mirror (rp_sink_pg.c): changes the destination had no row for, by table name */
 	{

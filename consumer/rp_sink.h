@@ -78,6 +78,13 @@ struct RpSink
 	RpSinkKind	kind;
 	bool		owns_checkpoint;
 	void	   *priv;
+	/*
+	 * The consumer's memory budget (--max-memory), set by the caller before
+	 * the stream starts (NULL before, and in tools that run no stream): a
+	 * sink that holds working state across records charges it there
+	 * (rp_spill_charge) and keeps within its share.
+	 */
+	RpSpill    *spill;
 
 	/* The durable checkpoint: 1 found, 0 none yet, -1 error. */
 	int			(*checkpoint) (RpSink *sink, RpCheckpoint *ck);

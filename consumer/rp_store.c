@@ -64,6 +64,21 @@ rp_spill_init(RpSpill *sp, const char *dir, size_t max_memory, uint64_t max_spil
 }
 
 void
+rp_spill_charge(RpSpill *sp, int64_t n)
+{
+	if (n >= 0)
+	{
+		RP_ADD(sp->sink_in_use, (size_t) n);
+		RP_ADD(sp->mem_in_use, (size_t) n);
+	}
+	else
+	{
+		RP_SUB(sp->sink_in_use, (size_t) -n);
+		RP_SUB(sp->mem_in_use, (size_t) -n);
+	}
+}
+
+void
 rp_store_init(RpStore *st, RpSpill *sp)
 {
 	memset(st, 0, sizeof(*st));
@@ -110,6 +125,16 @@ rp_store_drain(RpStore *st)
 	RP_ADD(st->sp->disk_in_use, n);
 	RP_SUB(st->sp->mem_in_use, n);
 	rp_buf_reset(&st->mem);
+	/*
+	 * The buffer grew to the whole in-memory part before the first drain:
+	 * from now on it only holds the write-behind tail, and what it kept
+	 * would be resident memory --max-memory no longer counts.
+	 */
+	if (st->mem.cap > 2 * RP_SPILL_WRITE_BEHIND)
+	{
+		rp_buf_free(&st->mem);
+		rp_buf_init(&st->mem, 2 * RP_SPILL_WRITE_BEHIND);
+	}
 	return 0;
 }
 
@@ -129,9 +154,33 @@ rp_store_spill(RpStore *st)
 	return rp_store_drain(st);
 }
 
+/*
+ * A large record of a store that is (or now goes) on disk is written from
+ * the caller's buffer, after the tail before it: copying it into memory
+ * first would hold it twice, past the budget it does not fit.
+ */
+static int
+rp_store_append_direct(RpStore *st, const void *rec, size_t len)
+{
+	if ((st->fd < 0 ? rp_store_spill(st) : rp_store_drain(st)) < 0)
+		return -1;
+	if (RP_LOAD(st->sp->disk_in_use) + len > st->sp->max_spill)
+		return rp_fail(RP_HALT_SPILL_LIMIT,
+					   "spilled transactions would exceed --max-spill (%llu bytes)",
+					   (unsigned long long) st->sp->max_spill);
+	if (rp_store_write_all(st, rec, len) < 0)
+		return -1;
+	st->file_len += len;
+	RP_ADD(st->sp->disk_in_use, len);
+	return 0;
+}
+
 int
 rp_store_append(RpStore *st, const void *rec, size_t len)
 {
+	if (len >= RP_SPILL_WRITE_BEHIND &&
+		(st->fd >= 0 || RP_LOAD(st->sp->mem_in_use) + len > st->sp->max_memory))
+		return rp_store_append_direct(st, rec, len);
 	rp_buf_put_bytes(&st->mem, rec, len);
 	RP_ADD(st->sp->mem_in_use, len);
 	if (st->fd >= 0)

@@ -48,16 +48,19 @@ typedef enum RpEffectOp
 	RP_EFFECT_DELETE
 } RpEffectOp;
 
-/* The net effect of a batch on one key. */
+/*
+ * The net effect of a batch on one key.  Offsets into the arena are 64-bit:
+ * one row may approach PostgreSQL's limits, so an arena may pass 4 GiB.
+ */
 typedef struct RpEffect
 {
-	RpEffectOp	op;
+	uint8_t		op;				/* RpEffectOp */
 	bool		partial;		/* some column is unchanged TOAST: keep its value */
 	bool		fresh;			/* the batch's first change of the key was an INSERT */
-	uint32_t	row_off;		/* serialized row in the table's arena */
-	uint32_t	row_len;
-	uint32_t	key_off;
-	uint32_t	key_len;
+	uint32_t	key_len;		/* a key is an index entry's columns: small */
+	size_t		key_off;		/* serialized key in the table's arena */
+	size_t		row_off;		/* serialized row in the table's arena */
+	size_t		row_len;
 	uint64_t	hash;
 } RpEffect;
 
@@ -93,11 +96,13 @@ typedef struct RpPgTable
 	int			nslots;
 	RpBuf		arena;
 	int			order;			/* first touch in the batch (apply order) */
+	size_t		held;			/* bytes of the above, as charged (rp_pg_apply.c) */
 } RpPgTable;
 
 typedef struct RpPg
 {
 	RpPgOptions opts;
+	RpSink	   *sink;			/* ours: its spill is the memory budget */
 	PGconn	   *conn;
 	RpPgTable **tables;
 	int			ntables;
@@ -127,6 +132,10 @@ typedef struct RpPg
 	char	  **bk_sql;
 	int			nbk;
 	int			capbk;
+	size_t		held;			/* every table's effect map (arena, effects, slots) */
+	struct RpSpill *budget;		/* where held is charged (sink->spill when it began) */
+	uint64_t	bound_flushes;	/* effect maps applied early to stay in the budget */
+	bool		refs;			/* a row points into the record being applied */
 } RpPg;
 
 /* rp_sink_pg.c */
@@ -193,5 +202,7 @@ extern int	rp_pg_apply_truncate(RpPg *pg, const RpRecord *rec, const RpRelMap *r
 extern int	rp_pg_apply_flush(RpPg *pg);
 /* History tables apply per source transaction. */
 extern int	rp_pg_apply_end_txn(RpPg *pg);
+/* Give back every effect map's memory (nothing pending: after a flush, an abort, at close). */
+extern void rp_pg_apply_release(RpPg *pg);
 
 #endif							/* RP_PG_H */

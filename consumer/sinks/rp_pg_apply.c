@@ -29,8 +29,10 @@
 #include "rp_pgtext.h"
 #include "rp_read.h"
 #include "rp_status.h"
+#include "rp_store.h"
 
 #define RP_COPY_CHUNK (1024 * 1024)
+#define RP_COPY_DIRECT (256 * 1024)	/* a value this large is sent from where it lies */
 
 /*
  * A datum kind of the sink's own effect rows (never on the wire): the
@@ -49,9 +51,30 @@ rp_row_put(RpBuf *b, const RpDatum *d)
 		rp_buf_put_bytes(b, d->data, d->len);
 }
 
+/*
+ * A value this large is not copied into the arena: the row holds where it
+ * lies in the record being applied (kind RP_PG_DATUM_REF, its address and
+ * length), and the map is applied before the next record is read
+ * (rp_effects_bound), while that address is still good.  One large value
+ * is then held by the record alone.
+ */
+#define RP_ROW_REF_MIN (1024 * 1024)
+#define RP_PG_DATUM_REF 'r'
+
+static void
+rp_row_put_ref(RpBuf *b, const RpDatum *d)
+{
+	uint32_t	len = d->len;
+
+	rp_buf_put_u8(b, RP_PG_DATUM_REF);
+	rp_buf_put_u32(b, (uint32_t) (sizeof(d->data) + sizeof(len)));
+	rp_buf_put_bytes(b, &d->data, sizeof(d->data));
+	rp_buf_put_bytes(b, &len, sizeof(len));
+}
+
 /* Column i of a serialized row. */
 static void
-rp_row_get(const RpBuf *arena, uint32_t off, int i, RpDatum *d)
+rp_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d)
 {
 	const unsigned char *p = (const unsigned char *) arena->data + off;
 
@@ -64,6 +87,12 @@ rp_row_get(const RpBuf *arena, uint32_t off, int i, RpDatum *d)
 			d->kind = p[0];
 			d->len = len;
 			d->data = p + 5;
+			if (d->kind == RP_PG_DATUM_REF)
+			{
+				d->kind = RP_DATUM_VALUE;
+				memcpy(&d->data, p + 5, sizeof(d->data));
+				memcpy(&d->len, p + 5 + sizeof(d->data), sizeof(d->len));
+			}
 			return;
 		}
 		p += 5 + len;
@@ -139,7 +168,7 @@ rp_effect_for(RpPg *pg, RpPgTable *t, const RpBuf *key)
 	e = &t->effects[t->neffects++];
 	memset(e, 0, sizeof(*e));
 	e->hash = h;
-	e->key_off = (uint32_t) t->arena.len;
+	e->key_off = t->arena.len;
 	e->key_len = (uint32_t) key->len;
 	rp_buf_put_bytes(&t->arena, key->data, key->len);
 	t->slots[s] = t->neffects;
@@ -190,12 +219,12 @@ rp_effect_delete(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key)
 }
 
 static void
-rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool insert)
+rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref)
 {
 	RpEffect   *e;
 	bool		partial = false;
 	RpEffect	prev;
-	uint32_t	off;
+	size_t		off;
 	int			before = t->neffects;
 
 	rp_key_of(t, tup, key);
@@ -220,11 +249,11 @@ rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool in
 
 			if (d.kind == RP_DATUM_UNCHANGED && prev.op == RP_EFFECT_UPSERT && prev.row_len > 0)
 				rp_row_get(&t->arena, prev.row_off, i, &d);
-			need += 5 + (size_t) d.len;
+			need += 5 + (size_t) (may_ref && d.len >= RP_ROW_REF_MIN ? 12 : d.len);
 		}
 		rp_buf_reserve(&t->arena, need);
 	}
-	off = (uint32_t) t->arena.len;
+	off = t->arena.len;
 	for (uint16_t i = 0; i < tup->natts; i++)
 	{
 		RpDatum		d = tup->datums[i];
@@ -232,7 +261,13 @@ rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool in
 		/* an unchanged TOAST value the batch already holds: take it from there */
 		if (d.kind == RP_DATUM_UNCHANGED && prev.op == RP_EFFECT_UPSERT && prev.row_len > 0)
 			rp_row_get(&t->arena, prev.row_off, i, &d);
-		rp_row_put(&t->arena, &d);
+		if (may_ref && d.kind == RP_DATUM_VALUE && d.len >= RP_ROW_REF_MIN)
+		{
+			rp_row_put_ref(&t->arena, &d);
+			pg->refs = true;
+		}
+		else
+			rp_row_put(&t->arena, &d);
 	}
 	if (partial)
 	{
@@ -248,7 +283,88 @@ rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool in
 	e->op = RP_EFFECT_UPSERT;
 	e->partial = partial;
 	e->row_off = off;
-	e->row_len = (uint32_t) (t->arena.len - off);
+	e->row_len = t->arena.len - off;
+}
+
+/* ---- the memory bound (G5) ------------------------------------------------------ */
+
+/*
+ * Every table's effect map (arena, effect array, hash slots) is charged to
+ * the consumer's memory budget, the counter the assembler's stores spill
+ * against.  Once the maps' allocations reach a quarter of --max-memory they
+ * are applied inside the open destination transaction, the way a barrier
+ * applies them, and their memory is given back; the batch still commits
+ * once, with its checkpoint.  One change grows each allocation at most by
+ * doubling, so the maps stay under half of --max-memory, and the stores
+ * get the rest.  A row holding a large value by reference (rp_row_put_ref)
+ * is applied at once, before the record it points into goes.
+ */
+#define RP_PG_BOUND_DEFAULT ((size_t) 64 << 20)	/* no budget: the default's quarter */
+#define RP_PG_ARENA_INITIAL (64 * 1024)
+
+static size_t
+rp_effects_limit(const RpPg *pg)
+{
+	const RpSpill *sp = pg->sink ? pg->sink->spill : NULL;
+
+	return sp ? sp->max_memory / 4 : RP_PG_BOUND_DEFAULT;
+}
+
+/* Charge what t's map holds now (more or less than before). */
+static void
+rp_effects_account(RpPg *pg, RpPgTable *t)
+{
+	size_t		now = t->arena.cap + sizeof(RpEffect) * (size_t) t->capeffects +
+		sizeof(int) * (size_t) t->nslots;
+	if (now == t->held)
+		return;
+	/* what was charged goes back to where it was charged */
+	if (pg->held == 0)
+		pg->budget = pg->sink ? pg->sink->spill : NULL;
+	if (pg->budget)
+		rp_spill_charge(pg->budget, (int64_t) now - (int64_t) t->held);
+	pg->held = pg->held - t->held + now;
+	t->held = now;
+}
+
+void
+rp_pg_apply_release(RpPg *pg)
+{
+	for (int i = 0; i < pg->ntables; i++)
+	{
+		RpPgTable  *t = pg->tables[i];
+
+		if (t->effects)
+			rp_free(t->effects);
+		if (t->slots)
+			rp_free(t->slots);
+		t->effects = NULL;
+		t->slots = NULL;
+		t->neffects = t->capeffects = t->nslots = 0;
+		pg->refs = false;
+		if (t->arena.cap > RP_PG_ARENA_INITIAL)
+		{
+			rp_buf_free(&t->arena);
+			rp_buf_init(&t->arena, RP_PG_ARENA_INITIAL);
+		}
+		rp_buf_reset(&t->arena);
+		rp_effects_account(pg, t);
+	}
+}
+
+/* After a change of t: past the maps' share, apply them now and go on. */
+static int
+rp_effects_bound(RpPg *pg, RpPgTable *t)
+{
+	rp_effects_account(pg, t);
+	if (pg->held < rp_effects_limit(pg) && !pg->refs)
+		return 0;
+	pg->refs = false;
+	if (rp_pg_apply_flush(pg) < 0)
+		return -1;
+	pg->bound_flushes++;
+	rp_pg_apply_release(pg);
+	return 0;
 }
 
 /* ---- statements ---------------------------------------------------------------- */
@@ -720,28 +836,17 @@ rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, 
 
 /* ---- changes ---------------------------------------------------------------------- */
 
-int
-rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
+/* A change of a keyed table folded into its effect map. */
+static int
+rp_apply_keyed(RpPg *pg, RpPgTable *t, const RpRecord *rec)
 {
-	RpPgTable  *t = rp_pg_table_get(pg, rec->u.change.rel);
 	RpBuf		key;
-	uint8_t		tag = rec->tag;
-
-	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
-		return -1;
-	/* ---- backfill (rp_pg_backfill.c): a key changed inside a window ---- */
-	rp_pg_backfill_note(pg, t, rec);
-	if (tag != RP_TAG_INSERT && (t->no_identity || (rec->u.change.flags & RP_CHANGE_NO_IDENTITY)))
-		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
-					   rp_tag_name(tag), t->qname);
-	if (t->full_match)
-		return rp_apply_full_match(pg, t, rec);
 
 	rp_buf_init(&key, 64);
-	switch (tag)
+	switch (rec->tag)
 	{
 		case RP_TAG_INSERT:
-			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, true);
+			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, true, true);
 			break;
 		case RP_TAG_UPDATE:
 			if (rec->u.change.has_old)
@@ -771,7 +876,8 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 						if (rc == 0)
 						{
 							rp_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
-							rp_effect_upsert(pg, t, &filled, &key, false);
+							/* filled lives in hold, gone before the map is applied */
+							rp_effect_upsert(pg, t, &filled, &key, false, false);
 						}
 						rp_free(filled.datums);
 						rp_buf_free(&hold);
@@ -783,7 +889,7 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 				}
 				rp_buf_free(&newkey);
 			}
-			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, false);
+			rp_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, false, true);
 			break;
 		case RP_TAG_DELETE:
 			if (!rec->u.change.has_old)
@@ -796,6 +902,26 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
 	}
 	rp_buf_free(&key);
 	return 0;
+}
+
+int
+rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
+{
+	RpPgTable  *t = rp_pg_table_get(pg, rec->u.change.rel);
+	uint8_t		tag = rec->tag;
+
+	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+		return -1;
+	/* ---- backfill (rp_pg_backfill.c): a key changed inside a window ---- */
+	rp_pg_backfill_note(pg, t, rec);
+	if (tag != RP_TAG_INSERT && (t->no_identity || (rec->u.change.flags & RP_CHANGE_NO_IDENTITY)))
+		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
+					   rp_tag_name(tag), t->qname);
+	if (t->full_match)
+		return rp_apply_full_match(pg, t, rec);
+	if (rp_apply_keyed(pg, t, rec) < 0)
+		return -1;
+	return rp_effects_bound(pg, t);
 }
 
 /*
@@ -890,22 +1016,58 @@ rp_copy_end(RpPg *pg, RpBuf *buf, const RpPgTable *t)
 	return rc;
 }
 
-static void
-rp_copy_field(RpPg *pg, RpBuf *out, uint8_t enc, const RpDatum *d)
+/*
+ * A large value whose text is its own bytes is escaped slice by slice and
+ * sent as out fills, so neither the scratch text nor out grows to hold it.
+ * 0 sent, 1 not such a value, -1 on error.
+ */
+static int
+rp_copy_field_direct(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, const RpDatum *d)
 {
+	RpReader	r;
+	const char *s;
+	uint32_t	len;
+
+	if (enc != RP_ENC_TEXT && enc != RP_ENC_STRING && enc != RP_ENC_ENUM && enc != RP_ENC_JSON &&
+		enc != RP_ENC_JSONB)
+		return 1;
+	rp_reader_init(&r, d->data, d->len);
+	s = rp_get_str(&r, &len);
+	if (!r.ok || (len > 0 && s == NULL))
+		return 1;
+	for (uint32_t off = 0; off < len;)
+	{
+		uint32_t	n = len - off < RP_COPY_CHUNK ? len - off : RP_COPY_CHUNK;
+
+		rp_pgtext_copy_escape(out, s + off, n);
+		off += n;
+		if (out->len >= RP_COPY_CHUNK && rp_copy_send(pg, out, t) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+rp_copy_field(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, const RpDatum *d)
+{
+	int			direct;
+
 	if (d->kind == RP_PG_DATUM_TEXT)
 	{
 		rp_pgtext_copy_escape(out, (const char *) d->data, d->len);
-		return;
+		return 0;
 	}
 	if (d->kind != RP_DATUM_VALUE)
 	{
 		rp_buf_put_bytes(out, "\\N", 2);
-		return;
+		return 0;
 	}
+	if (d->len >= RP_COPY_DIRECT && (direct = rp_copy_field_direct(pg, out, t, enc, d)) <= 0)
+		return direct;
 	rp_buf_reset(&pg->scratch);
 	rp_pgtext_value(&pg->scratch, enc, d->data, d->len);
 	rp_pgtext_copy_escape(out, pg->scratch.data, pg->scratch.len);
+	return 0;
 }
 
 /* Which effects a COPY takes. */
@@ -935,6 +1097,34 @@ rp_copy_wants(const RpEffect *ef, RpCopyWhich which)
 }
 
 /*
+ * A large value goes to the destination from the arena, in slices (COPY
+ * data may be split anywhere), rather than through out and libpq's output
+ * buffer, which would both grow to hold it: it is then held once, not
+ * three times.  0 when sent, 1 when its encoding needs converting (the
+ * caller copies it), -1 on error (reported).
+ */
+static int
+rp_copy_direct(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, const RpDatum *d)
+{
+	const unsigned char *body;
+	uint32_t	len;
+
+	if (!rp_pgbin_value_split(out, enc, d->data, d->len, &body, &len))
+		return 1;
+	if (rp_copy_send(pg, out, t) < 0)
+		return -1;
+	for (uint32_t off = 0; off < len;)
+	{
+		uint32_t	n = len - off < RP_COPY_CHUNK ? len - off : RP_COPY_CHUNK;
+
+		if (PQputCopyData(pg->conn, (const char *) body + off, (int) n) != 1)
+			return rp_pg_fail_result(pg, NULL, "COPY", t);
+		off += n;
+	}
+	return 0;
+}
+
+/*
  * One effect as a binary COPY tuple: the key columns in column order, or
  * every applied column.  A value with no binary form cannot get here
  * (rp_pg_table_resolve only sets t->binary when every column has one), so
@@ -944,6 +1134,8 @@ static int
 rp_copy_row_binary(RpPg *pg, RpBuf *out, const RpPgTable *t, const RpEffect *ef, bool keys_only,
 				   int nfields)
 {
+	int			direct;
+
 	rp_pgbin_tuple(out, nfields);
 	for (uint16_t i = 0; i < t->rel->natts; i++)
 	{
@@ -968,6 +1160,11 @@ rp_copy_row_binary(RpPg *pg, RpBuf *out, const RpPgTable *t, const RpEffect *ef,
 		}
 		if (d.kind != RP_DATUM_VALUE)
 			rp_pgbin_null(out);
+		else if (d.len >= RP_COPY_DIRECT && (direct = rp_copy_direct(pg, out, t, c->encoding, &d)) <= 0)
+		{
+			if (direct < 0)
+				return -1;
+		}
 		else if (rp_pgbin_value(out, c->encoding, d.data, d.len) < 0)
 			return rp_fail(RP_HALT_SINK, "column \"%s\" of table %s: a value has no binary form (encoding %u)",
 						   c->name, t->qname, (unsigned) c->encoding);
@@ -1024,7 +1221,8 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 						if (!firstcol)
 							rp_buf_put_char(&out, '\t');
 						firstcol = false;
-						rp_copy_field(pg, &out, t->rel->cols[i].encoding, &d);
+						if (rp_copy_field(pg, &out, t, t->rel->cols[i].encoding, &d) < 0)
+							rc = -1;
 					}
 		}
 		else
@@ -1039,7 +1237,8 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 				if (!firstcol)
 					rp_buf_put_char(&out, '\t');
 				firstcol = false;
-				rp_copy_field(pg, &out, t->rel->cols[i].encoding, &d);
+				if (rp_copy_field(pg, &out, t, t->rel->cols[i].encoding, &d) < 0)
+					rc = -1;
 			}
 		}
 		if (!binary)

@@ -294,3 +294,27 @@ rp_pgbin_value(RpBuf *out, uint8_t enc, const unsigned char *data, uint32_t len)
 	rp_buf_set_u32_at(out, start, (uint32_t) (out->len - start - 4));
 	return 0;
 }
+
+bool
+rp_pgbin_value_split(RpBuf *out, uint8_t enc, const unsigned char *data, uint32_t len,
+					 const unsigned char **body, uint32_t *bodylen)
+{
+	RpReader	r;
+	uint32_t	n;
+	const unsigned char *p;
+
+	if (enc != RP_ENC_STRING && enc != RP_ENC_BYTEA && enc != RP_ENC_JSON && enc != RP_ENC_JSONB)
+		return false;
+	rp_reader_init(&r, data, len);
+	n = rp_get_u32(&r);
+	p = rp_get_bytes(&r, n);
+	if (!r.ok || (n > 0 && p == NULL) || n > INT32_MAX - 1)
+		return false;
+	/* as rp_pgbin_body: the bytes are the send format (jsonb: after its version) */
+	rp_pgbin_i32(out, (int32_t) (n + (enc == RP_ENC_JSONB ? 1 : 0)));
+	if (enc == RP_ENC_JSONB)
+		rp_buf_put_u8(out, 1);
+	*body = p;
+	*bodylen = n;
+	return true;
+}

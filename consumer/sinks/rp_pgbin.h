@@ -39,4 +39,14 @@ extern void rp_pgbin_null(RpBuf *out);
  */
 extern int	rp_pgbin_value(RpBuf *out, uint8_t enc, const unsigned char *data, uint32_t len);
 
+/*
+ * The same field split so that a large value need not be copied: the field's
+ * head (its length word, and jsonb's version byte) is appended to out, and
+ * *body and *bodylen are the rest, the datum's own bytes, which the caller sends
+ * from where they lie.  False (out untouched) for an encoding whose send
+ * format is not its bytes as they are (use rp_pgbin_value).
+ */
+extern bool rp_pgbin_value_split(RpBuf *out, uint8_t enc, const unsigned char *data, uint32_t len,
+								 const unsigned char **body, uint32_t *bodylen);
+
 #endif							/* RP_PGBIN_H */

@@ -553,12 +553,10 @@ rp_pg_abort(RpPg *pg)
 
 		/* so do staging tables it created, and tables it created or altered */
 		rp_pg_table_forget(t);
-		t->neffects = 0;
 		t->order = 0;
-		rp_buf_reset(&t->arena);
-		if (t->slots)
-			memset(t->slots, 0, sizeof(int) * (size_t) t->nslots);
+		t->text_datums = false;
 	}
+	rp_pg_apply_release(pg);
 	pg->touched = 0;
 }
 
@@ -846,7 +844,7 @@ rp_pg_close(RpSink *s)
 {
 	RpPg	   *pg = s->priv;
 
-	rp_pg_abort(pg);
+	rp_pg_abort(pg);				/* gives the effect maps' memory back too */
 	if (pg->conn)
 		PQfinish(pg->conn);
 	pg->conn = NULL;
@@ -880,6 +878,7 @@ rp_sink_pg_open(const RpPgOptions *opts)
 	if (pg->opts.bookkeeping_schema == NULL)
 		pg->opts.bookkeeping_schema = RP_PG_DEFAULT_BOOKKEEPING;
 	pg->bk = rp_pg_quote_name(pg->opts.bookkeeping_schema);
+	pg->sink = s;
 	rp_buf_init(&pg->scratch, 4096);
 	s->name = "postgresql";
 	s->kind = RP_SINK_STATE;

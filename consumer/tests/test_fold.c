@@ -8,6 +8,8 @@
  */
 #include "ct_util.h"
 
+#include <malloc.h>
+
 #include "rp_decimal.h"
 #include "rp_fold.h"
 #include "rp_xidsnap.h"
@@ -472,6 +474,76 @@ END_TEST
 
 /* ---- snapshot visibility -------------------------------------------------------- */
 
+/* Heap bytes in use (small chunks and mmapped blocks). */
+static size_t
+heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+START_TEST(test_count_distinct_memory)
+{
+	/*
+	 * count_distinct of N distinct 8-byte keys (bigint values) in one cell:
+	 * each costs its 32-byte entry plus the array's growth room, no
+	 * allocation of its own and no copy of its text (the fold only counts).
+	 * 131072 slots for 100000 values: about 42 bytes each.
+	 */
+	enum
+	{
+		N = 100000
+	};
+	RpFold		f;
+	RpFoldCell *c;
+	RpFoldValue v;
+	RpBuf		out;
+	size_t		before,
+				used;
+	char		key[8],
+				text[24];
+
+	rp_fold_init(&f, RP_FOLD_COUNT_DISTINCT);
+	c = cell(&f, "all");
+	before = heap_in_use();
+	memset(&v, 0, sizeof(v));
+	for (uint32_t i = 0; i < N; i++)
+	{
+		/* ascending keys, as an order-preserving encoding gives them */
+		for (int b = 0; b < 8; b++)
+			key[b] = (char) ((uint64_t) i >> (56 - 8 * b));
+		v.key = key;
+		v.keylen = 8;
+		v.textlen = (size_t) snprintf(text, sizeof(text), "%u", i);
+		v.text = text;
+		ck_assert_int_eq(rp_fold_apply(&f, c, &v, 1), RP_FOLD_OK);
+	}
+	used = heap_in_use() - before;
+	ck_assert_msg(used <= (size_t) N * 48, "%zu bytes for %d distinct values (%zu each)", used, N,
+				  used / N);
+	/* the gauge tells what the heap holds */
+	ck_assert_uint_ge(rp_fold_bytes(&f), (size_t) N * 32);
+	ck_assert_uint_le(rp_fold_bytes(&f), used + 4096);
+	rp_buf_init(&out, 32);
+	ck_assert_int_eq(rp_fold_result(&f, c, &out), RP_FOLD_VALUE);
+	ck_assert_int_eq((int) out.len, 6);
+	ck_assert(memcmp(out.data, "100000", 6) == 0);
+	rp_buf_free(&out);
+	/* removing every value (from the end: no moves) gives its memory back */
+	for (uint32_t i = N; i-- > 0;)
+	{
+		for (int b = 0; b < 8; b++)
+			key[b] = (char) ((uint64_t) i >> (56 - 8 * b));
+		v.key = key;
+		ck_assert_int_eq(rp_fold_apply(&f, c, &v, -1), RP_FOLD_OK);
+	}
+	rp_fold_end_batch(&f);
+	ck_assert_uint_le(rp_fold_bytes(&f), 64 * sizeof(RpFoldCell *) + 4096);
+	rp_fold_free(&f);
+}
+END_TEST
+
 START_TEST(test_xidsnap_rule)
 {
 	RpXidSnap	s;
@@ -537,6 +609,7 @@ fold_suite(void)
 	tcase_add_test(tc, test_count_and_distinct);
 	tcase_add_test(tc, test_none_collision);
 	tcase_add_test(tc, test_touched_and_end_batch);
+	tcase_add_test(tc, test_count_distinct_memory);
 	tcase_add_test(tc, test_xidsnap_rule);
 	tcase_add_test(tc, test_xidsnap_epochs);
 	suite_add_tcase(s, tc);

@@ -292,6 +292,59 @@ START_TEST(test_spill_budget_shared)
 }
 END_TEST
 
+START_TEST(test_spill_charge_shared)
+{
+	/* the sink's working state is charged to the same cap: stores spill sooner */
+	RpStore		a;
+	uint32_t	sa[] = {1, 2};
+	size_t		za[] = {600, 600};
+
+	ck_assert_int_eq(rp_spill_init(&sp, spill_dir, 2000, 1 << 20), 0);
+	rp_spill_charge(&sp, 1000);
+	ck_assert_uint_eq(sp.sink_in_use, 1000);
+	ck_assert_uint_eq(sp.mem_in_use, 1000);
+	rp_store_init(&a, &sp);
+	append(&a, 1, 600);
+	ck_assert(!rp_store_spilled(&a));
+	append(&a, 2, 600);
+	ck_assert(rp_store_spilled(&a));
+	ck_assert_uint_le(sp.mem_in_use, 2000);
+	expect_records(&a, 2, sa, za);
+	rp_store_free(&a);
+	rp_spill_charge(&sp, -1000);
+	ck_assert_uint_eq(sp.sink_in_use, 0);
+	ck_assert_uint_eq(sp.mem_in_use, 0);
+}
+END_TEST
+
+START_TEST(test_spill_gives_memory_back)
+{
+	/*
+	 * A store that spills keeps only its write-behind tail: the buffer that
+	 * grew to its in-memory part is given back, or it would stay resident
+	 * while the budget no longer counts it.
+	 */
+	RpStore		a;
+	uint32_t	seeds[64];
+	size_t		sizes[64];
+
+	ck_assert_int_eq(rp_spill_init(&sp, spill_dir, 32 << 20, (uint64_t) 1 << 30), 0);
+	rp_store_init(&a, &sp);
+	for (int i = 0; i < 64; i++)
+	{
+		seeds[i] = (uint32_t) i;
+		sizes[i] = 1 << 20;
+		append(&a, seeds[i], sizes[i]);
+	}
+	ck_assert(rp_store_spilled(&a));
+	ck_assert_uint_le(a.mem.cap, 4 << 20);
+	ck_assert_uint_le(sp.mem_in_use, 4 << 20);
+	expect_records(&a, 64, seeds, sizes);
+	rp_store_free(&a);
+	ck_assert_uint_eq(sp.disk_in_use, 0);
+}
+END_TEST
+
 START_TEST(test_spill_truncate_in_file)
 {
 	RpStore		st;
@@ -524,6 +577,8 @@ store_suite(void)
 	tcase_add_test(tc, test_spill_modes_and_readback);
 	tcase_add_test(tc, test_spill_record_larger_than_chunk_only);
 	tcase_add_test(tc, test_spill_budget_shared);
+	tcase_add_test(tc, test_spill_charge_shared);
+	tcase_add_test(tc, test_spill_gives_memory_back);
 	tcase_add_test(tc, test_spill_truncate_in_file);
 	tcase_add_test(tc, test_spill_truncate_in_memory_tail);
 	tcase_add_test(tc, test_spill_limit);
