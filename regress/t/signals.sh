@@ -214,5 +214,5 @@ kill "$reader" 2>/dev/null || true
 wait "$reader" 2>/dev/null || true
 
 status=0
-printf 'PASS signals: bad sizes and filtered backfill watermarks refused before connecting; SIGTERM and SIGINT stop a consumer whose exec child never acknowledges, the ack timeout halts naming it; nothing confirmed, the child reaped (%ds)\n' \
+printf 'PASS signals: bad sizes and filtered backfill watermarks refused before connecting; SIGTERM and SIGINT stop a consumer whose exec child never acknowledges, the ack timeout halts naming it; a write to a stalled stdout pipe stops too; nothing confirmed, the child reaped (%ds)\n' \
 	"$((SECONDS - started))"
