@@ -5,11 +5,43 @@
 #include "rp_alloc.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "rp_conn.h"
 #include "rp_pipe.h"
+
+/*
+ * Sent by a stop to the delivery thread only, while it finishes its step:
+ * installed without SA_RESTART, it ends a write() blocked on a reader that
+ * stopped reading (standard output into a stalled pipe) with EINTR, which
+ * rp_lines_write turns into a failure once a stop is requested.  libpq and
+ * the sinks' polls retry on EINTR.
+ */
+#define RP_PIPE_WAKE_SIGNAL SIGUSR2
+
+static void
+rp_pipe_wake_handler(int signo)
+{
+	(void) signo;
+}
+
+static void
+rp_pipe_install_wake(void)
+{
+	static bool installed = false;
+	struct sigaction sa;
+
+	if (installed)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = rp_pipe_wake_handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;			/* no SA_RESTART: the blocked call returns */
+	sigaction(RP_PIPE_WAKE_SIGNAL, &sa, NULL);
+	installed = true;
+}
 
 static int64_t
 rp_pipe_now_ms(void)
@@ -138,6 +170,7 @@ rp_pipe_start(RpPipe *p, RpDelivery *dl, uint64_t max_queued_bytes)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->drained, NULL);
+	rp_pipe_install_wake();
 	if (pthread_create(&p->thread, NULL, rp_pipe_main, p) != 0)
 		return rp_fail(RP_HALT_NONE, "could not start the delivery thread");
 	p->started = true;
@@ -299,6 +332,8 @@ rp_pipe_abandon(RpPipe *p, void (*tick) (void *), void *arg)
 		/* again at each turn: a cancel that found the sink idle misses the next query */
 		if (sink->interrupt)
 			sink->interrupt(sink);
+		/* the thread is not joined yet: its id is still valid */
+		pthread_kill(p->thread, RP_PIPE_WAKE_SIGNAL);
 		if (tick)
 			tick(arg);
 		pthread_mutex_lock(&p->lock);

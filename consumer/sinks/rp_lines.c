@@ -99,6 +99,9 @@ rp_lines_write(int fd, RpBuf *out, const char *what)
 
 		if (w < 0)
 		{
+			/* a stop ends a write blocked on a reader that stopped reading (rp_pipe.c) */
+			if (errno == EINTR && rp_stop_requested())
+				return rp_fail(RP_HALT_NONE, "a stop was requested while writing to %s", what);
 			if (errno == EINTR)
 				continue;
 			return rp_fail(RP_HALT_SINK, "could not write to %s: %s", what, strerror(errno));

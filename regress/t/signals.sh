@@ -21,6 +21,8 @@
 #      command and pid, and again confirms nothing.
 #   5. A child that answers garbage and then ignores the end of its input: the halt (exit 3)
 #      still closes the sink, so the child is ended and reaped, not left running.
+#   6. The stdout sink writing into a pipe whose reader never reads (the write blocks once
+#      the pipe is full): SIGTERM stops it all the same, exit 0, nothing checkpointed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -33,7 +35,8 @@ work=$(mktemp -d /tmp/rp-signals.XXXXXX)
 status=1
 pid=
 child=
-cleanup() { rp_e2e_cleanup $? pid child; }
+reader=
+cleanup() { rp_e2e_cleanup $? pid child reader; }
 trap cleanup EXIT
 fail() { rp_e2e_fail signals "$work/*.err" 20 "$*"; }
 
@@ -174,6 +177,42 @@ check_unconfirmed garbage
 grep -q "exec sink's child (pid $child, .*) was terminated by signal 15" "$work/garbage.err" ||
 	fail "garbage: stderr does not say how the child ended"
 
+# ---- 6. standard output into a reader that never reads
+mkfifo "$work/stalled"
+# never reads; says how many bytes wait in the pipe
+python3 -c '
+import fcntl, struct, sys, termios, time
+with open(sys.argv[1], "rb", buffering=0) as f:
+    while True:
+        n = struct.unpack("i", fcntl.ioctl(f.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+        open(sys.argv[2] + ".tmp", "w").write(str(n))
+        __import__("os").replace(sys.argv[2] + ".tmp", sys.argv[2])
+        time.sleep(0.1)
+' "$work/stalled" "$work/stalled.queued" &
+reader=$!
+replicant -d "$src_CONNSTR" -S stalled --create-slot
+slot0=$(slot_flush stalled)
+replicant -d "$src_CONNSTR" -S stalled --start -s 1 --state-dir "$work/state-stalled" \
+	>"$work/stalled" 2>"$work/stalled.err" &
+pid=$!
+# far more than a pipe holds, in one transaction: the sink's write blocks
+rp_psql src -c "INSERT INTO t SELECT g, repeat('x', 1000) FROM generate_series(100000, 101999) g" >/dev/null
+t0=$SECONDS
+# the pipe full (64kB on Linux): the rest of the 2MB unit waits in write()
+queued() { cat "$work/stalled.queued" 2>/dev/null || echo 0; }
+until (($(queued) >= 65536)); do
+	kill -0 "$pid" 2>/dev/null || fail "stalled: the consumer exited before its write blocked"
+	((SECONDS - t0 < EXIT_BOUND)) || fail "stalled: the consumer never filled the pipe ($(queued) bytes)"
+	sleep 0.2
+done
+kill -TERM "$pid"
+wait_exit "$EXIT_BOUND"
+((rc == 0)) || fail "stalled: the consumer exited with $rc after SIGTERM, expected 0"
+[[ $(slot_flush stalled) == "$slot0" ]] || fail "stalled: the slot moved without the unit being written"
+[[ ! -s $work/state-stalled/stalled.checkpoint ]] || fail "stalled: a checkpoint was written for a unit not written"
+kill "$reader" 2>/dev/null || true
+wait "$reader" 2>/dev/null || true
+
 status=0
-printf 'PASS signals: bad sizes and filtered backfill watermarks refused before connecting; SIGTERM and SIGINT stop a consumer whose exec child never acknowledges, the ack timeout halts naming it; nothing confirmed, the child reaped (%ds)\n' \
+printf 'PASS signals: bad sizes and filtered backfill watermarks refused before connecting; SIGTERM and SIGINT stop a consumer whose exec child never acknowledges, the ack timeout halts naming it; a write to a stalled stdout pipe stops too; nothing confirmed, the child reaped (%ds)\n' \
 	"$((SECONDS - started))"
