@@ -483,6 +483,16 @@ heap_in_use(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
+/*
+ * Under ASan or TSan malloc is the sanitizer's, and mallinfo2 reports
+ * nothing: the heap figures are checked in the plain build only.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RP_TEST_HEAP_MEASURED 0
+#else
+#define RP_TEST_HEAP_MEASURED 1
+#endif
+
 START_TEST(test_count_distinct_memory)
 {
 	/*
@@ -520,11 +530,13 @@ START_TEST(test_count_distinct_memory)
 		ck_assert_int_eq(rp_fold_apply(&f, c, &v, 1), RP_FOLD_OK);
 	}
 	used = heap_in_use() - before;
-	ck_assert_msg(used <= (size_t) N * 48, "%zu bytes for %d distinct values (%zu each)", used, N,
-				  used / N);
+	if (RP_TEST_HEAP_MEASURED)
+		ck_assert_msg(used <= (size_t) N * 48, "%zu bytes for %d distinct values (%zu each)", used, N,
+					  used / N);
 	/* the gauge tells what the heap holds */
 	ck_assert_uint_ge(rp_fold_bytes(&f), (size_t) N * 32);
-	ck_assert_uint_le(rp_fold_bytes(&f), used + 4096);
+	if (RP_TEST_HEAP_MEASURED)
+		ck_assert_uint_le(rp_fold_bytes(&f), used + 4096);
 	rp_buf_init(&out, 32);
 	ck_assert_int_eq(rp_fold_result(&f, c, &out), RP_FOLD_VALUE);
 	ck_assert_int_eq((int) out.len, 6);
