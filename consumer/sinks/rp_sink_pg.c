@@ -289,6 +289,8 @@ rp_pg_notice(void *arg, const PGresult *res)
  * held by our own lost session (or taken meanwhile): that is retried.
  */
 #define RP_PG_LOCK_CLASS "1380994115"	/* 'RPLC': our advisory locks' first key */
+#define RP_PG_LOCK_WAIT_MS 30000		/* how long a held lock is waited for */
+#define RP_PG_LOCK_POLL_MS 500
 
 static int
 rp_pg_lock_slot(RpPg *pg)
@@ -298,17 +300,28 @@ rp_pg_lock_slot(RpPg *pg)
 	char		holder[128] = "";
 	int			rc = 0;
 
-	res = PQexecParams(pg->conn, "SELECT pg_catalog.pg_try_advisory_lock(" RP_PG_LOCK_CLASS
-					   ", pg_catalog.hashtext($1))", 1, NULL, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
-		rc = rp_pg_fail_result(pg, res, "locking the slot", NULL);
-	else if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
-		pg->slot_locked = true;
-	else
-		rc = 1;
-	PQclear(res);
-	if (rc <= 0)
-		return rc;
+	/*
+	 * A consumer killed with SIGKILL leaves its destination session behind
+	 * until that session notices (at once when idle; within
+	 * client_connection_check_interval when it runs a statement), still
+	 * holding the lock: a restart waits for it a while before it refuses.
+	 */
+	for (int waited = 0;; waited += RP_PG_LOCK_POLL_MS)
+	{
+		res = PQexecParams(pg->conn, "SELECT pg_catalog.pg_try_advisory_lock(" RP_PG_LOCK_CLASS
+						   ", pg_catalog.hashtext($1))", 1, NULL, vals, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+			rc = rp_pg_fail_result(pg, res, "locking the slot", NULL);
+		else if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
+			pg->slot_locked = true;
+		else
+			rc = 1;
+		PQclear(res);
+		if (rc <= 0)
+			return rc;
+		if (pg->slot_locked || waited >= RP_PG_LOCK_WAIT_MS || !rp_pause_ms(RP_PG_LOCK_POLL_MS))
+			break;
+	}
 
 	res = PQexecParams(pg->conn, "SELECT l.pid, coalesce(host(a.client_addr), 'local') FROM pg_catalog.pg_locks l"
 					   " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
@@ -411,6 +424,13 @@ rp_pg_connect(RpPg *pg)
 	/* pinned search_path: every name we send is schema-qualified and quoted */
 	if (rp_pg_exec(pg, "SET search_path = ''; SET application_name = 'replicant';"
 				   " SET synchronous_commit = on", "session setup", NULL) < 0)
+		return -1;
+	/*
+	 * A statement running for a consumer that died ends within a second
+	 * (PostgreSQL 14+), so the session and its slot lock go with it.
+	 */
+	if (PQserverVersion(pg->conn) >= 140000 &&
+		rp_pg_exec(pg, "SET client_connection_check_interval = '1s'", "session setup", NULL) < 0)
 		return -1;
 	if (rp_pg_lock_slot(pg) < 0)
 		return -1;
