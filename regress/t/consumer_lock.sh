@@ -32,7 +32,7 @@ a_pid=
 m_pid=
 second_pid=
 worker_pid=
-cleanup() { rp_e2e_cleanup $? a_pid m_pid second_pid worker_pid; }
+cleanup() { rp_e2e_cleanup $? a_pid m_pid second_pid worker_pid locker_pid; }
 trap cleanup EXIT
 fail() { rp_e2e_fail consumer_lock "$work/*.err" 5 "$*"; }
 
@@ -163,6 +163,38 @@ done
 second mirror "the destination is in use by another consumer of slot \"m\" (destination session pid" \
 	-S m -s 1 --sink "postgres:$dst_CONNSTR" --create-tables --state-dir "$work/state-m2"
 kill -0 "$m_pid" 2>/dev/null || fail "the mirror consumer exited"
+
+# A mirror killed with SIGKILL while its destination statement waits on a lock leaves that
+# session behind, holding the slot lock: the restart must not refuse it as a second consumer.
+# The lock on t_a is held until the restart owns the slot, so the dead one's statement
+# cannot end by itself meanwhile (client_connection_check_interval ends it).
+rp_psql dst -c "BEGIN; LOCK TABLE public.t_a IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600)" \
+	>/dev/null 2>&1 &
+locker_pid=$!
+orphan=
+for _ in {1..2400}; do
+	orphan=$(rp_psql dst -Atc "SELECT pid FROM pg_catalog.pg_stat_activity WHERE application_name = 'replicant' AND wait_event_type = 'Lock'")
+	[[ -n $orphan ]] && break
+	kill -0 "$m_pid" 2>/dev/null || fail "the mirror consumer exited"
+	sleep 0.05
+done
+[[ -n $orphan ]] || fail "the mirror's destination session never waited on the lock on t_a"
+kill -9 "$m_pid"
+wait "$m_pid" 2>/dev/null || true
+replicant -d "$src_CONNSTR" -S m --start -s 1 --sink "postgres:$dst_CONNSTR" --create-tables \
+	--state-dir "$work/state-m" 2>"$work/m-restart.err" &
+m_pid=$!
+owner=
+for _ in {1..2400}; do
+	kill -0 "$m_pid" 2>/dev/null || { cat "$work/m-restart.err"; fail "the mirror restarted after SIGKILL refused the dead consumer's slot lock"; }
+	owner=$(rp_psql dst -Atc "SELECT l.pid FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 1380994115 AND l.pid <> $orphan")
+	[[ -n $owner ]] && break
+	sleep 0.05
+done
+[[ -n $owner ]] || fail "the restarted mirror never took the slot lock"
+rp_psql dst -Atc "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()" >/dev/null
+wait "$locker_pid" 2>/dev/null || true
+printf 'a mirror restarted after SIGKILL took the slot over from its dead session\n'
 
 # ---- the end: stop the workload and A, then one run takes the log to a fence after the last commit
 rp_psql src -c "UPDATE ctl SET stop = true" >/dev/null
