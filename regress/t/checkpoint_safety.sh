@@ -24,17 +24,9 @@ export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, 
 
 work=$(mktemp -d /tmp/rp-ckpt-safety.XXXXXX)
 status=1
-cleanup() {
-	local rc=$?
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+cleanup() { rp_e2e_cleanup $?; }
 trap cleanup EXIT
-fail() {
-	printf 'FAIL checkpoint_safety: %s\n' "$*"
-	exit 1
-}
+fail() { rp_e2e_fail checkpoint_safety "" 0 "$*"; }
 
 runs=0
 # consumer EXPECTED_STATUS ARG...: stderr in $err. -E bounds a run that would trust the

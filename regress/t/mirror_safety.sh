@@ -37,17 +37,9 @@ CANARY='CANARY-5e3a91c7'
 CANARY_SQL="'CANARY-' || '5e3a91c7'"
 work=$(mktemp -d /tmp/rp-mirror-safety.XXXXXX)
 status=1
-cleanup() {
-	local rc=$?
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+cleanup() { rp_e2e_cleanup $?; }
 trap cleanup EXIT
-fail() {
-	printf 'FAIL mirror_safety: %s\n' "$*"
-	exit 1
-}
+fail() { rp_e2e_fail mirror_safety "" 0 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src
