@@ -278,6 +278,9 @@ rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding, RpRenderOut *f
 	uint32_t	len;
 	const char *s;
 
+	/* after a failed write a loop stopped part-way: r is no longer at a value */
+	if (fo != NULL && fo->failed)
+		return;
 	switch (encoding)
 	{
 		case RP_ENC_BOOL:
