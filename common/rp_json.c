@@ -53,16 +53,41 @@ rp_utf8_valid(const unsigned char *s, size_t len)
 	return true;
 }
 
-void
-rp_json_string(RpBuf *buf, const char *str, size_t len)
+size_t
+rp_utf8_cut(const char *str, size_t len, size_t max)
+{
+	const unsigned char *s = (const unsigned char *) str;
+	size_t		cut = max;
+
+	if (len <= max)
+		return len;
+	/*
+	 * A sequence is a lead byte and up to three continuation bytes: a cut
+	 * before a byte that is not a continuation byte splits none, nor does
+	 * one after four continuation bytes in a row (what ends there is not
+	 * one sequence).  rp_utf8_seq's verdict on each piece is then the same
+	 * as on the whole.
+	 */
+	for (int k = 0; k < 3 && (s[cut] & 0xC0) == 0x80; k++)
+		cut--;
+	return (s[cut] & 0xC0) == 0x80 ? max : cut;
+}
+
+/*
+ * The escaping loop, inlined in both callers: rp_json_string is hot (every
+ * key and string of every line), and a call more per string costs it
+ * several percent.
+ */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline void
+rp_json_escape_body(RpBuf *buf, const char *str, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *) str;
 	size_t		i = 0;
 
-	/* worst case 6 bytes out per byte in; reserve the common case */
-	rp_buf_reserve(buf, len + 2);
-	buf->data[buf->len++] = '"';
 	while (i < len)
 	{
 		unsigned char c = s[i];
@@ -129,5 +154,20 @@ rp_json_string(RpBuf *buf, const char *str, size_t len)
 		}
 		i++;
 	}
+}
+
+void
+rp_json_string(RpBuf *buf, const char *str, size_t len)
+{
+	/* reserve the common case: no escapes */
+	rp_buf_reserve(buf, len + 2);
+	buf->data[buf->len++] = '"';
+	rp_json_escape_body(buf, str, len);
 	rp_buf_put_char(buf, '"');
+}
+
+void
+rp_json_escape(RpBuf *buf, const char *str, size_t len)
+{
+	rp_json_escape_body(buf, str, len);
 }

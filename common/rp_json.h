@@ -14,6 +14,19 @@
  */
 extern void rp_json_string(RpBuf *buf, const char *s, size_t len);
 
+/*
+ * The inside of such a string, no quotes.  Pieces of a string cut where
+ * rp_utf8_cut says escape to the same text as the whole: a long value can
+ * be written slice by slice.
+ */
+extern void rp_json_escape(RpBuf *buf, const char *s, size_t len);
+
+/*
+ * How many of the len bytes at s to take (at most max, max >= 4) so that
+ * no UTF-8 sequence is cut in two: len itself when len <= max.
+ */
+extern size_t rp_utf8_cut(const char *s, size_t len, size_t max);
+
 static inline void
 rp_json_cstring(RpBuf *buf, const char *s)
 {

@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-static void rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding);
+static void rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding, RpRenderOut *fo);
 
 const char *
 rp_identity_name(char identity)
@@ -26,6 +26,62 @@ rp_identity_name(char identity)
 			return "index";
 	}
 	return "unknown";
+}
+
+/*
+ * Between values and slices: hand what buf holds to fo's writer once it
+ * passes fo->at.  False once a write failed (the caller stops rendering).
+ */
+static inline bool
+rp_render_spill(RpBuf *buf, RpRenderOut *fo)
+{
+	if (fo == NULL)
+		return true;
+	if (!fo->failed && buf->len >= fo->at && fo->flush(fo->arg, buf) < 0)
+		fo->failed = true;
+	return !fo->failed;
+}
+
+/* A JSON string of len bytes at s, slice by slice when fo writes as it goes. */
+static void
+rp_render_string(RpBuf *buf, const char *s, size_t len, RpRenderOut *fo)
+{
+	if (fo == NULL || len <= RP_RENDER_SLICE)
+	{
+		rp_json_string(buf, s, len);
+		return;
+	}
+	rp_buf_put_char(buf, '"');
+	while (len > 0 && rp_render_spill(buf, fo))
+	{
+		size_t		n = rp_utf8_cut(s, len, RP_RENDER_SLICE);
+
+		rp_json_escape(buf, s, n);
+		s += n;
+		len -= n;
+	}
+	rp_buf_put_char(buf, '"');
+}
+
+/* Bytes as a base64 JSON string; slices of whole 3-byte groups encode alike. */
+static void
+rp_render_base64(RpBuf *buf, const unsigned char *p, size_t len, RpRenderOut *fo)
+{
+	const size_t slice = RP_RENDER_SLICE / 3 * 3;
+
+	rp_buf_put_char(buf, '"');
+	if (fo == NULL)
+		rp_fmt_base64(buf, p, len);
+	else
+		while (len > 0 && rp_render_spill(buf, fo))
+		{
+			size_t		n = len < slice ? len : slice;
+
+			rp_fmt_base64(buf, p, n);
+			p += n;
+			len -= n;
+		}
+	rp_buf_put_char(buf, '"');
 }
 
 static void
@@ -71,25 +127,25 @@ rp_render_float(RpBuf *buf, double v, bool single)
 /* Elements of dimension dim, nested one JSON array per dimension. */
 static void
 rp_render_array_dim(RpBuf *buf, RpReader *r, uint8_t enc, const uint32_t *dims,
-					uint32_t ndim, uint32_t dim)
+					uint32_t ndim, uint32_t dim, RpRenderOut *fo)
 {
 	rp_buf_put_char(buf, '[');
-	for (uint32_t i = 0; i < dims[dim]; i++)
+	for (uint32_t i = 0; i < dims[dim] && rp_render_spill(buf, fo); i++)
 	{
 		if (i)
 			rp_buf_put_char(buf, ',');
 		if (dim + 1 < ndim)
-			rp_render_array_dim(buf, r, enc, dims, ndim, dim + 1);
+			rp_render_array_dim(buf, r, enc, dims, ndim, dim + 1, fo);
 		else if (rp_get_u8(r) == RP_DATUM_NULL)
 			rp_buf_put_text(buf, "null");
 		else
-			rp_render_reader_value(buf, r, enc);
+			rp_render_reader_value(buf, r, enc, fo);
 	}
 	rp_buf_put_char(buf, ']');
 }
 
 static void
-rp_render_array(RpBuf *buf, RpReader *r)
+rp_render_array(RpBuf *buf, RpReader *r, RpRenderOut *fo)
 {
 	uint8_t		enc = rp_get_u8(r);
 	uint32_t	ndim;
@@ -125,18 +181,18 @@ rp_render_array(RpBuf *buf, RpReader *r)
 		rp_buf_put_text(buf, "],");
 		rp_json_key(buf, "elements");
 	}
-	rp_render_array_dim(buf, r, enc, dims, ndim, 0);
+	rp_render_array_dim(buf, r, enc, dims, ndim, 0, fo);
 	if (!default_bounds)
 		rp_buf_put_char(buf, '}');
 }
 
 static void
-rp_render_composite(RpBuf *buf, RpReader *r)
+rp_render_composite(RpBuf *buf, RpReader *r, RpRenderOut *fo)
 {
 	uint16_t	natts = rp_get_u16(r);
 
 	rp_buf_put_char(buf, '{');
-	for (uint16_t i = 0; i < natts; i++)
+	for (uint16_t i = 0; i < natts && rp_render_spill(buf, fo); i++)
 	{
 		uint32_t	nlen;
 		const char *name = rp_get_str(r, &nlen);
@@ -151,13 +207,13 @@ rp_render_composite(RpBuf *buf, RpReader *r)
 		if (rp_get_u8(r) == RP_DATUM_NULL)
 			rp_buf_put_text(buf, "null");
 		else
-			rp_render_reader_value(buf, r, enc);
+			rp_render_reader_value(buf, r, enc, fo);
 	}
 	rp_buf_put_char(buf, '}');
 }
 
 static void
-rp_render_range(RpBuf *buf, RpReader *r)
+rp_render_range(RpBuf *buf, RpReader *r, RpRenderOut *fo)
 {
 	uint8_t		flags = rp_get_u8(r);
 	uint8_t		enc;
@@ -174,13 +230,13 @@ rp_render_range(RpBuf *buf, RpReader *r)
 	if (flags & RP_RANGE_LB_INF)
 		rp_buf_put_text(buf, "null");
 	else
-		rp_render_reader_value(buf, r, enc);
+		rp_render_reader_value(buf, r, enc, fo);
 	rp_buf_put_char(buf, ',');
 	rp_json_key(buf, "upper");
 	if (flags & RP_RANGE_UB_INF)
 		rp_buf_put_text(buf, "null");
 	else
-		rp_render_reader_value(buf, r, enc);
+		rp_render_reader_value(buf, r, enc, fo);
 	rp_buf_put_char(buf, ',');
 	rp_json_key(buf, "lower_inclusive");
 	rp_render_bool(buf, (flags & RP_RANGE_LB_INC) != 0);
@@ -198,24 +254,33 @@ rp_render_range(RpBuf *buf, RpReader *r)
  * escaped), so a space in its place means the same document.
  */
 static void
-rp_render_json_text(RpBuf *buf, const char *s, uint32_t len)
+rp_render_json_text(RpBuf *buf, const char *s, uint32_t len, RpRenderOut *fo)
 {
-	size_t		start = buf->len;
-
 	if (s == NULL)
 		return;
-	rp_buf_put_bytes(buf, s, len);
-	for (size_t i = start; i < buf->len; i++)
-		if (buf->data[i] == '\n' || buf->data[i] == '\r')
-			buf->data[i] = ' ';
+	while (len > 0 && rp_render_spill(buf, fo))
+	{
+		uint32_t	n = fo == NULL || len < RP_RENDER_SLICE ? len : RP_RENDER_SLICE;
+		size_t		start = buf->len;
+
+		rp_buf_put_bytes(buf, s, n);
+		for (size_t i = start; i < buf->len; i++)
+			if (buf->data[i] == '\n' || buf->data[i] == '\r')
+				buf->data[i] = ' ';
+		s += n;
+		len -= n;
+	}
 }
 
 static void
-rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding)
+rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding, RpRenderOut *fo)
 {
 	uint32_t	len;
 	const char *s;
 
+	/* after a failed write a loop stopped part-way: r is no longer at a value */
+	if (fo != NULL && fo->failed)
+		return;
 	switch (encoding)
 	{
 		case RP_ENC_BOOL:
@@ -249,19 +314,17 @@ rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding)
 		case RP_ENC_STRING:
 		case RP_ENC_ENUM:
 			s = rp_get_str(r, &len);
-			rp_json_string(buf, s, len);
+			rp_render_string(buf, s, len, fo);
 			break;
 		case RP_ENC_JSON:
 		case RP_ENC_JSONB:
 			/* already JSON: validated by the server's input function */
 			s = rp_get_str(r, &len);
-			rp_render_json_text(buf, s, len);
+			rp_render_json_text(buf, s, len, fo);
 			break;
 		case RP_ENC_BYTEA:
 			s = rp_get_str(r, &len);
-			rp_buf_put_char(buf, '"');
-			rp_fmt_base64(buf, (const unsigned char *) s, len);
-			rp_buf_put_char(buf, '"');
+			rp_render_base64(buf, (const unsigned char *) s, len, fo);
 			break;
 		case RP_ENC_UUID:
 			rp_buf_put_char(buf, '"');
@@ -309,13 +372,13 @@ rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding)
 				break;
 			}
 		case RP_ENC_ARRAY:
-			rp_render_array(buf, r);
+			rp_render_array(buf, r, fo);
 			break;
 		case RP_ENC_COMPOSITE:
-			rp_render_composite(buf, r);
+			rp_render_composite(buf, r, fo);
 			break;
 		case RP_ENC_RANGE:
-			rp_render_range(buf, r);
+			rp_render_range(buf, r, fo);
 			break;
 		default:
 			rp_buf_put_text(buf, "null");
@@ -329,16 +392,16 @@ rp_render_value(RpBuf *buf, uint8_t encoding, const unsigned char *data, uint32_
 	RpReader	r;
 
 	rp_reader_init(&r, data, len);
-	rp_render_reader_value(buf, &r, encoding);
+	rp_render_reader_value(buf, &r, encoding, NULL);
 }
 
-void
-rp_render_tuple(RpBuf *buf, const RpRelation *rel, const RpTuple *tup)
+static void
+rp_render_tuple_out(RpBuf *buf, const RpRelation *rel, const RpTuple *tup, RpRenderOut *fo)
 {
 	bool		first = true;
 
 	rp_buf_put_char(buf, '{');
-	for (uint16_t i = 0; i < tup->natts; i++)
+	for (uint16_t i = 0; i < tup->natts && rp_render_spill(buf, fo); i++)
 	{
 		const RpDatum *d = &tup->datums[i];
 
@@ -351,9 +414,20 @@ rp_render_tuple(RpBuf *buf, const RpRelation *rel, const RpTuple *tup)
 		if (d->kind == RP_DATUM_NULL)
 			rp_buf_put_text(buf, "null");
 		else
-			rp_render_value(buf, rel->cols[i].encoding, d->data, d->len);
+		{
+			RpReader	r;
+
+			rp_reader_init(&r, d->data, d->len);
+			rp_render_reader_value(buf, &r, rel->cols[i].encoding, fo);
+		}
 	}
 	rp_buf_put_char(buf, '}');
+}
+
+void
+rp_render_tuple(RpBuf *buf, const RpRelation *rel, const RpTuple *tup)
+{
+	rp_render_tuple_out(buf, rel, tup, NULL);
 }
 
 /* "unchanged_toast":["col",...] when the new tuple left TOASTed values out. */
@@ -460,7 +534,7 @@ rp_render_relation(RpBuf *buf, const RpRelation *rel)
 }
 
 static void
-rp_render_change(RpBuf *buf, const RpRecord *rec)
+rp_render_change(RpBuf *buf, const RpRecord *rec, RpRenderOut *fo)
 {
 	const RpRelation *rel = rec->u.change.rel;
 	uint8_t		flags = rec->u.change.flags;
@@ -475,19 +549,26 @@ rp_render_change(RpBuf *buf, const RpRecord *rec)
 	{
 		rp_buf_put_char(buf, ',');
 		rp_json_key(buf, (flags & RP_CHANGE_OLD_KEY) ? "key" : "old");
-		rp_render_tuple(buf, rel, &rec->u.change.old_tuple);
+		rp_render_tuple_out(buf, rel, &rec->u.change.old_tuple, fo);
 	}
 	if (rec->u.change.has_new)
 	{
 		rp_buf_put_char(buf, ',');
 		rp_json_key(buf, "new");
-		rp_render_tuple(buf, rel, &rec->u.change.new_tuple);
+		rp_render_tuple_out(buf, rel, &rec->u.change.new_tuple, fo);
 		rp_render_unchanged(buf, rel, &rec->u.change.new_tuple);
 	}
 }
 
 void
 rp_render_record(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels, const char *extra)
+{
+	rp_render_record_out(buf, rec, rels, extra, NULL);
+}
+
+void
+rp_render_record_out(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels, const char *extra,
+					 RpRenderOut *fo)
 {
 	rp_buf_put_text(buf, "{\"kind\":");
 	rp_json_cstring(buf, rp_tag_name(rec->tag));
@@ -523,7 +604,7 @@ rp_render_record(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels, const ch
 		case RP_TAG_INSERT:
 		case RP_TAG_UPDATE:
 		case RP_TAG_DELETE:
-			rp_render_change(buf, rec);
+			rp_render_change(buf, rec, fo);
 			break;
 		case RP_TAG_TRUNCATE:
 			if (rec->u.truncate.flags & RP_CHANGE_HAS_XID)
@@ -562,16 +643,14 @@ rp_render_record(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels, const ch
 			{
 				rp_buf_put_char(buf, ',');
 				rp_json_key(buf, "content");
-				rp_json_string(buf, (const char *) rec->u.message.content,
-							   rec->u.message.content_len);
+				rp_render_string(buf, (const char *) rec->u.message.content,
+								 rec->u.message.content_len, fo);
 			}
 			else
 			{
 				rp_buf_put_char(buf, ',');
 				rp_json_key(buf, "content_base64");
-				rp_buf_put_char(buf, '"');
-				rp_fmt_base64(buf, rec->u.message.content, rec->u.message.content_len);
-				rp_buf_put_char(buf, '"');
+				rp_render_base64(buf, rec->u.message.content, rec->u.message.content_len, fo);
 			}
 			break;
 		case RP_TAG_STREAM_START:

@@ -18,6 +18,30 @@
 extern void rp_render_record(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels,
 							 const char *extra);
 
+/*
+ * Where a record's JSON goes while it is rendered, for a writer that must
+ * not hold a large value rendered whole (the JSON-lines sinks): before each
+ * value, element or field, and before each slice of RP_RENDER_SLICE bytes
+ * of a long text, json, bytea or message content, flush(arg, buf) writes
+ * and empties buf once it holds at least `at` bytes.  buf then stays under
+ * `at` plus one slice rendered (at most six bytes out per byte in) plus one
+ * short value; the output is the same bytes as rp_render_record's.  A
+ * failed flush sets failed and the rest of the record is left out (the
+ * caller abandons what it wrote).
+ */
+typedef struct RpRenderOut
+{
+	size_t		at;
+	int			(*flush) (void *arg, RpBuf *buf);
+	void	   *arg;
+	bool		failed;
+} RpRenderOut;
+
+#define RP_RENDER_SLICE (64 * 1024)
+
+extern void rp_render_record_out(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels,
+								 const char *extra, RpRenderOut *fo);
+
 /* One value of the given encoding (bytes as validated by the decoder). */
 extern void rp_render_value(RpBuf *buf, uint8_t encoding, const unsigned char *data,
 							uint32_t len);

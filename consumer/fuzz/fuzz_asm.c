@@ -46,7 +46,7 @@ fz_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
 static int
 fz_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 {
-	rp_lines_message(&out, msg);
+	rp_lines_message(&out, msg, 64 * 1024, drop, NULL);
 	rp_buf_reset(&out);
 	return 0;
 }

@@ -25,6 +25,7 @@ rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
 	RpCursor	c;
 	RpRecord	rec;
 	RpBuf		extra;
+	RpRenderOut fo = {.at = flush_at,.flush = flush,.arg = arg};
 	int			rc;
 
 	/* the transaction's fields, rendered once and put in every line */
@@ -59,9 +60,10 @@ rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
 			rec.u.truncate.flags &= (uint8_t) ~RP_CHANGE_HAS_XID;
 		else if (rec.tag == RP_TAG_MESSAGE)
 			rec.u.message.flags &= (uint8_t) ~RP_CHANGE_HAS_XID;
-		rp_render_record(out, &rec, &dl->dec.rels, extra.data);
+		/* a large value goes out slice by slice, never rendered whole (G5) */
+		rp_render_record_out(out, &rec, &dl->dec.rels, extra.data, flush ? &fo : NULL);
 		rp_buf_put_char(out, '\n');
-		if (out->len >= flush_at && flush && flush(arg, out) < 0)
+		if (fo.failed || (out->len >= flush_at && flush && flush(arg, out) < 0))
 		{
 			rc = -1;
 			break;
@@ -72,10 +74,12 @@ rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
 	return rc;
 }
 
-void
-rp_lines_message(RpBuf *out, const RpMessage *msg)
+int
+rp_lines_message(RpBuf *out, const RpMessage *msg, size_t flush_at,
+				 int (*flush) (void *arg, RpBuf *out), void *arg)
 {
 	RpRecord	rec;
+	RpRenderOut fo = {.at = flush_at,.flush = flush,.arg = arg};
 
 	memset(&rec, 0, sizeof(rec));
 	rec.tag = RP_TAG_MESSAGE;
@@ -84,8 +88,9 @@ rp_lines_message(RpBuf *out, const RpMessage *msg)
 	rec.u.message.prefix_len = (uint32_t) strlen(msg->prefix);
 	rec.u.message.content = msg->content;
 	rec.u.message.content_len = msg->content_len;
-	rp_render_record(out, &rec, NULL, NULL);
+	rp_render_record_out(out, &rec, NULL, NULL, flush ? &fo : NULL);
 	rp_buf_put_char(out, '\n');
+	return fo.failed ? -1 : 0;
 }
 
 int

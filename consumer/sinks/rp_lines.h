@@ -12,11 +12,19 @@
 
 #include "rp_deliver.h"
 
-/* Append txn's lines to out; when out passes flush_at bytes, call
- * flush(arg, out) to empty it (large transactions stream through). */
+/*
+ * Append txn's lines to out; when out passes flush_at bytes, call
+ * flush(arg, out) to empty it: after a line, and inside one between its
+ * values and between the slices of a long value (rp_render_record_out), so
+ * large transactions stream through and a large value is never held
+ * rendered whole.  A flush may so end mid-line; the unit's lines are whole
+ * only once the function returns.
+ */
 extern int	rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
 						 int (*flush) (void *arg, RpBuf *out), void *arg);
-extern void rp_lines_message(RpBuf *out, const RpMessage *msg);
+/* Append msg's line to out, flushing alike; -1 when a flush failed. */
+extern int	rp_lines_message(RpBuf *out, const RpMessage *msg, size_t flush_at,
+							 int (*flush) (void *arg, RpBuf *out), void *arg);
 
 /* Write all of out to fd and empty it; what names the target in errors. */
 extern int	rp_lines_write(int fd, RpBuf *out, const char *what);

@@ -224,7 +224,8 @@ rp_exec_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 {
 	RpExecSink *x = s->priv;
 
-	rp_lines_message(&x->out, msg);
+	if (rp_lines_message(&x->out, msg, RP_EXEC_CHUNK, rp_exec_write, x) < 0)
+		return -1;
 	return rp_exec_flush_unit(x, ck);
 }
 

@@ -498,8 +498,8 @@ rp_file_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 {
 	RpFileSink *f = s->priv;
 
-	rp_lines_message(&f->out, msg);
-	if (rp_file_commit(f, ck) < 0)
+	if (rp_lines_message(&f->out, msg, RP_FILE_CHUNK, rp_file_write, f) < 0 ||
+		rp_file_commit(f, ck) < 0)
 	{
 		rp_file_abandon(f);
 		return -1;

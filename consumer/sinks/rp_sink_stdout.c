@@ -37,7 +37,8 @@ rp_stdout_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 {
 	RpBuf	   *out = s->priv;
 
-	rp_lines_message(out, msg);
+	if (rp_lines_message(out, msg, RP_STDOUT_CHUNK, rp_stdout_write, NULL) < 0)
+		return -1;
 	return rp_stdout_write(NULL, out);
 }
 

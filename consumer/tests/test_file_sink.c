@@ -8,6 +8,7 @@
  *    SIGHUP rotation starting the new file with the current checkpoint.
  */
 #include "ct_util.h"
+#include "rp_json.h"
 
 #define REL 16384u
 #define SCAN_CHUNK (64 * 1024)
@@ -708,6 +709,93 @@ START_TEST(test_open_error)
 }
 END_TEST
 
+/*
+ * A row with a value larger than the 4 MB write chunk is written in slices
+ * as it is rendered (G5), so its line reaches the file in several writes:
+ * the line is still whole and the value exact (the same bytes as the JSON
+ * string of the whole value); a transaction that fails after part of such a
+ * line was written leaves the file at its last checkpoint line; and what a
+ * crash in the middle of such a line leaves (its first megabytes, no
+ * newline) is a torn tail, cut on open.
+ */
+START_TEST(test_large_value_line)
+{
+	RpSink	   *s = open_sink(logpath);
+	RpDelivery	dl;
+	const size_t n = 9 * 1024 * 1024 + 3;
+	char	   *note = malloc(n + 1);
+	RpBuf		want,
+				b;
+	RpItem	   *bad;
+	RpCheckpoint ck;
+	char	   *text,
+			   *at;
+	size_t		len;
+	off_t		size;
+	FILE	   *f;
+
+	/* plain, escaped, 2-byte UTF-8 and control bytes, cut anywhere by the slices */
+	for (size_t i = 0; i < n; i++)
+		note[i] = "ab\"\\\xC3\xA9\x01 "[i % 8];
+	note[n] = '\0';
+	rp_buf_init(&want, 0);
+	rp_buf_put_text(&want, "\"note\":");
+	rp_json_string(&want, note, n);
+	rp_buf_put_text(&want, "}}\n");
+
+	start(&dl, s, 1);
+	deliver(&dl, txn(1, 0x100, 1, 1, note));
+	text = ct_slurp(logpath, &len);
+	ck_assert_int_eq(ct_count(text, "\n"), 2);
+	at = strstr(text, "\"note\":");
+	ck_assert_ptr_nonnull(at);
+	ck_assert_uint_le((size_t) (at - text) + want.len, len);
+	{
+		size_t		d = 0;
+
+		while (d < want.len && at[d] == want.data[d])
+			d++;
+		ck_assert_msg(d == want.len, "the logged value differs at byte %zu of %zu: got ...%.40s, want ...%.40s",
+					  d, want.len, at + (d > 20 ? d - 20 : 0), want.data + (d > 20 ? d - 20 : 0));
+	}
+	ck_assert(strncmp(at + want.len, "{\"kind\":\"checkpoint\",", 21) == 0);
+	free(text);
+	size = ct_file_size(logpath);
+
+	/* fails after the large line was partly written: cut back to the checkpoint line */
+	ct_frame(&b);
+	rp_enc_begin(&b, 2, 0x200, 0);
+	ct_insert(&b, REL, 0, 2, 7, note);
+	ct_rel(&b, REL, "public", "t", 1);	/* "note" dropped */
+	ct_insert(&b, REL, 0, 1, 99999, NULL);
+	rp_enc_commit(&b, 0x200, 0x228, 0);
+	ck_assert_int_eq(ct_feed(&as, &b, 0x200), 0);
+	bad = rp_asm_pop(&as);
+	ck_assert_ptr_nonnull(bad);
+	ck = dl.ck;
+	ck.commit_lsn = 0x200;
+	rp_error_clear();
+	ck_assert_int_eq(s->handle_transaction(s, &dl, bad->txn, &ck), -1);
+	rp_item_free(bad);
+	ck_assert_int_eq(ct_file_size(logpath), size);
+	rp_deliver_free(&dl);
+	s->close(s);
+
+	/* a crash mid-line: the line's first 5 MB after the checkpoint line */
+	text = ct_slurp(logpath, &len);
+	f = fopen(logpath, "ab");
+	fwrite(text, 1, 5 * 1024 * 1024, f);
+	fclose(f);
+	free(text);
+	s = open_sink(logpath);
+	ck_assert_int_eq(ct_file_size(logpath), size);
+	expect_ck(s, 0x100, 0x128);
+	s->close(s);
+	rp_buf_free(&want);
+	free(note);
+}
+END_TEST
+
 /* ---- failures leave nothing behind ------------------------------------------------------- */
 
 START_TEST(test_failed_txn_leaves_no_lines)
@@ -799,6 +887,7 @@ file_sink_suite(void)
 	tcase_add_test(tc, test_checkpoint_across_scan_chunks);
 	tcase_add_test(tc, test_long_tail);
 	tcase_add_test(tc, test_failed_txn_leaves_no_lines);
+	tcase_add_test(tc, test_large_value_line);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rotation");

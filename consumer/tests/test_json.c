@@ -338,6 +338,67 @@ START_TEST(test_random_against_reference)
 }
 END_TEST
 
+/*
+ * A string escaped piece by piece, cut where rp_utf8_cut says, is the same
+ * text as escaped whole (the JSON-lines sinks write a long value in slices):
+ * random strings biased towards UTF-8 lead and continuation bytes, cut at
+ * every length from 4 up.
+ */
+START_TEST(test_escape_in_pieces)
+{
+	static const unsigned char pool[] = {
+		'a', '"', '\\', '\n', 0x1f, 0x80, 0xBF, 0xC2, 0xC3, 0xDF, 0xE0, 0xE2, 0xED, 0xEF,
+		0xF0, 0xF4, 0xF5, 0xFF, 0x9F, 0xA0, 0x82, 0xAC, 0x90, 0x8F,
+	};
+	static const char *const seqs[] = {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF"};
+	unsigned char s[48];
+	RpBuf		got,
+				want;
+
+	rp_buf_init(&got, 0);
+	rp_buf_init(&want, 0);
+	for (int iter = 0; iter < 20000; iter++)
+	{
+		size_t		len = 0;
+
+		/* valid sequences among random bytes, so that many cuts fall inside one */
+		while (len + 4 <= sizeof(s))
+		{
+			if (rng() % 2)
+				s[len++] = pool[rng() % sizeof(pool)];
+			else
+			{
+				const char *q = seqs[rng() % 4];
+
+				memcpy(s + len, q, strlen(q));
+				len += strlen(q);
+			}
+		}
+		rp_buf_reset(&want);
+		rp_json_escape(&want, (const char *) s, len);
+		for (size_t max = 4; max <= len; max++)
+		{
+			size_t		off = 0;
+
+			rp_buf_reset(&got);
+			while (off < len)
+			{
+				size_t		n = rp_utf8_cut((const char *) s + off, len - off, max);
+
+				ck_assert_uint_gt(n, 0);
+				ck_assert_uint_le(n, max);
+				rp_json_escape(&got, (const char *) s + off, n);
+				off += n;
+			}
+			if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0)
+				ck_abort_msg("iteration %d, pieces of at most %zu bytes: output differs", iter, max);
+		}
+	}
+	rp_buf_free(&got);
+	rp_buf_free(&want);
+}
+END_TEST
+
 /* A long string crosses many buffer growths without losing a byte. */
 START_TEST(test_long_string)
 {
@@ -406,6 +467,7 @@ json_suite(void)
 	tcase_add_test(tc, test_keys);
 	tcase_add_test(tc, test_random_against_reference);
 	tcase_add_test(tc, test_long_string);
+	tcase_add_test(tc, test_escape_in_pieces);
 	tcase_add_test(tc, test_validator_self_check);
 	suite_add_tcase(s, tc);
 	return s;

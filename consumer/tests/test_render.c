@@ -502,6 +502,193 @@ START_TEST(test_render_large)
 }
 END_TEST
 
+/* ---- a record written slice by slice (rp_render_record_out) ------------ */
+
+typedef struct SliceSink
+{
+	RpBuf		got;			/* everything flushed, in order */
+	size_t		max_len;		/* the most the render buffer held at a flush */
+	int			flushes;
+	int			fail_at;		/* this flush fails (0: none does) */
+} SliceSink;
+
+static int
+slice_flush(void *arg, RpBuf *buf)
+{
+	SliceSink  *ss = arg;
+
+	if (buf->len > ss->max_len)
+		ss->max_len = buf->len;
+	if (++ss->flushes == ss->fail_at)
+		return -1;
+	rp_buf_put_bytes(&ss->got, buf->data, buf->len);
+	rp_buf_reset(buf);
+	return 0;
+}
+
+/*
+ * A long text of every kind of byte: ASCII, what is escaped (quote,
+ * backslash, control characters, 6 bytes out each), 2-, 3- and 4-byte
+ * UTF-8, and invalid bytes (a stray continuation byte, a cut sequence, an
+ * invalid lead); shift ASCII bytes first move the slice boundaries across
+ * every byte of the sequences.
+ */
+static void
+slice_text(RpBuf *v, size_t len, int shift)
+{
+	static const char *const pieces[] = {
+		"abc", "\"", "\\", "\x01", "\n", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+		"\x80", "\xE2\x82", "\xFF", "\x1F\x1F\x1F\x1F\x1F\x1F\x1F"
+	};
+	size_t		at = v->len;
+	unsigned	k = 0;
+
+	rp_buf_put_u32(v, 0);
+	for (int i = 0; i < shift; i++)
+		rp_buf_put_char(v, 'x');
+	while (v->len - at - 4 < len)
+	{
+		k = k * 1103515245u + 12345u;
+		rp_buf_put_text(v, pieces[(k >> 16) % (sizeof(pieces) / sizeof(pieces[0]))]);
+	}
+	rp_buf_set_u32_at(v, at, (uint32_t) (v->len - at - 4));
+}
+
+/* An insert of (text, json, bytea, text[], int4) with long values, and a message. */
+static void
+slice_frame(RpBuf *b, int shift)
+{
+	size_t		at;
+	RpBuf		tmp;
+
+	tu_frame_init(b);
+	at = rp_enc_relation_start(b, 7, "public", "big", RP_IDENTITY_DEFAULT, 5);
+	rp_enc_relation_column(b, 1, "t", 25, "text", -1, RP_ENC_TEXT, 0);
+	rp_enc_relation_column(b, 2, "j", 114, "json", -1, RP_ENC_JSON, 0);
+	rp_enc_relation_column(b, 3, "b", 17, "bytea", -1, RP_ENC_BYTEA, 0);
+	rp_enc_relation_column(b, 4, "a", 1009, "_text", -1, RP_ENC_ARRAY, 0);
+	rp_enc_relation_column(b, 5, "i", 23, "int4", -1, RP_ENC_INT4, RP_COL_PRIMARY_KEY);
+	rp_buf_end_record(b, at);
+	at = rp_enc_change_start(b, RP_TAG_INSERT, 7, 0, 0);
+	rp_enc_tuple_start(b, 5);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	slice_text(b, 5 * RP_RENDER_SLICE + 77, shift);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_init(&tmp, 0);
+	rp_buf_put_text(&tmp, "[");
+	while (tmp.len < 3 * RP_RENDER_SLICE)
+		rp_buf_put_text(&tmp, "\"a\\nb\",\r\n 1,\n");
+	rp_buf_put_text(&tmp, "2]");
+	rp_buf_put_str(b, tmp.data, tmp.len);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_reset(&tmp);
+	for (size_t i = 0; i < 4 * (size_t) RP_RENDER_SLICE + 1 + (size_t) shift; i++)
+		rp_buf_put_char(&tmp, (char) (i * 7 + (size_t) shift));
+	rp_buf_put_str(b, tmp.data, tmp.len);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_enc_array_header(b, RP_ENC_STRING, 25, 1, DIMS(3000), DIMS(1));
+	for (int i = 0; i < 3000; i++)
+		el_str(b, i % 2 ? "an element of some length, escaped: \"q\"" : "e");
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	rp_buf_put_u32(b, 42);
+	rp_buf_end_record(b, at);
+	/* message content: long text, then long binary (base64) */
+	rp_buf_reset(&tmp);
+	while (tmp.len < 2 * RP_RENDER_SLICE + (size_t) shift)
+		rp_buf_put_text(&tmp, "m\xC3\xA9ssage \"x\"\n");
+	rp_enc_message(b, true, 0, 0x1234, "pfx", tmp.data, tmp.len);
+	tmp.data[5] = '\0';
+	rp_enc_message(b, true, 0, 0x1235, "pfx", tmp.data, tmp.len);
+	rp_buf_free(&tmp);
+}
+
+/*
+ * Rendered through rp_render_record_out with any flush bound, a record is
+ * the same bytes as rendered whole, and the render buffer never holds more
+ * than the bound plus one slice rendered plus a short value: a large value
+ * is never held rendered whole (G5).
+ */
+START_TEST(test_render_sliced)
+{
+	static const size_t bounds[] = {1, 1000, RP_RENDER_SLICE, 1024 * 1024};
+
+	for (int shift = 0; shift < 4; shift++)
+	{
+		RpBuf		b,
+					whole,
+					out;
+		RpDecoder	dec;
+		RpRecord	rec;
+
+		slice_frame(&b, shift);
+		rp_buf_init(&whole, 0);
+		rp_decoder_init(&dec);
+		ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+		while (rp_decoder_next(&dec, &rec) == 1)
+			rp_render_record(&whole, &rec, &dec.rels, "\"x\":1");
+		rp_decoder_free(&dec);
+		ck_assert_uint_gt(whole.len, 12 * RP_RENDER_SLICE);
+
+		for (size_t k = 0; k < sizeof(bounds) / sizeof(bounds[0]); k++)
+		{
+			SliceSink	ss = {.fail_at = 0};
+			RpRenderOut fo = {.at = bounds[k],.flush = slice_flush,.arg = &ss};
+
+			rp_buf_init(&ss.got, 0);
+			rp_buf_init(&out, 0);
+			rp_decoder_init(&dec);
+			ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+			while (rp_decoder_next(&dec, &rec) == 1)
+				rp_render_record_out(&out, &rec, &dec.rels, "\"x\":1", &fo);
+			rp_decoder_free(&dec);
+			ck_assert(!fo.failed);
+			rp_buf_put_bytes(&ss.got, out.data, out.len);
+			ck_assert_uint_eq(ss.got.len, whole.len);
+			ck_assert_msg(memcmp(ss.got.data, whole.data, whole.len) == 0,
+						  "shift %d, bound %zu: the sliced rendering differs", shift, bounds[k]);
+			if (bounds[k] <= RP_RENDER_SLICE)
+				ck_assert_int_gt(ss.flushes, 10);
+			ck_assert_msg(ss.max_len <= bounds[k] + 6 * RP_RENDER_SLICE + 256,
+						  "shift %d, bound %zu: the buffer held %zu bytes", shift, bounds[k],
+						  ss.max_len);
+			ck_assert_uint_le(out.len, bounds[k] + 6 * RP_RENDER_SLICE + 256);
+			rp_buf_free(&out);
+			rp_buf_free(&ss.got);
+		}
+		rp_buf_free(&whole);
+		rp_buf_free(&b);
+	}
+}
+END_TEST
+
+/* A flush that fails stops the rendering: the rest of the value is not buffered. */
+START_TEST(test_render_sliced_flush_fails)
+{
+	RpBuf		b,
+				out;
+	RpDecoder	dec;
+	RpRecord	rec;
+	SliceSink	ss = {.fail_at = 2};
+	RpRenderOut fo = {.at = 1000,.flush = slice_flush,.arg = &ss};
+
+	slice_frame(&b, 0);
+	rp_buf_init(&ss.got, 0);
+	rp_buf_init(&out, 0);
+	rp_decoder_init(&dec);
+	ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+	ck_assert_int_eq(rp_decoder_next(&dec, &rec), 1);	/* the relation */
+	ck_assert_int_eq(rp_decoder_next(&dec, &rec), 1);	/* the insert */
+	rp_render_record_out(&out, &rec, &dec.rels, NULL, &fo);
+	ck_assert(fo.failed);
+	ck_assert_int_eq(ss.flushes, 2);
+	ck_assert_uint_le(out.len, 1000 + 6 * RP_RENDER_SLICE + 256);
+	rp_decoder_free(&dec);
+	rp_buf_free(&out);
+	rp_buf_free(&ss.got);
+	rp_buf_free(&b);
+}
+END_TEST
+
 static Suite *
 render_suite(void)
 {
@@ -515,6 +702,8 @@ render_suite(void)
 	tcase_add_test(tc, test_render_tuple_kinds);
 	tcase_add_test(tc, test_render_deterministic);
 	tcase_add_test(tc, test_render_large);
+	tcase_add_test(tc, test_render_sliced);
+	tcase_add_test(tc, test_render_sliced_flush_fails);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -20,7 +20,11 @@
 # text, stored uncompressed, mirrored with --max-memory 16MB from a slot of its own; peak RSS
 # <= 2 * VALUE_MB + 16 MB + 64 MB and the row equal. The old code held it five times or more
 # (the receive buffer, the spill buffer, the read-back, the effect arena, COPY's buffer and
-# libpq's output buffer).
+# libpq's output buffer). The same value then goes through the file sink (whose JSON-lines
+# writer the stdout and exec sinks share) from a slot of its own: the logged row's md5 equals
+# the source's (the line parsed by python3) and peak RSS <= 2 * VALUE_MB + 32 MB (the received
+# record, libpq's receive buffer, and a bounded output buffer). The old writer rendered the
+# record whole before writing it, a third copy: 152 MB for the 48 MB value, over the 128 MB.
 # Asserts, per path: the consumer exits 0; the mirrored table equals the source (count and
 # md5 of every row; for the history table: one open version per live key, all opened at one
 # LSN, none closed, with the source's values); the destination checkpoint holds the transaction's commit; peak RSS (VmHWM, from
@@ -35,6 +39,7 @@ export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, 
 ROWS=${ROWS:-300000}
 HROWS=${HROWS:-20000}
 VALUE_MB=${VALUE_MB:-48}
+FILE_SLACK_MB=${FILE_SLACK_MB:-32}
 MAXMEM_MB=16
 LIMIT_KB=$(((MAXMEM_MB + 64) * 1024))
 PATHS=${PATHS:-early whole nostream history}
@@ -84,12 +89,11 @@ endpos=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
 timev=
 [[ -x /usr/bin/time ]] && /usr/bin/time -v true >/dev/null 2>&1 && timev=/usr/bin/time
 
-# run_path NAME ARGS...: the mirror to d_NAME until endpos; sets rss_kb
-run_path() {
+# run_consumer NAME ARGS...: the consumer from slot mem_NAME until endpos; sets rss_kb
+run_consumer() {
 	local name=$1 rpid kb hwm_kb=0 rc=0 state=$work/state-$1
 	shift
 	local args=(-d "$src_CONNSTR" -S "mem_$name" --start -n -E "$endpos"
-		--sink "postgres:$(rp_conninfo dst "d_$name")" --create-tables
 		--state-dir "$state" --max-memory "${MAXMEM_MB}MB" "$@")
 	if [[ -n $timev ]]; then
 		$timev -v -o "$work/time-$name.txt" replicant "${args[@]}" 2>"$work/$name.err" &
@@ -113,6 +117,13 @@ run_path() {
 	else
 		rss_kb=$hwm_kb
 	fi
+}
+
+# run_path NAME ARGS...: the mirror to d_NAME until endpos; sets rss_kb
+run_path() {
+	local name=$1
+	shift
+	run_consumer "$name" --sink "postgres:$(rp_conninfo dst "d_$name")" --create-tables "$@"
 }
 
 summary=
@@ -151,6 +162,7 @@ done
 # one large value, from a slot that starts after the transactions above
 if ((VALUE_MB > 0)); then
 	replicant -d "$src_CONNSTR" -S mem_value --create-slot
+	replicant -d "$src_CONNSTR" -S mem_value_file --create-slot
 	rp_psql dst -c "CREATE DATABASE d_value"
 	rp_psql src -c "CREATE TABLE memv (id int PRIMARY KEY, v text); ALTER TABLE memv ALTER v SET STORAGE EXTERNAL"
 	rp_psql src -c "INSERT INTO memv SELECT 1, string_agg(md5(g::text), '') FROM generate_series(1, $VALUE_MB * 32768) g"
@@ -165,6 +177,29 @@ if ((VALUE_MB > 0)); then
 	((rss_kb > 0 && rss_kb <= vlimit_kb)) ||
 		fail "path value: consumer peak RSS $rss_kb kB for one $VALUE_MB MB value exceeds twice the value + --max-memory + 64 MB ($vlimit_kb kB)"
 	summary+=" one ${VALUE_MB} MB value $((rss_kb / 1024)) MB (limit $((vlimit_kb / 1024)) MB);"
+
+	# the same value through the file sink (and so the JSON-lines writer of stdout and exec):
+	# written slice by slice, never rendered whole
+	run_consumer value_file --sink "file:$work/value.jsonl"
+	a=$(rp_psql src -Atc "SELECT count(*) || ' ' || md5(string_agg(id || ':' || md5(v), ',')) FROM memv")
+	b=$(python3 - "$work/value.jsonl" <<'PY'
+import hashlib, json, sys
+rows = []
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        rec = json.loads(line)
+        if rec.get("kind") == "insert" and rec.get("table") == "memv":
+            new = rec["new"]
+            rows.append("%d:%s" % (new["id"], hashlib.md5(new["v"].encode()).hexdigest()))
+print(len(rows), hashlib.md5(",".join(rows).encode()).hexdigest())
+PY
+	) || fail "path value_file: the log could not be read as JSON lines"
+	[[ $a == "$b" ]] || fail "path value_file: the logged row differs: source $a, log $b"
+	vlimit_kb=$(((2 * VALUE_MB + FILE_SLACK_MB) * 1024))
+	printf 'path value_file: peak RSS %d kB (limit %d kB)\n' "$rss_kb" "$vlimit_kb"
+	((rss_kb > 0 && rss_kb <= vlimit_kb)) ||
+		fail "path value_file: consumer peak RSS $rss_kb kB for one $VALUE_MB MB value through the file sink exceeds twice the value + $FILE_SLACK_MB MB ($vlimit_kb kB)"
+	summary+=" through the file sink $((rss_kb / 1024)) MB (limit $((vlimit_kb / 1024)) MB);"
 fi
 
 status=0
