@@ -34,8 +34,10 @@ usage() {
 # The end-to-end scripts whose consumer runs threads beyond the delivery thread (snapshot
 # workers and their COPY pipe, the backfill thread, the metrics endpoint's thread): each
 # runs a second time with the ThreadSanitizer build of the consumer. Add a script's name to
-# have it checked; each costs about its own run time again.
-TSAN_SCRIPTS=(snapshot_mirror snapshot_resume snapshot_heap_resume backfill mirror_stream aggregates)
+# have it checked; each costs about its own run time again. aggregates.sh is not in the list:
+# under TSan its seeds and kill rounds took 4 to 15 minutes from run to run on 2 cores (the
+# delivery and metrics threads it shares with mirror_stream.sh are checked there).
+TSAN_SCRIPTS=(snapshot_mirror snapshot_resume snapshot_heap_resume backfill mirror_stream)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 
 quick=0
