@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "fuzz_seed.h"
-#include "rp_asm.h"
-#include "rp_deliver.h"
-#include "rp_lines.h"
-#include "rp_status.h"
+#include "stream/rp_asm.h"
+#include "stream/rp_deliver.h"
+#include "sinks/log/rp_lines.h"
+#include "base/rp_status.h"
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int			LLVMFuzzerInitialize(int *argc, char ***argv);

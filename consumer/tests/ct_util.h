@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rp_asm.h"
-#include "rp_ckpt.h"
-#include "rp_deliver.h"
+#include "stream/rp_asm.h"
+#include "stream/rp_ckpt.h"
+#include "stream/rp_deliver.h"
 #include "rp_encode.h"
-#include "rp_status.h"
-#include "rp_store.h"
+#include "base/rp_status.h"
+#include "stream/rp_store.h"
 
 /* ---- running a suite ----------------------------------------------------- */
 

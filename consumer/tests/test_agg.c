@@ -6,9 +6,9 @@
  */
 #include "ct_util.h"
 
-#include "rp_agg.h"
-#include "rp_aggval.h"
-#include "rp_status.h"
+#include "agg/rp_agg.h"
+#include "agg/rp_aggval.h"
+#include "base/rp_status.h"
 
 START_TEST(test_spec_parse)
 {

@@ -12,7 +12,7 @@
  */
 #include "ct_util.h"
 
-#include "rp_bfmsg.h"
+#include "backfill/rp_bfmsg.h"
 
 #define RUN "01890a5d-ac96-774b-bcce-b302099a8057"
 

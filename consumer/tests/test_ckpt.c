@@ -8,7 +8,7 @@
  *    reports a position past what the server sent (G2), and LSN text.
  */
 #include "ct_util.h"
-#include "rp_conn.h"
+#include "stream/rp_conn.h"
 
 static void
 setup(void)

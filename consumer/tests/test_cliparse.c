@@ -9,7 +9,7 @@
  */
 #include "ct_util.h"
 
-#include "rp_cliparse.h"
+#include "cli/rp_cliparse.h"
 
 #define BIG ((uint64_t) 1 << 50)
 

@@ -11,8 +11,8 @@
  */
 #include "ct_util.h"
 
-#include "rp_envelope.h"
-#include "rp_jsonread.h"
+#include "envelope/rp_envelope.h"
+#include "envelope/rp_jsonread.h"
 
 #define AT_MS   INT64_C(1796000523456)	/* 2026-11-30T01:02:03.456Z */
 #define AT      "2026-11-30T01:02:03.456Z"

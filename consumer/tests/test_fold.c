@@ -10,9 +10,9 @@
 
 #include <malloc.h>
 
-#include "rp_decimal.h"
-#include "rp_fold.h"
-#include "rp_xidsnap.h"
+#include "agg/rp_decimal.h"
+#include "agg/rp_fold.h"
+#include "agg/rp_xidsnap.h"
 
 /* A measure value read from decimal text, as the binding reader makes it. */
 typedef struct TVal

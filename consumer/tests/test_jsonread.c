@@ -10,7 +10,7 @@
  */
 #include "ct_util.h"
 
-#include "rp_jsonread.h"
+#include "envelope/rp_jsonread.h"
 
 static RpJrDoc doc;
 

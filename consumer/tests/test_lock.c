@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 
 #include "ct_util.h"
-#include "rp_lock.h"
-#include "rp_sink.h"
+#include "base/rp_lock.h"
+#include "sinks/rp_sink.h"
 
 static void
 setup(void)

@@ -8,8 +8,8 @@
 #include "ct_util.h"
 
 #include "rp_alloc.h"
-#include "rp_metrics.h"
-#include "rp_pg.h"
+#include "base/rp_metrics.h"
+#include "sinks/mirror/rp_mirror_int.h"
 
 static RpPgTable *
 table(const char *schema, const char *name, const char *qname)

@@ -12,7 +12,7 @@
  */
 #include "ct_util.h"
 
-#include "rp_pgbin.h"
+#include "values/rp_pgbin.h"
 #include "rp_wire.h"
 
 static RpBuf out;

@@ -13,9 +13,9 @@
 
 #include <stdarg.h>
 
-#include "rp_envelope.h"
-#include "rp_reassemble.h"
-#include "rp_verify.h"
+#include "envelope/rp_envelope.h"
+#include "envelope/rp_reassemble.h"
+#include "envelope/rp_verify.h"
 
 #define AT_MS INT64_C(1796000523456)
 #define CANARY "CANARY-5f3e9a"

@@ -14,7 +14,7 @@
  */
 #include "ct_util.h"
 
-#include "rp_snaptoken.h"
+#include "snapshot/rp_snaptoken.h"
 
 static void
 roundtrip(RpSnapToken *in)

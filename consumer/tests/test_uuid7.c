@@ -10,7 +10,7 @@
  */
 #include "ct_util.h"
 
-#include "rp_uuid7.h"
+#include "envelope/rp_uuid7.h"
 
 static void
 setup(void)

@@ -1,0 +1,192 @@
+/*
+ * rp_agg.h
+ *    Live aggregates: bindings that keep per-coordinate folds of a source
+ *    table up to date from the change stream (docs/aggregates.md).
+ *
+ * A binding reads one relation: its dimension columns are the coordinate,
+ * one measure column is folded by one aggregate, and the cells go to an
+ * output: a destination table keyed by the dimensions, written inside the
+ * mirror's destination transaction together with the checkpoint
+ * (effect-once), or a stream of cell edits to stdout, a file or an exec
+ * child (at-least-once; a "reset" line precedes every full rewrite).
+ *
+ * The fold state is never stored: it is seeded from the source at start
+ * by one SELECT that also returns pg_current_snapshot(), and transactions
+ * that snapshot saw are skipped.  A batch that cannot be applied cell by
+ * cell (a collision on a binding without aggregate, an unreadable value,
+ * an update or delete whose old row was not replicated, a failed
+ * destination transaction) rebuilds the binding the same way, and its
+ * output is replaced in the same destination transaction.
+ */
+#ifndef RP_AGG_H
+#define RP_AGG_H
+
+#include <libpq-fe.h>
+#include <sys/types.h>
+
+#include "agg/rp_aggval.h"
+#include "stream/rp_deliver.h"
+#include "agg/rp_fold.h"
+#include "agg/rp_xidsnap.h"
+
+/* Why a binding was (re)built: metric labels. */
+typedef enum RpAggReason
+{
+	RP_AGG_SEED,				/* first build in this process */
+	RP_AGG_COLLISION,			/* two rows on one coordinate (aggregate none) */
+	RP_AGG_UNREADABLE,			/* a value the binding's type cannot read */
+	RP_AGG_NO_OLD_ROW,			/* update/delete without the old row */
+	RP_AGG_INCONSISTENT,		/* removal of a row the fold does not hold */
+	RP_AGG_RETRY,				/* the previous destination transaction failed */
+	RP_AGG_REASON__COUNT
+} RpAggReason;
+
+extern const char *rp_agg_reason_name(RpAggReason r);
+
+/* Value-free counters, read by the metrics endpoint. */
+typedef struct RpAggStats
+{
+	uint64_t	rebuilds[RP_AGG_REASON__COUNT];
+	uint64_t	cell_edits;		/* cells written (set or removed) */
+	uint64_t	changes;		/* row changes folded */
+	uint64_t	skipped;		/* changes a seed had already seen */
+	uint64_t	state_bytes;	/* every binding's fold state after the last batch (a gauge) */
+} RpAggStats;
+
+extern RpAggStats rp_agg_stats;
+
+typedef enum RpAggOutKind
+{
+	RP_AGG_OUT_TABLE,
+	RP_AGG_OUT_STDOUT,
+	RP_AGG_OUT_FILE,
+	RP_AGG_OUT_EXEC
+} RpAggOutKind;
+
+/* An edit stream, shared by the bindings that name the same target. */
+typedef struct RpAggStream
+{
+	RpAggOutKind kind;
+	char	   *target;			/* path or command */
+	int			fd;
+	pid_t		pid;
+	RpBuf		pending;		/* this batch's lines, written after commit */
+} RpAggStream;
+
+typedef struct RpAggBinding
+{
+	char	   *name;
+	char	   *schema;			/* source */
+	char	   *table;
+	char	  **dims;
+	int			ndims;
+	char	   *measure;
+	RpFoldAgg	agg;
+	RpAggOutKind out;
+	char	   *out_schema;		/* table output */
+	char	   *out_table;
+	RpAggStream *stream;		/* edit outputs */
+
+	/* from the source catalog, at the first seed */
+	bool		described;
+	RpAggClass *dim_class;
+	char	  **dim_type;		/* format_type() of each dimension */
+	RpAggClass	m_class;
+	char	   *m_type;
+	char	   *value_col;		/* output column of the cell value */
+	char	   *value_type;
+
+	/* the relation as last seen in the stream */
+	const RpRelation *rel;
+	int		   *dim_idx;
+	int			m_idx;
+
+	RpFold		fold;
+	RpXidSnap	snap;			/* the seed's snapshot, while it matters */
+	bool		have_snap;
+	uint64_t	seed_lsn;		/* commits after this LSN are after the seed */
+	bool		need_seed;
+	RpAggReason reason;
+	bool		replace;		/* write every cell, not the touched ones */
+	bool		warned[RP_AGG_REASON__COUNT];
+	int			nlogged;		/* rebuild lines written */
+
+	/* table output: per destination session */
+	const PGconn *ready_conn;
+	char	   *out_qname;
+} RpAggBinding;
+
+typedef struct RpAgg
+{
+	RpAggBinding **b;
+	int			nb;
+	RpAggStream **streams;
+	int			nstreams;
+	char	   *source_conninfo;
+	PGconn	   *src;
+	bool		only;			/* aggregates only: no mirrored tables */
+	bool		in_batch;		/* a batch began and was not committed */
+	RpDecoder	dec;			/* the second pass reads records with its own */
+	RpAggVal	scratch[2];
+	RpBuf		coord;
+	RpBuf		label;
+	RpBuf		sql;
+} RpAgg;
+
+/* rp_agg.c: bindings and the fold of a batch */
+extern RpAgg *rp_agg_new(void);
+extern void rp_agg_free(RpAgg *agg);
+/* One binding (docs/aggregates.md); -1 after rp_fail(RP_HALT_CONFIG). */
+extern int	rp_agg_add_spec(RpAgg *agg, const char *spec, const char *where);
+/* One binding per line; '#' starts a comment. */
+extern int	rp_agg_add_file(RpAgg *agg, const char *path);
+/* The source conninfo (-d), for the seed's normal connection. */
+extern void rp_agg_set_source(RpAgg *agg, const char *conninfo);
+
+/*
+ * The mirror sink's hook: inside the destination transaction of a batch,
+ * before the checkpoint is written.  done is the commit LSN the
+ * destination already held (those transactions are skipped).
+ */
+extern int	rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n,
+						 uint64_t done);
+/* After that transaction committed: the edit streams get their lines. */
+extern int	rp_agg_committed(RpAgg *agg);
+
+/* The bindings the mirror sink runs, set by the CLI before it opens. */
+extern void rp_agg_attach(RpAgg *agg, bool only);
+extern RpAgg *rp_agg_attached(void);
+
+/* rp_agg_seed.c */
+extern int	rp_agg_seed(RpAgg *agg, RpAggBinding *b);
+
+/* sinks/rp_agg_pg.c: table outputs */
+extern int	rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest);
+
+/* sinks/rp_agg_edits.c: edit streams */
+extern int	rp_agg_edits_open(RpAggStream *s);
+extern void rp_agg_edits_close(RpAggStream *s);
+extern void rp_agg_edits_batch(RpAgg *agg, RpAggBinding *b, uint64_t lsn);
+extern int	rp_agg_edits_flush(RpAggStream *s);
+
+/* Append a dimension value to agg->coord (identity) and agg->label (text). */
+extern void rp_agg_coord_put(RpAgg *agg, const RpAggVal *v);
+
+/*
+ * The cells an output writes for this batch: every cell with rows on a
+ * full rewrite (b->replace), else each touched one.  value gets the cell's
+ * text and *r its result; NULL at the end.  Zero the iterator first.
+ */
+typedef struct RpAggEditIter
+{
+	RpFoldIter	it;
+	int			k;
+} RpAggEditIter;
+
+extern RpFoldCell *rp_agg_next_edit(RpAggBinding *b, RpAggEditIter *e, RpBuf *value,
+									RpFoldResult *r);
+
+/* A cell's coordinate label: per dimension, a NULL flag and its text. */
+extern bool rp_agg_label_next(const char **p, const char *end, const char **text, uint32_t *len);
+
+#endif							/* RP_AGG_H */

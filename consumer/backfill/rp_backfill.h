@@ -1,0 +1,84 @@
+/*
+ * rp_backfill.h
+ *    Backfill a table added to the selection later, while the stream keeps
+ *    running (the DBLog method; docs/operations.md, docs/guarantees.md).
+ *
+ * A thread on a plain source session copies each --backfill table in
+ * primary-key order, one chunk at a time.  For chunk k it commits a low
+ * watermark (a transactional logical message, rp_bfmsg.h), reads the
+ * chunk, hands it to the sink here, and commits a high watermark.  The
+ * sink sees both watermarks inside the stream in commit order: between
+ * them it remembers every key of the table that the stream changes (the
+ * window), and at the high watermark it applies the chunk's rows less
+ * those keys (the stream's version wins), storing the chunk's progress
+ * token in the same destination transaction.  The thread waits until the
+ * sink has committed chunk k before it starts chunk k+1, so at most one
+ * chunk is in flight.
+ *
+ * The sink side is the mirror sink's (sinks/rp_pg_backfill.h); the
+ * hand-off below is sink-agnostic.
+ */
+#ifndef RP_BACKFILL_H
+#define RP_BACKFILL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backfill/rp_bfmsg.h"
+#include "rp_buf.h"
+#include "rp_decode.h"
+
+typedef struct RpBackfillOptions
+{
+	const char *conninfo;		/* the source */
+	const char *progname;
+	char	  **tables;			/* "schema.table", copied in this order */
+	int			ntables;
+	const char *include;		/* the plugin's include_tables / exclude_tables */
+	const char *exclude;
+	uint64_t	chunk_rows;
+	/* The sink's stored token of relid: 1 (*token, caller frees), 0 none, -1 error. */
+	int			(*progress) (void *arg, uint32_t relid, char **token);
+	void	   *progress_arg;
+	bool		verbose;
+} RpBackfillOptions;
+
+/*
+ * One chunk, owned by the backfill thread; the sink reads it between
+ * rp_backfill_take() and rp_backfill_release().
+ */
+typedef struct RpBackfillChunk
+{
+	RpBfMsg		id;				/* run, relid, chunk number (mark: high) */
+	const RpRelation *rel;		/* the table as the plugin describes it */
+	const int  *keycols;		/* primary key: indexes into rel->cols */
+	int			nkey;
+	RpBuf		rows;			/* COPY text lines of rel's non-generated columns */
+	uint64_t	nrows;
+	char	   *token;			/* progress after this chunk (rp_snaptoken.h) */
+	bool		last;			/* the table is done once this chunk is stored */
+} RpBackfillChunk;
+
+/* Start the thread; -1 after rp_fail() (nothing started). */
+extern int	rp_backfill_start(const RpBackfillOptions *opts);
+/* Ask the thread to stop and wait for it (no-op when none runs). */
+extern void rp_backfill_stop(void);
+
+/* ---- the sink's side -------------------------------------------------------- */
+
+/* Is a backfill thread running in this process? */
+extern bool rp_backfill_running(void);
+/* The run of this process's backfill ("" when none). */
+extern const char *rp_backfill_run_id(void);
+/*
+ * At a high watermark: the chunk it closes, or NULL when it is not the
+ * chunk in flight (another run's watermark, replayed, or already stored).
+ */
+extern RpBackfillChunk *rp_backfill_take(const RpBfMsg *high);
+/*
+ * The destination transaction that applied ch committed (stored) or rolled
+ * back (not stored: the stream's replay brings the high watermark again).
+ */
+extern void rp_backfill_release(RpBackfillChunk *ch, bool stored);
+
+#endif							/* RP_BACKFILL_H */

@@ -1,0 +1,94 @@
+/*
+ * rp_status.c
+ *    The consumer's error slot (see rp_status.h).
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/rp_status.h"
+
+/* per thread: the delivery thread reports its own failures */
+static __thread char rp_error_buf[1024];
+static __thread RpHalt rp_error_reason = RP_HALT_NONE;
+
+int
+rp_fail(RpHalt halt, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rp_error_buf, sizeof(rp_error_buf), fmt, ap);
+	va_end(ap);
+	rp_error_reason = halt;
+	return -1;
+}
+
+const char *
+rp_error(void)
+{
+	return rp_error_buf[0] ? rp_error_buf : "unknown error";
+}
+
+RpHalt
+rp_error_halt(void)
+{
+	return rp_error_reason;
+}
+
+void
+rp_error_first_line(char *dst, size_t len, const char *msg)
+{
+	snprintf(dst, len, "%s", msg ? msg : "unknown error");
+	dst[strcspn(dst, "\n")] = '\0';
+}
+
+void
+rp_error_clear(void)
+{
+	rp_error_buf[0] = '\0';
+	rp_error_reason = RP_HALT_NONE;
+}
+
+const char *
+rp_halt_name(RpHalt halt)
+{
+	static const char *const names[RP_HALT__COUNT] = {
+		"error", "malformed_record", "protocol", "unknown_relation", "schema_change",
+		"spill_limit", "sink", "gap", "identity", "config", "in_use"
+	};
+
+	return halt < RP_HALT__COUNT ? names[halt] : "unknown";
+}
+
+/* lock-free, so a signal handler may store it */
+static atomic_int rp_stop_flag;
+
+void
+rp_stop_request(void)
+{
+	atomic_store(&rp_stop_flag, 1);
+}
+
+bool
+rp_stop_requested(void)
+{
+	return atomic_load(&rp_stop_flag) != 0;
+}
+
+bool
+rp_pause_ms(int ms)
+{
+	/* in slices: the signal may be delivered to another thread */
+	while (ms > 0 && !rp_stop_requested())
+	{
+		int			slice = ms < 100 ? ms : 100;
+		struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) slice * 1000000L};
+
+		nanosleep(&ts, NULL);
+		ms -= slice;
+	}
+	return !rp_stop_requested();
+}

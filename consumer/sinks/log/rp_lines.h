@@ -1,0 +1,42 @@
+/*
+ * rp_lines.h
+ *    JSON lines for the log sinks (stdout, file, exec): one change per
+ *    line, each carrying its transaction's commit LSN, xid and commit time,
+ *    values pre-cast by the common renderer; one line per truncate and
+ *    message.  docs/sinks.md shows examples.
+ */
+#ifndef RP_LINES_H
+#define RP_LINES_H
+
+#include <sys/types.h>
+
+#include "stream/rp_deliver.h"
+
+/*
+ * Append txn's lines to out; when out passes flush_at bytes, call
+ * flush(arg, out) to empty it: after a line, and inside one between its
+ * values and between the slices of a long value (rp_render_record_out), so
+ * large transactions stream through and a large value is never held
+ * rendered whole.  A flush may so end mid-line; the unit's lines are whole
+ * only once the function returns.
+ */
+extern int	rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
+						 int (*flush) (void *arg, RpBuf *out), void *arg);
+/* Append msg's line to out, flushing alike; -1 when a flush failed. */
+extern int	rp_lines_message(RpBuf *out, const RpMessage *msg, size_t flush_at,
+							 int (*flush) (void *arg, RpBuf *out), void *arg);
+
+/* Write all of out to fd and empty it; what names the target in errors. */
+extern int	rp_lines_write(int fd, RpBuf *out, const char *what);
+
+/*
+ * Wait for a child whose input was just closed (EOF tells it to finish) to
+ * exit.  One that has not within RP_CHILD_EXIT_GRACE_MS gets SIGTERM (its
+ * process group too), then SIGKILL, so that no exit path waits for ever on
+ * it or leaves it behind.  An exit other than status 0 is reported on
+ * stderr as what (pid N, command "...").
+ */
+#define RP_CHILD_EXIT_GRACE_MS 5000
+extern void rp_child_reap(pid_t pid, const char *what, const char *command);
+
+#endif							/* RP_LINES_H */

@@ -1,0 +1,729 @@
+/*
+ * rp_pg_snapshot.c
+ *    The mirror's initial snapshot: chunks of rows, each committed in one
+ *    destination transaction with its progress token, from several copy
+ *    workers at once (one destination session each).
+ *
+ * A table that is empty when its copy starts takes its rows by COPY
+ * straight into the table ("copy" mode: the fast path, binary when the
+ * source's binary rows are portable).  A table that already holds rows
+ * is never emptied first ("merge" mode): each chunk is COPYed into a
+ * session staging table and upserted by key, and the keys it saw are
+ * kept in replicant.snapseen_<relid>; rows the completed snapshot did not
+ * see are deleted at completion, in the transaction that sets the
+ * checkpoint, and only then.  A table without a key that holds rows gets
+ * its new contents in replicant.snapnew_<relid>, swapped in at completion.
+ *
+ * Chunks commit with synchronous_commit off: nothing is acknowledged to
+ * the source until the completion's transaction (synchronous) commits,
+ * and WAL is flushed in order, so that flush covers every chunk before it.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sinks/mirror/rp_mirror_int.h"
+#include "sinks/mirror/rp_mirror_snapshot.h"
+#include "values/rp_pgbin.h"
+#include "values/rp_pgtext.h"
+#include "snapshot/rp_snapshot.h"
+#include "base/rp_status.h"
+
+#define RP_PG_SNAP_MAX_WORKERS 64
+
+static const char *const rp_pg_snap_setup_sql =
+"CREATE TABLE IF NOT EXISTS @bk.snapshot_progress ("
+"  system_id text NOT NULL, slot text NOT NULL, relid oid NOT NULL, timeline integer NOT NULL,"
+"  dest_table text NOT NULL, mode text NOT NULL, retire_sql text, token text NOT NULL,"
+"  rows bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),"
+"  PRIMARY KEY (system_id, slot, relid))";
+
+/* What one table's chunks need, decided at its first chunk. */
+typedef struct RpPgSnapTable
+{
+	uint32_t	relid;
+	const RpPgTable *t;			/* the mirror's table (its names, for errors) */
+	char	   *qname;			/* destination, quoted */
+	char	   *cols;			/* applied columns, quoted, comma-separated */
+	char	   *mode;			/* "copy", "merge" or "replace" */
+	char	   *into;			/* where chunk rows are COPYed: qname, stage or snapnew */
+	char	   *after;			/* SQL after each chunk's COPY (merge), or NULL */
+	char	   *stage;			/* keyed: the session's staging table of upserted chunks */
+	char	   *stage_ddl;		/* creates the session staging table (merge), or NULL */
+	char	   *upsert_ddl;		/* copy mode, keyed: the staging table of may_repeat chunks */
+	char	   *upsert_after;	/* ... and their upsert from it */
+	char	   *retire_sql;		/* run at completion, or NULL */
+	bool		keyless;		/* no key: a stopped copy starts over */
+	bool		staged[RP_PG_SNAP_MAX_WORKERS];	/* stage_ddl done on that session */
+} RpPgSnapTable;
+
+typedef struct RpPgSnap
+{
+	RpPg	   *pg;
+	pthread_mutex_t lock;		/* pg->conn and the table list */
+	PGconn	   *conns[RP_PG_SNAP_MAX_WORKERS];
+	RpPgSnapTable **tables;
+	int			ntables;
+	bool		setup_done;
+} RpPgSnap;
+
+/* One mirror sink per process; its snapshot state lives here. */
+static RpPgSnap rp_pg_snap;
+
+static int
+rp_pg_snap_fail(PGresult *res, const char *what, const RpPgTable *t)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	/* a lost or transient destination is retried by running again; the rest halts */
+	RpHalt		halt = state && (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
+								 strncmp(state, "40", 2) == 0 || strncmp(state, "53", 2) == 0)
+		? RP_HALT_NONE : RP_HALT_SINK;
+	char		where[512];
+
+	/*
+	 * SQLSTATE and the names we know only: the message, DETAIL and CONTEXT
+	 * can quote values, and a trigger can put anything in the table,
+	 * column and constraint fields (G4).
+	 */
+	rp_pg_diag_where(res, t, where, sizeof(where));
+	return rp_fail(halt, "destination %s failed: SQLSTATE %s%s", what,
+				   state ? state : "(connection lost)", where);
+}
+
+static int
+rp_pg_snap_exec(PGconn *conn, const char *sql, int n, const char *const *vals, const char *what,
+				const RpPgTable *t)
+{
+	PGresult   *res = n > 0 ? PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0) : PQexec(conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+	int			rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = rp_pg_snap_fail(res, what, t);
+	PQclear(res);
+	return rc;
+}
+
+static void
+rp_pg_snap_notice(void *arg, const PGresult *res)
+{
+}
+
+static PGconn *
+rp_pg_snap_conn(RpPgSnap *s, int worker)
+{
+	PGconn	   *conn;
+
+	if (worker < 0 || worker >= RP_PG_SNAP_MAX_WORKERS)
+	{
+		rp_fail(RP_HALT_CONFIG, "at most %d snapshot workers", RP_PG_SNAP_MAX_WORKERS);
+		return NULL;
+	}
+	if (s->conns[worker] && PQstatus(s->conns[worker]) == CONNECTION_OK)
+		return s->conns[worker];
+	if (s->conns[worker])
+		PQfinish(s->conns[worker]);
+	s->conns[worker] = NULL;
+	conn = PQconnectdb(s->pg->opts.conninfo);
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char		line[256];
+
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
+		PQfinish(conn);
+		rp_fail(RP_HALT_NONE, "could not connect to the destination: %s", line);
+		return NULL;
+	}
+	PQsetNoticeReceiver(conn, rp_pg_snap_notice, NULL);
+	if (rp_pg_snap_exec(conn, "SET search_path = ''; SET application_name = 'replicant snapshot';"
+						" SET synchronous_commit = off", 0, NULL, "session setup", NULL) < 0)
+	{
+		PQfinish(conn);
+		return NULL;
+	}
+	for (int i = 0; i < s->ntables; i++)
+		s->tables[i]->staged[worker] = false;
+	s->conns[worker] = conn;
+	return conn;
+}
+
+static char *
+rp_dupbuf(RpBuf *b)
+{
+	char	   *s = rp_strndup(b->data, b->len);
+
+	b->len = 0;
+	return s;
+}
+
+static RpPgSnapTable *
+rp_pg_snap_find(RpPgSnap *s, uint32_t relid)
+{
+	for (int i = 0; i < s->ntables; i++)
+		if (s->tables[i]->relid == relid)
+			return s->tables[i];
+	return NULL;
+}
+
+/*
+ * The table's plan: destination name and columns, and the mode, decided
+ * by whether the destination held rows when its copy began (first chunk)
+ * or read back from the progress row (a resumed copy).  Under s->lock.
+ */
+/* "CREATE TEMP TABLE IF NOT EXISTS <the session stage> (LIKE table)" */
+static void
+rp_pg_snap_stage_ddl(RpBuf *b, const RpPgSnapTable *st)
+{
+	rp_buf_put_text(b, "CREATE TEMP TABLE IF NOT EXISTS ");
+	rp_buf_put_text(b, st->stage);
+	rp_buf_put_text(b, " (LIKE ");
+	rp_buf_put_text(b, st->qname);
+	rp_buf_put_text(b, ")");
+}
+
+/* "INSERT INTO table (cols) SELECT cols FROM <the session stage> ON CONFLICT (key) DO UPDATE ..." */
+static void
+rp_pg_snap_upsert_sql(RpPg *pg, RpBuf *b, const RpPgSnapTable *st, const RpRelation *rel, const RpPgTable *t)
+{
+	rp_buf_put_text(b, "INSERT INTO ");
+	rp_buf_put_text(b, st->qname);
+	rp_buf_put_text(b, " (");
+	rp_buf_put_text(b, st->cols);
+	rp_buf_put_text(b, ") SELECT ");
+	rp_buf_put_text(b, st->cols);
+	rp_buf_put_text(b, " FROM ");
+	rp_buf_put_text(b, st->stage);
+	rp_pg_sql_on_conflict(pg, b, rel, t->keycols, t->nkey);
+}
+
+static RpPgSnapTable *
+rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
+{
+	RpPg	   *pg = s->pg;
+	const RpRelation *rel = ctx->rel;
+	RpPgTable  *t;
+	RpPgSnapTable *st;
+	RpBuf		b;
+	char		relid[16];
+	char	   *mode = NULL;
+	PGresult   *res;
+	bool		first = true;
+
+	if ((st = rp_pg_snap_find(s, rel->relid)) != NULL)
+		return st;
+	if (!s->setup_done)
+	{
+		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
+			return NULL;
+		s->setup_done = true;
+	}
+	t = rp_pg_table_get(pg, rel);
+	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+		return NULL;
+	if (t->history)
+	{
+		rp_fail(RP_HALT_CONFIG, "snapshot into history table %s is not supported", t->qname);
+		return NULL;
+	}
+	snprintf(relid, sizeof(relid), "%u", rel->relid);
+
+	/* a resumed copy keeps the mode it started with */
+	if (!ctx->first_chunk)
+	{
+		const char *vals[2] = {pg->opts.slot, relid};
+
+		res = PQexecParams(pg->conn, rp_pg_bk(pg, "SELECT mode FROM @bk.snapshot_progress WHERE slot = $1 AND relid = $2::oid"),
+						   2, NULL, vals, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			rp_pg_snap_fail(res, "reading snapshot progress", t);
+			PQclear(res);
+			return NULL;
+		}
+		if (PQntuples(res) > 0)
+			mode = rp_strndup(PQgetvalue(res, 0, 0), strlen(PQgetvalue(res, 0, 0)));
+		PQclear(res);
+	}
+	if (mode == NULL)
+	{
+		RpBuf		q;
+		bool		has_rows;
+
+		rp_buf_init(&q, 256);
+		rp_buf_put_text(&q, "SELECT EXISTS (SELECT 1 FROM ");
+		rp_buf_put_text(&q, t->qname);
+		rp_buf_put_text(&q, ")");
+		rp_buf_put_char(&q, '\0');
+		res = PQexec(pg->conn, q.data);
+		rp_buf_free(&q);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			rp_pg_snap_fail(res, "checking for rows", t);
+			PQclear(res);
+			return NULL;
+		}
+		has_rows = PQgetvalue(res, 0, 0)[0] == 't';
+		PQclear(res);
+		mode = rp_strndup("copy", 4);
+		if (has_rows)
+		{
+			rp_free(mode);
+			mode = t->nkey > 0 ? rp_strndup("merge", 5) : rp_strndup("replace", 7);
+		}
+	}
+
+	st = rp_malloc0(sizeof(RpPgSnapTable));
+	st->relid = rel->relid;
+	st->t = t;
+	st->keyless = t->nkey == 0;
+	st->qname = rp_strndup(t->qname, strlen(t->qname));
+	st->mode = mode;
+	rp_buf_init(&b, 512);
+	for (uint16_t i = 0; i < rel->natts; i++)
+	{
+		char	   *q;
+
+		if (rel->cols[i].flags & RP_COL_GENERATED)
+			continue;
+		q = rp_pg_ident(pg, rel->cols[i].name);
+		if (!first)
+			rp_buf_put_text(&b, ", ");
+		first = false;
+		rp_buf_put_text(&b, q);
+		rp_free(q);
+	}
+	st->cols = rp_dupbuf(&b);
+	if (t->nkey > 0)
+	{
+		char		n[192];
+
+		snprintf(n, sizeof(n), "pg_temp.rp_snap_%u", rel->relid);
+		st->stage = rp_strndup(n, strlen(n));
+	}
+
+	if (strcmp(mode, "copy") == 0)
+	{
+		st->into = rp_strndup(st->qname, strlen(st->qname));
+		if (t->nkey > 0)
+		{
+			/* a resumed heap-order copy may bring rows again: upsert those */
+			rp_pg_snap_stage_ddl(&b, st);
+			st->upsert_ddl = rp_dupbuf(&b);
+			rp_pg_snap_upsert_sql(pg, &b, st, rel, t);
+			rp_buf_put_text(&b, "; TRUNCATE ");
+			rp_buf_put_text(&b, st->stage);
+			st->upsert_after = rp_dupbuf(&b);
+		}
+	}
+	else if (strcmp(mode, "replace") == 0)
+	{
+		char		n[192];
+
+		snprintf(n, sizeof(n), "%s.snapnew_%u", pg->bk, rel->relid);
+		st->into = rp_strndup(n, strlen(n));
+		rp_buf_put_text(&b, "CREATE TABLE IF NOT EXISTS ");
+		rp_buf_put_text(&b, n);
+		rp_buf_put_text(&b, " (LIKE ");
+		rp_buf_put_text(&b, st->qname);
+		rp_buf_put_text(&b, ")");
+		st->stage_ddl = rp_dupbuf(&b);
+		rp_buf_put_text(&b, "DELETE FROM ");
+		rp_buf_put_text(&b, st->qname);
+		rp_buf_put_text(&b, "; INSERT INTO ");
+		rp_buf_put_text(&b, st->qname);
+		rp_buf_put_text(&b, " (");
+		rp_buf_put_text(&b, st->cols);
+		rp_buf_put_text(&b, ") SELECT ");
+		rp_buf_put_text(&b, st->cols);
+		rp_buf_put_text(&b, " FROM ");
+		rp_buf_put_text(&b, n);
+		rp_buf_put_text(&b, "; DROP TABLE ");
+		rp_buf_put_text(&b, n);
+		st->retire_sql = rp_dupbuf(&b);
+	}
+	else
+	{
+		char		seen[192];
+
+		snprintf(seen, sizeof(seen), "%s.snapseen_%u", pg->bk, rel->relid);
+		st->into = rp_strndup(st->stage, strlen(st->stage));
+		/* the session's staging table, and the seen keys (kept across sessions) */
+		rp_pg_snap_stage_ddl(&b, st);
+		rp_buf_put_text(&b, "; CREATE TABLE IF NOT EXISTS ");
+		rp_buf_put_text(&b, seen);
+		rp_buf_put_text(&b, " AS SELECT ");
+		rp_pg_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
+		rp_buf_put_text(&b, " FROM ");
+		rp_buf_put_text(&b, st->qname);
+		rp_buf_put_text(&b, " WITH NO DATA");
+		st->stage_ddl = rp_dupbuf(&b);
+
+		/* after each chunk: upsert, remember the keys, empty the stage */
+		rp_pg_snap_upsert_sql(pg, &b, st, rel, t);
+		rp_buf_put_text(&b, "; INSERT INTO ");
+		rp_buf_put_text(&b, seen);
+		rp_buf_put_text(&b, " SELECT ");
+		rp_pg_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
+		rp_buf_put_text(&b, " FROM ");
+		rp_buf_put_text(&b, st->stage);
+		rp_buf_put_text(&b, "; TRUNCATE ");
+		rp_buf_put_text(&b, st->stage);
+		st->after = rp_dupbuf(&b);
+
+		/* at completion: retire what the snapshot did not see */
+		rp_buf_put_text(&b, "DELETE FROM ");
+		rp_buf_put_text(&b, st->qname);
+		rp_buf_put_text(&b, " d WHERE NOT EXISTS (SELECT 1 FROM ");
+		rp_buf_put_text(&b, seen);
+		rp_buf_put_text(&b, " s WHERE ");
+		rp_pg_sql_key_match(pg, &b, rel, t->keycols, t->nkey, "s", "d");
+		rp_buf_put_text(&b, "); DROP TABLE ");
+		rp_buf_put_text(&b, seen);
+		st->retire_sql = rp_dupbuf(&b);
+	}
+	rp_buf_free(&b);
+	s->tables = rp_realloc(s->tables, sizeof(*s->tables) * (size_t) (s->ntables + 1));
+	s->tables[s->ntables++] = st;
+	return st;
+}
+
+/* Frame records -> COPY text lines of the applied columns. */
+static int
+rp_pg_snap_text_rows(const RpSnapshotCtx *ctx, RpBuf *out)
+{
+	RpDecoder	dec;
+	RpRecord	rec;
+	int			rc;
+
+	rp_decoder_init(&dec);
+	if (!rp_decoder_frame(&dec, ctx->frame, ctx->frame_len))
+	{
+		rp_decoder_free(&dec);
+		return rp_fail(RP_HALT_MALFORMED, "snapshot chunk of table \"%s\".\"%s\" does not decode",
+					   ctx->rel->schema, ctx->rel->name);
+	}
+	while ((rc = rp_decoder_next(&dec, &rec)) > 0)
+	{
+		bool		first = true;
+
+		if (rec.tag != RP_TAG_INSERT)
+		{
+			if (rec.tag == RP_TAG_RELATION && rec.u.relation.previous)
+				rp_relation_free(rec.u.relation.previous);
+			continue;
+		}
+		for (uint16_t i = 0; i < rec.u.change.new_tuple.natts; i++)
+		{
+			const RpDatum *d = &rec.u.change.new_tuple.datums[i];
+			const RpColumn *c = &rec.u.change.rel->cols[i];
+
+			if (c->flags & RP_COL_GENERATED)
+				continue;
+			if (!first)
+				rp_buf_put_char(out, '\t');
+			first = false;
+			if (d->kind != RP_DATUM_VALUE)
+				rp_buf_put_text(out, "\\N");
+			else
+			{
+				RpBuf		v;
+
+				rp_buf_init(&v, 64);
+				rp_pgtext_value(&v, c->encoding, d->data, d->len);
+				rp_pgtext_copy_escape(out, v.data, v.len);
+				rp_buf_free(&v);
+			}
+		}
+		rp_buf_put_char(out, '\n');
+	}
+	if (rc < 0)
+		rp_fail(RP_HALT_MALFORMED, "snapshot chunk of table \"%s\".\"%s\" does not decode: %s",
+				ctx->rel->schema, ctx->rel->name, dec.error);
+	rp_decoder_free(&dec);
+	return rc;
+}
+
+static int
+rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const char *into, const RpSnapshotCtx *ctx)
+{
+	bool		binary = ctx->copy_data != NULL;
+	RpBuf		data;
+	PGresult   *res;
+	int			rc;
+
+	if (rp_pg_copy_start(conn, into, st->cols, binary, &res) < 0)
+	{
+		rc = rp_pg_snap_fail(res, "COPY", st->t);
+		PQclear(res);
+		return rc;
+	}
+	if (binary)
+	{
+		/* the chunk's tuples framed by COPY's header and trailer */
+		rp_buf_init(&data, 32);
+		rp_pgbin_header(&data);
+		rc = PQputCopyData(conn, data.data, (int) data.len) == 1 &&
+			(ctx->copy_len == 0 || PQputCopyData(conn, (const char *) ctx->copy_data, (int) ctx->copy_len) == 1)
+			? 0 : -1;
+		rp_buf_reset(&data);
+		rp_pgbin_trailer(&data);
+		if (rc == 0 && PQputCopyData(conn, data.data, (int) data.len) != 1)
+			rc = -1;
+	}
+	else
+	{
+		rp_buf_init(&data, ctx->frame_len + 1024);
+		if (rp_pg_snap_text_rows(ctx, &data) < 0)
+		{
+			rp_buf_free(&data);
+			PQputCopyEnd(conn, "replicant: chunk does not decode");
+			while ((res = PQgetResult(conn)) != NULL)
+				PQclear(res);
+			return -1;
+		}
+		rc = data.len == 0 || PQputCopyData(conn, data.data, (int) data.len) == 1 ? 0 : -1;
+	}
+	rp_buf_free(&data);
+	if (rp_pg_copy_end(conn, &res) < 0 || rc < 0)
+		rc = rp_pg_snap_fail(res, "COPY", st->t);
+	PQclear(res);
+	return rc;
+}
+
+static int
+rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
+{
+	RpPgSnap   *s = &rp_pg_snap;
+	RpPgSnapTable *st;
+	PGconn	   *conn;
+	char		relid[16],
+				sysid[24],
+				tli[16],
+				rows[24];
+	const char *vals[9];
+	const char *into,
+			   *after,
+			   *ddl;
+
+	pthread_mutex_lock(&s->lock);
+	st = rp_pg_snap_plan(s, ctx);
+	conn = st ? rp_pg_snap_conn(s, ctx->worker) : NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (conn == NULL)
+		return -1;
+
+	/* copy mode: rows that may be stored already go through the stage */
+	into = st->into;
+	after = st->after;
+	ddl = st->stage_ddl;
+	if (ctx->may_repeat && st->upsert_after)
+	{
+		into = st->stage;
+		after = st->upsert_after;
+		ddl = st->upsert_ddl;
+	}
+	if (rp_pg_snap_exec(conn, "BEGIN", 0, NULL, "BEGIN", st->t) < 0)
+		goto fail;
+	if (ddl && !st->staged[ctx->worker])
+	{
+		if (rp_pg_snap_exec(conn, ddl, 0, NULL, "creating the snapshot staging table", st->t) < 0)
+			goto fail;
+		st->staged[ctx->worker] = true;
+	}
+	/*
+	 * A keyless table's copy that stopped part way starts over: what the
+	 * earlier run stored here is its own (the table was empty, or this is
+	 * the swap-in table), so it goes, in the transaction of the new rows.
+	 */
+	if (ctx->resumed && ctx->first_seq == 0 && st->keyless)
+	{
+		RpBuf		del;
+		int			r;
+
+		rp_buf_init(&del, 128);
+		rp_buf_put_text(&del, "DELETE FROM ");
+		rp_buf_put_text(&del, st->into);
+		rp_buf_put_char(&del, '\0');
+		r = rp_pg_snap_exec(conn, del.data, 0, NULL, "restarting a keyless table's copy", st->t);
+		rp_buf_free(&del);
+		if (r < 0)
+			goto fail;
+	}
+	if ((ctx->nrows > 0 && rp_pg_snap_copy(conn, st, into, ctx) < 0) ||
+		(ctx->nrows > 0 && after &&
+		 rp_pg_snap_exec(conn, after, 0, NULL, "merging a snapshot chunk", st->t) < 0))
+		goto fail;
+
+	snprintf(relid, sizeof(relid), "%u", ctx->rel->relid);
+	snprintf(sysid, sizeof(sysid), "%" PRIu64, ctx->origin->system_id);
+	snprintf(tli, sizeof(tli), "%u", ctx->origin->timeline);
+	snprintf(rows, sizeof(rows), "%" PRIu64, ctx->first_seq + ctx->nrows);
+	vals[0] = sysid;
+	vals[1] = s->pg->opts.slot;
+	vals[2] = relid;
+	vals[3] = tli;
+	vals[4] = st->qname;
+	vals[5] = st->mode;
+	vals[6] = st->retire_sql;
+	vals[7] = ctx->progress_token;
+	vals[8] = rows;
+	/* the token commits with the rows it vouches for */
+	if (rp_pg_snap_exec(conn,
+						rp_pg_bk(s->pg, "INSERT INTO @bk.snapshot_progress AS p (system_id, slot, relid, timeline,"
+								 " dest_table, mode, retire_sql, token, rows) VALUES ($1, $2, $3::oid, $4::int, $5, $6, $7, $8, $9::bigint)"
+								 " ON CONFLICT (system_id, slot, relid) DO UPDATE SET token = EXCLUDED.token,"
+								 " rows = EXCLUDED.rows, updated_at = pg_catalog.now()"),
+						9, vals, "storing snapshot progress", st->t) < 0)
+		goto fail;
+	if (rp_pg_snap_exec(conn, "COMMIT", 0, NULL, "COMMIT", st->t) < 0)
+		goto fail;
+	return 0;
+
+fail:
+	{
+		PGresult   *res = PQexec(conn, "ROLLBACK");
+
+		PQclear(res);
+	}
+	return -1;
+}
+
+static int
+rp_pg_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
+{
+	RpPgSnap   *s = &rp_pg_snap;
+	RpPg	   *pg = s->pg;
+	char		relid[16];
+	const char *vals[2] = {pg->opts.slot, relid};
+	PGresult   *res;
+	int			rc = 0;
+
+	if (!s->setup_done)
+	{
+		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
+			return -1;
+		s->setup_done = true;
+	}
+	snprintf(relid, sizeof(relid), "%u", rel->relid);
+	res = PQexecParams(pg->conn, rp_pg_bk(pg, "SELECT token FROM @bk.snapshot_progress WHERE slot = $1 AND relid = $2::oid"),
+					   2, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = rp_pg_snap_fail(res, "reading snapshot progress", NULL);
+	else if (PQntuples(res) > 0)
+	{
+		*token = rp_strndup(PQgetvalue(res, 0, 0), strlen(PQgetvalue(res, 0, 0)));
+		rc = 1;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Every table is copied: in one synchronous transaction, retire what each
+ * merged table's snapshot did not see, forget the progress, and set the
+ * checkpoint to the consistent point (commits at or after lsn are the
+ * stream's, so the dedup watermark is just below it).
+ */
+static int
+rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
+{
+	RpPgSnap   *s = &rp_pg_snap;
+	RpPg	   *pg = s->pg;
+	const char *vals[5];
+	PGresult   *res;
+	char		commit[24],
+				end[24];
+	int			n;
+
+	if (!s->setup_done)
+	{
+		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
+			return -1;
+		s->setup_done = true;
+	}
+	if (rp_pg_exec(pg, "BEGIN", "BEGIN", NULL) < 0)
+		return -1;
+	pg->in_txn = true;
+	vals[0] = pg->opts.slot;
+	res = PQexecParams(pg->conn,
+					   rp_pg_bk(pg, "SELECT retire_sql, dest_table, system_id, timeline FROM @bk.snapshot_progress"
+								" WHERE slot = $1 ORDER BY relid FOR UPDATE"), 1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		rp_pg_snap_fail(res, "reading snapshot progress", NULL);
+		PQclear(res);
+		goto fail;
+	}
+	n = PQntuples(res);
+	for (int i = 0; i < n; i++)
+		if (!PQgetisnull(res, i, 0) &&
+			rp_pg_exec(pg, PQgetvalue(res, i, 0), "retiring rows the snapshot did not see", NULL) < 0)
+		{
+			PQclear(res);
+			goto fail;
+		}
+	{
+		/* no progress rows: nothing was selected, the origin is the running snapshot's */
+		char		sysid[24],
+					tli[16];
+
+		snprintf(sysid, sizeof(sysid), "%" PRIu64, rp_snap_origin.system_id);
+		snprintf(tli, sizeof(tli), "%u", rp_snap_origin.timeline);
+		rp_lsn_format(lsn > 0 ? lsn - 1 : 0, commit);
+		rp_lsn_format(lsn, end);
+		vals[0] = n > 0 ? PQgetvalue(res, 0, 2) : sysid;
+		vals[1] = pg->opts.slot;
+		vals[2] = n > 0 ? PQgetvalue(res, 0, 3) : tli;
+		vals[3] = commit;
+		vals[4] = end;
+		if (rp_pg_exec_params(pg, rp_pg_bk(pg, "INSERT INTO @bk.checkpoint AS c (system_id, slot, timeline, commit_lsn, end_lsn)"
+											   " VALUES ($1, $2, $3::int, $4::pg_lsn, $5::pg_lsn)"
+											   " ON CONFLICT (system_id, slot) DO UPDATE SET timeline = EXCLUDED.timeline,"
+											   " commit_lsn = GREATEST(c.commit_lsn, EXCLUDED.commit_lsn),"
+											   " end_lsn = GREATEST(c.end_lsn, EXCLUDED.end_lsn), updated_at = pg_catalog.now()"),
+							  5, vals, "setting the checkpoint", NULL) < 0)
+		{
+			PQclear(res);
+			goto fail;
+		}
+	}
+	PQclear(res);
+	vals[0] = pg->opts.slot;
+	if (rp_pg_exec_params(pg, rp_pg_bk(pg, "DELETE FROM @bk.snapshot_progress WHERE slot = $1"), 1, vals,
+						  "clearing snapshot progress", NULL) < 0)
+		goto fail;
+	if (rp_pg_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
+		goto fail;
+	pg->in_txn = false;
+	/* the copy sessions are done */
+	for (int i = 0; i < RP_PG_SNAP_MAX_WORKERS; i++)
+		if (s->conns[i])
+		{
+			PQfinish(s->conns[i]);
+			s->conns[i] = NULL;
+		}
+	return 0;
+
+fail:
+	res = PQexec(pg->conn, "ROLLBACK");
+	PQclear(res);
+	pg->in_txn = false;
+	return -1;
+}
+
+void
+rp_pg_snapshot_install(RpSink *sink)
+{
+	memset(&rp_pg_snap, 0, sizeof(rp_pg_snap));
+	rp_pg_snap.pg = sink->priv;
+	pthread_mutex_init(&rp_pg_snap.lock, NULL);
+	sink->handle_snapshot = rp_pg_snap_chunk;
+	sink->handle_snapshot_complete = rp_pg_snap_complete;
+	sink->snapshot_progress = rp_pg_snap_progress;
+	sink->snapshot_raw = true;
+	sink->snapshot_parallel = true;
+	sink->snapshot_heap_order = true;
+}

@@ -1,0 +1,159 @@
+/*
+ * rp_sink.h
+ *    The sink API: what a destination implements to receive the stream.
+ *    docs/sinks.md is the prose version.
+ *
+ * A sink is a table of callbacks.  Required: handle_transaction (or
+ * handle_batch) and close.  A sink that stores its checkpoint with its
+ * data in one atomic step (owns_checkpoint) is effect-once (G1): it gets
+ * the checkpoint each unit establishes and returns it from checkpoint() on
+ * restart.  Otherwise the library writes its checkpoint file after the
+ * sink returns: at-least-once, with at most one unit delivered twice.
+ *
+ * Callbacks return 0 on success and -1 on failure, after rp_fail() with a
+ * value-free message; the run then halts and acknowledges nothing past the
+ * last durable unit.  Records are read with a cursor (rp_deliver.h), which
+ * also reports schema changes to handle_schema_change first.
+ */
+#ifndef RP_SINK_H
+#define RP_SINK_H
+
+#include "stream/rp_asm.h"
+#include "stream/rp_ckpt.h"
+#include "rp_decode.h"
+
+typedef enum RpSinkKind
+{
+	RP_SINK_STATE,				/* a mirror: holds current state, may skip idle WAL */
+	RP_SINK_APPEND_LOG			/* a log: every change kept, never idle-advanced */
+} RpSinkKind;
+
+typedef enum RpSchemaChange
+{
+	RP_SCHEMA_NEW,				/* first description of the relation */
+	RP_SCHEMA_SAME,				/* described again, nothing that matters changed */
+	RP_SCHEMA_ADDITIVE,			/* columns added */
+	RP_SCHEMA_DESTRUCTIVE		/* column dropped or renamed, type/typmod, key or identity
+								 * changed, table renamed */
+} RpSchemaChange;
+
+typedef struct RpDelivery RpDelivery;
+typedef struct RpSink RpSink;
+
+/*
+ * One chunk of a table's initial copy (rp_snapshot.h; docs/sinks.md).  The
+ * rows come either as a frame of wire records (a Relation record, then one
+ * INSERT per row, the same encodings as the stream) or, for a sink that
+ * sets snapshot_raw and a table whose binary form is portable, as
+ * PostgreSQL binary COPY tuples (no header or trailer) of the table's
+ * non-generated columns in column order.  progress_token is stored with
+ * the rows (same transaction) and returned by snapshot_progress.
+ */
+typedef struct RpSnapshotCtx
+{
+	const RpRelation *rel;
+	uint64_t	snapshot_lsn;	/* the slot's consistent point */
+	bool		first_chunk;	/* first chunk of this table's copy (not of a resumed one) */
+	const char *progress_token;
+	bool		last_chunk;		/* the table is done after this chunk */
+	bool		resumed;		/* first chunk of a copy resumed after a stop */
+	int			worker;			/* 0..workers-1: the copying thread calling */
+	const RpCheckpoint *origin; /* system id, timeline and slot of the source */
+	const char *snapshot_id;	/* the table dump's UUIDv7 (envelope) */
+	int64_t		snapshot_at_ms; /* when the snapshot was taken */
+	int64_t		total;			/* row estimate, -1 unknown */
+	uint64_t	first_seq;		/* rows of the table stored before this chunk */
+	uint64_t	nrows;			/* rows in this chunk */
+	bool		may_repeat;		/* rows may be stored already (a resumed heap-order
+								 * copy): store them by key, as upserts */
+	const unsigned char *frame; /* records: 'R' version, Relation, INSERT... */
+	size_t		frame_len;
+	const unsigned char *copy_data; /* raw: binary COPY tuples */
+	size_t		copy_len;
+} RpSnapshotCtx;
+
+struct RpSink
+{
+	const char *name;
+	RpSinkKind	kind;
+	bool		owns_checkpoint;
+	void	   *priv;
+	/*
+	 * The consumer's memory budget (--max-memory), set by the caller before
+	 * the stream starts (NULL before, and in tools that run no stream): a
+	 * sink that holds working state across records charges it there
+	 * (rp_spill_charge) and keeps within its share.
+	 */
+	RpSpill    *spill;
+
+	/* The durable checkpoint: 1 found, 0 none yet, -1 error. */
+	int			(*checkpoint) (RpSink *sink, RpCheckpoint *ck);
+	/* One committed transaction, then (owns_checkpoint) ck, atomically. */
+	int			(*handle_transaction) (RpSink *sink, RpDelivery *dl, RpTxn *txn,
+									   const RpCheckpoint *ck);
+	/* Optional: several transactions as one unit, ck after the last. */
+	int			(*handle_batch) (RpSink *sink, RpDelivery *dl, RpTxn **txns, int n,
+								 const RpCheckpoint *ck);
+	/* Optional: a non-transactional message (at-least-once). */
+	int			(*handle_message) (RpSink *sink, const RpMessage *msg, const RpCheckpoint *ck);
+	/* Optional: return 0 to go on, -1 to halt.  Default: halt on destructive. */
+	int			(*handle_schema_change) (RpSink *sink, const RpRelation *before,
+										 const RpRelation *after, RpSchemaChange change);
+	/*
+	 * Optional (initial snapshot, rp_snapshot.h).  handle_snapshot: one
+	 * chunk; handle_snapshot_complete: every table copied, set the
+	 * checkpoint to the consistent point lsn (transactions committing at or
+	 * after it are the stream's) and retire what the snapshot did not see;
+	 * snapshot_progress: the last token stored for rel (1, *token the
+	 * caller frees), 0 none, -1 error.  With snapshot_parallel, chunks
+	 * come from several threads at once (ctx->worker tells them apart; dl
+	 * is then not to be touched); otherwise one at a time.
+	 */
+	int			(*handle_snapshot) (RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx);
+	int			(*handle_snapshot_complete) (RpSink *sink, uint64_t lsn);
+	int			(*snapshot_progress) (RpSink *sink, const RpRelation *rel, char **token);
+	bool		snapshot_raw;	/* takes binary COPY tuples when portable */
+	bool		snapshot_parallel;
+	/*
+	 * Keyed tables may be read in physical order (cheaper than key order)
+	 * for this sink: it honours may_repeat.  Log sinks leave it unset, so a
+	 * resumed dump still holds each row once.
+	 */
+	bool		snapshot_heap_order;
+	/*
+	 * Optional, early apply of large streamed transactions (state sinks
+	 * that own their checkpoint).  handle_chunk gets a stream block of a
+	 * transaction that has not committed: apply it inside the sink's open
+	 * unit, commit nothing; return 1 to decline (the transaction then comes
+	 * whole at its commit, as usual).  drop_chunks undoes everything applied
+	 * that way (it aborted, or another transaction commits first).
+	 * handle_chunked_commit: the transaction committed; apply its records
+	 * after the first skip_bytes (which the chunks were), then ck, atomically.
+	 */
+	int			(*handle_chunk) (RpSink *sink, RpDelivery *dl, RpTxn *chunk);
+	void		(*drop_chunks) (RpSink *sink);
+	int			(*handle_chunked_commit) (RpSink *sink, RpDelivery *dl, RpTxn *txn,
+										  uint64_t skip_bytes, const RpCheckpoint *ck);
+	/* Optional, owns_checkpoint state sinks: store an idle-advanced ck. */
+	int			(*advance) (RpSink *sink, const RpCheckpoint *ck);
+	/* Optional: SIGHUP (log rotation). */
+	int			(*reopen) (RpSink *sink);
+	/*
+	 * Optional, thread-safe: called from another thread, repeatedly, while
+	 * a stop (SIGINT, SIGTERM) waits for the sink's step in hand: make a
+	 * wait on something outside the consumer (a destination query) end
+	 * soon, as a failure.  Sinks whose waits look at rp_stop_requested()
+	 * need none.
+	 */
+	void		(*interrupt) (RpSink *sink);
+	void		(*close) (RpSink *sink);
+};
+
+/* Sinks of this issue; each returns NULL after rp_fail() on error. */
+extern RpSink *rp_sink_stdout_open(void);
+extern RpSink *rp_sink_file_open(const char *path);
+/* ack_timeout_s: longest wait for the child to read or acknowledge (0: none) */
+extern RpSink *rp_sink_exec_open(const char *command, int ack_timeout_s);
+/* rp_sink_pg_open(const RpPgOptions *) is declared in sinks/rp_pg.h */
+
+#endif							/* RP_SINK_H */

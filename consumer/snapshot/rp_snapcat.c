@@ -1,0 +1,444 @@
+/*
+ * rp_snapcat.c
+ *    Selected tables and their descriptions from the catalogs (see
+ *    rp_snapcat.h).  Runs on the snapshot's coordinating session, whose
+ *    search_path is empty, so format_type() qualifies every type outside
+ *    pg_catalog, as the plugin's type names are.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rp_glob.h"
+#include "snapshot/rp_snapcat.h"
+#include "base/rp_status.h"
+#include "rp_wire.h"
+
+/* pg_type facts the encoding pick needs */
+typedef struct RpTypeRow
+{
+	uint32_t	oid;
+	char		typtype;
+	uint32_t	basetype;
+	uint32_t	elem;			/* element of a true array type, else 0 */
+	uint32_t	rngsub;			/* range subtype, else 0 */
+	bool		has_send;
+} RpTypeRow;
+
+typedef struct RpTypeMap
+{
+	RpTypeRow  *rows;			/* sorted by oid */
+	int			n;
+} RpTypeMap;
+
+/* The first OID a user object gets: built-in types below it have fixed OIDs. */
+#define RP_FIRST_NORMAL_OID 16384
+
+static const RpTypeRow *
+rp_type_find(const RpTypeMap *m, uint32_t oid)
+{
+	int			lo = 0,
+				hi = m->n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (m->rows[mid].oid == oid)
+			return &m->rows[mid];
+		if (m->rows[mid].oid < oid)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+static uint32_t
+rp_type_base(const RpTypeMap *m, uint32_t oid)
+{
+	const RpTypeRow *t;
+
+	/* domains over domains: follow to the bottom (bounded: the catalog has no cycles) */
+	for (int depth = 0; depth < 64 && (t = rp_type_find(m, oid)) != NULL && t->typtype == 'd'; depth++)
+		oid = t->basetype;
+	return oid;
+}
+
+/* plugin/rp_types.c rp_types_pick_encoding(), on catalog rows */
+static uint8_t
+rp_type_encoding(const RpTypeMap *m, uint32_t typid, uint32_t *elem)
+{
+	uint32_t	base = rp_type_base(m, typid);
+	const RpTypeRow *t;
+
+	*elem = 0;
+	switch (base)
+	{
+		case 16:
+			return RP_ENC_BOOL;
+		case 21:
+			return RP_ENC_INT2;
+		case 23:
+			return RP_ENC_INT4;
+		case 20:
+			return RP_ENC_INT8;
+		case 26:
+			return RP_ENC_OID;
+		case 700:
+			return RP_ENC_FLOAT4;
+		case 701:
+			return RP_ENC_FLOAT8;
+		case 1700:
+			return RP_ENC_NUMERIC;
+		case 25:				/* text */
+		case 1043:				/* varchar */
+		case 1042:				/* bpchar */
+		case 19:				/* name */
+			return RP_ENC_STRING;
+		case 17:
+			return RP_ENC_BYTEA;
+		case 2950:
+			return RP_ENC_UUID;
+		case 1082:
+			return RP_ENC_DATE;
+		case 1083:
+			return RP_ENC_TIME;
+		case 1266:
+			return RP_ENC_TIMETZ;
+		case 1114:
+			return RP_ENC_TIMESTAMP;
+		case 1184:
+			return RP_ENC_TIMESTAMPTZ;
+		case 1186:
+			return RP_ENC_INTERVAL;
+		case 114:
+			return RP_ENC_JSON;
+		case 3802:
+			return RP_ENC_JSONB;
+	}
+	t = rp_type_find(m, base);
+	if (t == NULL)
+		return RP_ENC_TEXT;
+	if (t->typtype == 'e')
+		return RP_ENC_ENUM;
+	if (t->typtype == 'c')
+		return RP_ENC_COMPOSITE;
+	if (t->typtype == 'r')
+	{
+		*elem = t->rngsub;
+		return RP_ENC_RANGE;
+	}
+	if (t->elem)
+	{
+		*elem = t->elem;
+		return RP_ENC_ARRAY;
+	}
+	return RP_ENC_TEXT;
+}
+
+static int
+rp_fail_res(PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	return rp_fail(RP_HALT_NONE, "snapshot: %s failed (SQLSTATE %s)", what, state ? state : "none");
+}
+
+static int
+rp_type_map_load(PGconn *conn, RpTypeMap *m)
+{
+	PGresult   *res;
+	const char *sql = PQserverVersion(conn) >= 140000
+		? "SELECT t.oid, t.typtype, t.typbasetype,"
+		"  CASE WHEN t.typsubscript = 'pg_catalog.array_subscript_handler'::pg_catalog.regproc"
+		"  THEN t.typelem ELSE 0 END, COALESCE(r.rngsubtype, 0), t.typsend <> 0"
+		" FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid ORDER BY 1"
+		: "SELECT t.oid, t.typtype, t.typbasetype,"
+		"  CASE WHEN t.typelem <> 0 AND t.typlen = -1 THEN t.typelem ELSE 0 END,"
+		"  COALESCE(r.rngsubtype, 0), t.typsend <> 0"
+		" FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid ORDER BY 1";
+
+	res = PQexec(conn, sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		rp_fail_res(res, "reading pg_type");
+		PQclear(res);
+		return -1;
+	}
+	m->n = PQntuples(res);
+	m->rows = rp_malloc0(sizeof(RpTypeRow) * (size_t) (m->n + 1));
+	for (int i = 0; i < m->n; i++)
+	{
+		RpTypeRow  *t = &m->rows[i];
+
+		t->oid = (uint32_t) strtoul(PQgetvalue(res, i, 0), NULL, 10);
+		t->typtype = PQgetvalue(res, i, 1)[0];
+		t->basetype = (uint32_t) strtoul(PQgetvalue(res, i, 2), NULL, 10);
+		t->elem = (uint32_t) strtoul(PQgetvalue(res, i, 3), NULL, 10);
+		t->rngsub = (uint32_t) strtoul(PQgetvalue(res, i, 4), NULL, 10);
+		t->has_send = PQgetvalue(res, i, 5)[0] == 't';
+	}
+	PQclear(res);
+	return 0;
+}
+
+/* ---- selection (plugin/rp_options.c's patterns) -------------------------- */
+
+/* One identifier of a pattern: "Quoted" kept, unquoted folded to lower case. */
+static const char *
+rp_pat_ident(const char *p, char *out, size_t outlen)
+{
+	size_t		n = 0;
+
+	while (*p == ' ')
+		p++;
+	if (*p == '"')
+	{
+		for (p++; *p; p++)
+		{
+			if (*p == '"' && p[1] == '"')
+				p++;
+			else if (*p == '"')
+			{
+				p++;
+				break;
+			}
+			if (n + 1 < outlen)
+				out[n++] = *p;
+		}
+	}
+	else
+		for (; *p && *p != '.' && *p != ',' && *p != ' '; p++)
+			if (n + 1 < outlen)
+				out[n++] = (*p >= 'A' && *p <= 'Z') ? (char) (*p + 32) : *p;
+	out[n] = '\0';
+	while (*p == ' ')
+		p++;
+	return p;
+}
+
+static bool
+rp_patterns_match(const char *list, const char *schema, const char *table)
+{
+	const char *p = list;
+
+	while (p && *p)
+	{
+		char		a[256],
+					b[256];
+		bool		two = false;
+
+		p = rp_pat_ident(p, a, sizeof(a));
+		if (*p == '.')
+		{
+			p = rp_pat_ident(p + 1, b, sizeof(b));
+			two = true;
+		}
+		if (two ? (rp_glob_match(a, schema) && rp_glob_match(b, table)) : rp_glob_match(a, table))
+			return true;
+		while (*p && *p != ',')
+			p++;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+bool
+rp_snapcat_selected(const RpSnapSelect *sel, const char *schema, const char *table)
+{
+	if (sel->include && *sel->include && !rp_patterns_match(sel->include, schema, table))
+		return false;
+	return !(sel->exclude && rp_patterns_match(sel->exclude, schema, table));
+}
+
+/* ---- tables --------------------------------------------------------------- */
+
+void
+rp_snapcat_free(RpSnapTable *tables, int n)
+{
+	if (tables == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		rp_relation_free(tables[i].rel);
+		if (tables[i].recv)
+			rp_free(tables[i].recv);
+		if (tables[i].keycols)
+			rp_free(tables[i].keycols);
+	}
+	rp_free(tables);
+}
+
+static char *
+rp_dup(const char *s)
+{
+	return rp_strndup(s, strlen(s));
+}
+
+/* Classify one column for the copy paths; false sets why. */
+static void
+rp_snapcat_column(const RpTypeMap *m, RpSnapTable *t, int i)
+{
+	RpColumn   *c = &t->rel->cols[i];
+	RpRecvType *r = &t->recv[i];
+	uint32_t	elem;
+	const RpTypeRow *row;
+
+	c->encoding = rp_type_encoding(m, c->type_oid, &elem);
+	r->encoding = c->encoding;
+	r->elem_oid = elem;
+	if (elem)
+	{
+		uint32_t	e2;
+
+		r->elem_encoding = rp_type_encoding(m, elem, &e2);
+	}
+	if (!rp_copybin_supported(r) && t->convertible)
+	{
+		t->convertible = false;
+		snprintf(t->why, sizeof(t->why), "column \"%s\" of type %s (%s) has no snapshot conversion",
+				 c->name, c->type_name, rp_encoding_name(c->encoding));
+	}
+	/*
+	 * Binary rows name no type except inside arrays (the element OID) and
+	 * composites (each field's): those load elsewhere only for built-in
+	 * types.  A type without a send function has no binary form at all.
+	 */
+	row = rp_type_find(m, rp_type_base(m, c->type_oid));
+	if (t->portable &&
+		(c->encoding == RP_ENC_COMPOSITE ||
+		 (c->encoding == RP_ENC_ARRAY && elem >= RP_FIRST_NORMAL_OID) ||
+		 (row != NULL && !row->has_send)))
+	{
+		t->portable = false;
+		snprintf(t->why, sizeof(t->why), "column \"%s\" of type %s has no portable binary form",
+				 c->name, c->type_name);
+	}
+}
+
+RpSnapTable *
+rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
+{
+	PGresult   *res;
+	RpTypeMap	types = {0};
+	RpSnapTable *tables;
+	int			ntables = 0;
+	int			ncand;
+
+	*n = 0;
+	if (rp_type_map_load(conn, &types) < 0)
+		return NULL;
+	res = PQexec(conn,
+				 "SELECT c.oid, n.nspname, c.relname, c.relreplident, c.reltuples::bigint"
+				 " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+				 " WHERE c.relkind = 'r' AND NOT c.relispartition"
+				 " AND n.nspname <> 'information_schema' AND n.nspname !~ '^pg_'"
+				 " ORDER BY n.nspname, c.relname");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		rp_fail_res(res, "listing tables");
+		PQclear(res);
+		rp_free(types.rows);
+		return NULL;
+	}
+	ncand = PQntuples(res);
+	tables = rp_malloc0(sizeof(RpSnapTable) * (size_t) (ncand + 1));
+	for (int i = 0; i < ncand; i++)
+	{
+		RpSnapTable *t;
+
+		if (!rp_snapcat_selected(sel, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2)))
+			continue;
+		t = &tables[ntables++];
+		t->rel = rp_malloc0(sizeof(RpRelation));
+		t->rel->relid = (uint32_t) strtoul(PQgetvalue(res, i, 0), NULL, 10);
+		t->rel->schema = rp_dup(PQgetvalue(res, i, 1));
+		t->rel->name = rp_dup(PQgetvalue(res, i, 2));
+		t->rel->identity = PQgetvalue(res, i, 3)[0];
+		t->estimate = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+		if (t->estimate < 0)
+			t->estimate = -1;
+		t->portable = t->convertible = true;
+	}
+	PQclear(res);
+
+	for (int ti = 0; ti < ntables; ti++)
+	{
+		RpSnapTable *t = &tables[ti];
+		char		oid[16];
+		const char *vals[1] = {oid};
+		int			ncols;
+
+		snprintf(oid, sizeof(oid), "%u", t->rel->relid);
+		/*
+		 * Per column: the key position (primary key), and membership in the
+		 * replica identity as the plugin's relcache computes it: the primary
+		 * key under DEFAULT, the chosen index under INDEX, every column
+		 * under FULL, none under NOTHING.
+		 */
+		res = PQexecParams(conn,
+						   "SELECT a.attnum, a.attname, a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod),"
+						   " a.atttypmod, a.attnotnull, a.attgenerated <> '',"
+						   " COALESCE((SELECT k.n FROM pg_catalog.pg_index i,"
+						   "   pg_catalog.unnest(i.indkey::int2[]) WITH ORDINALITY k(att, n)"
+						   "   WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.att = a.attnum"
+						   "   AND k.n <= i.indnkeyatts), 0),"
+						   " CASE c.relreplident WHEN 'f' THEN true"
+						   "  WHEN 'd' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid"
+						   "   AND i.indisprimary AND a.attnum = ANY (i.indkey::int2[]))"
+						   "  WHEN 'i' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid"
+						   "   AND i.indisreplident AND a.attnum = ANY (i.indkey::int2[]))"
+						   "  ELSE false END"
+						   " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
+						   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+						   1, NULL, vals, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			rp_fail(RP_HALT_NONE, "snapshot: reading the columns of table \"%s\".\"%s\" failed (SQLSTATE %s)",
+					t->rel->schema, t->rel->name,
+					PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "none");
+			PQclear(res);
+			rp_free(types.rows);
+			rp_snapcat_free(tables, ntables);
+			return NULL;
+		}
+		ncols = PQntuples(res);
+		t->rel->natts = (uint16_t) ncols;
+		t->rel->cols = rp_malloc0(sizeof(RpColumn) * (size_t) (ncols + 1));
+		t->recv = rp_malloc0(sizeof(RpRecvType) * (size_t) (ncols + 1));
+		t->keycols = rp_malloc0(sizeof(int) * (size_t) (ncols + 1));
+		for (int i = 0; i < ncols; i++)
+		{
+			RpColumn   *c = &t->rel->cols[i];
+			int			pkpos = atoi(PQgetvalue(res, i, 7));
+
+			c->attnum = (int16_t) atoi(PQgetvalue(res, i, 0));
+			c->name = rp_dup(PQgetvalue(res, i, 1));
+			c->type_oid = (uint32_t) strtoul(PQgetvalue(res, i, 2), NULL, 10);
+			c->type_name = rp_dup(PQgetvalue(res, i, 3));
+			c->typmod = (int32_t) atoi(PQgetvalue(res, i, 4));
+			if (PQgetvalue(res, i, 5)[0] == 't')
+				c->flags |= RP_COL_NOT_NULL;
+			if (PQgetvalue(res, i, 6)[0] == 't')
+				c->flags |= RP_COL_GENERATED;
+			if (pkpos > 0)
+			{
+				c->flags |= RP_COL_PRIMARY_KEY;
+				if (pkpos <= ncols)
+					t->keycols[pkpos - 1] = i;
+				t->nkey++;
+			}
+			if (PQgetvalue(res, i, 8)[0] == 't')
+				c->flags |= RP_COL_IDENTITY;
+			rp_snapcat_column(&types, t, i);
+		}
+		PQclear(res);
+	}
+	rp_free(types.rows);
+	*n = ntables;
+	return tables;
+}

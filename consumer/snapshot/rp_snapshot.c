@@ -1,0 +1,399 @@
+/*
+ * rp_snapshot.c
+ *    The initial snapshot's orchestration (see rp_snapshot.h): the slot and
+ *    its exported snapshot, resume detection, the catalog, the workers
+ *    (rp_snapwork.c) and the progress line, then the sink's completion.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "stream/rp_conn.h"
+#include "snapshot/rp_snapwork.h"
+
+RpSnapStats rp_snap_stats;
+RpCheckpoint rp_snap_origin;
+
+static void
+rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
+{
+	uint64_t	done = 0,
+				total = 0;
+	int			tables_done = 0;
+	double		secs = (rp_now_us() - started_us) / 1e6;
+	double		rate;
+	const RpSnapJob *cur = NULL;
+
+	for (int i = 0; i < run->njobs; i++)
+	{
+		const RpSnapJob *j = &run->jobs[i];
+		uint64_t	d = atomic_load(&j->done_rows);
+		uint64_t	est = j->t->estimate > 0 ? (uint64_t) j->t->estimate : 0;
+		int			st = atomic_load(&j->state);
+
+		done += d;
+		total += st == 2 ? d : (est > d ? est : d);
+		if (st == 2)
+			tables_done++;
+		else if (st == 1 && cur == NULL)
+			cur = j;
+	}
+	rate = secs > 0 ? done / secs : 0;
+	fprintf(stderr, "\r%s: snapshot %d/%d tables, %" PRIu64 " of ~%" PRIu64 " rows, %.0f rows/s",
+			run->opts->progname, tables_done, run->njobs, done, total, rate);
+	if (!final && rate > 0 && total > done)
+		fprintf(stderr, ", %.0f s left", (total - done) / rate);
+	if (cur)
+		fprintf(stderr, " (%s.%s)", cur->t->rel->schema, cur->t->rel->name);
+	fprintf(stderr, "   %s", final ? "\n" : "");
+}
+
+/* CREATE_REPLICATION_SLOT ... with an exported snapshot: lsn and name. */
+static int
+rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *snapname, size_t len)
+{
+	char	   *id = PQescapeIdentifier(rc->pg, o->slot, strlen(o->slot));
+	char		cmd[512];
+	PGresult   *res;
+	int			r = 0;
+
+	if (id == NULL)
+		return rp_fail(RP_HALT_NONE, "snapshot: quoting the slot name failed");
+	/* the option list form is PostgreSQL 15's; older servers know the keyword */
+	snprintf(cmd, sizeof(cmd), PQserverVersion(rc->pg) >= 150000
+			 ? "CREATE_REPLICATION_SLOT %s LOGICAL replicant (SNAPSHOT 'export')"
+			 : "CREATE_REPLICATION_SLOT %s LOGICAL replicant EXPORT_SNAPSHOT", id);
+	PQfreemem(id);
+	res = PQexec(rc->pg, cmd);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 3)
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		r = rp_fail(state && strcmp(state, "42710") == 0 ? RP_HALT_CONFIG : RP_HALT_NONE,
+					"snapshot: CREATE_REPLICATION_SLOT \"%s\" failed (SQLSTATE %s)%s", o->slot,
+					state ? state : "none",
+					state && strcmp(state, "42710") == 0
+					? ": the slot exists, and a consistent snapshot needs a new slot (drop it, or start without --snapshot)" : "");
+	}
+	else if (!rp_lsn_parse(PQgetvalue(res, 0, 1), lsn))
+		r = rp_fail(RP_HALT_NONE, "snapshot: CREATE_REPLICATION_SLOT returned no consistent point");
+	else
+		snprintf(snapname, len, "%s", PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return r;
+}
+
+/*
+ * The xmin and xmax of the snapshot coord's transaction holds, as full
+ * xids.  A heap-order token keeps the xmin of the snapshot its rows were
+ * copied under: row versions created at or after it are copied again by
+ * a resumed run (rp_snapwork.c), since they may have moved.
+ */
+static int
+rp_snap_horizon(PGconn *coord, RpSnapRun *run)
+{
+	PGresult   *res = PQexec(coord, "SELECT pg_catalog.pg_snapshot_xmin(s)::pg_catalog.text,"
+							 " pg_catalog.pg_snapshot_xmax(s)::pg_catalog.text"
+							 " FROM pg_catalog.pg_current_snapshot() s");
+	int			rc = 0;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		rc = rp_snap_fail_res(res, "reading the snapshot's xid horizon", NULL);
+	else
+	{
+		run->xmin = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+		run->xmax = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Largest first, so the longest copy starts first. */
+static int
+rp_snap_job_cmp(const void *a, const void *b)
+{
+	const RpSnapJob *x = a,
+			   *y = b;
+
+	if (x->t->estimate != y->t->estimate)
+		return x->t->estimate < y->t->estimate ? 1 : -1;
+	return x->t->rel->relid < y->t->rel->relid ? -1 : x->t->rel->relid > y->t->rel->relid;
+}
+
+int
+rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
+{
+	RpSnapRun	run;
+	RpConn		repl;
+	bool		repl_open = false;
+	PGconn	   *coord = NULL;
+	RpSnapTable *tables = NULL;
+	int			ntables = 0;
+	RpSnapWorker *workers = NULL;
+	int			nworkers = 0;
+	bool		resume = false;
+	uint64_t	resume_lsn = 0;
+	int64_t		started = rp_now_us();
+	int64_t		at_ms;
+	int			rc = -1;
+	bool		tty = o->progress && isatty(STDERR_FILENO);
+	RpCheckpoint have;
+	int			have_ck;
+
+	memset(&run, 0, sizeof(run));
+	run.opts = o;
+	run.sink = sink;
+	pthread_mutex_init(&run.lock, NULL);
+
+	if (sink->handle_snapshot == NULL || sink->handle_snapshot_complete == NULL)
+		return rp_fail(RP_HALT_CONFIG, "sink %s does not take snapshots", sink->name);
+	if (sink->owns_checkpoint)
+	{
+		have_ck = sink->checkpoint(sink, &have);
+		if (have_ck < 0)
+			return -1;
+		/* a checkpoint means a completed snapshot (or a stream already running) */
+		if (have_ck > 0 && have.end_lsn > 0)
+			return 0;
+	}
+
+	/* the source's identity binds the checkpoint */
+	if (rp_conn_open(&repl, o->conninfo, o->progname) < 0)
+		return -1;
+	repl_open = true;
+	if (rp_conn_identify(&repl) < 0)
+		goto done;
+	run.origin.system_id = repl.system_id;
+	run.origin.timeline = repl.timeline;
+	snprintf(run.origin.slot, sizeof(run.origin.slot), "%s", o->slot);
+	rp_snap_origin = run.origin;
+
+	if ((coord = rp_snap_connect(o)) == NULL)
+		goto done;
+
+	/* stored progress? then this is a resumed copy */
+	if (sink->snapshot_progress)
+	{
+		if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ", "BEGIN", NULL) < 0)
+			goto done;
+		tables = rp_snapcat_tables(coord, &o->select, &ntables);
+		if (tables == NULL || rp_snap_exec(coord, "COMMIT", "COMMIT", NULL) < 0)
+			goto done;
+		for (int i = 0; i < ntables && !resume; i++)
+		{
+			char	   *token = NULL;
+			int			r = sink->snapshot_progress(sink, tables[i].rel, &token);
+			RpSnapToken tok;
+
+			if (r < 0)
+				goto done;
+			if (r > 0)
+			{
+				if (!rp_snaptoken_parse(token, &tok))
+				{
+					rp_free(token);
+					rp_fail(RP_HALT_SINK, "snapshot: the stored progress of table \"%s\".\"%s\" is damaged",
+							tables[i].rel->schema, tables[i].rel->name);
+					goto done;
+				}
+				resume = true;
+				resume_lsn = tok.lsn;
+				rp_snaptoken_free(&tok);
+				rp_free(token);
+			}
+		}
+		rp_snapcat_free(tables, ntables);
+		tables = NULL;
+		ntables = 0;
+	}
+
+	if (resume)
+	{
+		RpSlotInfo	info;
+		PGresult   *res;
+		char		a[24],
+					b[24];
+
+		/* the slot must still hold everything since the consistent point */
+		if (rp_conn_slot_info(&repl, o->slot, &info) < 0)
+			goto done;
+		rp_lsn_format(resume_lsn, a);
+		if (!info.exists || info.lost)
+		{
+			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is %s", o->slot,
+					info.exists ? "invalidated" : "gone");
+			goto done;
+		}
+		if (info.confirmed_flush > resume_lsn)
+		{
+			rp_lsn_format(info.confirmed_flush, b);
+			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is at %s, past the snapshot's consistent point %s",
+					o->slot, b, a);
+			goto done;
+		}
+		run.lsn = resume_lsn;
+		/* a new snapshot for the rest; the stream from the old point reconciles */
+		if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "BEGIN", NULL) < 0)
+			goto done;
+		res = PQexec(coord, "SELECT pg_catalog.pg_export_snapshot()");
+		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		{
+			rp_snap_fail_res(res, "exporting a snapshot", NULL);
+			PQclear(res);
+			goto done;
+		}
+		snprintf(run.snapname, sizeof(run.snapname), "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		if (o->verbose)
+			fprintf(stderr, "%s: resuming the snapshot of consistent point %s\n", o->progname, a);
+	}
+	else
+	{
+		char		a[24];
+
+		if (!o->create_slot)
+		{
+			rp_fail(RP_HALT_CONFIG, "snapshot: a new snapshot creates its slot: add --create-slot");
+			goto done;
+		}
+		if (rp_snap_create_slot(&repl, o, &run.lsn, run.snapname, sizeof(run.snapname)) < 0)
+			goto done;
+		rp_lsn_format(run.lsn, a);
+		if (o->verbose)
+			fprintf(stderr, "%s: created slot \"%s\" with a snapshot at consistent point %s\n",
+					o->progname, o->slot, a);
+		if (rp_snap_import(coord, run.snapname) < 0)
+			goto done;
+	}
+
+	/* the snapshot's xid horizon: what a heap-order resume must copy again */
+	if (rp_snap_horizon(coord, &run) < 0)
+		goto done;
+	/* the tables as the snapshot sees them */
+	tables = rp_snapcat_tables(coord, &o->select, &ntables);
+	if (tables == NULL)
+		goto done;
+	run.jobs = rp_malloc0(sizeof(RpSnapJob) * (size_t) (ntables + 1));
+	at_ms = rp_unix_ms();
+	for (int i = 0; i < ntables; i++)
+	{
+		RpSnapJob  *job = &run.jobs[run.njobs];
+		char	   *token = NULL;
+		RpUuid		u;
+
+		job->t = &tables[i];
+		job->at_ms = at_ms;
+		if (sink->snapshot_progress)
+		{
+			int			r = sink->snapshot_progress(sink, tables[i].rel, &token);
+
+			if (r < 0)
+				goto done;
+			if (r > 0)
+			{
+				bool		ok = rp_snaptoken_parse(token, &job->tok);
+
+				rp_free(token);
+				if (!ok)
+				{
+					rp_fail(RP_HALT_SINK, "snapshot: the stored progress of table \"%s\".\"%s\" is damaged",
+							tables[i].rel->schema, tables[i].rel->name);
+					goto done;
+				}
+				job->have_tok = true;
+				if (job->tok.done)
+				{
+					rp_snaptoken_free(&job->tok);
+					continue;	/* copied before the stop */
+				}
+				job->at_ms = job->tok.at_ms;
+				snprintf(job->snapshot_id, sizeof(job->snapshot_id), "%s", job->tok.snapshot_id);
+			}
+		}
+		if (job->snapshot_id[0] == '\0')
+		{
+			if (rp_uuid7_at(&u, job->at_ms) < 0)
+				goto done;
+			rp_uuid_text(&u, job->snapshot_id);
+		}
+		run.njobs++;
+	}
+	qsort(run.jobs, (size_t) run.njobs, sizeof(RpSnapJob), rp_snap_job_cmp);
+
+	nworkers = o->workers < run.njobs ? o->workers : run.njobs;
+	workers = rp_malloc0(sizeof(RpSnapWorker) * (size_t) (nworkers + 1));
+	for (int i = 0; i < nworkers; i++)
+	{
+		RpSnapWorker *w = &workers[i];
+
+		w->run = &run;
+		w->id = i;
+		if ((w->conn = rp_snap_connect(o)) == NULL || rp_snap_import(w->conn, run.snapname) < 0)
+			goto done;
+	}
+	/* every worker holds the snapshot now: the exporting session may go idle */
+	for (int i = 0; i < nworkers; i++)
+	{
+		if (pthread_create(&workers[i].thread, NULL, rp_snap_worker_main, &workers[i]) != 0)
+		{
+			atomic_store(&run.failed, true);
+			snprintf(run.error, sizeof(run.error), "snapshot: could not start a copy thread");
+			break;
+		}
+		workers[i].started = true;
+	}
+	for (;;)
+	{
+		bool		alive = false;
+
+		for (int i = 0; i < nworkers; i++)
+			if (workers[i].started && pthread_tryjoin_np(workers[i].thread, NULL) != 0)
+				alive = true;
+			else
+				workers[i].started = false;
+		if (!alive)
+			break;
+		if (tty)
+			rp_snap_progress(&run, started, false);
+		usleep(200000);
+	}
+	if (tty)
+		rp_snap_progress(&run, started, true);
+	if (atomic_load(&run.failed))
+	{
+		rp_fail(run.halt, "%s", run.error);
+		goto done;
+	}
+	if (sink->handle_snapshot_complete(sink, run.lsn) < 0)
+		goto done;
+	memset(ck, 0, sizeof(*ck));
+	*ck = run.origin;
+	ck->commit_lsn = run.lsn > 0 ? run.lsn - 1 : 0;
+	ck->end_lsn = run.lsn;
+	rc = 1;
+
+done:
+	for (int i = 0; i < nworkers; i++)
+	{
+		if (workers[i].started)
+			pthread_join(workers[i].thread, NULL);
+		if (workers[i].conn)
+			PQfinish(workers[i].conn);
+	}
+	if (workers)
+		rp_free(workers);
+	for (int i = 0; i < run.njobs; i++)
+		rp_snaptoken_free(&run.jobs[i].tok);
+	if (run.jobs)
+		rp_free(run.jobs);
+	rp_snapcat_free(tables, ntables);
+	if (coord)
+		PQfinish(coord);
+	if (repl_open)
+		rp_conn_close(&repl);
+	pthread_mutex_destroy(&run.lock);
+	return rc;
+}

@@ -1,0 +1,70 @@
+/*
+ * rp_snapshot.h
+ *    The initial snapshot: copy every selected table consistently with the
+ *    stream, in parallel and resumably, into a sink.
+ *
+ * A fresh snapshot creates the slot with an exported snapshot on a
+ * replication connection that stays open (idle) until the copy is done;
+ * N worker threads each open a session, import that snapshot (REPEATABLE
+ * READ, SET TRANSACTION SNAPSHOT) and copy whole tables, largest first,
+ * in primary-key order with one binary COPY per table, cut into chunks.
+ * Every chunk goes to the sink with a progress token that the sink stores
+ * with the rows.  When every table is done, handle_snapshot_complete()
+ * sets the checkpoint to the slot's consistent point and the stream
+ * starts there.
+ *
+ * A copy that stopped (kill -9, lost connection) is resumed by the same
+ * command: the sink's tokens say where each table stopped and at which
+ * consistent point; the rest is copied under a new snapshot and the
+ * stream from the original consistent point reconciles it (docs/
+ * guarantees.md has the argument).
+ */
+#ifndef RP_SNAPSHOT_H
+#define RP_SNAPSHOT_H
+
+#include "stream/rp_ckpt.h"
+#include "sinks/rp_sink.h"
+#include "snapshot/rp_snapcat.h"
+
+typedef struct RpSnapOptions
+{
+	const char *conninfo;		/* the source (a plain session is opened from it) */
+	const char *slot;
+	const char *progname;
+	RpSnapSelect select;		/* the plugin's include_tables / exclude_tables */
+	int			workers;		/* parallel copy sessions */
+	uint64_t	chunk_rows;		/* rows per chunk */
+	uint64_t	chunk_bytes;	/* bytes per chunk */
+	bool		create_slot;	/* a fresh snapshot may create the slot */
+	bool		progress;		/* progress line when stderr is a terminal */
+	int			verbose;
+} RpSnapOptions;
+
+/* Counters for rp_metrics (value-free). */
+typedef struct RpSnapStats
+{
+	uint64_t	tables_complete;
+	uint64_t	tables_aborted;
+	uint64_t	rows;
+	uint64_t	chunks;
+	uint64_t	oversize;		/* oversize stubs written by the log sinks */
+	/* per table: "schema.table" and its status (complete, aborted) */
+	int			nstores;
+	char	  **stores;
+	bool	   *complete;
+} RpSnapStats;
+
+extern RpSnapStats rp_snap_stats;
+
+/* The source's system id, timeline and slot of the running snapshot (for sinks'
+ * checkpoints at completion). */
+extern RpCheckpoint rp_snap_origin;
+
+/*
+ * Copy or resume.  1: done, ck holds the consistent point (commit_lsn just
+ * below it, end_lsn at it) and the source's identity; 0: the sink already
+ * holds a checkpoint, nothing to copy; -1: error (rp_error()).
+ */
+extern int	rp_snapshot_run(const RpSnapOptions *opts, RpSink *sink, RpCheckpoint *ck);
+
+#endif							/* RP_SNAPSHOT_H */

@@ -1,0 +1,872 @@
+/*
+ * rp_snapwork.c
+ *    The initial snapshot's copy workers (see rp_snapwork.h): each owns one
+ *    source session holding the exported snapshot and copies whole tables,
+ *    one binary COPY per table in primary-key order, cut into chunks that
+ *    a helper thread hands to the sink while the next chunk is read.
+ *
+ * libpq connections are never shared; the sink is called under the run's
+ * lock unless it says it is parallel.  Errors are value-free: a worker's
+ * failure names the table and SQLSTATE, is copied into the run, and stops
+ * the others at their next chunk.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rp_encode.h"
+#include "snapshot/rp_copybin.h"
+#include "snapshot/rp_snapwork.h"
+
+int
+rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	if (t)
+		return rp_fail(RP_HALT_NONE, "snapshot: %s of table \"%s\".\"%s\" failed (SQLSTATE %s)",
+					   what, t->rel->schema, t->rel->name, state ? state : "none");
+	return rp_fail(RP_HALT_NONE, "snapshot: %s failed (SQLSTATE %s)", what, state ? state : "none");
+}
+
+int
+rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable *t)
+{
+	PGresult   *res = PQexec(conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+	int			rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = rp_snap_fail_res(res, what, t);
+	PQclear(res);
+	return rc;
+}
+
+PGconn *
+rp_snap_connect(const RpSnapOptions *o)
+{
+	const char *keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *vals[] = {o->conninfo ? o->conninfo : "", o->progname, NULL};
+	PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
+
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char		line[512];
+
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
+		PQfinish(conn);
+		rp_fail(RP_HALT_NONE, "snapshot: could not connect: %s", line);
+		return NULL;
+	}
+	/*
+	 * Pinned output settings (G6) for the columns read as text, an empty
+	 * search_path so every name is qualified, key order from the index
+	 * rather than a sort of the whole table, and physical order from a
+	 * plain scan from block 0 (no synchronized or parallel scan).
+	 */
+	if (rp_snap_exec(conn,
+					 "SET search_path = ''; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC';"
+					 " SET IntervalStyle = 'postgres'; SET extra_float_digits = 1;"
+					 " SET bytea_output = 'hex'; SET lc_monetary = 'C'; SET enable_sort = off;"
+					 " SET synchronize_seqscans = off; SET max_parallel_workers_per_gather = 0;"
+					 " SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0",
+					 "session setup", NULL) < 0)
+	{
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+int
+rp_snap_import(PGconn *conn, const char *snapname)
+{
+	char	   *lit = PQescapeLiteral(conn, snapname, strlen(snapname));
+	char		sql[256];
+	int			rc;
+
+	if (lit == NULL)
+		return rp_fail(RP_HALT_NONE, "snapshot: quoting the snapshot name failed");
+	snprintf(sql, sizeof(sql),
+			 "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT %s", lit);
+	PQfreemem(lit);
+	rc = rp_snap_exec(conn, sql, "importing the exported snapshot", NULL);
+	return rc;
+}
+
+/* ---- one table ---------------------------------------------------------- */
+
+void
+rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
+{
+	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
+
+	rp_buf_put_text(b, q ? q : "\"?\"");
+	if (q)
+		PQfreemem(q);
+}
+
+/* " FROM ONLY schema.table AS rp_t" */
+static void
+rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpRelation *rel)
+{
+	rp_buf_put_text(sql, " FROM ONLY ");
+	rp_snap_put_ident(sql, conn, rel->schema);
+	rp_buf_put_char(sql, '.');
+	rp_snap_put_ident(sql, conn, rel->name);
+	rp_buf_put_text(sql, " AS rp_t");
+}
+
+void
+rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *settings, bool after)
+{
+	const RpRelation *rel = t->rel;
+
+	rp_snap_sql_from(sql, conn, rel);
+	if (after)
+	{
+		/* the key values travel as settings, set from parameters: never in SQL text */
+		rp_buf_put_text(sql, " WHERE (");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
+			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		}
+		rp_buf_put_text(sql, ") > (");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			char		n[96];
+
+			snprintf(n, sizeof(n), "%spg_catalog.current_setting('%s.k%d')::", k ? ", " : "",
+					 settings, k + 1);
+			rp_buf_put_text(sql, n);
+			rp_buf_put_text(sql, rel->cols[t->keycols[k]].type_name);
+		}
+		rp_buf_put_char(sql, ')');
+	}
+	if (t->nkey > 0)
+	{
+		/* qualified: the key texts are output columns of the same names */
+		rp_buf_put_text(sql, " ORDER BY ");
+		for (int k = 0; k < t->nkey; k++)
+		{
+			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
+			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		}
+	}
+}
+
+/*
+ * " FROM ONLY schema.table AS rp_t [WHERE ...]" of a heap-order copy: the
+ * whole table, or when resuming, the rows after the stored tuple id plus
+ * every row version created at or after the stored horizon (an xid: those
+ * may have moved below the position since the stored rows were copied; a
+ * version older than the horizon was visible then and has not moved).
+ * The xmin test is modulo 2^32, exact while the horizon is within 2^31
+ * xids of now (rp_snap_heap_start checks); an old frozen xmin may test
+ * true, which only copies that row again.  No row value is in the text.
+ */
+static void
+rp_snap_sql_heap(RpBuf *sql, PGconn *conn, const RpSnapJob *job)
+{
+	const RpRelation *rel = job->t->rel;
+	char		w[256];
+
+	rp_snap_sql_from(sql, conn, rel);
+	if (!job->have_tok || !job->tok.have_pos)
+		return;
+	snprintf(w, sizeof(w), " WHERE rp_t.ctid > '(%" PRIu32 ",%u)'::pg_catalog.tid"
+			 " OR (rp_t.xmin::pg_catalog.text::pg_catalog.int8 - %" PRIu64 " + 4294967296)"
+			 " %% 4294967296 < 2147483648",
+			 job->tok.blk, (unsigned) job->tok.off, job->tok.horizon & UINT64_C(0xFFFFFFFF));
+	rp_buf_put_text(sql, w);
+}
+
+/* The COPY statement of a table's (remaining) rows; raw: sink format. */
+static void
+rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
+{
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+	bool		first = true;
+
+	rp_buf_put_text(sql, "COPY (SELECT ");
+	for (int i = 0; i < rel->natts; i++)
+	{
+		if (raw && (rel->cols[i].flags & RP_COL_GENERATED))
+			continue;
+		if (!first)
+			rp_buf_put_text(sql, ", ");
+		first = false;
+		rp_snap_put_ident(sql, conn, rel->cols[i].name);
+		/* the plugin sends these as their text output: so do we */
+		if (!raw && rel->cols[i].encoding == RP_ENC_TEXT)
+			rp_buf_put_text(sql, "::pg_catalog.text");
+	}
+	if (job->heap)
+	{
+		rp_buf_put_text(sql, first ? "rp_t.ctid" : ", rp_t.ctid");
+		rp_snap_sql_heap(sql, conn, job);
+		rp_buf_put_text(sql, ") TO STDOUT (FORMAT binary)");
+		rp_buf_put_char(sql, '\0');
+		return;
+	}
+	for (int k = 0; k < t->nkey; k++)
+	{
+		rp_buf_put_text(sql, first ? "" : ", ");
+		first = false;
+		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		rp_buf_put_text(sql, "::pg_catalog.text");
+	}
+	if (first)
+		rp_buf_put_text(sql, "NULL");
+	rp_snap_sql_after(sql, conn, t, "replicant_snap",
+					  t->nkey > 0 && job->have_tok && job->tok.nkeys == t->nkey);
+	rp_buf_put_text(sql, ") TO STDOUT (FORMAT binary)");
+	rp_buf_put_char(sql, '\0');
+}
+
+typedef struct RpChunk
+{
+	RpBuf		data;			/* frame or raw tuples */
+	RpBuf		lastkey;		/* the last row's key texts, NUL-separated */
+	uint64_t	lastpos;		/* heap order: the last row's tuple id, block << 16 | offset */
+	uint64_t	rows;
+	size_t		head_len;		/* frame: header + Relation record */
+} RpChunk;
+
+static int
+rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool first, bool last,
+				bool resumed)
+{
+	RpSnapRun  *run = w->run;
+	RpSnapToken tok;
+	RpSnapshotCtx ctx;
+	char	   *token;
+	int			rc;
+
+	memset(&tok, 0, sizeof(tok));
+	tok.lsn = run->lsn;
+	tok.done = last;
+	tok.rows = job->tok.rows + ch->rows;
+	tok.at_ms = job->at_ms;
+	snprintf(tok.snapshot_id, sizeof(tok.snapshot_id), "%s", job->snapshot_id);
+	if (job->heap)
+	{
+		tok.heap = true;
+		tok.filenode = job->tok.filenode;
+		tok.horizon = job->tok.horizon;
+		tok.have_pos = ch->rows > 0 || job->tok.have_pos;
+		tok.blk = ch->rows > 0 ? (uint32_t) (ch->lastpos >> 16) : job->tok.blk;
+		tok.off = ch->rows > 0 ? (uint16_t) (ch->lastpos & 0xFFFF) : job->tok.off;
+	}
+	else if (ch->rows > 0)
+	{
+		const char *p = ch->lastkey.data;
+
+		for (int k = 0; k < job->t->nkey; k++)
+		{
+			tok.keys[tok.nkeys++] = (char *) p;
+			p += strlen(p) + 1;
+		}
+	}
+	else
+	{
+		/* nothing new: the key where the last chunk stopped */
+		for (int k = 0; k < job->tok.nkeys; k++)
+			tok.keys[tok.nkeys++] = job->tok.keys[k];
+	}
+	token = rp_snaptoken_format(&tok);
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.rel = job->t->rel;
+	ctx.snapshot_lsn = run->lsn;
+	ctx.first_chunk = first && !job->have_tok;
+	ctx.resumed = first && job->have_tok;
+	ctx.last_chunk = last;
+	ctx.progress_token = token;
+	ctx.worker = w->id;
+	ctx.origin = &run->origin;
+	ctx.snapshot_id = job->snapshot_id;
+	ctx.snapshot_at_ms = job->at_ms;
+	ctx.total = job->t->estimate;
+	ctx.first_seq = job->tok.rows;
+	ctx.nrows = ch->rows;
+	ctx.may_repeat = job->heap && job->have_tok;	/* resumed: rows may be stored */
+	if (raw)
+	{
+		ctx.copy_data = (const unsigned char *) ch->data.data;
+		ctx.copy_len = ch->data.len;
+	}
+	else
+	{
+		ctx.frame = (const unsigned char *) ch->data.data;
+		ctx.frame_len = ch->data.len;
+	}
+	if (!run->sink->snapshot_parallel)
+		pthread_mutex_lock(&run->lock);
+	rc = run->sink->handle_snapshot(run->sink, NULL, &ctx);
+	if (!run->sink->snapshot_parallel)
+		pthread_mutex_unlock(&run->lock);
+	rp_free(token);
+	if (rc < 0)
+		return -1;
+
+	/* the next chunk continues from here */
+	job->tok.rows += ch->rows;
+	if (job->heap && ch->rows > 0)
+	{
+		job->tok.have_pos = true;
+		job->tok.blk = tok.blk;
+		job->tok.off = tok.off;
+	}
+	else if (ch->rows > 0)
+	{
+		const char *p = ch->lastkey.data;
+
+		rp_snaptoken_free(&job->tok);
+		for (int k = 0; k < job->t->nkey; k++)
+		{
+			job->tok.keys[job->tok.nkeys++] = rp_strndup(p, strlen(p));
+			p += strlen(p) + 1;
+		}
+	}
+	atomic_fetch_add(&rp_snap_stats.rows, ch->rows);
+	atomic_fetch_add(&rp_snap_stats.chunks, 1);
+	ch->rows = 0;
+	ch->data.len = ch->head_len;
+	return 0;
+}
+
+/* One row of the COPY stream into the chunk. */
+static int
+rp_snap_row(RpChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
+			const unsigned char *row, const unsigned char **data, const int32_t *len,
+			int nfields)
+{
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+	int			nextra = job->heap ? 1 : t->nkey;
+
+	if (nfields != ncopy + nextra)
+		return rp_fail(RP_HALT_MALFORMED, "snapshot: table \"%s\".\"%s\": COPY row has %d fields, expected %d",
+					   rel->schema, rel->name, nfields, ncopy + nextra);
+	if (job->heap)
+	{
+		/*
+		 * The tuple id (block u32, offset u16).  The position a token
+		 * stores is only meaningful if the scan is in physical order, so
+		 * that is checked, not assumed.
+		 */
+		const unsigned char *d = data[ncopy];
+		uint64_t	pos;
+
+		if (len[ncopy] != 6)
+			return rp_fail(RP_HALT_MALFORMED, "snapshot: table \"%s\".\"%s\": COPY row has no tuple id",
+						   rel->schema, rel->name);
+		pos = ((uint64_t) d[0] << 40) | ((uint64_t) d[1] << 32) | ((uint64_t) d[2] << 24) |
+			((uint64_t) d[3] << 16) | ((uint64_t) d[4] << 8) | d[5];
+		if (pos <= ch->lastpos)
+			return rp_fail(RP_HALT_NONE, "snapshot: table \"%s\".\"%s\": rows did not arrive in physical order",
+						   rel->schema, rel->name);
+		ch->lastpos = pos;
+	}
+	if (raw)
+	{
+		/* the row as it came, less the trailing key texts */
+		const unsigned char *end = ncopy > 0
+			? (len[ncopy - 1] > 0 ? data[ncopy - 1] + len[ncopy - 1] : data[ncopy - 1])
+			: row + 2;
+
+		rp_buf_put_u16(&ch->data, (uint16_t) ncopy);
+		rp_buf_put_bytes(&ch->data, row + 2, (size_t) (end - (row + 2)));
+	}
+	else
+	{
+		size_t		at = rp_enc_change_start(&ch->data, RP_TAG_INSERT, rel->relid, 0, 0);
+		char		err[200];
+
+		rp_enc_tuple_start(&ch->data, rel->natts);
+		for (int i = 0; i < rel->natts; i++)
+		{
+			if (len[i] < 0)
+			{
+				rp_enc_datum_kind(&ch->data, RP_DATUM_NULL);
+				continue;
+			}
+			rp_enc_datum_kind(&ch->data, RP_DATUM_VALUE);
+			if (rp_copybin_value(&ch->data, &t->recv[i], data[i], (uint32_t) len[i], err, sizeof(err)) < 0)
+				return rp_fail(RP_HALT_MALFORMED, "snapshot: table \"%s\".\"%s\" column \"%s\": %s",
+							   rel->schema, rel->name, rel->cols[i].name, err);
+		}
+		rp_buf_end_record(&ch->data, at);
+	}
+	if (t->nkey > 0 && !job->heap)
+	{
+		rp_buf_reset(&ch->lastkey);
+		for (int k = 0; k < t->nkey; k++)
+		{
+			const unsigned char *d = data[ncopy + k];
+
+			if (len[ncopy + k] > 0)
+				rp_buf_put_bytes(&ch->lastkey, d, (size_t) len[ncopy + k]);
+			rp_buf_put_char(&ch->lastkey, '\0');
+		}
+	}
+	ch->rows++;
+	return 0;
+}
+
+/*
+ * A chunk is delivered by a helper thread while the worker reads the next
+ * one from the source, so the source's COPY and the sink's write overlap
+ * (on a small machine they are the two halves of the work).  One chunk in
+ * flight at most: chunk n+1 is handed over only after chunk n is stored,
+ * so tokens advance in order.
+ */
+typedef struct RpSnapPipe
+{
+	RpSnapWorker *w;
+	RpSnapJob  *job;
+	bool		raw;
+	pthread_t	thread;
+	bool		started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	RpChunk    *pending;		/* handed over, not yet delivered */
+	bool		first;
+	bool		quit;
+	int			rc;
+	RpHalt		halt;
+	char		error[1024];
+} RpSnapPipe;
+
+static void *
+rp_snap_pipe_main(void *arg)
+{
+	RpSnapPipe *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;)
+	{
+		RpChunk    *ch;
+		bool		first;
+		int			rc;
+
+		while (p->pending == NULL && !p->quit)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->pending == NULL)
+			break;
+		ch = p->pending;
+		first = p->first;
+		pthread_mutex_unlock(&p->mu);
+		rc = rp_snap_deliver(p->w, p->job, ch, p->raw, first, false, first);
+		pthread_mutex_lock(&p->mu);
+		if (rc < 0 && p->rc == 0)
+		{
+			p->rc = -1;
+			p->halt = rp_error_halt();
+			snprintf(p->error, sizeof(p->error), "%s", rp_error());
+		}
+		p->pending = NULL;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Wait until nothing is in flight; -1 (re-raised here) if it failed. */
+static int
+rp_snap_pipe_wait(RpSnapPipe *p)
+{
+	int			rc;
+
+	pthread_mutex_lock(&p->mu);
+	while (p->pending != NULL)
+		pthread_cond_wait(&p->cv, &p->mu);
+	rc = p->rc;
+	pthread_mutex_unlock(&p->mu);
+	if (rc < 0)
+		return rp_fail(p->halt, "%s", p->error);
+	return 0;
+}
+
+static void
+rp_snap_pipe_give(RpSnapPipe *p, RpChunk *ch, bool first)
+{
+	pthread_mutex_lock(&p->mu);
+	p->pending = ch;
+	p->first = first;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static void
+rp_snap_pipe_stop(RpSnapPipe *p)
+{
+	if (!p->started)
+		return;
+	pthread_mutex_lock(&p->mu);
+	while (p->pending != NULL)
+		pthread_cond_wait(&p->cv, &p->mu);
+	p->quit = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	p->started = false;
+}
+
+/*
+ * A heap-order copy's start: the table locked (so its file cannot be
+ * swapped by a rewrite while it is read) and its relfilenode, which a
+ * stored position belongs to.  A resumed copy goes on from its position
+ * when the file and the horizon still hold, and starts over otherwise
+ * (VACUUM FULL, CLUSTER, TRUNCATE or a rewriting ALTER moved every row);
+ * either way its rows may be stored already, so the sink upserts them.
+ */
+static int
+rp_snap_heap_start(RpSnapWorker *w, RpSnapJob *job)
+{
+	RpSnapRun  *run = w->run;
+	const RpRelation *rel = job->t->rel;
+	RpBuf		sql;
+	char		relid[16];
+	const char *vals[1] = {relid};
+	PGresult   *res;
+	uint32_t	filenode;
+	int			rc;
+
+	rp_buf_init(&sql, 128);
+	rp_buf_put_text(&sql, "LOCK TABLE ONLY ");
+	rp_snap_put_ident(&sql, w->conn, rel->schema);
+	rp_buf_put_char(&sql, '.');
+	rp_snap_put_ident(&sql, w->conn, rel->name);
+	rp_buf_put_text(&sql, " IN ACCESS SHARE MODE");
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_snap_exec(w->conn, sql.data, "locking", job->t);
+	rp_buf_free(&sql);
+	if (rc < 0)
+		return -1;
+	snprintf(relid, sizeof(relid), "%u", rel->relid);
+	res = PQexecParams(w->conn, "SELECT pg_catalog.pg_relation_filenode($1::pg_catalog.oid)", 1, NULL, vals,
+					   NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+	{
+		rc = rp_snap_fail_res(res, "reading the relfilenode", job->t);
+		PQclear(res);
+		return rc;
+	}
+	filenode = (uint32_t) strtoul(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+
+	if (job->have_tok)
+	{
+		if (job->tok.filenode != filenode || job->tok.horizon > run->xmax ||
+			run->xmax - job->tok.horizon >= (UINT64_C(1) << 31))
+		{
+			if (run->opts->verbose)
+				fprintf(stderr, "%s: snapshot: table \"%s\".\"%s\" was rewritten since its copy stopped: copying it again\n",
+						run->opts->progname, rel->schema, rel->name);
+			job->tok.have_pos = false;
+			job->tok.rows = 0;
+			job->tok.horizon = run->xmin;
+		}
+	}
+	else
+	{
+		job->tok.heap = true;
+		job->tok.horizon = run->xmin;
+	}
+	job->tok.filenode = filenode;
+	return 0;
+}
+
+static int
+rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
+{
+	RpSnapRun  *run = w->run;
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+	bool		raw = run->sink->snapshot_raw && t->portable;
+	RpBuf		sql;
+	RpChunk		chunks[2];
+	RpChunk    *chp = &chunks[0];
+	RpChunk    *next;
+	RpSnapPipe	pipe;
+	uint64_t	copied;
+	PGresult   *res;
+	int			ncopy = 0;
+	int			maxf;
+	const unsigned char **data;
+	int32_t    *len;
+	bool		header = false;
+	bool		first = true;
+	bool		ended = false;
+	int			rc = 0;
+
+	if (!raw && !t->convertible)
+		return rp_fail(RP_HALT_CONFIG, "snapshot: table \"%s\".\"%s\": %s", rel->schema, rel->name, t->why);
+	for (int i = 0; i < rel->natts; i++)
+		if (!raw || !(rel->cols[i].flags & RP_COL_GENERATED))
+			ncopy++;
+	maxf = ncopy + t->nkey + 1;
+	data = rp_malloc0(sizeof(*data) * (size_t) maxf);
+	len = rp_malloc0(sizeof(*len) * (size_t) maxf);
+
+	job->heap = run->sink->snapshot_heap_order && t->nkey > 0 && (!job->have_tok || job->tok.heap);
+	if (job->heap)
+		rc = rp_snap_heap_start(w, job);
+	/* resume: the last stored key, as settings the WHERE clause reads */
+	else if (job->have_tok && t->nkey > 0 && job->tok.nkeys == t->nkey)
+	{
+		for (int k = 0; k < t->nkey && rc == 0; k++)
+		{
+			char		name[64];
+			const char *vals[2] = {name, job->tok.keys[k]};
+
+			snprintf(name, sizeof(name), "replicant_snap.k%d", k + 1);
+			res = PQexecParams(w->conn, "SELECT pg_catalog.set_config($1, $2, true)", 2, NULL, vals,
+							   NULL, NULL, 0);
+			if (PQresultStatus(res) != PGRES_TUPLES_OK)
+				rc = rp_snap_fail_res(res, "setting the resume key", t);
+			PQclear(res);
+		}
+	}
+	else if (job->have_tok && job->tok.rows > 0)
+	{
+		/*
+		 * A table without a key stopped part way: there is no position to
+		 * continue from.  Its rows are copied again from the start; the
+		 * sink's token says so (rows restart) and a state sink replaces.
+		 */
+		job->tok.rows = 0;
+	}
+	if (rc < 0)
+		goto out;
+	copied = job->tok.rows;
+
+	rp_buf_init(&sql, 512);
+	rp_snap_copy_sql(&sql, w->conn, job, raw);
+	res = PQexec(w->conn, sql.data);
+	rp_buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_COPY_OUT)
+	{
+		rc = rp_snap_fail_res(res, "COPY", t);
+		PQclear(res);
+		goto out;
+	}
+	PQclear(res);
+
+	memset(chunks, 0, sizeof(chunks));
+	for (int c = 0; c < 2; c++)
+	{
+		RpChunk    *ch = &chunks[c];
+
+		rp_buf_init(&ch->data, 1 << 20);
+		rp_buf_init(&ch->lastkey, 64);
+		if (!raw)
+		{
+			/* a frame: header and the table's description, then its rows */
+			size_t		at;
+
+			rp_enc_frame_header(&ch->data);
+			at = rp_enc_relation_start(&ch->data, rel->relid, rel->schema, rel->name, rel->identity, rel->natts);
+			for (int i = 0; i < rel->natts; i++)
+				rp_enc_relation_column(&ch->data, rel->cols[i].attnum, rel->cols[i].name, rel->cols[i].type_oid,
+									   rel->cols[i].type_name, rel->cols[i].typmod, rel->cols[i].encoding,
+									   rel->cols[i].flags);
+			rp_buf_end_record(&ch->data, at);
+		}
+		ch->head_len = ch->data.len;
+	}
+	memset(&pipe, 0, sizeof(pipe));
+	pipe.w = w;
+	pipe.job = job;
+	pipe.raw = raw;
+	pthread_mutex_init(&pipe.mu, NULL);
+	pthread_cond_init(&pipe.cv, NULL);
+	if (pthread_create(&pipe.thread, NULL, rp_snap_pipe_main, &pipe) != 0)
+		rc = rp_fail(RP_HALT_NONE, "snapshot: could not start a delivery thread");
+	else
+		pipe.started = true;
+
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			n = PQgetCopyData(w->conn, &buf, 0);
+		const unsigned char *p,
+				   *end;
+
+		if (n == -1)
+			break;
+		if (n < 0)
+		{
+			rc = rp_fail(RP_HALT_NONE, "snapshot: COPY of table \"%s\".\"%s\" failed: connection lost",
+						 rel->schema, rel->name);
+			break;
+		}
+		p = (const unsigned char *) buf;
+		end = p + n;
+		if (!header)
+		{
+			int			h = rp_copybin_header(p, (size_t) n);
+
+			if (h < 0)
+			{
+				PQfreemem(buf);
+				rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" has no binary header",
+							 rel->schema, rel->name);
+				break;
+			}
+			p += h;
+			header = true;
+		}
+		while (p < end && rc == 0)
+		{
+			const unsigned char *row = p;
+			int			nf;
+			int			r = rp_copybin_tuple(&p, end, maxf, &nf, data, len);
+
+			if (r < 0)
+				rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY row of table \"%s\".\"%s\" does not decode",
+							 rel->schema, rel->name);
+			else if (r == 0)
+				ended = true;
+			else
+			{
+				rc = rp_snap_row(chp, job, raw, ncopy, row, data, len, nf);
+				copied++;
+			}
+		}
+		PQfreemem(buf);
+		if (rc < 0)
+			break;
+		atomic_store(&job->done_rows, copied);
+		if (chp->rows >= run->opts->chunk_rows || chp->data.len >= run->opts->chunk_bytes)
+		{
+			if (atomic_load(&run->failed))
+			{
+				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped (another worker failed)");
+				break;
+			}
+			/* SIGINT/SIGTERM: the chunks stored so far are where a rerun resumes */
+			if (rp_stop_requested())
+			{
+				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped by a signal before table \"%s\".\"%s\" was copied",
+							 job->t->rel->schema, job->t->rel->name);
+				break;
+			}
+			/* the previous chunk must be stored before this one is handed over */
+			rc = rp_snap_pipe_wait(&pipe);
+			if (rc < 0)
+				break;
+			rp_snap_pipe_give(&pipe, chp, first);
+			first = false;
+			/* the other buffer takes the next rows; the order check goes on across them */
+			next = chp == &chunks[0] ? &chunks[1] : &chunks[0];
+			next->lastpos = chp->lastpos;
+			chp = next;
+		}
+	}
+	if (rc == 0)
+	{
+		res = PQgetResult(w->conn);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = rp_snap_fail_res(res, "COPY", t);
+		PQclear(res);
+		while ((res = PQgetResult(w->conn)) != NULL)
+			PQclear(res);
+	}
+	if (rc == 0 && !ended)
+		rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" ended without its trailer",
+					 rel->schema, rel->name);
+	/* the last chunk, also when empty: every table gets a call */
+	if (pipe.started && rp_snap_pipe_wait(&pipe) < 0 && rc == 0)
+		rc = -1;
+	rp_snap_pipe_stop(&pipe);
+	pthread_mutex_destroy(&pipe.mu);
+	pthread_cond_destroy(&pipe.cv);
+	if (rc == 0)
+		rc = rp_snap_deliver(w, job, chp, raw, first, true, first);
+	for (int c = 0; c < 2; c++)
+	{
+		rp_buf_free(&chunks[c].data);
+		rp_buf_free(&chunks[c].lastkey);
+	}
+out:
+	rp_free(data);
+	rp_free(len);
+	return rc;
+}
+
+/* Metrics: the table's dump ended (complete) or stopped (aborted). */
+static void
+rp_snap_note_store(RpSnapRun *run, const RpSnapTable *t, bool complete)
+{
+	char		store[512];
+	RpSnapStats *st = &rp_snap_stats;
+
+	snprintf(store, sizeof(store), "%s.%s", t->rel->schema, t->rel->name);
+	pthread_mutex_lock(&run->lock);
+	st->stores = rp_realloc(st->stores, sizeof(char *) * (size_t) (st->nstores + 1));
+	st->complete = rp_realloc(st->complete, sizeof(bool) * (size_t) (st->nstores + 1));
+	st->stores[st->nstores] = rp_strndup(store, strlen(store));
+	st->complete[st->nstores++] = complete;
+	pthread_mutex_unlock(&run->lock);
+}
+
+void *
+rp_snap_worker_main(void *arg)
+{
+	RpSnapWorker *w = arg;
+	RpSnapRun  *run = w->run;
+
+	for (;;)
+	{
+		RpSnapJob  *job = NULL;
+
+		if (atomic_load(&run->failed))
+			break;
+		pthread_mutex_lock(&run->lock);
+		/* SIGINT/SIGTERM: no table more; the snapshot is not complete */
+		if (rp_stop_requested() && !atomic_load(&run->failed))
+		{
+			snprintf(run->error, sizeof(run->error), "snapshot: stopped by a signal");
+			run->halt = RP_HALT_NONE;
+			atomic_store(&run->failed, true);
+		}
+		if (atomic_load(&run->failed))
+		{
+			pthread_mutex_unlock(&run->lock);
+			break;
+		}
+		if (run->next < run->njobs)
+			job = &run->jobs[run->next++];
+		pthread_mutex_unlock(&run->lock);
+		if (job == NULL)
+			break;
+		atomic_store(&job->state, 1);
+		if (rp_snap_copy_table(w, job) < 0)
+		{
+			pthread_mutex_lock(&run->lock);
+			if (!atomic_load(&run->failed))
+			{
+				snprintf(run->error, sizeof(run->error), "%s", rp_error());
+				run->halt = rp_error_halt();
+				atomic_store(&run->failed, true);
+			}
+			pthread_mutex_unlock(&run->lock);
+			atomic_fetch_add(&rp_snap_stats.tables_aborted, 1);
+			rp_snap_note_store(run, job->t, false);
+			break;
+		}
+		atomic_store(&job->state, 2);
+		atomic_fetch_add(&rp_snap_stats.tables_complete, 1);
+		rp_snap_note_store(run, job->t, true);
+	}
+	return NULL;
+}
+
+/* ---- coordination ----------------------------------------------------------- */

@@ -1,0 +1,192 @@
+/*
+ * rp_ckpt.c
+ *    Checkpoint lines and the library-owned checkpoint file (see rp_ckpt.h).
+ */
+#include "rp_alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "stream/rp_ckpt.h"
+#include "base/rp_status.h"
+
+/*
+ * "X/Y" with 1 to 8 hex digits on each side and nothing else, as
+ * PostgreSQL's pg_lsn input (no signs, spaces, 0x or trailing text).
+ */
+bool
+rp_lsn_parse(const char *s, uint64_t *lsn)
+{
+	static const char hex[] = "0123456789abcdefABCDEF";
+	size_t		len1 = strspn(s, hex),
+				len2;
+
+	if (len1 < 1 || len1 > 8 || s[len1] != '/')
+		return false;
+	len2 = strspn(s + len1 + 1, hex);
+	if (len2 < 1 || len2 > 8 || s[len1 + 1 + len2] != '\0')
+		return false;
+	*lsn = ((uint64_t) strtoul(s, NULL, 16) << 32) | (uint64_t) strtoul(s + len1 + 1, NULL, 16);
+	return true;
+}
+
+void
+rp_lsn_format(uint64_t lsn, char *buf)
+{
+	snprintf(buf, 24, "%X/%X", (unsigned) (lsn >> 32), (unsigned) lsn);
+}
+
+int
+rp_ckpt_format(const RpCheckpoint *ck, char *buf, size_t len)
+{
+	char		c[24],
+				e[24];
+
+	rp_lsn_format(ck->commit_lsn, c);
+	rp_lsn_format(ck->end_lsn, e);
+	return snprintf(buf, len, "replicant-checkpoint v1 sysid=%" PRIu64 " tli=%u slot=%s commit=%s end=%s",
+					ck->system_id, ck->timeline, ck->slot, c, e);
+}
+
+bool
+rp_ckpt_parse(const char *line, RpCheckpoint *ck)
+{
+	char		slot[RP_SLOT_NAME_MAX];
+	char		c[32],
+				e[32];
+	unsigned long long sysid;
+	unsigned	tli;
+
+	memset(ck, 0, sizeof(*ck));
+	if (sscanf(line, "replicant-checkpoint v1 sysid=%llu tli=%u slot=%63s commit=%31s end=%31s",
+			   &sysid, &tli, slot, c, e) != 5)
+		return false;
+	ck->system_id = sysid;
+	ck->timeline = tli;
+	memcpy(ck->slot, slot, sizeof(slot));
+	if (!rp_lsn_parse(c, &ck->commit_lsn) || !rp_lsn_parse(e, &ck->end_lsn))
+		return false;
+
+	/*
+	 * Only the exact line rp_ckpt_format() writes (then optional trailing
+	 * white space): sscanf alone would take "sysid=-1", "tli=+1" or text
+	 * after the end LSN.
+	 */
+	{
+		char		canon[512];
+		int			n = rp_ckpt_format(ck, canon, sizeof(canon));
+
+		if (n <= 0 || (size_t) n >= sizeof(canon) || strncmp(line, canon, (size_t) n) != 0 ||
+			strspn(line + n, " \t\r\n") != strlen(line + n))
+		{
+			memset(ck, 0, sizeof(*ck));
+			return false;
+		}
+	}
+	return true;
+}
+
+int
+rp_ckpt_read(const char *path, RpCheckpoint *ck)
+{
+	FILE	   *f = fopen(path, "r");
+	char		line[512];
+
+	if (f == NULL)
+	{
+		if (errno == ENOENT)
+			return 0;
+		return rp_fail(RP_HALT_NONE, "could not open checkpoint file \"%s\": %s", path,
+					   strerror(errno));
+	}
+	if (fgets(line, sizeof(line), f) == NULL || !rp_ckpt_parse(line, ck))
+	{
+		fclose(f);
+		return rp_fail(RP_HALT_IDENTITY, "checkpoint file \"%s\" is not a replicant checkpoint", path);
+	}
+	fclose(f);
+	return 1;
+}
+
+static int
+rp_fsync_dir(const char *path)
+{
+	char	   *copy = rp_strndup(path, strlen(path));
+	int			fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+	int			rc = 0;
+
+	if (fd < 0 || fsync(fd) != 0)
+		rc = rp_fail(RP_HALT_NONE, "could not fsync the folder of \"%s\": %s", path,
+					 strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	rp_free(copy);
+	return rc;
+}
+
+int
+rp_ckpt_write(const char *path, const RpCheckpoint *ck)
+{
+	char		tmp[4096];
+	char		line[512];
+	int			n = rp_ckpt_format(ck, line, sizeof(line) - 1);
+	int			fd;
+
+	line[n++] = '\n';
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return rp_fail(RP_HALT_NONE, "could not create \"%s\": %s", tmp, strerror(errno));
+	if (write(fd, line, (size_t) n) != n || fsync(fd) != 0)
+	{
+		int			err = errno;
+
+		close(fd);
+		return rp_fail(RP_HALT_NONE, "could not write \"%s\": %s", tmp, strerror(err));
+	}
+	close(fd);
+	if (rename(tmp, path) != 0)
+		return rp_fail(RP_HALT_NONE, "could not rename \"%s\" to \"%s\": %s", tmp, path,
+					   strerror(errno));
+	return rp_fsync_dir(path);
+}
+
+int
+rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint32_t timeline,
+					 const char *slot)
+{
+	if (ck->system_id != system_id)
+		return rp_fail(RP_HALT_IDENTITY,
+					   "checkpoint belongs to system %" PRIu64 ", but the source is system %" PRIu64,
+					   ck->system_id, system_id);
+	if (ck->timeline != timeline)
+		return rp_fail(RP_HALT_IDENTITY,
+					   "checkpoint was taken on timeline %u, but the source is on timeline %u",
+					   ck->timeline, timeline);
+	if (strcmp(ck->slot, slot) != 0)
+		return rp_fail(RP_HALT_IDENTITY, "checkpoint belongs to slot \"%s\", not \"%s\"",
+					   ck->slot, slot);
+	return 0;
+}
+
+int
+rp_ckpt_check_position(const RpCheckpoint *ck, uint64_t server_flush_lsn)
+{
+	char		c[24],
+				e[24],
+				f[24];
+
+	if (ck->end_lsn <= server_flush_lsn && ck->commit_lsn <= server_flush_lsn)
+		return 0;
+	rp_lsn_format(ck->commit_lsn, c);
+	rp_lsn_format(ck->end_lsn, e);
+	rp_lsn_format(server_flush_lsn, f);
+	return rp_fail(RP_HALT_IDENTITY,
+				   "checkpoint (commit %s, end %s) is ahead of the server's WAL flush position %s: it is not this server's position (edited, damaged, or the source was restored from a backup)",
+				   c, e, f);
+}

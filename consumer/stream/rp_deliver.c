@@ -1,0 +1,664 @@
+/*
+ * rp_deliver.c
+ *    Batches, cursors, schema diffs and checkpoint advance (see rp_deliver.h).
+ */
+#include "rp_alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "stream/rp_deliver.h"
+#include "base/rp_status.h"
+
+/* ---- the persisted view of relations ---------------------------------- */
+
+static int
+rp_view_load(RpDelivery *dl)
+{
+	int			fd = open(dl->view_path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	RpRecord	rec;
+	int			rc;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : rp_fail(RP_HALT_NONE, "could not open \"%s\": %s",
+											 dl->view_path, strerror(errno));
+	if (fstat(fd, &sb) != 0)
+	{
+		close(fd);
+		return rp_fail(RP_HALT_NONE, "could not stat \"%s\": %s", dl->view_path, strerror(errno));
+	}
+	rp_buf_reset(&dl->view);
+	rp_buf_reserve(&dl->view, (size_t) sb.st_size);
+	if (read(fd, dl->view.data, (size_t) sb.st_size) != sb.st_size)
+	{
+		close(fd);
+		return rp_fail(RP_HALT_NONE, "could not read \"%s\"", dl->view_path);
+	}
+	close(fd);
+	dl->view.len = (size_t) sb.st_size;
+	rp_decoder_records(&dl->dec, dl->view.data, dl->view.len);
+	while ((rc = rp_decoder_next(&dl->dec, &rec)) > 0)
+	{
+		/* relation records only: rp_view_put() reads each one's relid */
+		if (rec.tag != RP_TAG_RELATION)
+			return rp_fail(RP_HALT_MALFORMED, "relation view \"%s\" holds a %s record",
+						   dl->view_path, rp_tag_name(rec.tag));
+		rp_relation_free(rec.u.relation.previous);
+	}
+	if (rc < 0)
+		return rp_fail(RP_HALT_MALFORMED, "relation view \"%s\" is damaged: %s", dl->view_path,
+					   dl->dec.error);
+	return 0;
+}
+
+/* Rewrite the view from the decoder's relations (temp, fsync, rename). */
+static int
+rp_view_save(RpDelivery *dl)
+{
+	char		tmp[4096];
+	int			fd;
+	ssize_t		w;
+
+	if (!dl->view_dirty || dl->view_path == NULL)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", dl->view_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return rp_fail(RP_HALT_NONE, "could not create \"%s\": %s", tmp, strerror(errno));
+	w = write(fd, dl->view.data, dl->view.len);
+	if (w != (ssize_t) dl->view.len || fsync(fd) != 0)
+	{
+		close(fd);
+		return rp_fail(RP_HALT_NONE, "could not write \"%s\"", tmp);
+	}
+	close(fd);
+	if (rename(tmp, dl->view_path) != 0)
+		return rp_fail(RP_HALT_NONE, "could not rename \"%s\": %s", tmp, strerror(errno));
+	dl->view_dirty = false;
+	return 0;
+}
+
+/* Replace relid's record in the view buffer with raw. */
+static void
+rp_view_put(RpDelivery *dl, uint32_t relid, const unsigned char *raw, size_t len)
+{
+	RpBuf		next;
+	size_t		pos = 0;
+
+	rp_buf_init(&next, dl->view.len + len);
+	while (pos + RP_RECORD_HEADER_LEN <= dl->view.len)
+	{
+		const unsigned char *p = (const unsigned char *) dl->view.data + pos;
+		size_t		rlen = RP_RECORD_HEADER_LEN + rp_load_u32(p + 1);
+
+		if (rp_load_u32(p + RP_RECORD_HEADER_LEN) != relid)
+			rp_buf_put_bytes(&next, p, rlen);
+		pos += rlen;
+	}
+	rp_buf_put_bytes(&next, raw, len);
+	rp_buf_free(&dl->view);
+	dl->view = next;
+	dl->view_dirty = true;
+}
+
+/* ---- init ---------------------------------------------------------------- */
+
+int
+rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck, const char *ckpt_path,
+				const char *view_path, const RpBatchLimits *limits)
+{
+	memset(dl, 0, sizeof(*dl));
+	dl->sink = sink;
+	dl->ck = *ck;
+	dl->ckpt_path = ckpt_path;
+	dl->view_path = view_path;
+	dl->limits = *limits;
+	dl->count = &dl->own_count;
+	RP_COUNT_STORE(dl->count->checkpoint_lsn, ck->end_lsn);
+	if (dl->limits.max_txns < 1)
+		dl->limits.max_txns = 1;
+	dl->batch = rp_malloc0(sizeof(RpTxn *) * (size_t) dl->limits.max_txns);
+	rp_decoder_init(&dl->dec);
+	rp_buf_init(&dl->view, 1024);
+	return view_path ? rp_view_load(dl) : 0;
+}
+
+void
+rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c)
+{
+	dl->count = c;
+	RP_COUNT_STORE(c->checkpoint_lsn, dl->ck.end_lsn);
+}
+
+void
+rp_deliver_free(RpDelivery *dl)
+{
+	for (int i = 0; i < dl->nbatch; i++)
+		rp_txn_free(dl->batch[i]);
+	rp_free(dl->batch);
+	rp_decoder_free(&dl->dec);
+	rp_buf_free(&dl->view);
+}
+
+/* ---- schema diff ----------------------------------------------------------- */
+
+static const RpColumn *
+rp_col_by_attnum(const RpRelation *rel, int16_t attnum)
+{
+	for (uint16_t i = 0; i < rel->natts; i++)
+		if (rel->cols[i].attnum == attnum)
+			return &rel->cols[i];
+	return NULL;
+}
+
+RpSchemaChange
+rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, size_t whatlen)
+{
+	const uint8_t keyflags = RP_COL_PRIMARY_KEY | RP_COL_IDENTITY;
+	bool		added = false;
+
+	what[0] = '\0';
+	if (before == NULL)
+		return RP_SCHEMA_NEW;
+	if (strcmp(before->schema, after->schema) != 0 || strcmp(before->name, after->name) != 0)
+	{
+		snprintf(what, whatlen, "table renamed to \"%s\".\"%s\"", after->schema, after->name);
+		return RP_SCHEMA_DESTRUCTIVE;
+	}
+	if (before->identity != after->identity)
+	{
+		snprintf(what, whatlen, "replica identity changed");
+		return RP_SCHEMA_DESTRUCTIVE;
+	}
+	for (uint16_t i = 0; i < before->natts; i++)
+	{
+		const RpColumn *b = &before->cols[i];
+		const RpColumn *a = rp_col_by_attnum(after, b->attnum);
+
+		if (a == NULL)
+		{
+			snprintf(what, whatlen, "column \"%s\" dropped", b->name);
+			return RP_SCHEMA_DESTRUCTIVE;
+		}
+		if (strcmp(a->name, b->name) != 0)
+		{
+			snprintf(what, whatlen, "column \"%s\" renamed to \"%s\"", b->name, a->name);
+			return RP_SCHEMA_DESTRUCTIVE;
+		}
+		if (a->type_oid != b->type_oid || a->typmod != b->typmod)
+		{
+			snprintf(what, whatlen, "column \"%s\" changed type from %s to %s", b->name,
+					 b->type_name, a->type_name);
+			return RP_SCHEMA_DESTRUCTIVE;
+		}
+		if ((a->flags & keyflags) != (b->flags & keyflags))
+		{
+			snprintf(what, whatlen, "key or identity of column \"%s\" changed", b->name);
+			return RP_SCHEMA_DESTRUCTIVE;
+		}
+	}
+	for (uint16_t i = 0; i < after->natts; i++)
+		if (rp_col_by_attnum(before, after->cols[i].attnum) == NULL)
+		{
+			if (!added)
+				snprintf(what, whatlen, "column \"%s\" added", after->cols[i].name);
+			added = true;
+		}
+	return added ? RP_SCHEMA_ADDITIVE : RP_SCHEMA_SAME;
+}
+
+/* ---- cursors -------------------------------------------------------------- */
+
+int
+rp_cursor_open(RpCursor *c, RpDelivery *dl, RpTxn *txn)
+{
+	c->dl = dl;
+	c->txn = txn;
+	return rp_store_iter_start(&c->it, &txn->store);
+}
+
+int
+rp_cursor_open_at(RpCursor *c, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes)
+{
+	uint64_t	skipped = 0;
+
+	if (rp_cursor_open(c, dl, txn) < 0)
+		return -1;
+	while (skipped < skip_bytes)
+	{
+		const unsigned char *raw;
+		size_t		len;
+		int			rc = rp_store_iter_next(&c->it, &raw, &len);
+
+		if (rc < 0)
+		{
+			rp_cursor_close(c);
+			return -1;
+		}
+		if (rc == 0)
+			break;
+		skipped += len;
+	}
+	if (skipped != skip_bytes)
+	{
+		rp_cursor_close(c);
+		return rp_fail(RP_HALT_PROTOCOL, "transaction xid %u does not begin with the chunks applied early",
+					   txn->xid);
+	}
+	return 0;
+}
+
+static int
+rp_cursor_relation(RpCursor *c, const RpRecord *rec, const unsigned char *raw, size_t len)
+{
+	RpDelivery *dl = c->dl;
+	const RpRelation *after = rec->u.relation.rel;
+	RpRelation *before = rec->u.relation.previous;
+	char		what[256];
+	RpSchemaChange change = rp_schema_diff(before, after, what, sizeof(what));
+	int			rc = 0;
+
+	if (change != RP_SCHEMA_SAME)
+	{
+		if (dl->sink->handle_schema_change)
+			rc = dl->sink->handle_schema_change(dl->sink, before, after, change);
+		else if (change == RP_SCHEMA_DESTRUCTIVE)
+			rc = rp_fail(RP_HALT_SCHEMA, "destructive schema change of table \"%s\".\"%s\": %s",
+						 after->schema, after->name, what);
+		if (rc == 0)
+		{
+			rp_view_put(dl, after->relid, raw, len);
+			if (change != RP_SCHEMA_NEW)
+				RP_COUNT_ADD(dl->count->schema_changes, 1);
+		}
+	}
+	rp_relation_free(before);
+	return rc;
+}
+
+int
+rp_cursor_next(RpCursor *c, RpRecord *rec)
+{
+	for (;;)
+	{
+		const unsigned char *raw;
+		size_t		len;
+		int			rc = rp_store_iter_next(&c->it, &raw, &len);
+
+		if (rc <= 0)
+			return rc;
+		rp_decoder_records(&c->dl->dec, raw, len);
+		rc = rp_decoder_next(&c->dl->dec, rec);
+		if (rc <= 0)
+			return rp_fail(RP_HALT_MALFORMED, "stored record of xid %u does not decode: %s",
+						   c->txn->xid, c->dl->dec.error);
+		if (rec->tag != RP_TAG_RELATION)
+			return 1;
+		if (rp_cursor_relation(c, rec, raw, len) < 0)
+			return -1;
+	}
+}
+
+void
+rp_cursor_close(RpCursor *c)
+{
+	rp_store_iter_end(&c->it);
+}
+
+/* ---- delivery ----------------------------------------------------------------- */
+
+static int
+rp_deliver_persist(RpDelivery *dl, const RpCheckpoint *ck)
+{
+	if (dl->ckpt_path && !dl->sink->owns_checkpoint && rp_ckpt_write(dl->ckpt_path, ck) < 0)
+		return -1;
+	dl->ck = *ck;
+	RP_COUNT_STORE(dl->count->checkpoint_lsn, ck->end_lsn);
+	return rp_view_save(dl);
+}
+
+static void
+rp_ck_for(const RpDelivery *dl, const RpTxn *t, RpCheckpoint *ck)
+{
+	*ck = dl->ck;
+	ck->commit_lsn = t->commit_lsn;
+	if (t->end_lsn > ck->end_lsn)
+		ck->end_lsn = t->end_lsn;
+}
+
+/*
+ * The first k transactions of the batch are done (durable in the sink or
+ * behind the checkpoint file): count them, free them, keep the rest.
+ */
+static void
+rp_deliver_done(RpDelivery *dl, int k)
+{
+	uint64_t	changes = 0;
+
+	for (int i = 0; i < k; i++)
+	{
+		changes += dl->batch[i]->nchanges;
+		rp_txn_free(dl->batch[i]);
+		dl->batch[i] = NULL;
+	}
+	RP_COUNT_ADD(dl->count->changes, changes);
+	RP_COUNT_ADD(dl->count->txns, (uint64_t) k);
+	if (k == 0)
+		return;
+	memmove(dl->batch, dl->batch + k, sizeof(RpTxn *) * (size_t) (dl->nbatch - k));
+	dl->nbatch -= k;
+	dl->batch_bytes = 0;
+	for (int i = 0; i < dl->nbatch; i++)
+		dl->batch_bytes += rp_store_length(&dl->batch[i]->store);
+}
+
+int
+rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
+{
+	RpSink	   *s = dl->sink;
+	RpCheckpoint ck;
+	int			n = dl->nbatch;
+	int			done = 0;		/* transactions the sink's own checkpoint covers */
+	int			i;
+
+	if (n == 0)
+		return 0;
+	if (!force && n < dl->limits.max_txns && dl->batch_bytes < dl->limits.max_bytes &&
+		now_ms - dl->batch_started_ms < dl->limits.max_ms)
+		return 0;
+
+	rp_ck_for(dl, dl->batch[n - 1], &ck);
+	if (s->handle_batch && (n > 1 || s->handle_transaction == NULL))
+	{
+		if (s->handle_batch(s, dl, dl->batch, n, &ck) < 0)
+			return -1;
+		if (rp_deliver_persist(dl, &ck) < 0)
+		{
+			if (s->owns_checkpoint)
+				rp_deliver_done(dl, n);
+			return -1;
+		}
+	}
+	else
+	{
+		for (i = 0; i < n; i++)
+		{
+			RpCheckpoint one;
+
+			rp_ck_for(dl, dl->batch[i], &one);
+			if (s->handle_transaction(s, dl, dl->batch[i], &one) < 0)
+				break;
+			if (s->owns_checkpoint)
+			{
+				done = i + 1;
+				if (rp_deliver_persist(dl, &one) < 0)
+					break;
+			}
+
+			/*
+			 * Library-owned: one file write per batch.  dl->ck is what the
+			 * server is told (G2), so it moves only with the file.
+			 */
+			else if (i == n - 1 && rp_deliver_persist(dl, &one) < 0)
+				break;
+		}
+		if (i < n)
+		{
+			/*
+			 * A sink that owns its checkpoint already holds the first ones:
+			 * a retry must not hand them over again (G1).  Library-owned,
+			 * the whole batch is delivered again (at-least-once).
+			 */
+			rp_deliver_done(dl, done);
+			return -1;
+		}
+	}
+	rp_deliver_done(dl, n);
+	RP_COUNT_ADD(dl->count->batches, 1);
+	return 0;
+}
+
+void
+rp_deliver_idle(RpDelivery *dl)
+{
+	if (dl->idle_hook)
+		dl->idle_hook(dl->idle_arg);
+}
+
+bool
+rp_deliver_pending(const RpDelivery *dl)
+{
+	return dl->nbatch > 0;
+}
+
+/* ---- early apply of streamed transactions ------------------------------------- */
+
+/* The sink drops what it applied early (its transaction will come whole). */
+static void
+rp_deliver_early_drop(RpDelivery *dl)
+{
+	if (dl->early_xid == 0)
+		return;
+	dl->sink->drop_chunks(dl->sink);
+	dl->early_refused = dl->early_xid;
+	dl->early_xid = 0;
+	dl->early_bytes = 0;
+	RP_COUNT_ADD(dl->count->early_drops, 1);
+}
+
+/*
+ * Every Relation record of a chunk must describe its table as the sink
+ * already has it: a schema change inside a chunk is applied the usual way,
+ * at commit, where it cannot be undone half way.
+ */
+static bool
+rp_deliver_chunk_plain(RpDelivery *dl, RpTxn *chunk)
+{
+	RpStoreIter it;
+	const unsigned char *raw;
+	size_t		len;
+	bool		plain = true;
+	int			rc;
+
+	if (rp_store_iter_start(&it, &chunk->store) < 0)
+		return false;
+	while (plain && (rc = rp_store_iter_next(&it, &raw, &len)) > 0)
+	{
+		RpDecoder	scratch;
+		RpRecord	rec;
+		const RpRelation *have;
+		char		what[256];
+
+		if (raw[0] != RP_TAG_RELATION)
+			continue;
+		rp_decoder_init(&scratch);
+		rp_decoder_records(&scratch, raw, len);
+		have = NULL;
+		if (rp_decoder_next(&scratch, &rec) > 0 && rec.tag == RP_TAG_RELATION)
+		{
+			have = rp_relmap_get(&dl->dec.rels, rec.u.relation.rel->relid);
+			plain = have != NULL &&
+				rp_schema_diff(have, rec.u.relation.rel, what, sizeof(what)) == RP_SCHEMA_SAME;
+		}
+		else
+			plain = false;
+		rp_decoder_free(&scratch);
+	}
+	if (rc < 0)
+		plain = false;
+	rp_store_iter_end(&it);
+	return plain;
+}
+
+/*
+ * A stream block of a transaction not committed yet.  The sink applies it
+ * now, inside a unit it keeps open, so the destination works while the
+ * server is still decoding the rest; the commit then only adds the tail.
+ * Order: whatever committed before this block was received first, so the
+ * pending batch goes before it; and anything else that commits while the
+ * unit is open drops it (the transaction then comes whole, later, as
+ * usual), so the destination always sees transactions in commit order.
+ */
+static int
+rp_deliver_chunk(RpDelivery *dl, RpItem *item, int64_t now_ms)
+{
+	RpTxn	   *chunk = item->txn;
+	int			rc;
+
+	if (dl->sink->handle_chunk == NULL)
+		return 0;
+	if (dl->early_xid && (dl->early_xid != chunk->xid || item->first))
+		rp_deliver_early_drop(dl);	/* another one, or the same one sent again */
+	if (dl->early_xid == 0)
+	{
+		/* a transaction is taken from its first block on, or not at all */
+		if (!item->first)
+			return 0;
+		if (rp_deliver_flush(dl, true, now_ms) < 0)
+			return -1;
+		dl->early_refused = 0;
+	}
+	if (!rp_deliver_chunk_plain(dl, chunk))
+	{
+		if (dl->early_xid)
+			rp_deliver_early_drop(dl);
+		dl->early_refused = chunk->xid;
+		return 0;
+	}
+	dl->early_xid = chunk->xid;
+	rc = dl->sink->handle_chunk(dl->sink, dl, chunk);
+	if (rc < 0)
+	{
+		dl->early_xid = 0;
+		dl->early_bytes = 0;
+		return -1;
+	}
+	if (rc > 0)
+	{
+		rp_deliver_early_drop(dl);
+		return 0;
+	}
+	dl->early_bytes += rp_store_length(&chunk->store);
+	RP_COUNT_ADD(dl->count->early_chunks, 1);
+	return 0;
+}
+
+/* The transaction whose chunks the sink holds committed. */
+static int
+rp_deliver_chunked_commit(RpDelivery *dl, RpTxn *txn)
+{
+	RpCheckpoint ck;
+
+	rp_ck_for(dl, txn, &ck);
+	if (dl->sink->handle_chunked_commit(dl->sink, dl, txn, dl->early_bytes, &ck) < 0)
+	{
+		dl->early_xid = 0;
+		dl->early_bytes = 0;
+		rp_txn_free(txn);
+		return -1;
+	}
+	dl->early_xid = 0;
+	dl->early_bytes = 0;
+	RP_COUNT_ADD(dl->count->early_commits, 1);
+	RP_COUNT_ADD(dl->count->changes, txn->nchanges);
+	RP_COUNT_ADD(dl->count->txns, 1);
+	RP_COUNT_ADD(dl->count->batches, 1);
+	rp_txn_free(txn);
+	return rp_deliver_persist(dl, &ck);
+}
+
+int
+rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
+{
+	int			rc = 0;
+
+	if (item->kind == RP_ITEM_CHUNK)
+	{
+		rc = rp_deliver_chunk(dl, item, now_ms);
+		rp_item_free(item);
+		return rc;
+	}
+	if (item->kind == RP_ITEM_STREAM_END)
+	{
+		if (dl->early_xid == item->xid)
+			rp_deliver_early_drop(dl);
+		rp_item_free(item);
+		return 0;
+	}
+	if (dl->early_xid)
+	{
+		if (item->kind == RP_ITEM_TXN && item->txn->xid == dl->early_xid && item->txn->streamed)
+		{
+			RpTxn	   *txn = item->txn;
+
+			item->txn = NULL;
+			rp_item_free(item);
+			return rp_deliver_chunked_commit(dl, txn);
+		}
+		/* something else commits first: what the sink holds would come after it */
+		rp_deliver_early_drop(dl);
+	}
+
+	if (item->kind == RP_ITEM_TXN)
+	{
+		if (dl->nbatch == 0)
+			dl->batch_started_ms = now_ms;
+		dl->batch[dl->nbatch++] = item->txn;
+		dl->batch_bytes += rp_store_length(&item->txn->store);
+		item->txn = NULL;
+		rp_item_free(item);
+		return rp_deliver_flush(dl, false, now_ms);
+	}
+
+	/* a non-transactional message ends the batch, then goes alone */
+	if (rp_deliver_flush(dl, true, now_ms) < 0)
+		rc = -1;
+	else
+	{
+		RpCheckpoint ck = dl->ck;
+
+		if (item->msg.lsn > ck.end_lsn)
+			ck.end_lsn = item->msg.lsn;
+		if (dl->sink->handle_message &&
+			dl->sink->handle_message(dl->sink, &item->msg, &ck) < 0)
+			rc = -1;
+		else
+		{
+			RP_COUNT_ADD(dl->count->messages, 1);
+			rc = rp_deliver_persist(dl, &ck);
+		}
+	}
+	rp_item_free(item);
+	return rc;
+}
+
+int
+rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
+{
+	RpCheckpoint ck = dl->ck;
+
+	/*
+	 * An append log's position moves with its data, or (a sink that keeps its
+	 * own checkpoint, like the file sink) by recording the position itself;
+	 * a log whose checkpoint is the library's file never moves when idle.
+	 */
+	if ((dl->sink->kind == RP_SINK_APPEND_LOG && dl->sink->advance == NULL) ||
+		dl->nbatch > 0 || dl->early_xid != 0 || lsn <= dl->ck.end_lsn)
+		return 0;
+	ck.end_lsn = lsn;
+	if (dl->sink->owns_checkpoint)
+	{
+		if (dl->sink->advance == NULL)
+			return 0;
+		if (dl->sink->advance(dl->sink, &ck) < 0)
+			return -1;
+		dl->ck = ck;
+		RP_COUNT_STORE(dl->count->checkpoint_lsn, ck.end_lsn);
+		return 0;
+	}
+	return rp_deliver_persist(dl, &ck);
+}

@@ -1,0 +1,106 @@
+/*
+ * rp_deliver.h
+ *    Delivery: completed transactions and messages from the assembler to
+ *    the sink, in commit order, grouped into batches (N transactions, B
+ *    bytes or T ms, whichever first; a message or a schema change ends a
+ *    batch), with the checkpoint advanced only after the sink returns.
+ */
+#ifndef RP_DELIVER_H
+#define RP_DELIVER_H
+
+#include "base/rp_counter.h"
+#include "sinks/rp_sink.h"
+
+typedef struct RpBatchLimits
+{
+	int			max_txns;
+	uint64_t	max_bytes;
+	int			max_ms;
+} RpBatchLimits;
+
+/*
+ * Telemetry (value-free).  The delivery thread adds to them; the progress
+ * line and the metrics thread read them (rp_counter.h).  A run keeps them
+ * outside its RpDelivery (rp_deliver_count_into), for the process's life:
+ * a delivery started over after a lost destination goes on counting, so a
+ * counter never goes backwards.
+ */
+typedef struct RpDlCounters
+{
+	uint64_t	txns;
+	uint64_t	changes;
+	uint64_t	batches;
+	uint64_t	messages;
+	uint64_t	schema_changes;
+	uint64_t	early_chunks;
+	uint64_t	early_commits;
+	uint64_t	early_drops;
+	uint64_t	checkpoint_lsn; /* gauge: end LSN of the last durable unit */
+} RpDlCounters;
+
+struct RpDelivery
+{
+	RpSink	   *sink;
+	RpDecoder	dec;			/* relations as the sink has seen them */
+	RpCheckpoint ck;			/* durable */
+	const char *ckpt_path;		/* library-owned checkpoint file, or NULL */
+	const char *view_path;		/* relations as last durably delivered */
+	RpBuf		view;			/* their Relation records, concatenated */
+	bool		view_dirty;
+	RpBatchLimits limits;
+	RpTxn	  **batch;
+	int			nbatch;
+	uint64_t	batch_bytes;
+	int64_t		batch_started_ms;
+	/* called by sinks while they wait, so status updates keep flowing */
+	void		(*idle_hook) (void *arg);
+	void	   *idle_arg;
+	/* early apply (RpSink.handle_chunk): the transaction whose chunks the sink holds */
+	uint32_t	early_xid;		/* 0: none */
+	uint64_t	early_bytes;	/* its store bytes the chunks covered */
+	uint32_t	early_refused;	/* declined or dropped: its later chunks are ignored */
+	RpDlCounters *count;		/* own_count unless rp_deliver_count_into */
+	RpDlCounters own_count;
+};
+
+typedef struct RpCursor
+{
+	RpDelivery *dl;
+	RpTxn	   *txn;
+	RpStoreIter it;
+} RpCursor;
+
+/*
+ * ckpt_path: the library-owned checkpoint file (NULL when the sink owns
+ * it); view_path: where the relations the sink has seen are kept across
+ * restarts, so a schema change is still detected after a crash.
+ */
+extern int	rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck,
+							const char *ckpt_path, const char *view_path,
+							const RpBatchLimits *limits);
+extern void rp_deliver_free(RpDelivery *dl);
+/* Count into c (the run's, kept across deliveries) from now on. */
+extern void rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c);
+
+/* Take one assembled item (ownership passes); may deliver a batch. */
+extern int	rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms);
+/* Deliver the pending batch if its time is up (or force). */
+extern int	rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms);
+extern bool rp_deliver_pending(const RpDelivery *dl);
+/* A sink waiting on something slow calls this now and then. */
+extern void rp_deliver_idle(RpDelivery *dl);
+/* Nothing in flight: a state sink may record an idle-advanced position. */
+extern int	rp_deliver_advance(RpDelivery *dl, uint64_t lsn);
+
+/* Read a transaction's records; relation records are handled inside. */
+extern int	rp_cursor_open(RpCursor *c, RpDelivery *dl, RpTxn *txn);
+/* The same, past its first skip_bytes (records already read as chunks). */
+extern int	rp_cursor_open_at(RpCursor *c, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes);
+extern int	rp_cursor_next(RpCursor *c, RpRecord *rec);	/* 1, 0 end, -1 */
+extern void rp_cursor_close(RpCursor *c);
+
+/* How a new description differs from the old (NULL before: NEW). */
+extern RpSchemaChange rp_schema_diff(const RpRelation *before, const RpRelation *after,
+									 char *what, size_t whatlen);
+
+#endif							/* RP_DELIVER_H */
