@@ -2,7 +2,7 @@
  * rp_asm.h
  *    The assembler: frames in, whole committed transactions out.
  *
- * State machine (docs/guarantees.md has the diagram):
+ * State machine (docs/guarantees.md, "The assembler's states", draws it):
  *   idle --BEGIN--> in-txn --changes--> in-txn --COMMIT--> idle (txn ready)
  *   idle --STREAM START(x)--> in-block(x) --changes--> in-block(x)
  *        --STREAM STOP--> idle;  STREAM COMMIT(x) -> txn x ready;
