@@ -1,7 +1,7 @@
 /*
- * rp_verify.c
+ * rp_cli_verify.c
  *    replicant verify-snapshot [--rows ID] [--quiet] FILE...
- *    (see rp_verify.h, rp_reassemble.h and docs/sinks.md).
+ *    (see rp_cli.h, rp_reassemble.h and docs/sinks.md).
  */
 #include "rp_alloc.h"
 
@@ -11,7 +11,7 @@
 
 #include "envelope/rp_reassemble.h"
 #include "base/rp_status.h"
-#include "envelope/rp_verify.h"
+#include "cli/rp_cli.h"
 
 #define PROG "replicant verify-snapshot"
 #define MAX_WARNINGS 10
