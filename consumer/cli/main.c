@@ -21,7 +21,10 @@ main(int argc, char **argv)
 
 	rc = rp_cli_parse(&cli, argc, argv);
 	if (rc != RP_CLI_RUN)
+	{
+		rp_cli_free(&cli);
 		return rc;
+	}
 	if (cli.agg)
 	{
 		rp_agg_set_source(cli.agg, cli.dbname ? cli.dbname : "");
@@ -35,10 +38,14 @@ main(int argc, char **argv)
 	{
 		rc = rp_cli_slot_action(&cli);
 		if (rc != RP_EXIT_OK || !cli.start)
+		{
+			rp_cli_free(&cli);
 			return rc;
+		}
 	}
 	rc = rp_cli_run_stream(&cli);
 	/* closes the aggregate edit streams and waits for their children */
 	rp_agg_free(cli.agg);
+	rp_cli_free(&cli);
 	return rc;
 }

@@ -32,7 +32,12 @@
 
 typedef struct RpCli
 {
-	char	   *dbname;
+	char	   *dbname;			/* -d, or the conninfo composed with the below */
+	const char *host;			/* -h, -p, -U: override what -d says */
+	const char *port;
+	const char *username;
+	bool		password_prompt;	/* -W (-w: false, the default) */
+	char	   *conninfo;		/* owned: -d with -h, -p, -U and the password */
 	char	   *slot;
 	bool		create_slot;
 	bool		if_not_exists;
@@ -79,8 +84,21 @@ typedef struct RpCli
  * strings in cli point into argv.
  */
 extern int	rp_cli_parse(RpCli *cli, int argc, char **argv);
+/* What rp_cli_parse allocated (not cli->agg: rp_agg_free). */
+extern void rp_cli_free(RpCli *cli);
 /* The plugin option's value ("" for a bare -o NAME), or NULL. */
 extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
+/* Whether --sink names a kind of sink this program has. */
+extern bool rp_cli_sink_known(const char *sink);
+/*
+ * dbname (a database name, a conninfo string or a URI, or NULL) as one
+ * keyword/value conninfo, followed by the keys whose vals are not NULL
+ * (NULL-terminated arrays): libpq takes the last of a keyword, so they
+ * override what dbname says.  The caller owns the result; NULL when
+ * dbname does not parse (err says why).
+ */
+extern char *rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *vals,
+							 char *err, size_t errlen);
 
 /* ---- rp_cli_run.c ---- */
 

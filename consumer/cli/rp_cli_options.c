@@ -1,20 +1,30 @@
 /*
  * rp_cli_options.c
  *    The command line, parsed into an RpCli (rp_cli.h): the option table,
- *    --help, and the checks that the options go together.  Nothing here
- *    connects anywhere or touches a file but --aggregates' own.
+ *    --help, the checks that the options go together, and the connection
+ *    options folded into one conninfo.  Nothing here connects anywhere or
+ *    reads a file but --aggregates' own (and the terminal, for -W).
+ *
+ *    Every usage error goes through rp_cli_usage_error: "replicant: error:
+ *    ..." and then the "Try --help" line, exit status 2.
  */
 #include "rp_alloc.h"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
 
 #include "backfill/rp_bfmsg.h"
 #include "base/rp_status.h"
 #include "cli/rp_cli.h"
 #include "cli/rp_cliparse.h"
+#include "rp_buf.h"
 #include "stream/rp_ckpt.h"
 #include "rp_wire.h"
 
@@ -32,18 +42,149 @@ static const char *const progname = RP_CLI_PROGNAME;
  */
 #define RP_BATCH_BYTES_MAX ((uint64_t) 1 << 30)
 
-static void
-usage(void)
+/*
+ * The options' codes, in the groups of --help.  A short option's code is
+ * its letter (as getopt returns it); the long-only ones come after every
+ * character.
+ */
+typedef enum RpCliOpt
 {
-	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
-	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
-		   progname, progname);
+	/* general */
+	RP_OPT_SLOT = 'S',
+	RP_OPT_OPTION = 'o',
+	RP_OPT_STARTPOS = 'I',
+	RP_OPT_ENDPOS = 'E',
+	RP_OPT_STATUS_INTERVAL = 's',
+	RP_OPT_NO_LOOP = 'n',
+	RP_OPT_VERBOSE = 'v',
+	RP_OPT_VERSION = 'V',
+	RP_OPT_HELP = '?',
+	/* connection */
+	RP_OPT_DBNAME = 'd',
+	RP_OPT_HOST = 'h',
+	RP_OPT_PORT = 'p',
+	RP_OPT_USERNAME = 'U',
+	RP_OPT_NO_PASSWORD = 'w',
+	RP_OPT_PASSWORD = 'W',
+	/* general, long only */
+	RP_OPT_STATE_DIR = 0x100,
+	RP_OPT_SPILL_DIR,
+	RP_OPT_MAX_MEMORY,
+	RP_OPT_MAX_SPILL,
+	RP_OPT_BATCH_TXNS,
+	RP_OPT_BATCH_BYTES,
+	RP_OPT_BATCH_MS,
+	RP_OPT_DECODING_WORK_MEM,
+	RP_OPT_PROGRESS,
+	RP_OPT_METRICS_PORT,
+	/* action */
+	RP_OPT_CREATE_SLOT,
+	RP_OPT_DROP_SLOT,
+	RP_OPT_START,
+	RP_OPT_IF_NOT_EXISTS,
+	/* sinks */
+	RP_OPT_SINK,
+	RP_OPT_EXEC_ACK_TIMEOUT,
+	RP_OPT_MAX_RECORD_BYTES,
+	RP_OPT_MAX_DLQ_BYTES,
+	RP_OPT_DEAD_LETTER_FILE,
+	/* sinks: the mirror */
+	RP_OPT_CREATE_TABLES,
+	RP_OPT_ON_DESTRUCTIVE,
+	RP_OPT_SCHEMA_PREFIX,
+	RP_OPT_BOOKKEEPING_SCHEMA,
+	RP_OPT_ON_DIVERGENCE,
+	RP_OPT_HISTORY,
+	RP_OPT_MESSAGE_ROUTE,
+	RP_OPT_MESSAGE_IGNORE,
+	RP_OPT_NO_EARLY_APPLY,
+	/* snapshot and backfill */
+	RP_OPT_SNAPSHOT,
+	RP_OPT_SNAPSHOT_WORKERS,
+	RP_OPT_SNAPSHOT_CHUNK_ROWS,
+	RP_OPT_BACKFILL,
+	RP_OPT_BACKFILL_CHUNK_ROWS,
+	/* aggregates */
+	RP_OPT_AGGREGATE,
+	RP_OPT_AGGREGATES,
+	RP_OPT_AGGREGATES_ONLY
+} RpCliOpt;
+
+static const char short_options[] = ":S:o:I:E:s:nvV?d:h:p:U:wW";
+
+static const struct option long_options[] = {
+	/* general */
+	{"slot", required_argument, NULL, RP_OPT_SLOT},
+	{"option", required_argument, NULL, RP_OPT_OPTION},
+	{"startpos", required_argument, NULL, RP_OPT_STARTPOS},
+	{"endpos", required_argument, NULL, RP_OPT_ENDPOS},
+	{"status-interval", required_argument, NULL, RP_OPT_STATUS_INTERVAL},
+	{"no-loop", no_argument, NULL, RP_OPT_NO_LOOP},
+	{"verbose", no_argument, NULL, RP_OPT_VERBOSE},
+	{"version", no_argument, NULL, RP_OPT_VERSION},
+	{"help", no_argument, NULL, RP_OPT_HELP},
+	{"state-dir", required_argument, NULL, RP_OPT_STATE_DIR},
+	{"spill-dir", required_argument, NULL, RP_OPT_SPILL_DIR},
+	{"max-memory", required_argument, NULL, RP_OPT_MAX_MEMORY},
+	{"max-spill", required_argument, NULL, RP_OPT_MAX_SPILL},
+	{"batch-txns", required_argument, NULL, RP_OPT_BATCH_TXNS},
+	{"batch-bytes", required_argument, NULL, RP_OPT_BATCH_BYTES},
+	{"batch-ms", required_argument, NULL, RP_OPT_BATCH_MS},
+	{"decoding-work-mem", required_argument, NULL, RP_OPT_DECODING_WORK_MEM},
+	{"progress", no_argument, NULL, RP_OPT_PROGRESS},
+	{"metrics-port", required_argument, NULL, RP_OPT_METRICS_PORT},
+	/* connection */
+	{"dbname", required_argument, NULL, RP_OPT_DBNAME},
+	{"host", required_argument, NULL, RP_OPT_HOST},
+	{"port", required_argument, NULL, RP_OPT_PORT},
+	{"username", required_argument, NULL, RP_OPT_USERNAME},
+	{"no-password", no_argument, NULL, RP_OPT_NO_PASSWORD},
+	{"password", no_argument, NULL, RP_OPT_PASSWORD},
+	/* action */
+	{"create-slot", no_argument, NULL, RP_OPT_CREATE_SLOT},
+	{"drop-slot", no_argument, NULL, RP_OPT_DROP_SLOT},
+	{"start", no_argument, NULL, RP_OPT_START},
+	{"if-not-exists", no_argument, NULL, RP_OPT_IF_NOT_EXISTS},
+	/* sinks */
+	{"sink", required_argument, NULL, RP_OPT_SINK},
+	{"exec-ack-timeout", required_argument, NULL, RP_OPT_EXEC_ACK_TIMEOUT},
+	{"max-record-bytes", required_argument, NULL, RP_OPT_MAX_RECORD_BYTES},
+	{"max-dlq-bytes", required_argument, NULL, RP_OPT_MAX_DLQ_BYTES},
+	{"dead-letter-file", required_argument, NULL, RP_OPT_DEAD_LETTER_FILE},
+	{"create-tables", no_argument, NULL, RP_OPT_CREATE_TABLES},
+	{"on-destructive", required_argument, NULL, RP_OPT_ON_DESTRUCTIVE},
+	{"schema-prefix", required_argument, NULL, RP_OPT_SCHEMA_PREFIX},
+	{"bookkeeping-schema", required_argument, NULL, RP_OPT_BOOKKEEPING_SCHEMA},
+	{"on-divergence", required_argument, NULL, RP_OPT_ON_DIVERGENCE},
+	{"history", required_argument, NULL, RP_OPT_HISTORY},
+	{"message-route", required_argument, NULL, RP_OPT_MESSAGE_ROUTE},
+	{"message-ignore", required_argument, NULL, RP_OPT_MESSAGE_IGNORE},
+	{"no-early-apply", no_argument, NULL, RP_OPT_NO_EARLY_APPLY},
+	/* snapshot and backfill */
+	{"snapshot", no_argument, NULL, RP_OPT_SNAPSHOT},
+	{"snapshot-workers", required_argument, NULL, RP_OPT_SNAPSHOT_WORKERS},
+	{"snapshot-chunk-rows", required_argument, NULL, RP_OPT_SNAPSHOT_CHUNK_ROWS},
+	{"backfill", required_argument, NULL, RP_OPT_BACKFILL},
+	{"backfill-chunk-rows", required_argument, NULL, RP_OPT_BACKFILL_CHUNK_ROWS},
+	/* aggregates */
+	{"aggregate", required_argument, NULL, RP_OPT_AGGREGATE},
+	{"aggregates", required_argument, NULL, RP_OPT_AGGREGATES},
+	{"aggregates-only", no_argument, NULL, RP_OPT_AGGREGATES_ONLY},
+	{NULL, 0, NULL, 0}
+};
+
+/* a group's handler: the option was its own and is taken */
+#define OPT_TAKEN RP_CLI_RUN
+/* a group's handler: not one of its options */
+#define OPT_OTHER (-2)
+
+static void
+usage_general(void)
+{
 	printf("\nAction to be performed:\n");
 	printf("      --create-slot      create a new replication slot (plugin replicant)\n");
 	printf("      --drop-slot        drop the replication slot\n");
 	printf("      --start            start streaming in a replication slot\n");
-	printf("      --snapshot         with --create-slot --start: copy the selected tables under the\n"
-		   "                         slot's exported snapshot first, then stream (resumes a stopped copy)\n");
 	printf("\nOptions:\n");
 	printf("  -E, --endpos=LSN       stop at the first transaction boundary at or after LSN\n");
 	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
@@ -54,8 +195,9 @@ usage(void)
 	printf("  -s, --status-interval=SECS\n"
 		   "                         time between status updates to the server (default: 10)\n");
 	printf("  -S, --slot=SLOTNAME    name of the logical replication slot\n");
-	printf("      --sink=SINK        stdout (or -), file:PATH, exec:COMMAND, postgresql://URI or\n"
-		   "                         postgres:CONNINFO (a mirror; default: stdout)\n");
+	printf("  -v, --verbose          output verbose messages\n");
+	printf("  -V, --version          output version information, then exit\n");
+	printf("  -?, --help             show this help, then exit\n");
 	printf("      --state-dir=DIR    checkpoint, relation view and spill files (default: ./replicant-state)\n");
 	printf("      --spill-dir=DIR    spill files (default: STATE-DIR/spill)\n");
 	printf("      --max-memory=SIZE  assembled transactions held in memory (default: 256MB)\n");
@@ -68,15 +210,29 @@ usage(void)
 		   "                         transaction is streamed (default: 16MB when the sink applies streamed\n"
 		   "                         transactions early and the server's setting is higher; else the server's)\n");
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
-	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 2)\n");
-	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
+	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
+	printf("\nConnection options:\n");
+	printf("  -d, --dbname=CONNSTR   database to connect to (a database name, conninfo string or URI)\n");
+	printf("  -h, --host=HOSTNAME    database server host or socket directory\n");
+	printf("  -p, --port=PORT        database server port number\n");
+	printf("  -U, --username=NAME    connect as specified database user\n");
+	printf("  -w, --no-password      never prompt for password (the default)\n");
+	printf("  -W, --password         prompt for a password before connecting\n");
+	printf("  (-h, -p, -U override what -d says; the PG* environment variables apply as in libpq)\n");
+}
+
+static void
+usage_sinks(void)
+{
+	printf("\nSink options:\n");
+	printf("      --sink=SINK        stdout (or -), file:PATH, exec:COMMAND, postgresql://URI or\n"
+		   "                         postgres:CONNINFO (a mirror; default: stdout)\n");
+	printf("      --exec-ack-timeout=SECS  exec sink: halt when the child neither reads nor acknowledges\n"
+		   "                         for SECS (default: %d; 0: wait for ever)\n", RP_EXEC_ACK_TIMEOUT_DEFAULT);
 	printf("      --max-record-bytes=SIZE  log sinks: a snapshot row larger than this becomes an\n"
 		   "                         oversize stub (default: no limit)\n");
 	printf("      --max-dlq-bytes=SIZE how much of an oversize row the dead-letter file keeps (default: 64kB)\n");
 	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter)\n");
-	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
-	printf("      --exec-ack-timeout=SECS  exec sink: halt when the child neither reads nor acknowledges\n"
-		   "                         for SECS (default: %d; 0: wait for ever)\n", RP_EXEC_ACK_TIMEOUT_DEFAULT);
 	printf("\nMirror sink options:\n");
 	printf("      --create-tables    create missing destination tables from the source's description\n");
 	printf("      --on-destructive=halt|skip|apply\n"
@@ -89,23 +245,38 @@ usage(void)
 	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
 	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
 	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
-	printf("      --backfill=SCHEMA.TABLE  with --start: copy the table while the stream runs (a table\n"
-		   "                         added to include_tables later; repeatable; resumes; docs/operations.md)\n");
-	printf("      --backfill-chunk-rows=N  rows per backfill chunk (default: 10000)\n");
 	printf("      --no-early-apply   apply a large streamed transaction only at its commit, not block by block\n"
 		   "                         (always so with aggregate bindings)\n");
+}
+
+static void
+usage_copies(void)
+{
+	printf("\nSnapshot and backfill options:\n");
+	printf("      --snapshot         with --create-slot --start: copy the selected tables under the\n"
+		   "                         slot's exported snapshot first, then stream (resumes a stopped copy)\n");
+	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 2)\n");
+	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
+	printf("      --backfill=SCHEMA.TABLE  with --start and the mirror: copy the table while the stream runs\n"
+		   "                         (a table added to include_tables later; repeatable; resumes; docs/operations.md)\n");
+	printf("      --backfill-chunk-rows=N  rows per backfill chunk (default: 10000)\n");
 	printf("\nLive aggregates (with the mirror sink; see docs/aggregates.md):\n");
 	printf("      --aggregate=SPEC   keep a binding: 'name=N source=SCHEMA.TABLE dims=C1,C2 measure=M\n"
 		   "                         agg=none|sum|avg|min|max|count|count_distinct\n"
 		   "                         output=table:SCHEMA.TABLE|stdout|file:PATH|exec:COMMAND' (repeatable)\n");
 	printf("      --aggregates=FILE  bindings, one SPEC a line\n");
 	printf("      --aggregates-only  mirror no table: the destination holds aggregate outputs and the checkpoint\n");
-	printf("\nOther options:\n");
-	printf("  -v, --verbose          output verbose messages\n");
-	printf("  -V, --version          output version information, then exit\n");
-	printf("  -?, --help             show this help, then exit\n");
-	printf("\nConnection options:\n");
-	printf("  -d, --dbname=CONNSTR   database to connect to (a conninfo string or URI)\n");
+}
+
+static void
+usage(void)
+{
+	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
+	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
+		   progname, progname);
+	usage_general();
+	usage_sinks();
+	usage_copies();
 	printf("\nExit status: 0 done, 1 error, 2 usage, 3 fail-closed halt (see docs/operations.md).\n");
 }
 
@@ -116,10 +287,8 @@ usage(void)
 static int
 bad_value(const char *option, const char *value, const char *hint)
 {
-	pg_log_error("invalid value \"%s\" for option --%s%s%s%s", value, option,
-				 hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
-	fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
-	return RP_EXIT_USAGE;
+	return rp_cli_usage_error("invalid value \"%s\" for option --%s%s%s%s", value, option,
+							  hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
 }
 
 static void
@@ -142,7 +311,15 @@ add_name(char ***list, int *n, const char *name)
 	(*list)[(*n)++] = rp_strndup(name, strlen(name));
 }
 
-/* The plugin option's value, or NULL. */
+static void
+free_names(char **list, int n)
+{
+	for (int i = 0; i < n; i++)
+		rp_free(list[i]);
+	if (list)
+		rp_free(list);
+}
+
 const char *
 rp_cli_plugin_option(const RpCli *cli, const char *name)
 {
@@ -152,62 +329,314 @@ rp_cli_plugin_option(const RpCli *cli, const char *name)
 	return NULL;
 }
 
-int
-rp_cli_parse(RpCli *cli, int argc, char **argv)
+/* A size option into *out; the bad_value otherwise. */
+static int
+size_option(const char *name, const char *arg, uint64_t max, const char *hint, uint64_t *out)
 {
-	static struct option long_options[] = {
-		{"dbname", required_argument, NULL, 'd'},
-		{"slot", required_argument, NULL, 'S'},
-		{"option", required_argument, NULL, 'o'},
-		{"startpos", required_argument, NULL, 'I'},
-		{"endpos", required_argument, NULL, 'E'},
-		{"status-interval", required_argument, NULL, 's'},
-		{"no-loop", no_argument, NULL, 'n'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, '?'},
-		{"create-slot", no_argument, NULL, 1},
-		{"drop-slot", no_argument, NULL, 2},
-		{"start", no_argument, NULL, 3},
-		{"if-not-exists", no_argument, NULL, 4},
-		{"sink", required_argument, NULL, 5},
-		{"max-memory", required_argument, NULL, 6},
-		{"max-spill", required_argument, NULL, 7},
-		{"spill-dir", required_argument, NULL, 8},
-		{"state-dir", required_argument, NULL, 9},
-		{"batch-txns", required_argument, NULL, 10},
-		{"batch-bytes", required_argument, NULL, 11},
-		{"batch-ms", required_argument, NULL, 12},
-		{"progress", no_argument, NULL, 13},
-		{"metrics-port", required_argument, NULL, 14},
-		{"create-tables", no_argument, NULL, 15},
-		{"on-destructive", required_argument, NULL, 16},
-		{"schema-prefix", required_argument, NULL, 17},
-		{"bookkeeping-schema", required_argument, NULL, 70},
-		{"on-divergence", required_argument, NULL, 71},
-		{"history", required_argument, NULL, 18},
-		{"message-route", required_argument, NULL, 19},
-		{"message-ignore", required_argument, NULL, 20},
-		{"no-early-apply", no_argument, NULL, 41},
-		{"decoding-work-mem", required_argument, NULL, 42},
-		{"aggregate", required_argument, NULL, 31},
-		{"aggregates", required_argument, NULL, 32},
-		{"aggregates-only", no_argument, NULL, 33},
-		{"snapshot", no_argument, NULL, 21},
-		{"snapshot-workers", required_argument, NULL, 22},
-		{"snapshot-chunk-rows", required_argument, NULL, 23},
-		{"max-record-bytes", required_argument, NULL, 24},
-		{"max-dlq-bytes", required_argument, NULL, 25},
-		{"dead-letter-file", required_argument, NULL, 26},
-		{"backfill", required_argument, NULL, 27},
-		{"backfill-chunk-rows", required_argument, NULL, 28},
-		{"exec-ack-timeout", required_argument, NULL, 29},
-		{NULL, 0, NULL, 0}
-	};
-	int			c;
+	if (!rp_parse_size(arg, 1, max, out))
+		return bad_value(name, arg, hint);
+	return OPT_TAKEN;
+}
+
+/* A row count of a chunk (1 to 100000000) into *out. */
+static int
+rows_option(const char *name, const char *arg, uint64_t *out)
+{
+	int			n;
+
+	if (!rp_parse_int(arg, 1, 100000000, &n))
+		return bad_value(name, arg, "1 to 100000000");
+	*out = (uint64_t) n;
+	return OPT_TAKEN;
+}
+
+/* The general options: the slot, positions, the stream's limits. */
+static int
+opt_general(RpCli *cli, int c, const char *arg)
+{
 	int			secs;
 	uint64_t	size;
 
+	switch (c)
+	{
+		case RP_OPT_SLOT:
+			cli->slot = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_OPTION:
+			if ((strcspn(arg, "=") == 6 && strncmp(arg, "format", 6) == 0) ||
+				(strcspn(arg, "=") == 13 && strncmp(arg, "proto_version", 13) == 0))
+				return rp_cli_usage_error("plugin option \"%s\" is set by %s itself", arg, progname);
+			add_option(cli, arg);
+			return OPT_TAKEN;
+		case RP_OPT_STARTPOS:
+		case RP_OPT_ENDPOS:
+			if (!rp_lsn_parse(arg, c == RP_OPT_STARTPOS ? &cli->startpos : &cli->endpos))
+				return rp_cli_usage_error("could not parse %s position \"%s\"",
+										  c == RP_OPT_STARTPOS ? "start" : "end", arg);
+			return OPT_TAKEN;
+		case RP_OPT_STATUS_INTERVAL:
+			if (!rp_parse_int(arg, 0, INT32_MAX / 1000, &secs))
+				return bad_value("status-interval", arg, NULL);
+			cli->status_interval_ms = secs * 1000;
+			return OPT_TAKEN;
+		case RP_OPT_NO_LOOP:
+			cli->no_loop = true;
+			return OPT_TAKEN;
+		case RP_OPT_VERBOSE:
+			cli->verbose++;
+			return OPT_TAKEN;
+		case RP_OPT_VERSION:
+			printf("%s (replicant) %s, wire protocol %d\n", progname, RP_VERSION, RP_PROTO_VERSION);
+			return RP_EXIT_OK;
+		case RP_OPT_STATE_DIR:
+			cli->state_dir = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_SPILL_DIR:
+			cli->spill_dir = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_MAX_MEMORY:
+			if (!rp_parse_size(arg, 1, RP_SIZE_MAX, &size))
+				return bad_value("max-memory", arg, NULL);
+			cli->max_memory = (size_t) size;
+			return OPT_TAKEN;
+		case RP_OPT_MAX_SPILL:
+			return size_option("max-spill", arg, RP_SIZE_MAX, NULL, &cli->max_spill);
+		case RP_OPT_BATCH_BYTES:
+			return size_option("batch-bytes", arg, RP_BATCH_BYTES_MAX, "1 byte to 1GB",
+							   &cli->limits.max_bytes);
+	}
+	return OPT_OTHER;
+}
+
+/* The general options that tune the pipeline around the stream. */
+static int
+opt_tuning(RpCli *cli, int c, const char *arg)
+{
+	uint64_t	size;
+
+	switch (c)
+	{
+		case RP_OPT_BATCH_TXNS:
+			if (!rp_parse_int(arg, 1, 1000000, &cli->limits.max_txns))
+				return bad_value("batch-txns", arg, "1 to 1000000");
+			return OPT_TAKEN;
+		case RP_OPT_BATCH_MS:
+			if (!rp_parse_int(arg, 0, 3600000, &cli->limits.max_ms))
+				return bad_value("batch-ms", arg, "0 to 3600000");
+			return OPT_TAKEN;
+		case RP_OPT_DECODING_WORK_MEM:
+			if (strcmp(arg, "server") == 0)
+				cli->decoding_work_mem_kb = RP_DECODING_WORK_MEM_SERVER;
+			else if (!rp_parse_size(arg, 64 * 1024, (uint64_t) 1 << 40, &size))
+				return bad_value("decoding-work-mem", arg, "server, or 64kB to 1TB");
+			else
+				cli->decoding_work_mem_kb = size / 1024;
+			return OPT_TAKEN;
+		case RP_OPT_PROGRESS:
+			cli->progress = true;
+			return OPT_TAKEN;
+		case RP_OPT_METRICS_PORT:
+			if (!rp_parse_int(arg, 1, 65535, &cli->metrics_port))
+				return bad_value("metrics-port", arg, "1 to 65535");
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+/* Connection and action options. */
+static int
+opt_connection(RpCli *cli, int c, const char *arg)
+{
+	switch (c)
+	{
+		case RP_OPT_DBNAME:
+			cli->dbname = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_HOST:
+			cli->host = arg;
+			return OPT_TAKEN;
+		case RP_OPT_PORT:
+			cli->port = arg;
+			return OPT_TAKEN;
+		case RP_OPT_USERNAME:
+			cli->username = arg;
+			return OPT_TAKEN;
+		case RP_OPT_NO_PASSWORD:
+			cli->password_prompt = false;
+			return OPT_TAKEN;
+		case RP_OPT_PASSWORD:
+			cli->password_prompt = true;
+			return OPT_TAKEN;
+		case RP_OPT_CREATE_SLOT:
+			cli->create_slot = true;
+			return OPT_TAKEN;
+		case RP_OPT_DROP_SLOT:
+			cli->drop_slot = true;
+			return OPT_TAKEN;
+		case RP_OPT_START:
+			cli->start = true;
+			return OPT_TAKEN;
+		case RP_OPT_IF_NOT_EXISTS:
+			cli->if_not_exists = true;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+/* The sinks' options (the mirror's in opt_mirror). */
+static int
+opt_sinks(RpCli *cli, int c, const char *arg)
+{
+	switch (c)
+	{
+		case RP_OPT_SINK:
+			cli->sink = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_EXEC_ACK_TIMEOUT:
+			if (!rp_parse_int(arg, 0, 86400, &cli->exec_ack_timeout_s))
+				return bad_value("exec-ack-timeout", arg, "0 to 86400 seconds; 0 waits for ever");
+			return OPT_TAKEN;
+		case RP_OPT_MAX_RECORD_BYTES:
+			return size_option("max-record-bytes", arg, RP_SIZE_MAX, NULL, &cli->max_record_bytes);
+		case RP_OPT_MAX_DLQ_BYTES:
+			return size_option("max-dlq-bytes", arg, RP_SIZE_MAX, NULL, &cli->max_dlq_bytes);
+		case RP_OPT_DEAD_LETTER_FILE:
+			cli->dlq_file = (char *) arg;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+static int
+opt_mirror(RpCli *cli, int c, const char *arg)
+{
+	switch (c)
+	{
+		case RP_OPT_CREATE_TABLES:
+			cli->pg.create_tables = true;
+			return OPT_TAKEN;
+		case RP_OPT_ON_DESTRUCTIVE:
+			if (strcmp(arg, "halt") == 0)
+				cli->pg.on_destructive = RP_DESTRUCTIVE_HALT;
+			else if (strcmp(arg, "skip") == 0)
+				cli->pg.on_destructive = RP_DESTRUCTIVE_SKIP;
+			else if (strcmp(arg, "apply") == 0)
+				cli->pg.on_destructive = RP_DESTRUCTIVE_APPLY;
+			else
+				return rp_cli_usage_error("invalid value \"%s\" for --on-destructive (halt, skip or apply)", arg);
+			return OPT_TAKEN;
+		case RP_OPT_SCHEMA_PREFIX:
+			cli->pg.schema_prefix = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_BOOKKEEPING_SCHEMA:
+			if (arg[0] == '\0' || strlen(arg) > RP_PG_MAX_IDENT)
+				return rp_cli_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
+										  arg, RP_PG_MAX_IDENT);
+			cli->pg.bookkeeping_schema = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_ON_DIVERGENCE:
+			if (strcmp(arg, "halt") != 0 && strcmp(arg, "skip") != 0)
+				return rp_cli_usage_error("invalid value \"%s\" for --on-divergence (halt or skip)", arg);
+			cli->pg.divergence_skip = strcmp(arg, "skip") == 0;
+			return OPT_TAKEN;
+		case RP_OPT_HISTORY:
+			add_name(&cli->pg.history, &cli->pg.nhistory, arg);
+			return OPT_TAKEN;
+		case RP_OPT_MESSAGE_ROUTE:
+			add_name(&cli->pg.route_prefixes, &cli->pg.nroute, arg);
+			return OPT_TAKEN;
+		case RP_OPT_MESSAGE_IGNORE:
+			add_name(&cli->pg.ignore_prefixes, &cli->pg.nignore, arg);
+			return OPT_TAKEN;
+		case RP_OPT_NO_EARLY_APPLY:
+			cli->no_early_apply = true;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+/* Snapshot, backfill and aggregate options. */
+static int
+opt_copies(RpCli *cli, int c, const char *arg)
+{
+	switch (c)
+	{
+		case RP_OPT_SNAPSHOT:
+			cli->snapshot = true;
+			return OPT_TAKEN;
+		case RP_OPT_SNAPSHOT_WORKERS:
+			if (!rp_parse_int(arg, 1, 64, &cli->snapshot_workers))
+				return bad_value("snapshot-workers", arg, "1 to 64");
+			return OPT_TAKEN;
+		case RP_OPT_SNAPSHOT_CHUNK_ROWS:
+			return rows_option("snapshot-chunk-rows", arg, &cli->snapshot_chunk_rows);
+		case RP_OPT_BACKFILL:
+			add_name(&cli->backfill, &cli->nbackfill, arg);
+			return OPT_TAKEN;
+		case RP_OPT_BACKFILL_CHUNK_ROWS:
+			return rows_option("backfill-chunk-rows", arg, &cli->backfill_chunk_rows);
+		case RP_OPT_AGGREGATE:
+		case RP_OPT_AGGREGATES:
+			if (cli->agg == NULL)
+				cli->agg = rp_agg_new();
+			if ((c == RP_OPT_AGGREGATE ? rp_agg_add_spec(cli->agg, arg, "--aggregate")
+				 : rp_agg_add_file(cli->agg, arg)) < 0)
+				return rp_cli_usage_error("%s", rp_error());
+			return OPT_TAKEN;
+		case RP_OPT_AGGREGATES_ONLY:
+			cli->agg_only = true;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+/*
+ * What getopt refused (opterr is off: every usage error is worded the
+ * same way).  arg is the command-line word it stopped at.
+ */
+static int
+bad_option(int c, const char *word)
+{
+	size_t		len = strcspn(word, "=");
+	const char *name = word + 2;
+	const struct option *named = NULL;
+	int			matches = 0;
+
+	if (strcmp(word, "--help") == 0 || strcmp(word, "-?") == 0)
+		return rp_cli_usage_error("%s must be the first option (it shows the help, then exits)", word);
+	if (strncmp(word, "--", 2) == 0)
+		for (const struct option *o = long_options; o->name; o++)
+		{
+			if (strncmp(o->name, name, len - 2) != 0)
+				continue;
+			named = o;
+			matches++;
+			/* the whole name: getopt_long took it, not a prefix */
+			if (strlen(o->name) == len - 2)
+			{
+				matches = 1;
+				break;
+			}
+		}
+	/*
+	 * getopt names a short option in optopt, a long one (refused for its
+	 * argument) by its code; the word is then that long option.
+	 */
+	if (optopt != 0 && !(matches == 1 && named->val == optopt))
+		return c == ':' ? rp_cli_usage_error("option requires an argument -- '%c'", optopt)
+			: rp_cli_usage_error("invalid option -- '%c'", optopt);
+	if (c == ':')
+		return rp_cli_usage_error("option \"--%s\" requires an argument", named->name);
+	if (matches == 1)
+		return rp_cli_usage_error("option \"--%s\" does not take an argument", named->name);
+	if (matches > 1)
+		return rp_cli_usage_error("option \"%.*s\" is ambiguous", (int) len, word);
+	return rp_cli_usage_error("unrecognized option \"%.*s\"", (int) len, word);
+}
+
+static void
+set_defaults(RpCli *cli)
+{
 	memset(cli, 0, sizeof(*cli));
 	cli->status_interval_ms = 10000;
 	cli->sink = "stdout";
@@ -223,297 +652,270 @@ rp_cli_parse(RpCli *cli, int argc, char **argv)
 	cli->max_dlq_bytes = 64 * 1024;
 	cli->backfill_chunk_rows = 10000;
 	cli->exec_ack_timeout_s = RP_EXEC_ACK_TIMEOUT_DEFAULT;
+}
 
+/* --backfill's watermarks travel in the stream: the mirror must see them. */
+static int
+check_backfill(const RpCli *cli)
+{
+	const char *im = rp_cli_plugin_option(cli, "include_messages");
+	const char *mp = rp_cli_plugin_option(cli, "message_prefixes");
+
+	if (!cli->start || strncmp(cli->sink, "postgres", 8) != 0 || cli->agg_only)
+		return rp_cli_usage_error("--backfill needs --start and the PostgreSQL sink (not --aggregates-only)");
+	/*
+	 * Refused here, not waited on for ever: a filtered watermark never
+	 * arrives.  A value the server refuses is left to it (a config error).
+	 */
+	if (rp_messages_pass(im, NULL, RP_BACKFILL_PREFIX) == RP_MSG_PASS_NO)
+		return rp_cli_usage_error("--backfill needs the plugin's logical messages, but -o include_messages=%s filters them out", im);
+	if (rp_messages_pass(im, mp, RP_BACKFILL_PREFIX) == RP_MSG_PASS_NO)
+		return rp_cli_usage_error("--backfill needs the plugin's logical messages with prefix \"%s\", but -o message_prefixes=%s filters them out",
+								  RP_BACKFILL_PREFIX, mp);
+	return RP_CLI_RUN;
+}
+
+/* Whether the options go together; RP_CLI_RUN, or the usage error's status. */
+static int
+check_options(const RpCli *cli, int argc, char **argv)
+{
+	if (optind < argc)
+		return rp_cli_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
+	if (cli->slot == NULL)
+		return rp_cli_usage_error("no slot specified");
+	if (!cli->create_slot && !cli->drop_slot && !cli->start)
+		return rp_cli_usage_error("at least one action needs to be specified");
+	if (cli->drop_slot && (cli->create_slot || cli->start))
+		return rp_cli_usage_error("cannot use --create-slot or --start together with --drop-slot");
+	if (cli->snapshot && !cli->start)
+		return rp_cli_usage_error("--snapshot needs --start");
+	if (cli->nbackfill > 0 && check_backfill(cli) != RP_CLI_RUN)
+		return RP_EXIT_USAGE;
+	if (cli->agg_only && cli->agg == NULL)
+		return rp_cli_usage_error("--aggregates-only needs at least one --aggregate or --aggregates");
+	/* the folds live inside the mirror's destination transactions */
+	if (cli->agg && strncmp(cli->sink, "postgres", 8) != 0)
+		return rp_cli_usage_error("aggregate bindings need the PostgreSQL sink (--sink=postgresql://... or postgres:CONNINFO)");
+	if (!rp_cli_sink_known(cli->sink))
+		return rp_cli_usage_error("unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
+								  cli->sink);
+	return RP_CLI_RUN;
+}
+
+bool
+rp_cli_sink_known(const char *sink)
+{
+	return strcmp(sink, "stdout") == 0 || strcmp(sink, "-") == 0 ||
+		strncmp(sink, "file:", 5) == 0 || strncmp(sink, "exec:", 5) == 0 ||
+		strncmp(sink, "postgresql://", 13) == 0 || strncmp(sink, "postgres://", 11) == 0 ||
+		strncmp(sink, "postgres:", 9) == 0;
+}
+
+/* One keyword='value' pair onto buf, quoted the way conninfo strings are. */
+static void
+append_pair(RpBuf *buf, const char *key, const char *val)
+{
+	if (buf->len > 0)
+		rp_buf_put_bytes(buf, " ", 1);
+	rp_buf_put_bytes(buf, key, strlen(key));
+	rp_buf_put_bytes(buf, "='", 2);
+	for (const char *p = val; *p; p++)
+	{
+		if (*p == '\'' || *p == '\\')
+			rp_buf_put_bytes(buf, "\\", 1);
+		rp_buf_put_bytes(buf, p, 1);
+	}
+	rp_buf_put_bytes(buf, "'", 1);
+}
+
+/* What libpq takes for a connection string, not a database name. */
+static bool
+is_conninfo(const char *s)
+{
+	return strncmp(s, "postgresql://", 13) == 0 || strncmp(s, "postgres://", 11) == 0 ||
+		strchr(s, '=') != NULL;
+}
+
+char *
+rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *vals,
+				char *err, size_t errlen)
+{
+	RpBuf		buf;
+	char	   *out;
+
+	rp_buf_init(&buf, 256);
+	if (dbname && is_conninfo(dbname))
+	{
+		char	   *perr = NULL;
+		PQconninfoOption *opts = PQconninfoParse(dbname, &perr);
+
+		if (opts == NULL)
+		{
+			snprintf(err, errlen, "invalid connection string \"%s\": %s", dbname,
+					 perr ? strtok(perr, "\n") : "out of memory");
+			PQfreemem(perr);
+			rp_buf_free(&buf);
+			return NULL;
+		}
+		for (PQconninfoOption *o = opts; o->keyword; o++)
+			if (o->val)
+				append_pair(&buf, o->keyword, o->val);
+		PQconninfoFree(opts);
+	}
+	else if (dbname && *dbname)
+		append_pair(&buf, "dbname", dbname);
+	/* later keywords win: the overrides come last */
+	for (int i = 0; keys[i]; i++)
+		if (vals[i])
+			append_pair(&buf, keys[i], vals[i]);
+	out = rp_strndup(buf.data ? buf.data : "", buf.len);
+	rp_buf_free(&buf);
+	return out;
+}
+
+/*
+ * -W: the password, read from the terminal without echo (from stdin when
+ * there is no terminal).  The caller owns it; NULL at end of input.
+ */
+static char *
+prompt_password(void)
+{
+	FILE	   *in = fopen("/dev/tty", "r+");
+	FILE	   *out = in ? in : stderr;
+	struct termios t,
+				quiet;
+	bool		echo_off = false;
+	char		line[1024];
+	char	   *got;
+
+	if (in == NULL)
+		in = stdin;
+	fputs("Password: ", out);
+	fflush(out);
+	if (tcgetattr(fileno(in), &t) == 0)
+	{
+		quiet = t;
+		quiet.c_lflag &= ~(tcflag_t) ECHO;
+		echo_off = tcsetattr(fileno(in), TCSAFLUSH, &quiet) == 0;
+	}
+	got = fgets(line, sizeof(line), in);
+	if (echo_off)
+		tcsetattr(fileno(in), TCSAFLUSH, &t);
+	fputc('\n', out);
+	if (in != stdin)
+		fclose(in);
+	if (got == NULL)
+		return NULL;
+	line[strcspn(line, "\r\n")] = '\0';
+	return rp_strndup(line, strlen(line));
+}
+
+/*
+ * -h, -p, -U and -W's password override what -d says, as pg_recvlogical
+ * passes them to libpq after the dbname: one conninfo then goes to every
+ * session the program opens (the stream, snapshot workers, backfill).
+ */
+static int
+compose_connection(RpCli *cli)
+{
+	const char *keys[] = {"host", "port", "user", "password", NULL};
+	const char *vals[] = {cli->host, cli->port, cli->username, NULL, NULL};
+	char	   *password = NULL;
+	char		err[512];
+
+	if (cli->password_prompt)
+	{
+		password = prompt_password();
+		if (password == NULL)
+		{
+			pg_log_error("no password read");
+			return RP_EXIT_ERROR;
+		}
+		vals[3] = password;
+	}
+	if (!cli->host && !cli->port && !cli->username && !password)
+		return RP_CLI_RUN;
+	cli->conninfo = rp_cli_conninfo(cli->dbname, keys, vals, err, sizeof(err));
+	if (password)
+	{
+		explicit_bzero(password, strlen(password));
+		rp_free(password);
+	}
+	if (cli->conninfo == NULL)
+		return rp_cli_usage_error("%s", err);
+	cli->dbname = cli->conninfo;
+	return RP_CLI_RUN;
+}
+
+/* One option: its group's handler, or what getopt refused. */
+static int
+take_option(RpCli *cli, int c, const char *arg, const char *word)
+{
+	static int	(*const groups[]) (RpCli *, int, const char *) = {
+		opt_general, opt_tuning, opt_connection, opt_sinks, opt_mirror, opt_copies
+	};
+
+	if (c == '?' || c == ':')
+		return bad_option(c, word);
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+	{
+		int			rc = groups[i] (cli, c, arg);
+
+		if (rc != OPT_OTHER)
+			return rc;
+	}
+	return rp_cli_usage_error("option \"%s\" is not handled", word);
+}
+
+int
+rp_cli_parse(RpCli *cli, int argc, char **argv)
+{
+	int			c;
+	int			rc;
+
+	set_defaults(cli);
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
 		usage();
 		return RP_EXIT_OK;
 	}
-	while ((c = getopt_long(argc, argv, "d:S:o:I:E:s:nvV?", long_options, NULL)) != -1)
+	/* from the start, also when called again (the unit tests do) */
+	optind = 0;
+	opterr = 0;
+	for (;;)
 	{
-		switch (c)
-		{
-			case 'd':
-				cli->dbname = optarg;
-				break;
-			case 'S':
-				cli->slot = optarg;
-				break;
-			case 'o':
-				if ((strcspn(optarg, "=") == 6 && strncmp(optarg, "format", 6) == 0) ||
-					(strcspn(optarg, "=") == 13 && strncmp(optarg, "proto_version", 13) == 0))
-				{
-					pg_log_error("plugin option \"%s\" is set by %s itself", optarg, progname);
-					return RP_EXIT_USAGE;
-				}
-				add_option(cli, optarg);
-				break;
-			case 'I':
-				if (!rp_lsn_parse(optarg, &cli->startpos))
-				{
-					pg_log_error("could not parse start position \"%s\"", optarg);
-					return RP_EXIT_USAGE;
-				}
-				break;
-			case 'E':
-				if (!rp_lsn_parse(optarg, &cli->endpos))
-				{
-					pg_log_error("could not parse end position \"%s\"", optarg);
-					return RP_EXIT_USAGE;
-				}
-				break;
-			case 's':
-				if (!rp_parse_int(optarg, 0, INT32_MAX / 1000, &secs))
-					return bad_value("status-interval", optarg, NULL);
-				cli->status_interval_ms = secs * 1000;
-				break;
-			case 'n':
-				cli->no_loop = true;
-				break;
-			case 'v':
-				cli->verbose++;
-				break;
-			case 'V':
-				printf("%s (replicant) %s, wire protocol %d\n", progname, RP_VERSION, RP_PROTO_VERSION);
-				return RP_EXIT_OK;
-			case 1:
-				cli->create_slot = true;
-				break;
-			case 2:
-				cli->drop_slot = true;
-				break;
-			case 3:
-				cli->start = true;
-				break;
-			case 4:
-				cli->if_not_exists = true;
-				break;
-			case 5:
-				cli->sink = optarg;
-				break;
-			case 6:
-			case 7:
-			case 11:
-				if (!rp_parse_size(optarg, 1, c == 11 ? RP_BATCH_BYTES_MAX : RP_SIZE_MAX, &size))
-					return bad_value(c == 6 ? "max-memory" : c == 7 ? "max-spill" : "batch-bytes", optarg,
-									 c == 11 ? "1 byte to 1GB" : NULL);
-				if (c == 6)
-					cli->max_memory = (size_t) size;
-				else if (c == 7)
-					cli->max_spill = size;
-				else
-					cli->limits.max_bytes = size;
-				break;
-			case 8:
-				cli->spill_dir = optarg;
-				break;
-			case 9:
-				cli->state_dir = optarg;
-				break;
-			case 10:
-				if (!rp_parse_int(optarg, 1, 1000000, &cli->limits.max_txns))
-					return bad_value("batch-txns", optarg, "1 to 1000000");
-				break;
-			case 12:
-				if (!rp_parse_int(optarg, 0, 3600000, &cli->limits.max_ms))
-					return bad_value("batch-ms", optarg, "0 to 3600000");
-				break;
-			case 13:
-				cli->progress = true;
-				break;
-			case 14:
-				if (!rp_parse_int(optarg, 1, 65535, &cli->metrics_port))
-					return bad_value("metrics-port", optarg, "1 to 65535");
-				break;
-			case 15:
-				cli->pg.create_tables = true;
-				break;
-			case 16:
-				if (strcmp(optarg, "halt") == 0)
-					cli->pg.on_destructive = RP_DESTRUCTIVE_HALT;
-				else if (strcmp(optarg, "skip") == 0)
-					cli->pg.on_destructive = RP_DESTRUCTIVE_SKIP;
-				else if (strcmp(optarg, "apply") == 0)
-					cli->pg.on_destructive = RP_DESTRUCTIVE_APPLY;
-				else
-				{
-					pg_log_error("invalid value \"%s\" for --on-destructive (halt, skip or apply)", optarg);
-					return RP_EXIT_USAGE;
-				}
-				break;
-			case 17:
-				cli->pg.schema_prefix = optarg;
-				break;
-			case 70:
-				if (optarg[0] == '\0' || strlen(optarg) > RP_PG_MAX_IDENT)
-				{
-					pg_log_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
-								 optarg, RP_PG_MAX_IDENT);
-					return RP_EXIT_USAGE;
-				}
-				cli->pg.bookkeeping_schema = optarg;
-				break;
-			case 71:
-				if (strcmp(optarg, "halt") == 0 || strcmp(optarg, "skip") == 0)
-					cli->pg.divergence_skip = strcmp(optarg, "skip") == 0;
-				else
-				{
-					pg_log_error("invalid value \"%s\" for --on-divergence (halt or skip)", optarg);
-					return RP_EXIT_USAGE;
-				}
-				break;
-			case 18:
-				add_name(&cli->pg.history, &cli->pg.nhistory, optarg);
-				break;
-			case 19:
-				add_name(&cli->pg.route_prefixes, &cli->pg.nroute, optarg);
-				break;
-			case 20:
-				add_name(&cli->pg.ignore_prefixes, &cli->pg.nignore, optarg);
-				break;
-			case 41:
-				cli->no_early_apply = true;
-				break;
-			case 42:
-				if (strcmp(optarg, "server") == 0)
-					cli->decoding_work_mem_kb = RP_DECODING_WORK_MEM_SERVER;
-				else if (!rp_parse_size(optarg, 64 * 1024, (uint64_t) 1 << 40, &size))
-					return bad_value("decoding-work-mem", optarg, "server, or 64kB to 1TB");
-				else
-					cli->decoding_work_mem_kb = size / 1024;
-				break;
-			case 31:
-			case 32:
-				if (cli->agg == NULL)
-					cli->agg = rp_agg_new();
-				if ((c == 31 ? rp_agg_add_spec(cli->agg, optarg, "--aggregate")
-					 : rp_agg_add_file(cli->agg, optarg)) < 0)
-				{
-					pg_log_error("%s", rp_error());
-					return RP_EXIT_USAGE;
-				}
-				break;
-			case 33:
-				cli->agg_only = true;
-				break;
-			case 21:
-				cli->snapshot = true;
-				break;
-			case 22:
-				if (!rp_parse_int(optarg, 1, 64, &cli->snapshot_workers))
-					return bad_value("snapshot-workers", optarg, "1 to 64");
-				break;
-			case 23:
-				{
-					int			n;
-
-					if (!rp_parse_int(optarg, 1, 100000000, &n))
-						return bad_value("snapshot-chunk-rows", optarg, "1 to 100000000");
-					cli->snapshot_chunk_rows = (uint64_t) n;
-				}
-				break;
-			case 24:
-			case 25:
-				if (!rp_parse_size(optarg, 1, RP_SIZE_MAX, &size))
-					return bad_value(c == 24 ? "max-record-bytes" : "max-dlq-bytes", optarg, NULL);
-				if (c == 24)
-					cli->max_record_bytes = size;
-				else
-					cli->max_dlq_bytes = size;
-				break;
-			case 26:
-				cli->dlq_file = optarg;
-				break;
-			case 27:
-				add_name(&cli->backfill, &cli->nbackfill, optarg);
-				break;
-			case 28:
-				{
-					int			n;
-
-					if (!rp_parse_int(optarg, 1, 100000000, &n))
-						return bad_value("backfill-chunk-rows", optarg, "1 to 100000000");
-					cli->backfill_chunk_rows = (uint64_t) n;
-				}
-				break;
-			case 29:
-				if (!rp_parse_int(optarg, 0, 86400, &cli->exec_ack_timeout_s))
-					return bad_value("exec-ack-timeout", optarg, "0 to 86400 seconds; 0 waits for ever");
-				break;
-			default:
-				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
-				return RP_EXIT_USAGE;
-		}
+		/* getopt sets optopt only when it refuses a short option */
+		optopt = 0;
+		c = getopt_long(argc, argv, short_options, long_options, NULL);
+		if (c == -1)
+			break;
+		/* the word getopt stopped at: the one just taken, or the current one */
+		rc = take_option(cli, c, optarg, argv[optind > 1 ? optind - 1 : 1]);
+		if (rc != RP_CLI_RUN)
+			return rc;
 	}
-	if (optind < argc)
-	{
-		pg_log_error("too many command-line arguments (first is \"%s\")", argv[optind]);
-		fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
-		return RP_EXIT_USAGE;
-	}
-	if (cli->slot == NULL)
-	{
-		pg_log_error("no slot specified");
-		fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
-		return RP_EXIT_USAGE;
-	}
-	if (!cli->create_slot && !cli->drop_slot && !cli->start)
-	{
-		pg_log_error("at least one action needs to be specified");
-		fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
-		return RP_EXIT_USAGE;
-	}
-	if (cli->drop_slot && (cli->create_slot || cli->start))
-	{
-		pg_log_error("cannot use --create-slot or --start together with --drop-slot");
-		return RP_EXIT_USAGE;
-	}
-	if (cli->snapshot && !cli->start)
-	{
-		pg_log_error("--snapshot needs --start");
-		return RP_EXIT_USAGE;
-	}
-	if (cli->nbackfill > 0)
-	{
-		const char *im = rp_cli_plugin_option(cli, "include_messages");
-		const char *mp = rp_cli_plugin_option(cli, "message_prefixes");
-
-		/* the watermarks travel in the stream: the mirror must see them */
-		if (!cli->start || strncmp(cli->sink, "postgres", 8) != 0 || cli->agg_only)
-		{
-			pg_log_error("--backfill needs --start and the PostgreSQL sink (not --aggregates-only)");
-			return RP_EXIT_USAGE;
-		}
-		/*
-		 * Refused here, not waited on for ever: a filtered watermark never
-		 * arrives.  A value the server refuses is left to it (a config error).
-		 */
-		if (rp_messages_pass(im, NULL, RP_BACKFILL_PREFIX) == RP_MSG_PASS_NO)
-		{
-			pg_log_error("--backfill needs the plugin's logical messages, but -o include_messages=%s filters them out", im);
-			fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
-			return RP_EXIT_USAGE;
-		}
-		if (rp_messages_pass(im, mp, RP_BACKFILL_PREFIX) == RP_MSG_PASS_NO)
-		{
-			pg_log_error("--backfill needs the plugin's logical messages with prefix \"%s\", but -o message_prefixes=%s filters them out",
-						 RP_BACKFILL_PREFIX, mp);
-			fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
-			return RP_EXIT_USAGE;
-		}
-	}
-
-	if (cli->agg_only && cli->agg == NULL)
-	{
-		pg_log_error("--aggregates-only needs at least one --aggregate or --aggregates");
-		return RP_EXIT_USAGE;
-	}
-	/* the folds live inside the mirror's destination transactions */
-	if (cli->agg && strncmp(cli->sink, "postgres", 8) != 0)
-	{
-		pg_log_error("aggregate bindings need the PostgreSQL sink (--sink=postgresql://... or postgres:CONNINFO)");
-		return RP_EXIT_USAGE;
-	}
+	rc = check_options(cli, argc, argv);
+	if (rc == RP_CLI_RUN)
+		rc = compose_connection(cli);
+	if (rc != RP_CLI_RUN)
+		return rc;
 	rp_cli_log_set_verbose(cli->verbose);
 	return RP_CLI_RUN;
+}
+
+void
+rp_cli_free(RpCli *cli)
+{
+	for (int i = 0; i < cli->noptions * 2; i++)
+		if (cli->options[i])
+			rp_free(cli->options[i]);
+	if (cli->options)
+		rp_free(cli->options);
+	free_names(cli->pg.history, cli->pg.nhistory);
+	free_names(cli->pg.route_prefixes, cli->pg.nroute);
+	free_names(cli->pg.ignore_prefixes, cli->pg.nignore);
+	free_names(cli->backfill, cli->nbackfill);
+	if (cli->conninfo)
+		rp_free(cli->conninfo);
+	memset(cli, 0, sizeof(*cli));
 }
