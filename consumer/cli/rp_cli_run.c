@@ -56,6 +56,8 @@ typedef struct RpRun
 	uint64_t	last_progress_changes;
 	bool		streamed;		/* START_REPLICATION succeeded since the last retry */
 	int64_t		last_advance_us;	/* last idle advance asked of the delivery thread */
+	char		ckpt_path[4096];	/* STATE-DIR/SLOT.checkpoint (a sink that owns none) */
+	char		view_path[4096];	/* STATE-DIR/SLOT.relations */
 } RpRun;
 
 static void
@@ -224,7 +226,6 @@ plugin_options(RpCli *cli)
 	return o;
 }
 
-/* One connection's life: 0 = finished (endpos or signal), -1 = error. */
 /*
  * The server's decoding memory for this session only (SET on the replication
  * connection): past it a transaction is streamed.  A smaller one streams
@@ -306,8 +307,13 @@ stop_stream(RpRun *run)
 	return 0;
 }
 
+/*
+ * Connect, check the checkpoint and the slot against the source, and start
+ * replication from the durable position (or -I).  The first connection
+ * binds the checkpoint to the source and starts the delivery thread.
+ */
 static int
-stream_once(RpRun *run, bool have_ck)
+stream_connect(RpRun *run, bool have_ck)
 {
 	RpCli	   *cli = run->cli;
 	char	  **opts;
@@ -354,7 +360,66 @@ stream_once(RpRun *run, bool have_ck)
 		return -1;
 	run->streamed = true;
 	pg_log_info("streaming from slot \"%s\"", cli->slot);
+	return 0;
+}
 
+/* A keepalive (its data released): idle positions, endpos, the reply asked for. */
+static int
+on_keepalive(RpRun *run, const RpMsg *msg, bool *done)
+{
+	RpCli	   *cli = run->cli;
+
+	/* idle: nothing assembled, buffered, spilled or batched */
+	if (!rp_asm_busy(&run->asm_) && rp_pipe_idle(&run->pipe))
+	{
+		int64_t		now = rp_now_us();
+
+		/*
+		 * A sink that records an idle position pays a write for it: once
+		 * per status interval, or when the server asks (it does when it
+		 * waits for us, e.g. to shut down).
+		 */
+		if (msg->reply_requested ||
+			now - run->last_advance_us >= (int64_t) cli->status_interval_ms * 1000)
+		{
+			rp_pipe_advance(&run->pipe, msg->lsn);
+			run->last_advance_us = now;
+		}
+		if (cli->endpos && msg->lsn >= cli->endpos)
+			*done = true;
+	}
+	if (msg->reply_requested && send_feedback(run, true, false) < 0)
+		return -1;
+	return 0;
+}
+
+/* endpos reached: what was pushed delivered and durable, then a clean end. */
+static int
+stream_done(RpRun *run)
+{
+	RpCheckpoint durable;
+	int			rc;
+
+	rc = rp_pipe_drain(&run->pipe, wait_tick, run);
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+		return stop_stream(run);
+	if (rp_pipe_durable(&run->pipe, &durable) < 0)
+		return -1;
+	finish_stream(run, &durable);
+	return 0;
+}
+
+/* One connection's life: 0 = finished (endpos or signal), -1 = error. */
+static int
+stream_once(RpRun *run, bool have_ck)
+{
+	RpCli	   *cli = run->cli;
+	int			rc;
+
+	if (stream_connect(run, have_ck) < 0)
+		return -1;
 	for (;;)
 	{
 		RpMsg		msg;
@@ -391,45 +456,14 @@ stream_once(RpRun *run, bool have_ck)
 				break;
 			case RP_MSG_KEEPALIVE:
 				rp_conn_release(&msg);
-				/* idle: nothing assembled, buffered, spilled or batched */
-				if (!rp_asm_busy(&run->asm_) && rp_pipe_idle(&run->pipe))
-				{
-					int64_t		now = rp_now_us();
-
-					/*
-					 * A sink that records an idle position pays a write for it:
-					 * once per status interval, or when the server asks (it
-					 * does when it waits for us, e.g. to shut down).
-					 */
-					if (msg.reply_requested ||
-						now - run->last_advance_us >= (int64_t) cli->status_interval_ms * 1000)
-					{
-						rp_pipe_advance(&run->pipe, msg.lsn);
-						run->last_advance_us = now;
-					}
-					if (cli->endpos && msg.lsn >= cli->endpos)
-						done = true;
-				}
-				if (msg.reply_requested && send_feedback(run, true, false) < 0)
+				if (on_keepalive(run, &msg, &done) < 0)
 					return -1;
 				break;
 			case RP_MSG_END:
 				return rp_fail(RP_HALT_NONE, "the server ended the replication stream");
 		}
 		if (done)
-		{
-			RpCheckpoint durable;
-
-			rc = rp_pipe_drain(&run->pipe, wait_tick, run);
-			if (rc < 0)
-				return -1;
-			if (rc > 0)
-				return stop_stream(run);
-			if (rp_pipe_durable(&run->pipe, &durable) < 0)
-				return -1;
-			finish_stream(run, &durable);
-			return 0;
-		}
+			return stream_done(run);
 	}
 }
 
@@ -465,32 +499,23 @@ open_sink(RpCli *cli)
 	return NULL;
 }
 
-int
-rp_cli_run_stream(RpCli *cli)
+/*
+ * Before the sink opens: the defaults that name the slot, and the locks.
+ * RP_EXIT_OK, or the exit status (reported).
+ */
+static int
+run_prepare(RpCli *cli)
 {
-	RpRun		run;
-	RpCheckpoint ck;
-	int			have_ck;
-	char		path[4096],
-				view[4096];
-	int			backoff = 1;
-	uint64_t	progress_lsn;
-	int			rc;
+	/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
+	static char dlq[4096];
+	static char spill[4096];
 
-	memset(&run, 0, sizeof(run));
-	memset(&ck, 0, sizeof(ck));
-	run.cli = cli;
+	if (cli->dlq_file == NULL)
 	{
-		/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
-		static char dlq[4096];
-
-		if (cli->dlq_file == NULL)
-		{
-			snprintf(dlq, sizeof(dlq), "%s/%s.dead-letter", cli->state_dir, cli->slot);
-			cli->dlq_file = dlq;
-		}
-		rp_snaplog_configure((size_t) cli->max_record_bytes, (size_t) cli->max_dlq_bytes, cli->dlq_file);
+		snprintf(dlq, sizeof(dlq), "%s/%s.dead-letter", cli->state_dir, cli->slot);
+		cli->dlq_file = dlq;
 	}
+	rp_snaplog_configure((size_t) cli->max_record_bytes, (size_t) cli->max_dlq_bytes, cli->dlq_file);
 
 	/*
 	 * One consumer per state dir and spill dir (rp_lock.h): a second one
@@ -498,8 +523,6 @@ rp_cli_run_stream(RpCli *cli)
 	 */
 	if (cli->spill_dir == NULL)
 	{
-		static char spill[4096];
-
 		snprintf(spill, sizeof(spill), "%s/spill", cli->state_dir);
 		cli->spill_dir = spill;
 	}
@@ -508,30 +531,233 @@ rp_cli_run_stream(RpCli *cli)
 		pg_log_error("%s", rp_error());
 		return RP_EXIT_ERROR;
 	}
+	return RP_EXIT_OK;
+}
 
-	/* a destination that is down at start is waited for, like a lost one */
-	while ((run.sink = open_sink(cli)) == NULL)
+/*
+ * The sink; a destination that is down at start is waited for, like a
+ * lost one.  NULL with *rc the exit status (reported) when it cannot be.
+ */
+static RpSink *
+open_sink_waiting(RpCli *cli, int *rc)
+{
+	RpSink	   *sink;
+	int			backoff = 1;
+
+	while ((sink = open_sink(cli)) == NULL)
 	{
 		if (rp_error_halt() == RP_HALT_CONFIG || rp_error_halt() == RP_HALT_IN_USE)
 		{
 			pg_log_error("%s", rp_error());
-			return rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_USAGE : RP_EXIT_ERROR;
+			*rc = rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_USAGE : RP_EXIT_ERROR;
+			return NULL;
 		}
 		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || rp_stop_requested())
 		{
 			pg_log_error("%s", rp_error());
-			return rp_error_halt() != RP_HALT_NONE ? RP_EXIT_HALT : RP_EXIT_ERROR;
+			*rc = rp_error_halt() != RP_HALT_NONE ? RP_EXIT_HALT : RP_EXIT_ERROR;
+			return NULL;
 		}
 		pg_log_error("%s; retrying in %d s", rp_error(), backoff);
 		if (!rp_pause_ms(backoff * 1000))
-			return RP_EXIT_OK;
+		{
+			*rc = RP_EXIT_OK;
+			return NULL;
+		}
 		backoff = backoff * 2 > RP_BACKOFF_MAX_S ? RP_BACKOFF_MAX_S : backoff * 2;
 	}
-	backoff = 1;
+	return sink;
+}
 
-	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
-	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
-	if (cli->snapshot && rp_cli_snapshot(cli, run.sink, path) < 0)
+/*
+ * What streaming needs once the sink is open and any snapshot done: the
+ * checkpoint (*ck, *have_ck), the spill store, the assembler, the delivery,
+ * the metrics and the backfill.  0, or -1 (rp_error).
+ */
+static int
+run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
+{
+	RpCli	   *cli = run->cli;
+
+	if (run->sink->owns_checkpoint)
+		*have_ck = run->sink->checkpoint(run->sink, ck);
+	else
+		*have_ck = rp_ckpt_read(run->ckpt_path, ck);
+	if (*have_ck < 0)
+		return -1;
+	if (rp_spill_init(&run->spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
+		return -1;
+	run->sink->spill = &run->spill;	/* the mirror's effect map charges it too */
+	rp_asm_init(&run->asm_, &run->spill, *have_ck ? ck->commit_lsn : 0);
+	/*
+	 * A sink that can apply a streamed transaction before its commit gets its
+	 * blocks; not with aggregate bindings, whose fold pass runs per batch.
+	 */
+	run->asm_.early = run->sink->handle_chunk != NULL && !cli->no_early_apply && cli->agg == NULL;
+	if (rp_deliver_init(&run->dl, run->sink, ck, run->sink->owns_checkpoint ? NULL : run->ckpt_path,
+						run->view_path, &cli->limits) < 0)
+		return -1;
+	rp_deliver_count_into(&run->dl, &run->counters);
+	/* no idle_hook: the receiving thread itself answers the server while the sink works */
+	if (rp_metrics_start(&run->metrics, cli->metrics_port, &run->counters, &run->asm_, &run->spill) < 0)
+		return -1;
+	if (cli->nbackfill > 0 && rp_cli_backfill_start(cli, run->sink) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * After a lost connection: the server sends again from the durable
+ * position (*durable); what was already handed to the delivery thread is
+ * skipped as a duplicate.  0, or -1 (rp_error).
+ */
+static int
+run_resume_point(RpRun *run, RpCheckpoint *durable, bool *lost_sink)
+{
+	RpCli	   *cli = run->cli;
+
+	*lost_sink = rp_pipe_durable(&run->pipe, durable) < 0;
+	if (!*lost_sink)
+	{
+		run->asm_.watermark = durable->commit_lsn > run->pipe.last_pushed_commit
+			? durable->commit_lsn : run->pipe.last_pushed_commit;
+		return 0;
+	}
+
+	/*
+	 * The delivery thread lost its sink (a destination restart): start
+	 * delivery over from what is durable.  The relation view is reloaded
+	 * too, so a schema change rolled back with the failed batch is seen (and
+	 * applied, or halted on) again.
+	 */
+	rp_error_clear();
+	*durable = run->pipe.durable;
+	rp_pipe_stop(&run->pipe);
+	rp_deliver_free(&run->dl);
+	if (rp_deliver_init(&run->dl, run->sink, durable,
+						run->sink->owns_checkpoint ? NULL : run->ckpt_path, run->view_path,
+						&cli->limits) < 0)
+		return -1;
+	/* counting goes on where it was: the metrics never go backwards */
+	rp_deliver_count_into(&run->dl, &run->counters);
+	if (rp_pipe_start(&run->pipe, &run->dl, 2 * cli->limits.max_bytes) < 0)
+		return -1;
+	run->asm_.watermark = durable->commit_lsn;
+	return 0;
+}
+
+/*
+ * Stream, reconnecting with backoff after connection trouble: 0 at endpos
+ * or a stop, -1 on a fail-closed halt or with --no-loop (rp_error).
+ */
+static int
+run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
+{
+	int			backoff = 1;
+
+	for (;;)
+	{
+		char		why[1024];
+		bool		lost_sink;
+		RpCheckpoint durable;
+
+		if (stream_once(run, have_ck > 0) == 0)
+			return 0;
+		RP_COUNT_ADD(run->metrics.halts[rp_error_halt()], 1);
+		/* a stop that met connection trouble is still a stop */
+		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
+			return 0;
+		/* fail-closed halts and --no-loop end the run; connection trouble retries */
+		if (rp_error_halt() != RP_HALT_NONE || run->cli->no_loop)
+			return -1;
+		snprintf(why, sizeof(why), "%s", rp_error());
+		disconnect(run);
+		if (run_resume_point(run, &durable, &lost_sink) < 0)
+			return -1;
+
+		/*
+		 * The backoff starts over after progress (the durable position
+		 * moved), or after a source connection that got to stream; a sink
+		 * that fails again and again (the source streams fine each time)
+		 * is retried ever less often, up to RP_BACKOFF_MAX_S.
+		 */
+		if (durable.end_lsn > progress_lsn || (run->streamed && !lost_sink))
+			backoff = 1;
+		if (durable.end_lsn > progress_lsn)
+			progress_lsn = durable.end_lsn;
+		run->streamed = false;
+		pg_log_error("%s; reconnecting in %d s", why, backoff);
+		if (!rp_pause_ms(backoff * 1000))
+			return 0;
+		backoff = backoff * 2 > RP_BACKOFF_MAX_S ? RP_BACKOFF_MAX_S : backoff * 2;
+		/*
+		 * Once a connection has bound the checkpoint to the source (the
+		 * delivery thread runs), later ones check against it; before that
+		 * there is still no checkpoint to check.
+		 */
+		if (run->pipe.started)
+			have_ck = 1;
+	}
+}
+
+/* Every end of a run: the connection, the delivery thread, backfill, metrics. */
+static void
+run_stop_threads(RpRun *run)
+{
+	disconnect(run);
+	if (rp_stop_requested())
+		rp_pipe_abandon(&run->pipe, NULL, NULL);
+	rp_pipe_stop(&run->pipe);
+	rp_backfill_stop();			/* after the delivery thread: it may hold a chunk */
+	rp_metrics_stop(&run->metrics);
+}
+
+/* A run that failed: reported, stopped, the sink closed; the exit status. */
+static int
+run_fail(RpRun *run)
+{
+	int			rc;
+
+	rc = rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG &&
+		rp_error_halt() != RP_HALT_IN_USE ? RP_EXIT_HALT : RP_EXIT_ERROR;
+	pg_log_error("%s", rp_error());
+	if (rc == RP_EXIT_HALT)
+		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
+				progname, rp_halt_name(rp_error_halt()));
+	run_stop_threads(run);
+	/* every exit path closes its sink: the exec child reaped, the destination session ended */
+	run->sink->close(run->sink);
+	/* spill files are private garbage now */
+	if (run->spill.dir)
+	{
+		RpSpill		again;
+
+		rp_spill_init(&again, run->spill.dir, 0, 0);
+	}
+	return rc;
+}
+
+int
+rp_cli_run_stream(RpCli *cli)
+{
+	RpRun		run;
+	RpCheckpoint ck;
+	int			have_ck;
+	int			rc;
+
+	memset(&run, 0, sizeof(run));
+	memset(&ck, 0, sizeof(ck));
+	run.cli = cli;
+	rc = run_prepare(cli);
+	if (rc != RP_EXIT_OK)
+		return rc;
+	run.sink = open_sink_waiting(cli, &rc);
+	if (run.sink == NULL)
+		return rc;
+
+	snprintf(run.ckpt_path, sizeof(run.ckpt_path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
+	snprintf(run.view_path, sizeof(run.view_path), "%s/%s.relations", cli->state_dir, cli->slot);
+	if (cli->snapshot && rp_cli_snapshot(cli, run.sink, run.ckpt_path) < 0)
 	{
 		/* a stop: what was stored is where the next run resumes (exit 0) */
 		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
@@ -540,111 +766,12 @@ rp_cli_run_stream(RpCli *cli)
 			run.sink->close(run.sink);
 			return RP_EXIT_OK;
 		}
-		goto fail;
+		return run_fail(&run);
 	}
-	if (run.sink->owns_checkpoint)
-		have_ck = run.sink->checkpoint(run.sink, &ck);
-	else
-		have_ck = rp_ckpt_read(path, &ck);
-	if (have_ck < 0)
-		goto fail;
-	if (rp_spill_init(&run.spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
-		goto fail;
-	run.sink->spill = &run.spill;	/* the mirror's effect map charges it too */
-	rp_asm_init(&run.asm_, &run.spill, have_ck ? ck.commit_lsn : 0);
-	/*
-	 * A sink that can apply a streamed transaction before its commit gets its
-	 * blocks; not with aggregate bindings, whose fold pass runs per batch.
-	 */
-	run.asm_.early = run.sink->handle_chunk != NULL && !cli->no_early_apply && cli->agg == NULL;
-	if (rp_deliver_init(&run.dl, run.sink, &ck, run.sink->owns_checkpoint ? NULL : path, view,
-						&cli->limits) < 0)
-		goto fail;
-	rp_deliver_count_into(&run.dl, &run.counters);
-	/* no idle_hook: the receiving thread itself answers the server while the sink works */
-	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.counters, &run.asm_, &run.spill) < 0)
-		goto fail;
-	if (cli->nbackfill > 0 && rp_cli_backfill_start(cli, run.sink) < 0)
-		goto fail;
+	if (run_setup(&run, &ck, &have_ck) < 0 || run_loop(&run, have_ck, ck.end_lsn) < 0)
+		return run_fail(&run);
 
-	progress_lsn = ck.end_lsn;
-	for (;;)
-	{
-		char		why[1024];
-		bool		lost_sink;
-		RpCheckpoint durable;
-
-		rc = stream_once(&run, have_ck > 0);
-		if (rc == 0)
-			break;
-		RP_COUNT_ADD(run.metrics.halts[rp_error_halt()], 1);
-		/* a stop that met connection trouble is still a stop */
-		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
-			break;
-		/* fail-closed halts and --no-loop end the run; connection trouble retries */
-		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop)
-			goto fail;
-		snprintf(why, sizeof(why), "%s", rp_error());
-		disconnect(&run);
-		/*
-		 * The server sends again from the durable position; what was already
-		 * handed to the delivery thread is skipped as a duplicate.
-		 */
-		lost_sink = rp_pipe_durable(&run.pipe, &durable) < 0;
-		if (lost_sink)
-		{
-			/*
-			 * The delivery thread lost its sink (a destination restart):
-			 * start delivery over from what is durable.  The relation view
-			 * is reloaded too, so a schema change rolled back with the
-			 * failed batch is seen (and applied, or halted on) again.
-			 */
-			rp_error_clear();
-			durable = run.pipe.durable;
-			rp_pipe_stop(&run.pipe);
-			rp_deliver_free(&run.dl);
-			if (rp_deliver_init(&run.dl, run.sink, &durable,
-								run.sink->owns_checkpoint ? NULL : path, view, &cli->limits) < 0)
-				goto fail;
-			/* counting goes on where it was: the metrics never go backwards */
-			rp_deliver_count_into(&run.dl, &run.counters);
-			if (rp_pipe_start(&run.pipe, &run.dl, 2 * cli->limits.max_bytes) < 0)
-				goto fail;
-			run.asm_.watermark = durable.commit_lsn;
-		}
-		else
-			run.asm_.watermark = durable.commit_lsn > run.pipe.last_pushed_commit
-				? durable.commit_lsn : run.pipe.last_pushed_commit;
-
-		/*
-		 * The backoff starts over after progress (the durable position
-		 * moved), or after a source connection that got to stream; a sink
-		 * that fails again and again (the source streams fine each time)
-		 * is retried ever less often, up to RP_BACKOFF_MAX_S.
-		 */
-		if (durable.end_lsn > progress_lsn || (run.streamed && !lost_sink))
-			backoff = 1;
-		if (durable.end_lsn > progress_lsn)
-			progress_lsn = durable.end_lsn;
-		run.streamed = false;
-		pg_log_error("%s; reconnecting in %d s", why, backoff);
-		if (!rp_pause_ms(backoff * 1000))
-			break;
-		backoff = backoff * 2 > RP_BACKOFF_MAX_S ? RP_BACKOFF_MAX_S : backoff * 2;
-		/*
-		 * Once a connection has bound the checkpoint to the source (the
-		 * delivery thread runs), later ones check against it; before that
-		 * there is still no checkpoint to check.
-		 */
-		if (run.pipe.started)
-			have_ck = 1;
-	}
-	disconnect(&run);
-	if (rp_stop_requested())
-		rp_pipe_abandon(&run.pipe, NULL, NULL);
-	rp_pipe_stop(&run.pipe);
-	rp_backfill_stop();			/* after the delivery thread: it may hold a chunk */
-	rp_metrics_stop(&run.metrics);
+	run_stop_threads(&run);
 	pg_log_info("delivered %" PRIu64 " transactions in %" PRIu64 " batches; %" PRIu64
 				" streamed transactions applied early (%" PRIu64 " blocks, %" PRIu64 " dropped)",
 				run.counters.txns, run.counters.batches, run.counters.early_commits,
@@ -653,30 +780,6 @@ rp_cli_run_stream(RpCli *cli)
 	rp_asm_free(&run.asm_);
 	run.sink->close(run.sink);
 	return RP_EXIT_OK;
-
-fail:
-	rc = rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG &&
-		rp_error_halt() != RP_HALT_IN_USE ? RP_EXIT_HALT : RP_EXIT_ERROR;
-	pg_log_error("%s", rp_error());
-	if (rc == RP_EXIT_HALT)
-		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
-				progname, rp_halt_name(rp_error_halt()));
-	disconnect(&run);
-	if (rp_stop_requested())
-		rp_pipe_abandon(&run.pipe, NULL, NULL);
-	rp_pipe_stop(&run.pipe);
-	rp_backfill_stop();
-	rp_metrics_stop(&run.metrics);
-	/* every exit path closes its sink: the exec child reaped, the destination session ended */
-	run.sink->close(run.sink);
-	/* spill files are private garbage now */
-	if (run.spill.dir)
-	{
-		RpSpill		again;
-
-		rp_spill_init(&again, run.spill.dir, 0, 0);
-	}
-	return rc;
 }
 
 int
