@@ -487,6 +487,50 @@ START_TEST(test_log)
 }
 END_TEST
 
+/* verify-snapshot's usage errors too: the error, then its --help hint, exit 2. */
+START_TEST(test_verify_usage_errors)
+{
+	static const struct
+	{
+		const char *args[4];
+		const char *says;
+	}			cases[] = {
+		{{"--bogus", "f", NULL}, "unknown option or missing argument: --bogus"},
+		{{"--rows", NULL}, "unknown option or missing argument: --rows"},
+		{{"-q", NULL}, "no input file"},
+		{{"--rows", "not-a-uuid", "f", NULL}, "--rows: not a snapshot id"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		char	   *argv[8] = {"verify-snapshot"};
+		int			argc = 1;
+		int			saved = dup(2),
+					fe,
+					rc;
+		char	   *err;
+
+		for (const char *const *a = cases[i].args; *a; a++)
+			argv[argc++] = (char *) *a;
+		fflush(stderr);
+		fe = open(ct_path("verify.err"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fe, 2);
+		rc = rp_verify_snapshot_main(argc, argv);
+		fflush(stderr);
+		dup2(saved, 2);
+		close(fe);
+		close(saved);
+		err = ct_slurp(ct_path("verify.err"), NULL);
+		ck_assert_msg(rc == RP_EXIT_USAGE, "case %zu: exit %d", i, rc);
+		ck_assert_msg(strncmp(err, "replicant verify-snapshot: error: ", 34) == 0, "case %zu: %s", i, err);
+		ck_assert_msg(strstr(err, cases[i].says) != NULL, "case %zu: \"%s\" not in: %s", i, cases[i].says, err);
+		ck_assert_msg(strstr(err, "\nTry \"replicant verify-snapshot --help\" for more information.\n") != NULL,
+					  "case %zu: no hint: %s", i, err);
+		free(err);
+	}
+}
+END_TEST
+
 static Suite *
 cliparse_suite(void)
 {
@@ -506,6 +550,7 @@ cliparse_suite(void)
 	tcase_add_test(tc, test_usage_errors);
 	tcase_add_test(tc, test_help_version);
 	tcase_add_test(tc, test_log);
+	tcase_add_test(tc, test_verify_usage_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }
