@@ -185,9 +185,9 @@ usage_general(void)
 	printf("      --create-slot      create a new replication slot (plugin replicant)\n");
 	printf("      --drop-slot        drop the replication slot\n");
 	printf("      --start            start streaming in a replication slot\n");
+	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
 	printf("\nOptions:\n");
 	printf("  -E, --endpos=LSN       stop at the first transaction boundary at or after LSN\n");
-	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
 	printf("  -I, --startpos=LSN     where to start streaming in an existing slot\n");
 	printf("  -n, --no-loop          do not reconnect when the connection is lost\n");
 	printf("  -o, --option=NAME[=VALUE]\n"
