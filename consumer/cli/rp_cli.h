@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "agg/rp_agg.h"
 #include "sinks/rp_sink.h"
@@ -99,6 +100,12 @@ extern bool rp_cli_sink_known(const char *sink);
  */
 extern char *rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *vals,
 							 char *err, size_t errlen);
+
+/*
+ * -W's password: "Password: " on out, a line read from in without echo
+ * when in is a terminal.  The caller owns it; NULL at end of input.
+ */
+extern char *rp_cli_read_password(FILE *in, FILE *out);
 
 /* ---- rp_cli_run.c ---- */
 

@@ -10,13 +10,11 @@
  */
 #include "rp_alloc.h"
 
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
-#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -217,7 +215,7 @@ usage_general(void)
 	printf("  -p, --port=PORT        database server port number\n");
 	printf("  -U, --username=NAME    connect as specified database user\n");
 	printf("  -w, --no-password      never prompt for password (the default)\n");
-	printf("  -W, --password         prompt for a password before connecting\n");
+	printf("  -W, --password         prompt for a password before connecting (stdin without a terminal)\n");
 	printf("  (-h, -p, -U override what -d says; the PG* environment variables apply as in libpq)\n");
 }
 
@@ -773,23 +771,15 @@ rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *
 	return out;
 }
 
-/*
- * -W: the password, read from the terminal without echo (from stdin when
- * there is no terminal).  The caller owns it; NULL at end of input.
- */
-static char *
-prompt_password(void)
+char *
+rp_cli_read_password(FILE *in, FILE *out)
 {
-	FILE	   *in = fopen("/dev/tty", "r+");
-	FILE	   *out = in ? in : stderr;
 	struct termios t,
 				quiet;
 	bool		echo_off = false;
 	char		line[1024];
 	char	   *got;
 
-	if (in == NULL)
-		in = stdin;
 	fputs("Password: ", out);
 	fflush(out);
 	if (tcgetattr(fileno(in), &t) == 0)
@@ -801,13 +791,29 @@ prompt_password(void)
 	got = fgets(line, sizeof(line), in);
 	if (echo_off)
 		tcsetattr(fileno(in), TCSAFLUSH, &t);
-	fputc('\n', out);
-	if (in != stdin)
-		fclose(in);
+	/* the newline typed was not echoed */
+	if (echo_off)
+		fputc('\n', out);
 	if (got == NULL)
 		return NULL;
 	line[strcspn(line, "\r\n")] = '\0';
-	return rp_strndup(line, strlen(line));
+	got = rp_strndup(line, strlen(line));
+	explicit_bzero(line, sizeof(line));
+	return got;
+}
+
+/* -W: from the terminal, or from stdin when there is none. */
+static char *
+prompt_password(void)
+{
+	FILE	   *tty = fopen("/dev/tty", "r+");
+	char	   *password;
+
+	if (tty == NULL)
+		return rp_cli_read_password(stdin, stderr);
+	password = rp_cli_read_password(tty, tty);
+	fclose(tty);
+	return password;
 }
 
 /*

@@ -531,6 +531,35 @@ START_TEST(test_verify_usage_errors)
 }
 END_TEST
 
+/* -W's read: the prompt, the line without its newline, NULL at end of input. */
+START_TEST(test_read_password)
+{
+	FILE	   *in,
+			   *out;
+	char	   *pw,
+			   *said;
+
+	ct_write_file(ct_path("pw"), "s3cr'et\\x\nnext\n", strlen("s3cr'et\\x\nnext\n"), false);
+	in = fopen(ct_path("pw"), "r");
+	out = fopen(ct_path("prompt"), "w");
+	pw = rp_cli_read_password(in, out);
+	ck_assert_str_eq(pw, "s3cr'et\\x");
+	rp_free(pw);
+	fclose(in);
+	fclose(out);
+	said = ct_slurp(ct_path("prompt"), NULL);
+	ck_assert_str_eq(said, "Password: ");	/* not a terminal: no newline of its own */
+	free(said);
+
+	ct_write_file(ct_path("empty"), "", 0, false);
+	in = fopen(ct_path("empty"), "r");
+	out = fopen(ct_path("prompt"), "w");
+	ck_assert_ptr_null(rp_cli_read_password(in, out));
+	fclose(in);
+	fclose(out);
+}
+END_TEST
+
 static Suite *
 cliparse_suite(void)
 {
@@ -551,6 +580,7 @@ cliparse_suite(void)
 	tcase_add_test(tc, test_help_version);
 	tcase_add_test(tc, test_log);
 	tcase_add_test(tc, test_verify_usage_errors);
+	tcase_add_test(tc, test_read_password);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -64,6 +64,12 @@ replicant -d "$src_CONNSTR" -U rp_no_such_role -S conn_opts --drop-slot 2>"$work
 PGHOST=$src_HOST PGPORT=$src_PORT PGUSER=$src_USER PGDATABASE=postgres replicant -S conn_opts --drop-slot ||
 	fail "the PG* environment did not reach the connection"
 [[ $(slots) == 0 ]] || fail "PG* environment: slot conn_opts not dropped"
+# -W without a terminal (setsid): the password is read from stdin, and the run goes on
+printf 'unused-with-trust\n' >"$work/pw"
+setsid --wait replicant -W -h "$src_HOST" -p "$src_PORT" -U "$src_USER" -d postgres -S conn_opts --create-slot \
+	<"$work/pw" 2>"$work/conn.err" || fail "-W: $(cat "$work/conn.err")"
+replicant -w -h "$src_HOST" -p "$src_PORT" -U "$src_USER" -d postgres -S conn_opts --drop-slot ||
+	fail "-w: slot conn_opts not dropped"
 
 # rows first..last of canary_t and canary_k, the canary in every value (and in canary_k's key)
 insert_rows() {
