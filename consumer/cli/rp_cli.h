@@ -74,6 +74,8 @@ typedef struct RpCli
 	int			nbackfill;
 	uint64_t	backfill_chunk_rows;
 	int			exec_ack_timeout_s; /* exec sink: 0 waits for ever */
+	char		dlq_default[4096];	/* STATE-DIR/SLOT.dead-letter, without --dead-letter-file */
+	char		spill_default[4096];	/* STATE-DIR/spill, without --spill-dir */
 } RpCli;
 
 /* ---- rp_cli_options.c ---- */

@@ -507,13 +507,11 @@ static int
 run_prepare(RpCli *cli)
 {
 	/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
-	static char dlq[4096];
-	static char spill[4096];
-
 	if (cli->dlq_file == NULL)
 	{
-		snprintf(dlq, sizeof(dlq), "%s/%s.dead-letter", cli->state_dir, cli->slot);
-		cli->dlq_file = dlq;
+		snprintf(cli->dlq_default, sizeof(cli->dlq_default), "%s/%s.dead-letter",
+				 cli->state_dir, cli->slot);
+		cli->dlq_file = cli->dlq_default;
 	}
 	rp_snaplog_configure((size_t) cli->max_record_bytes, (size_t) cli->max_dlq_bytes, cli->dlq_file);
 
@@ -523,8 +521,8 @@ run_prepare(RpCli *cli)
 	 */
 	if (cli->spill_dir == NULL)
 	{
-		snprintf(spill, sizeof(spill), "%s/spill", cli->state_dir);
-		cli->spill_dir = spill;
+		snprintf(cli->spill_default, sizeof(cli->spill_default), "%s/spill", cli->state_dir);
+		cli->spill_dir = cli->spill_default;
 	}
 	if (rp_lock_dir(cli->state_dir, "state directory") < 0 || rp_lock_spill_dir(cli->spill_dir) < 0)
 	{
