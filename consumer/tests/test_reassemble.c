@@ -15,7 +15,7 @@
 
 #include "envelope/rp_envelope.h"
 #include "envelope/rp_reassemble.h"
-#include "envelope/rp_verify.h"
+#include "cli/rp_cli.h"
 
 #define AT_MS INT64_C(1796000523456)
 #define CANARY "CANARY-5f3e9a"

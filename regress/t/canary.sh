@@ -14,6 +14,8 @@
 #   (c) a bad include_tables pattern, an unknown plugin option, a bad boolean -> exit 1
 #       naming the option;
 #   (d) the slot dropped under a checkpoint -> exit 3, "does not exist".
+# On the way, pg_recvlogical's connection options: -h -p -U override what -d says (a -d
+# naming an unreachable server, or another user), and the PG* environment stands in for -d.
 # The server runs with log_min_messages = debug1. Every run's stderr, the server log, the
 # consumer's metrics page and its state files (checkpoint, relation view) are searched for
 # the canary: it must never appear. The file sink's log, which is row data by design,
@@ -50,6 +52,24 @@ CREATE TABLE canary_k (k text PRIMARY KEY, secret text);
 CREATE FUNCTION canary() RETURNS text IMMUTABLE LANGUAGE sql AS \$\$ SELECT $CANARY_SQL \$\$;
 SQL
 replicant -d "$src_CONNSTR" -S main --create-slot
+
+# -h -p -U over a -d that names no reachable server; then the PG* environment alone
+slots() { rp_psql src -Atc "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'conn_opts'"; }
+replicant -d "host=/nonexistent-$$ port=1 dbname=postgres" -h "$src_HOST" -p "$src_PORT" -U "$src_USER" \
+	-S conn_opts --create-slot 2>"$work/conn.err" || fail "-h -p -U did not override -d: $(cat "$work/conn.err")"
+[[ $(slots) == 1 ]] || fail "-h -p -U: no slot conn_opts"
+rc=0
+replicant -d "$src_CONNSTR" -U rp_no_such_role -S conn_opts --drop-slot 2>"$work/conn.err" || rc=$?
+((rc == 1)) && grep -q 'rp_no_such_role' "$work/conn.err" || fail "-U did not override -d's user (exit $rc)"
+PGHOST=$src_HOST PGPORT=$src_PORT PGUSER=$src_USER PGDATABASE=postgres replicant -S conn_opts --drop-slot ||
+	fail "the PG* environment did not reach the connection"
+[[ $(slots) == 0 ]] || fail "PG* environment: slot conn_opts not dropped"
+# -W without a terminal (setsid): the password is read from stdin, and the run goes on
+printf 'unused-with-trust\n' >"$work/pw"
+setsid --wait replicant -W -h "$src_HOST" -p "$src_PORT" -U "$src_USER" -d postgres -S conn_opts --create-slot \
+	<"$work/pw" 2>"$work/conn.err" || fail "-W: $(cat "$work/conn.err")"
+replicant -w -h "$src_HOST" -p "$src_PORT" -U "$src_USER" -d postgres -S conn_opts --drop-slot ||
+	fail "-w: slot conn_opts not dropped"
 
 # rows first..last of canary_t and canary_k, the canary in every value (and in canary_k's key)
 insert_rows() {

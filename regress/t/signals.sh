@@ -8,7 +8,10 @@
 #      --max-spill -1, 99999999999TB, --batch-bytes 2GB, a negative number) are usage errors
 #      (exit 2, "invalid value ... for option --NAME" and the --help hint), refused before
 #      anything connects (the source given is unreachable: a run that got further would
-#      exit 1 saying it could not connect).
+#      exit 1 saying it could not connect).  So is every other usage error of option parsing
+#      (an unknown or incomplete option, a plugin option replicant sets itself, a bad LSN or
+#      enumerated value, options that do not go together, an unknown sink): each says
+#      "replicant: error: ..." and then the --help hint.
 #   2. --backfill with a plugin option that filters out its watermarks (include_messages
 #      spelled false in any way the server accepts, or message_prefixes without
 #      replicant.backfill) is refused the same way, naming the option.
@@ -62,6 +65,14 @@ usage_case batch 'invalid value "2GB" for option --batch-bytes' --batch-bytes 2G
 usage_case rec 'invalid value "-1kB" for option --max-record-bytes' --max-record-bytes -1kB
 usage_case txns 'invalid value "-5" for option --batch-txns' --batch-txns -5
 usage_case chunk 'invalid value "4294967297" for option --snapshot-chunk-rows' --snapshot-chunk-rows 4294967297
+usage_case unknown 'replicant: error: unrecognized option "--no-such-option"' --no-such-option
+usage_case noarg 'replicant: error: option "--sink" requires an argument' --sink
+usage_case optfmt 'replicant: error: plugin option "format=x" is set by replicant itself' -o format=x
+usage_case lsn 'replicant: error: could not parse start position "zz"' -I zz
+usage_case divergence 'replicant: error: invalid value "x" for --on-divergence' --on-divergence x
+usage_case drop 'replicant: error: cannot use --create-slot or --start together with --drop-slot' --drop-slot
+usage_case aggonly 'replicant: error: --aggregates-only needs at least one' --aggregates-only --sink postgres:
+usage_case sink 'replicant: error: unknown sink "kafka:x"' --sink kafka:x
 
 # ---- 2. a backfill whose watermarks cannot arrive
 dest="postgresql:///nowhere?host=/nonexistent-$$"

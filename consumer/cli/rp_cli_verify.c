@@ -1,17 +1,18 @@
 /*
- * rp_verify.c
+ * rp_cli_verify.c
  *    replicant verify-snapshot [--rows ID] [--quiet] FILE...
- *    (see rp_verify.h, rp_reassemble.h and docs/sinks.md).
+ *    (see rp_cli.h, rp_reassemble.h and docs/sinks.md).
  */
 #include "rp_alloc.h"
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "envelope/rp_reassemble.h"
 #include "base/rp_status.h"
-#include "envelope/rp_verify.h"
+#include "cli/rp_cli.h"
 
 #define PROG "replicant verify-snapshot"
 #define MAX_WARNINGS 10
@@ -80,6 +81,82 @@ status_of(RpSnapState s)
 	return RP_EXIT_ERROR;
 }
 
+/* A usage error: "PROG: error: ...", then the --help hint; exit 2. */
+static int
+verify_usage_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+static int
+verify_usage_error(const char *fmt,...)
+{
+	va_list		ap;
+
+	fprintf(stderr, "%s: error: ", PROG);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", PROG);
+	return RP_EXIT_USAGE;
+}
+
+/* --rows ID: the rows of a complete snapshot on stdout; the exit status. */
+static int
+verify_rows(RpReasm *r, const char *rows_id, RpBuf *line)
+{
+	const RpSnapReport *rep = rp_reasm_find(r, rows_id);
+
+	if (rep == NULL)
+	{
+		fprintf(stderr, "%s: no frame of snapshot %s in the input\n", PROG, rows_id);
+		return RP_VERIFY_EXIT_OPEN;
+	}
+	if (rep->state != RP_SNAP_COMPLETE)
+	{
+		rp_reasm_format(rep, line);
+		fprintf(stderr, "%s: not complete: %.*s\n", PROG, (int) line->len, line->data);
+		return status_of(rep->state);
+	}
+	if (rp_reasm_write_rows(r, stdout) < 0)
+	{
+		fprintf(stderr, "%s: %s\n", PROG, rp_error());
+		return RP_EXIT_ERROR;
+	}
+	return RP_EXIT_OK;
+}
+
+/* One line per snapshot on stdout (--quiet: the incomplete ones); the exit status. */
+static int
+verify_report(RpReasm *r, bool quiet, RpBuf *line)
+{
+	size_t		n = rp_reasm_count(r);
+	int			status = RP_EXIT_OK;
+
+	if (n == 0)
+	{
+		fprintf(stderr, "%s: no snapshot frame in the input\n", PROG);
+		status = RP_VERIFY_EXIT_OPEN;
+	}
+	for (size_t i = 0; i < n; i++)
+	{
+		const RpSnapReport *rep = rp_reasm_get(r, i);
+		int			st = status_of(rep->state);
+
+		if (st == RP_VERIFY_EXIT_TRUNCATED ||
+			(st == RP_VERIFY_EXIT_OPEN && status == RP_EXIT_OK))
+			status = st;
+		if (quiet && rep->state == RP_SNAP_COMPLETE)
+			continue;
+		rp_buf_reset(line);
+		rp_reasm_format(rep, line);
+		rp_buf_put_char(line, '\n');
+		fwrite(line->data, 1, line->len, stdout);
+	}
+	if (fflush(stdout) != 0)
+	{
+		fprintf(stderr, "%s: could not write the report\n", PROG);
+		status = RP_EXIT_ERROR;
+	}
+	return status;
+}
+
 int
 rp_verify_snapshot_main(int argc, char **argv)
 {
@@ -92,7 +169,7 @@ rp_verify_snapshot_main(int argc, char **argv)
 	const char *rows_id = NULL;
 	bool		quiet = false;
 	int			c;
-	int			status = RP_EXIT_OK;
+	int			status;
 	RpReasm    *r;
 	VerifyWarn	warn = {0, false};
 	RpBuf		line;
@@ -118,27 +195,19 @@ rp_verify_snapshot_main(int argc, char **argv)
 					verify_usage(stdout);
 					return RP_EXIT_OK;
 				}
-				fprintf(stderr, "%s: unknown option or missing argument: %s\n", PROG,
-						argv[optind - 1]);
-				fprintf(stderr, "Try \"%s --help\" for more information.\n", PROG);
-				return RP_EXIT_USAGE;
+				return verify_usage_error("unknown option or missing argument: %s", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
-	{
-		fprintf(stderr, "%s: no input file\n", PROG);
-		fprintf(stderr, "Try \"%s --help\" for more information.\n", PROG);
-		return RP_EXIT_USAGE;
-	}
+		return verify_usage_error("no input file");
 
 	r = rp_reasm_new();
 	warn.quiet = quiet;
 	rp_reasm_set_warn(r, verify_warn, &warn);
 	if (rows_id && rp_reasm_keep_rows(r, rows_id) < 0)
 	{
-		fprintf(stderr, "%s: --rows: %s\n", PROG, rp_error());
 		rp_reasm_free(r);
-		return RP_EXIT_USAGE;
+		return verify_usage_error("--rows: %s", rp_error());
 	}
 	if (rp_reasm_run(r, (const char *const *) argv + optind, argc - optind) < 0)
 	{
@@ -152,57 +221,7 @@ rp_verify_snapshot_main(int argc, char **argv)
 				rp_reasm_skipped(r) > warn.shown && !quiet ? " (the first ones are listed above)" : "");
 
 	rp_buf_init(&line, 256);
-	if (rows_id)
-	{
-		const RpSnapReport *rep = rp_reasm_find(r, rows_id);
-
-		if (rep == NULL)
-		{
-			fprintf(stderr, "%s: no frame of snapshot %s in the input\n", PROG, rows_id);
-			status = RP_VERIFY_EXIT_OPEN;
-		}
-		else if (rep->state != RP_SNAP_COMPLETE)
-		{
-			rp_reasm_format(rep, &line);
-			fprintf(stderr, "%s: not complete: %.*s\n", PROG, (int) line.len, line.data);
-			status = status_of(rep->state);
-		}
-		else if (rp_reasm_write_rows(r, stdout) < 0)
-		{
-			fprintf(stderr, "%s: %s\n", PROG, rp_error());
-			status = RP_EXIT_ERROR;
-		}
-	}
-	else
-	{
-		size_t		n = rp_reasm_count(r);
-
-		if (n == 0)
-		{
-			fprintf(stderr, "%s: no snapshot frame in the input\n", PROG);
-			status = RP_VERIFY_EXIT_OPEN;
-		}
-		for (size_t i = 0; i < n; i++)
-		{
-			const RpSnapReport *rep = rp_reasm_get(r, i);
-			int			st = status_of(rep->state);
-
-			if (st == RP_VERIFY_EXIT_TRUNCATED ||
-				(st == RP_VERIFY_EXIT_OPEN && status == RP_EXIT_OK))
-				status = st;
-			if (quiet && rep->state == RP_SNAP_COMPLETE)
-				continue;
-			rp_buf_reset(&line);
-			rp_reasm_format(rep, &line);
-			rp_buf_put_char(&line, '\n');
-			fwrite(line.data, 1, line.len, stdout);
-		}
-		if (fflush(stdout) != 0)
-		{
-			fprintf(stderr, "%s: could not write the report\n", PROG);
-			status = RP_EXIT_ERROR;
-		}
-	}
+	status = rows_id ? verify_rows(r, rows_id, &line) : verify_report(r, quiet, &line);
 	rp_buf_free(&line);
 	rp_reasm_free(r);
 	return status;

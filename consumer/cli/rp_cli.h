@@ -1,0 +1,153 @@
+/*
+ * rp_cli.h
+ *    The replicant program, shaped like pg_recvlogical: what its files
+ *    share.  main.c picks the action; rp_cli_options.c parses the command
+ *    line into an RpCli; rp_cli_run.c runs the slot actions and the stream
+ *    (rp_cli_snapshot.c the copies it starts: --snapshot, --backfill);
+ *    rp_cli_verify.c is `replicant verify-snapshot`; rp_cli_log.c the
+ *    messages, with PostgreSQL's frontend logging signatures.
+ */
+#ifndef RP_CLI_H
+#define RP_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agg/rp_agg.h"
+#include "sinks/rp_sink.h"
+#include "sinks/mirror/rp_mirror_int.h"
+#include "stream/rp_deliver.h"
+
+#define RP_CLI_PROGNAME "replicant"
+#define RP_VERSION "0.1.0"
+
+/* --decoding-work-mem: "server" leaves the server's setting alone */
+#define RP_DECODING_WORK_MEM_SERVER UINT64_MAX
+/* --exec-ack-timeout's default (s): long enough for a child that fsyncs a large batch */
+#define RP_EXEC_ACK_TIMEOUT_DEFAULT 300
+
+/* rp_cli_parse's result when the program goes on to an action */
+#define RP_CLI_RUN (-1)
+
+typedef struct RpCli
+{
+	char	   *dbname;			/* -d, or the conninfo composed with the below */
+	const char *host;			/* -h, -p, -U: override what -d says */
+	const char *port;
+	const char *username;
+	bool		password_prompt;	/* -W (-w: false, the default) */
+	char	   *conninfo;		/* owned: -d with -h, -p, -U and the password */
+	char	   *slot;
+	bool		create_slot;
+	bool		if_not_exists;
+	bool		drop_slot;
+	bool		start;
+	char	  **options;		/* name, value pairs, NULL-terminated */
+	int			noptions;
+	uint64_t	startpos;
+	uint64_t	endpos;
+	int			status_interval_ms;
+	bool		no_loop;
+	int			verbose;
+	char	   *sink;
+	size_t		max_memory;
+	uint64_t	max_spill;
+	char	   *state_dir;
+	char	   *spill_dir;
+	RpBatchLimits limits;
+	bool		progress;
+	int			metrics_port;
+	RpPgOptions pg;				/* mirror sink */
+	bool		no_early_apply;
+	uint64_t	decoding_work_mem_kb;	/* 0: default (see set_decoding_work_mem) */
+	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
+	bool		agg_only;
+	bool		snapshot;		/* initial snapshot before streaming */
+	int			snapshot_workers;
+	uint64_t	snapshot_chunk_rows;
+	uint64_t	max_record_bytes;	/* log sinks' snapshot envelope */
+	uint64_t	max_dlq_bytes;
+	char	   *dlq_file;
+	char	  **backfill;		/* --backfill tables, "schema.table" */
+	int			nbackfill;
+	uint64_t	backfill_chunk_rows;
+	int			exec_ack_timeout_s; /* exec sink: 0 waits for ever */
+	char		dlq_default[4096];	/* STATE-DIR/SLOT.dead-letter, without --dead-letter-file */
+	char		spill_default[4096];	/* STATE-DIR/spill, without --spill-dir */
+} RpCli;
+
+/* ---- rp_cli_options.c ---- */
+
+/*
+ * Parse argv into cli (which it initializes).  RP_CLI_RUN when an action
+ * is to run; else the exit status: 0 after --help or --version, 2 after a
+ * usage error, which it has reported with the "Try --help" hint.  The
+ * strings in cli point into argv.
+ */
+extern int	rp_cli_parse(RpCli *cli, int argc, char **argv);
+/* What rp_cli_parse allocated (not cli->agg: rp_agg_free). */
+extern void rp_cli_free(RpCli *cli);
+/* The plugin option's value ("" for a bare -o NAME), or NULL. */
+extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
+/* Whether --sink names a kind of sink this program has. */
+extern bool rp_cli_sink_known(const char *sink);
+/*
+ * dbname (a database name, a conninfo string or a URI, or NULL) as one
+ * keyword/value conninfo, followed by the keys whose vals are not NULL
+ * (NULL-terminated arrays): libpq takes the last of a keyword, so they
+ * override what dbname says.  The caller owns the result; NULL when
+ * dbname does not parse (err says why).
+ */
+extern char *rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *vals,
+							 char *err, size_t errlen);
+
+/*
+ * -W's password: "Password: " on out, a line read from in without echo
+ * when in is a terminal.  The caller owns it; NULL at end of input.
+ */
+extern char *rp_cli_read_password(FILE *in, FILE *out);
+
+/* ---- rp_cli_run.c ---- */
+
+/* SIGINT, SIGTERM stop; SIGHUP reopens the sink; SIGPIPE ignored. */
+extern void rp_cli_signals_install(void);
+/* --create-slot (without --snapshot), --drop-slot; returns the exit status. */
+extern int	rp_cli_slot_action(RpCli *cli);
+/* --start: stream into the sink until endpos or a stop; the exit status. */
+extern int	rp_cli_run_stream(RpCli *cli);
+
+/* ---- rp_cli_snapshot.c ---- */
+
+/*
+ * --snapshot: copy (or finish copying) the selected tables into sink
+ * before the stream starts; 0 or -1 (rp_error).
+ */
+extern int	rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path);
+/* --backfill: start the copies that run beside the stream; 0 or -1. */
+extern int	rp_cli_backfill_start(RpCli *cli, RpSink *sink);
+
+/* ---- rp_cli_verify.c: replicant verify-snapshot ---- */
+
+/* Exit statuses beyond rp_status.h's 0 ok, 1 error, 2 usage. */
+#define RP_VERIFY_EXIT_TRUNCATED 4	/* a snapshot truncated or conflicting */
+#define RP_VERIFY_EXIT_OPEN      5	/* a snapshot open (and none truncated) */
+
+/*
+ * Tell complete snapshot dumps from truncated, open or conflicting ones in
+ * append-sink output (rp_reassemble.h; docs/sinks.md).  argv[0] is
+ * "verify-snapshot"; returns the exit status.
+ */
+extern int	rp_verify_snapshot_main(int argc, char **argv);
+
+/* ---- rp_cli_log.c: PostgreSQL's frontend logging, for this program ---- */
+
+/* Messages of pg_log_info are shown from this level (-v) on. */
+extern void rp_cli_log_set_verbose(int verbose);
+extern void pg_log_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+extern void pg_log_info(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+/* A usage error: the message, then the "Try --help" line; returns 2. */
+extern int	rp_cli_usage_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+#endif							/* RP_CLI_H */

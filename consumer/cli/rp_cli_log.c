@@ -1,0 +1,66 @@
+/*
+ * rp_cli_log.c
+ *    The program's messages on stderr, with the signatures of PostgreSQL's
+ *    frontend logging (common/logging.h): "replicant: error: ..." for
+ *    pg_log_error, "replicant: ..." for pg_log_info when -v was given.
+ *    The verbosity is the program's one setting, kept here, so no message
+ *    needs the options passed along to decide whether it shows.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "base/rp_status.h"
+#include "cli/rp_cli.h"
+
+static const char *const progname = RP_CLI_PROGNAME;
+
+/* -v's count; written once by option parsing, before any thread starts */
+static int	rp_cli_verbose = 0;
+
+void
+rp_cli_log_set_verbose(int verbose)
+{
+	rp_cli_verbose = verbose;
+}
+
+static void
+rp_cli_log_v(const char *level, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: %s", progname, level);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void
+pg_log_error(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	rp_cli_log_v("error: ", fmt, ap);
+	va_end(ap);
+}
+
+void
+pg_log_info(const char *fmt,...)
+{
+	va_list		ap;
+
+	if (!rp_cli_verbose)
+		return;
+	va_start(ap, fmt);
+	rp_cli_log_v("", fmt, ap);
+	va_end(ap);
+}
+
+int
+rp_cli_usage_error(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	rp_cli_log_v("error: ", fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+	return RP_EXIT_USAGE;
+}

@@ -1,0 +1,927 @@
+/*
+ * rp_cli_options.c
+ *    The command line, parsed into an RpCli (rp_cli.h): the option table,
+ *    --help, the checks that the options go together, and the connection
+ *    options folded into one conninfo.  Nothing here connects anywhere or
+ *    reads a file but --aggregates' own (and the terminal, for -W).
+ *
+ *    Every usage error goes through rp_cli_usage_error: "replicant: error:
+ *    ..." and then the "Try --help" line, exit status 2.
+ */
+#include "rp_alloc.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+
+#include <libpq-fe.h>
+
+#include "backfill/rp_bfmsg.h"
+#include "base/rp_status.h"
+#include "cli/rp_cli.h"
+#include "cli/rp_cliparse.h"
+#include "rp_buf.h"
+#include "stream/rp_ckpt.h"
+#include "rp_wire.h"
+
+static const char *const progname = RP_CLI_PROGNAME;
+
+/*
+ * The largest size option: no real limit is near it, and sums and doubles
+ * of it stay far from overflowing 64 bits.
+ */
+#define RP_SIZE_MAX ((uint64_t) 1 << 50)
+/*
+ * --batch-bytes: a batch is held in memory while the sink applies it and
+ * the delivery queue holds up to twice it, so 1GB (PostgreSQL's own limit
+ * for one allocation) bounds what one unit can pin.
+ */
+#define RP_BATCH_BYTES_MAX ((uint64_t) 1 << 30)
+
+/*
+ * The options' codes, in the groups of --help.  A short option's code is
+ * its letter (as getopt returns it); the long-only ones come after every
+ * character.
+ */
+typedef enum RpCliOpt
+{
+	/* general */
+	RP_OPT_SLOT = 'S',
+	RP_OPT_OPTION = 'o',
+	RP_OPT_STARTPOS = 'I',
+	RP_OPT_ENDPOS = 'E',
+	RP_OPT_STATUS_INTERVAL = 's',
+	RP_OPT_NO_LOOP = 'n',
+	RP_OPT_VERBOSE = 'v',
+	RP_OPT_VERSION = 'V',
+	RP_OPT_HELP = '?',
+	/* connection */
+	RP_OPT_DBNAME = 'd',
+	RP_OPT_HOST = 'h',
+	RP_OPT_PORT = 'p',
+	RP_OPT_USERNAME = 'U',
+	RP_OPT_NO_PASSWORD = 'w',
+	RP_OPT_PASSWORD = 'W',
+	/* general, long only */
+	RP_OPT_STATE_DIR = 0x100,
+	RP_OPT_SPILL_DIR,
+	RP_OPT_MAX_MEMORY,
+	RP_OPT_MAX_SPILL,
+	RP_OPT_BATCH_TXNS,
+	RP_OPT_BATCH_BYTES,
+	RP_OPT_BATCH_MS,
+	RP_OPT_DECODING_WORK_MEM,
+	RP_OPT_PROGRESS,
+	RP_OPT_METRICS_PORT,
+	/* action */
+	RP_OPT_CREATE_SLOT,
+	RP_OPT_DROP_SLOT,
+	RP_OPT_START,
+	RP_OPT_IF_NOT_EXISTS,
+	/* sinks */
+	RP_OPT_SINK,
+	RP_OPT_EXEC_ACK_TIMEOUT,
+	RP_OPT_MAX_RECORD_BYTES,
+	RP_OPT_MAX_DLQ_BYTES,
+	RP_OPT_DEAD_LETTER_FILE,
+	/* sinks: the mirror */
+	RP_OPT_CREATE_TABLES,
+	RP_OPT_ON_DESTRUCTIVE,
+	RP_OPT_SCHEMA_PREFIX,
+	RP_OPT_BOOKKEEPING_SCHEMA,
+	RP_OPT_ON_DIVERGENCE,
+	RP_OPT_HISTORY,
+	RP_OPT_MESSAGE_ROUTE,
+	RP_OPT_MESSAGE_IGNORE,
+	RP_OPT_NO_EARLY_APPLY,
+	/* snapshot and backfill */
+	RP_OPT_SNAPSHOT,
+	RP_OPT_SNAPSHOT_WORKERS,
+	RP_OPT_SNAPSHOT_CHUNK_ROWS,
+	RP_OPT_BACKFILL,
+	RP_OPT_BACKFILL_CHUNK_ROWS,
+	/* aggregates */
+	RP_OPT_AGGREGATE,
+	RP_OPT_AGGREGATES,
+	RP_OPT_AGGREGATES_ONLY
+} RpCliOpt;
+
+static const char short_options[] = ":S:o:I:E:s:nvV?d:h:p:U:wW";
+
+static const struct option long_options[] = {
+	/* general */
+	{"slot", required_argument, NULL, RP_OPT_SLOT},
+	{"option", required_argument, NULL, RP_OPT_OPTION},
+	{"startpos", required_argument, NULL, RP_OPT_STARTPOS},
+	{"endpos", required_argument, NULL, RP_OPT_ENDPOS},
+	{"status-interval", required_argument, NULL, RP_OPT_STATUS_INTERVAL},
+	{"no-loop", no_argument, NULL, RP_OPT_NO_LOOP},
+	{"verbose", no_argument, NULL, RP_OPT_VERBOSE},
+	{"version", no_argument, NULL, RP_OPT_VERSION},
+	{"help", no_argument, NULL, RP_OPT_HELP},
+	{"state-dir", required_argument, NULL, RP_OPT_STATE_DIR},
+	{"spill-dir", required_argument, NULL, RP_OPT_SPILL_DIR},
+	{"max-memory", required_argument, NULL, RP_OPT_MAX_MEMORY},
+	{"max-spill", required_argument, NULL, RP_OPT_MAX_SPILL},
+	{"batch-txns", required_argument, NULL, RP_OPT_BATCH_TXNS},
+	{"batch-bytes", required_argument, NULL, RP_OPT_BATCH_BYTES},
+	{"batch-ms", required_argument, NULL, RP_OPT_BATCH_MS},
+	{"decoding-work-mem", required_argument, NULL, RP_OPT_DECODING_WORK_MEM},
+	{"progress", no_argument, NULL, RP_OPT_PROGRESS},
+	{"metrics-port", required_argument, NULL, RP_OPT_METRICS_PORT},
+	/* connection */
+	{"dbname", required_argument, NULL, RP_OPT_DBNAME},
+	{"host", required_argument, NULL, RP_OPT_HOST},
+	{"port", required_argument, NULL, RP_OPT_PORT},
+	{"username", required_argument, NULL, RP_OPT_USERNAME},
+	{"no-password", no_argument, NULL, RP_OPT_NO_PASSWORD},
+	{"password", no_argument, NULL, RP_OPT_PASSWORD},
+	/* action */
+	{"create-slot", no_argument, NULL, RP_OPT_CREATE_SLOT},
+	{"drop-slot", no_argument, NULL, RP_OPT_DROP_SLOT},
+	{"start", no_argument, NULL, RP_OPT_START},
+	{"if-not-exists", no_argument, NULL, RP_OPT_IF_NOT_EXISTS},
+	/* sinks */
+	{"sink", required_argument, NULL, RP_OPT_SINK},
+	{"exec-ack-timeout", required_argument, NULL, RP_OPT_EXEC_ACK_TIMEOUT},
+	{"max-record-bytes", required_argument, NULL, RP_OPT_MAX_RECORD_BYTES},
+	{"max-dlq-bytes", required_argument, NULL, RP_OPT_MAX_DLQ_BYTES},
+	{"dead-letter-file", required_argument, NULL, RP_OPT_DEAD_LETTER_FILE},
+	{"create-tables", no_argument, NULL, RP_OPT_CREATE_TABLES},
+	{"on-destructive", required_argument, NULL, RP_OPT_ON_DESTRUCTIVE},
+	{"schema-prefix", required_argument, NULL, RP_OPT_SCHEMA_PREFIX},
+	{"bookkeeping-schema", required_argument, NULL, RP_OPT_BOOKKEEPING_SCHEMA},
+	{"on-divergence", required_argument, NULL, RP_OPT_ON_DIVERGENCE},
+	{"history", required_argument, NULL, RP_OPT_HISTORY},
+	{"message-route", required_argument, NULL, RP_OPT_MESSAGE_ROUTE},
+	{"message-ignore", required_argument, NULL, RP_OPT_MESSAGE_IGNORE},
+	{"no-early-apply", no_argument, NULL, RP_OPT_NO_EARLY_APPLY},
+	/* snapshot and backfill */
+	{"snapshot", no_argument, NULL, RP_OPT_SNAPSHOT},
+	{"snapshot-workers", required_argument, NULL, RP_OPT_SNAPSHOT_WORKERS},
+	{"snapshot-chunk-rows", required_argument, NULL, RP_OPT_SNAPSHOT_CHUNK_ROWS},
+	{"backfill", required_argument, NULL, RP_OPT_BACKFILL},
+	{"backfill-chunk-rows", required_argument, NULL, RP_OPT_BACKFILL_CHUNK_ROWS},
+	/* aggregates */
+	{"aggregate", required_argument, NULL, RP_OPT_AGGREGATE},
+	{"aggregates", required_argument, NULL, RP_OPT_AGGREGATES},
+	{"aggregates-only", no_argument, NULL, RP_OPT_AGGREGATES_ONLY},
+	{NULL, 0, NULL, 0}
+};
+
+/* a group's handler: the option was its own and is taken */
+#define OPT_TAKEN RP_CLI_RUN
+/* a group's handler: not one of its options */
+#define OPT_OTHER (-2)
+
+static void
+usage_general(void)
+{
+	printf("\nAction to be performed:\n");
+	printf("      --create-slot      create a new replication slot (plugin replicant)\n");
+	printf("      --drop-slot        drop the replication slot\n");
+	printf("      --start            start streaming in a replication slot\n");
+	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
+	printf("\nOptions:\n");
+	printf("  -E, --endpos=LSN       stop at the first transaction boundary at or after LSN\n");
+	printf("  -I, --startpos=LSN     where to start streaming in an existing slot\n");
+	printf("  -n, --no-loop          do not reconnect when the connection is lost\n");
+	printf("  -o, --option=NAME[=VALUE]\n"
+		   "                         pass option NAME with optional VALUE to the plugin\n");
+	printf("  -s, --status-interval=SECS\n"
+		   "                         time between status updates to the server (default: 10)\n");
+	printf("  -S, --slot=SLOTNAME    name of the logical replication slot\n");
+	printf("  -v, --verbose          output verbose messages\n");
+	printf("  -V, --version          output version information, then exit\n");
+	printf("  -?, --help             show this help, then exit\n");
+	printf("      --state-dir=DIR    checkpoint, relation view and spill files (default: ./replicant-state)\n");
+	printf("      --spill-dir=DIR    spill files (default: STATE-DIR/spill)\n");
+	printf("      --max-memory=SIZE  assembled transactions held in memory (default: 256MB)\n");
+	printf("      --max-spill=SIZE   spilled transactions on disk before halting (default: 64GB)\n");
+	printf("      --batch-txns=N     transactions per delivered batch (default: 1000)\n");
+	printf("      --batch-bytes=SIZE bytes per delivered batch (default: 64MB, at most 1GB)\n");
+	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
+	printf("      --decoding-work-mem=SIZE|server\n"
+		   "                         logical_decoding_work_mem of this session on the server: past it, a\n"
+		   "                         transaction is streamed (default: 16MB when the sink applies streamed\n"
+		   "                         transactions early and the server's setting is higher; else the server's)\n");
+	printf("      --progress         one-line status on stderr when it is a terminal\n");
+	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
+	printf("\nConnection options:\n");
+	printf("  -d, --dbname=CONNSTR   database to connect to (a database name, conninfo string or URI)\n");
+	printf("  -h, --host=HOSTNAME    database server host or socket directory\n");
+	printf("  -p, --port=PORT        database server port number\n");
+	printf("  -U, --username=NAME    connect as specified database user\n");
+	printf("  -w, --no-password      never prompt for password (the default)\n");
+	printf("  -W, --password         prompt for a password before connecting (stdin without a terminal)\n");
+	printf("  (-h, -p, -U override what -d says; the PG* environment variables apply as in libpq)\n");
+}
+
+static void
+usage_sinks(void)
+{
+	printf("\nSink options:\n");
+	printf("      --sink=SINK        stdout (or -), file:PATH, exec:COMMAND, postgresql://URI or\n"
+		   "                         postgres:CONNINFO (a mirror; default: stdout)\n");
+	printf("      --exec-ack-timeout=SECS  exec sink: halt when the child neither reads nor acknowledges\n"
+		   "                         for SECS (default: %d; 0: wait for ever)\n", RP_EXEC_ACK_TIMEOUT_DEFAULT);
+	printf("      --max-record-bytes=SIZE  log sinks: a snapshot row larger than this becomes an\n"
+		   "                         oversize stub (default: no limit)\n");
+	printf("      --max-dlq-bytes=SIZE how much of an oversize row the dead-letter file keeps (default: 64kB)\n");
+	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter)\n");
+	printf("\nMirror sink options:\n");
+	printf("      --create-tables    create missing destination tables from the source's description\n");
+	printf("      --on-destructive=halt|skip|apply\n"
+		   "                         a dropped column or changed type halts (default), is ignored, or is applied\n");
+	printf("      --schema-prefix=P  destination schema is P followed by the source schema\n");
+	printf("      --bookkeeping-schema=NAME  the mirror's own tables (checkpoint, messages, progress);\n"
+		   "                         no source table may map into it (default: replicant)\n");
+	printf("      --on-divergence=halt|skip  an update or delete of a REPLICA IDENTITY FULL table that\n"
+		   "                         matches no destination row halts (default) or is counted and skipped\n");
+	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
+	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
+	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
+	printf("      --no-early-apply   apply a large streamed transaction only at its commit, not block by block\n"
+		   "                         (always so with aggregate bindings)\n");
+}
+
+static void
+usage_copies(void)
+{
+	printf("\nSnapshot and backfill options:\n");
+	printf("      --snapshot         with --create-slot --start: copy the selected tables under the\n"
+		   "                         slot's exported snapshot first, then stream (resumes a stopped copy)\n");
+	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 2)\n");
+	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
+	printf("      --backfill=SCHEMA.TABLE  with --start and the mirror: copy the table while the stream runs\n"
+		   "                         (a table added to include_tables later; repeatable; resumes; docs/operations.md)\n");
+	printf("      --backfill-chunk-rows=N  rows per backfill chunk (default: 10000)\n");
+	printf("\nLive aggregates (with the mirror sink; see docs/aggregates.md):\n");
+	printf("      --aggregate=SPEC   keep a binding: 'name=N source=SCHEMA.TABLE dims=C1,C2 measure=M\n"
+		   "                         agg=none|sum|avg|min|max|count|count_distinct\n"
+		   "                         output=table:SCHEMA.TABLE|stdout|file:PATH|exec:COMMAND' (repeatable)\n");
+	printf("      --aggregates=FILE  bindings, one SPEC a line\n");
+	printf("      --aggregates-only  mirror no table: the destination holds aggregate outputs and the checkpoint\n");
+}
+
+static void
+usage(void)
+{
+	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
+	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
+		   progname, progname);
+	usage_general();
+	usage_sinks();
+	usage_copies();
+	printf("\nExit status: 0 done, 1 error, 2 usage, 3 fail-closed halt (see docs/operations.md).\n");
+}
+
+/*
+ * A bad option value: a usage error naming the option (the value is the
+ * user's own argument, never row data).  hint, if any, says what is valid.
+ */
+static int
+bad_value(const char *option, const char *value, const char *hint)
+{
+	return rp_cli_usage_error("invalid value \"%s\" for option --%s%s%s%s", value, option,
+							  hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+}
+
+static void
+add_option(RpCli *cli, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char	   *name = eq ? rp_strndup(arg, (size_t) (eq - arg)) : rp_strndup(arg, strlen(arg));
+
+	cli->options = rp_realloc(cli->options, sizeof(char *) * (size_t) (cli->noptions * 2 + 3));
+	cli->options[cli->noptions * 2] = name;
+	cli->options[cli->noptions * 2 + 1] = eq ? rp_strndup(eq + 1, strlen(eq + 1)) : NULL;
+	cli->noptions++;
+	cli->options[cli->noptions * 2] = NULL;
+}
+
+static void
+add_name(char ***list, int *n, const char *name)
+{
+	*list = rp_realloc(*list, sizeof(char *) * (size_t) (*n + 1));
+	(*list)[(*n)++] = rp_strndup(name, strlen(name));
+}
+
+static void
+free_names(char **list, int n)
+{
+	for (int i = 0; i < n; i++)
+		rp_free(list[i]);
+	if (list)
+		rp_free(list);
+}
+
+const char *
+rp_cli_plugin_option(const RpCli *cli, const char *name)
+{
+	for (int i = 0; i < cli->noptions; i++)
+		if (strcmp(cli->options[i * 2], name) == 0)
+			return cli->options[i * 2 + 1] ? cli->options[i * 2 + 1] : "";
+	return NULL;
+}
+
+/* A size option into *out; the bad_value otherwise. */
+static int
+size_option(const char *name, const char *arg, uint64_t max, const char *hint, uint64_t *out)
+{
+	if (!rp_parse_size(arg, 1, max, out))
+		return bad_value(name, arg, hint);
+	return OPT_TAKEN;
+}
+
+/* A row count of a chunk (1 to 100000000) into *out. */
+static int
+rows_option(const char *name, const char *arg, uint64_t *out)
+{
+	int			n;
+
+	if (!rp_parse_int(arg, 1, 100000000, &n))
+		return bad_value(name, arg, "1 to 100000000");
+	*out = (uint64_t) n;
+	return OPT_TAKEN;
+}
+
+/* The general options: the slot, positions, the stream's limits. */
+static int
+opt_general(RpCli *cli, int c, const char *arg)
+{
+	int			secs;
+	uint64_t	size;
+
+	switch (c)
+	{
+		case RP_OPT_SLOT:
+			cli->slot = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_OPTION:
+			if ((strcspn(arg, "=") == 6 && strncmp(arg, "format", 6) == 0) ||
+				(strcspn(arg, "=") == 13 && strncmp(arg, "proto_version", 13) == 0))
+				return rp_cli_usage_error("plugin option \"%s\" is set by %s itself", arg, progname);
+			add_option(cli, arg);
+			return OPT_TAKEN;
+		case RP_OPT_STARTPOS:
+		case RP_OPT_ENDPOS:
+			if (!rp_lsn_parse(arg, c == RP_OPT_STARTPOS ? &cli->startpos : &cli->endpos))
+				return rp_cli_usage_error("could not parse %s position \"%s\"",
+										  c == RP_OPT_STARTPOS ? "start" : "end", arg);
+			return OPT_TAKEN;
+		case RP_OPT_STATUS_INTERVAL:
+			if (!rp_parse_int(arg, 0, INT32_MAX / 1000, &secs))
+				return bad_value("status-interval", arg, NULL);
+			cli->status_interval_ms = secs * 1000;
+			return OPT_TAKEN;
+		case RP_OPT_NO_LOOP:
+			cli->no_loop = true;
+			return OPT_TAKEN;
+		case RP_OPT_VERBOSE:
+			cli->verbose++;
+			return OPT_TAKEN;
+		case RP_OPT_VERSION:
+			printf("%s (replicant) %s, wire protocol %d\n", progname, RP_VERSION, RP_PROTO_VERSION);
+			return RP_EXIT_OK;
+		case RP_OPT_STATE_DIR:
+			cli->state_dir = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_SPILL_DIR:
+			cli->spill_dir = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_MAX_MEMORY:
+			if (!rp_parse_size(arg, 1, RP_SIZE_MAX, &size))
+				return bad_value("max-memory", arg, NULL);
+			cli->max_memory = (size_t) size;
+			return OPT_TAKEN;
+		case RP_OPT_MAX_SPILL:
+			return size_option("max-spill", arg, RP_SIZE_MAX, NULL, &cli->max_spill);
+		case RP_OPT_BATCH_BYTES:
+			return size_option("batch-bytes", arg, RP_BATCH_BYTES_MAX, "1 byte to 1GB",
+							   &cli->limits.max_bytes);
+	}
+	return OPT_OTHER;
+}
+
+/* The general options that tune the pipeline around the stream. */
+static int
+opt_tuning(RpCli *cli, int c, const char *arg)
+{
+	uint64_t	size;
+
+	switch (c)
+	{
+		case RP_OPT_BATCH_TXNS:
+			if (!rp_parse_int(arg, 1, 1000000, &cli->limits.max_txns))
+				return bad_value("batch-txns", arg, "1 to 1000000");
+			return OPT_TAKEN;
+		case RP_OPT_BATCH_MS:
+			if (!rp_parse_int(arg, 0, 3600000, &cli->limits.max_ms))
+				return bad_value("batch-ms", arg, "0 to 3600000");
+			return OPT_TAKEN;
+		case RP_OPT_DECODING_WORK_MEM:
+			if (strcmp(arg, "server") == 0)
+				cli->decoding_work_mem_kb = RP_DECODING_WORK_MEM_SERVER;
+			else if (!rp_parse_size(arg, 64 * 1024, (uint64_t) 1 << 40, &size))
+				return bad_value("decoding-work-mem", arg, "server, or 64kB to 1TB");
+			else
+				cli->decoding_work_mem_kb = size / 1024;
+			return OPT_TAKEN;
+		case RP_OPT_PROGRESS:
+			cli->progress = true;
+			return OPT_TAKEN;
+		case RP_OPT_METRICS_PORT:
+			if (!rp_parse_int(arg, 1, 65535, &cli->metrics_port))
+				return bad_value("metrics-port", arg, "1 to 65535");
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+/* Connection and action options. */
+static int
+opt_connection(RpCli *cli, int c, const char *arg)
+{
+	switch (c)
+	{
+		case RP_OPT_DBNAME:
+			cli->dbname = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_HOST:
+			cli->host = arg;
+			return OPT_TAKEN;
+		case RP_OPT_PORT:
+			cli->port = arg;
+			return OPT_TAKEN;
+		case RP_OPT_USERNAME:
+			cli->username = arg;
+			return OPT_TAKEN;
+		case RP_OPT_NO_PASSWORD:
+			cli->password_prompt = false;
+			return OPT_TAKEN;
+		case RP_OPT_PASSWORD:
+			cli->password_prompt = true;
+			return OPT_TAKEN;
+		case RP_OPT_CREATE_SLOT:
+			cli->create_slot = true;
+			return OPT_TAKEN;
+		case RP_OPT_DROP_SLOT:
+			cli->drop_slot = true;
+			return OPT_TAKEN;
+		case RP_OPT_START:
+			cli->start = true;
+			return OPT_TAKEN;
+		case RP_OPT_IF_NOT_EXISTS:
+			cli->if_not_exists = true;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+/* The sinks' options (the mirror's in opt_mirror). */
+static int
+opt_sinks(RpCli *cli, int c, const char *arg)
+{
+	switch (c)
+	{
+		case RP_OPT_SINK:
+			cli->sink = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_EXEC_ACK_TIMEOUT:
+			if (!rp_parse_int(arg, 0, 86400, &cli->exec_ack_timeout_s))
+				return bad_value("exec-ack-timeout", arg, "0 to 86400 seconds; 0 waits for ever");
+			return OPT_TAKEN;
+		case RP_OPT_MAX_RECORD_BYTES:
+			return size_option("max-record-bytes", arg, RP_SIZE_MAX, NULL, &cli->max_record_bytes);
+		case RP_OPT_MAX_DLQ_BYTES:
+			return size_option("max-dlq-bytes", arg, RP_SIZE_MAX, NULL, &cli->max_dlq_bytes);
+		case RP_OPT_DEAD_LETTER_FILE:
+			cli->dlq_file = (char *) arg;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+static int
+opt_mirror(RpCli *cli, int c, const char *arg)
+{
+	switch (c)
+	{
+		case RP_OPT_CREATE_TABLES:
+			cli->pg.create_tables = true;
+			return OPT_TAKEN;
+		case RP_OPT_ON_DESTRUCTIVE:
+			if (strcmp(arg, "halt") == 0)
+				cli->pg.on_destructive = RP_DESTRUCTIVE_HALT;
+			else if (strcmp(arg, "skip") == 0)
+				cli->pg.on_destructive = RP_DESTRUCTIVE_SKIP;
+			else if (strcmp(arg, "apply") == 0)
+				cli->pg.on_destructive = RP_DESTRUCTIVE_APPLY;
+			else
+				return rp_cli_usage_error("invalid value \"%s\" for --on-destructive (halt, skip or apply)", arg);
+			return OPT_TAKEN;
+		case RP_OPT_SCHEMA_PREFIX:
+			cli->pg.schema_prefix = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_BOOKKEEPING_SCHEMA:
+			if (arg[0] == '\0' || strlen(arg) > RP_PG_MAX_IDENT)
+				return rp_cli_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
+										  arg, RP_PG_MAX_IDENT);
+			cli->pg.bookkeeping_schema = (char *) arg;
+			return OPT_TAKEN;
+		case RP_OPT_ON_DIVERGENCE:
+			if (strcmp(arg, "halt") != 0 && strcmp(arg, "skip") != 0)
+				return rp_cli_usage_error("invalid value \"%s\" for --on-divergence (halt or skip)", arg);
+			cli->pg.divergence_skip = strcmp(arg, "skip") == 0;
+			return OPT_TAKEN;
+		case RP_OPT_HISTORY:
+			add_name(&cli->pg.history, &cli->pg.nhistory, arg);
+			return OPT_TAKEN;
+		case RP_OPT_MESSAGE_ROUTE:
+			add_name(&cli->pg.route_prefixes, &cli->pg.nroute, arg);
+			return OPT_TAKEN;
+		case RP_OPT_MESSAGE_IGNORE:
+			add_name(&cli->pg.ignore_prefixes, &cli->pg.nignore, arg);
+			return OPT_TAKEN;
+		case RP_OPT_NO_EARLY_APPLY:
+			cli->no_early_apply = true;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+/* Snapshot, backfill and aggregate options. */
+static int
+opt_copies(RpCli *cli, int c, const char *arg)
+{
+	switch (c)
+	{
+		case RP_OPT_SNAPSHOT:
+			cli->snapshot = true;
+			return OPT_TAKEN;
+		case RP_OPT_SNAPSHOT_WORKERS:
+			if (!rp_parse_int(arg, 1, 64, &cli->snapshot_workers))
+				return bad_value("snapshot-workers", arg, "1 to 64");
+			return OPT_TAKEN;
+		case RP_OPT_SNAPSHOT_CHUNK_ROWS:
+			return rows_option("snapshot-chunk-rows", arg, &cli->snapshot_chunk_rows);
+		case RP_OPT_BACKFILL:
+			add_name(&cli->backfill, &cli->nbackfill, arg);
+			return OPT_TAKEN;
+		case RP_OPT_BACKFILL_CHUNK_ROWS:
+			return rows_option("backfill-chunk-rows", arg, &cli->backfill_chunk_rows);
+		case RP_OPT_AGGREGATE:
+		case RP_OPT_AGGREGATES:
+			if (cli->agg == NULL)
+				cli->agg = rp_agg_new();
+			if ((c == RP_OPT_AGGREGATE ? rp_agg_add_spec(cli->agg, arg, "--aggregate")
+				 : rp_agg_add_file(cli->agg, arg)) < 0)
+				return rp_cli_usage_error("%s", rp_error());
+			return OPT_TAKEN;
+		case RP_OPT_AGGREGATES_ONLY:
+			cli->agg_only = true;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
+/*
+ * What getopt refused (opterr is off: every usage error is worded the
+ * same way).  arg is the command-line word it stopped at.
+ */
+static int
+bad_option(int c, const char *word)
+{
+	size_t		len = strcspn(word, "=");
+	const char *name = word + 2;
+	const struct option *named = NULL;
+	int			matches = 0;
+
+	if (strcmp(word, "--help") == 0 || strcmp(word, "-?") == 0)
+		return rp_cli_usage_error("%s must be the first option (it shows the help, then exits)", word);
+	if (strncmp(word, "--", 2) == 0)
+		for (const struct option *o = long_options; o->name; o++)
+		{
+			if (strncmp(o->name, name, len - 2) != 0)
+				continue;
+			named = o;
+			matches++;
+			/* the whole name: getopt_long took it, not a prefix */
+			if (strlen(o->name) == len - 2)
+			{
+				matches = 1;
+				break;
+			}
+		}
+	/*
+	 * getopt names a short option in optopt, a long one (refused for its
+	 * argument) by its code; the word is then that long option.
+	 */
+	if (optopt != 0 && !(matches == 1 && named->val == optopt))
+		return c == ':' ? rp_cli_usage_error("option requires an argument -- '%c'", optopt)
+			: rp_cli_usage_error("invalid option -- '%c'", optopt);
+	if (c == ':')
+		return rp_cli_usage_error("option \"--%s\" requires an argument", named->name);
+	if (matches == 1)
+		return rp_cli_usage_error("option \"--%s\" does not take an argument", named->name);
+	if (matches > 1)
+		return rp_cli_usage_error("option \"%.*s\" is ambiguous", (int) len, word);
+	return rp_cli_usage_error("unrecognized option \"%.*s\"", (int) len, word);
+}
+
+static void
+set_defaults(RpCli *cli)
+{
+	memset(cli, 0, sizeof(*cli));
+	cli->status_interval_ms = 10000;
+	cli->sink = "stdout";
+	cli->max_memory = (size_t) 256 << 20;
+	cli->max_spill = (uint64_t) 64 << 30;
+	cli->state_dir = "replicant-state";
+	cli->limits.max_txns = 1000;
+	cli->limits.max_bytes = (uint64_t) 64 << 20;
+	cli->limits.max_ms = 200;
+	/* a subscription syncs two tables at a time by default too */
+	cli->snapshot_workers = 2;
+	cli->snapshot_chunk_rows = 100000;
+	cli->max_dlq_bytes = 64 * 1024;
+	cli->backfill_chunk_rows = 10000;
+	cli->exec_ack_timeout_s = RP_EXEC_ACK_TIMEOUT_DEFAULT;
+}
+
+/* --backfill's watermarks travel in the stream: the mirror must see them. */
+static int
+check_backfill(const RpCli *cli)
+{
+	const char *im = rp_cli_plugin_option(cli, "include_messages");
+	const char *mp = rp_cli_plugin_option(cli, "message_prefixes");
+
+	if (!cli->start || strncmp(cli->sink, "postgres", 8) != 0 || cli->agg_only)
+		return rp_cli_usage_error("--backfill needs --start and the PostgreSQL sink (not --aggregates-only)");
+	/*
+	 * Refused here, not waited on for ever: a filtered watermark never
+	 * arrives.  A value the server refuses is left to it (a config error).
+	 */
+	if (rp_messages_pass(im, NULL, RP_BACKFILL_PREFIX) == RP_MSG_PASS_NO)
+		return rp_cli_usage_error("--backfill needs the plugin's logical messages, but -o include_messages=%s filters them out", im);
+	if (rp_messages_pass(im, mp, RP_BACKFILL_PREFIX) == RP_MSG_PASS_NO)
+		return rp_cli_usage_error("--backfill needs the plugin's logical messages with prefix \"%s\", but -o message_prefixes=%s filters them out",
+								  RP_BACKFILL_PREFIX, mp);
+	return RP_CLI_RUN;
+}
+
+/* Whether the options go together; RP_CLI_RUN, or the usage error's status. */
+static int
+check_options(const RpCli *cli, int argc, char **argv)
+{
+	if (optind < argc)
+		return rp_cli_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
+	if (cli->slot == NULL)
+		return rp_cli_usage_error("no slot specified");
+	if (!cli->create_slot && !cli->drop_slot && !cli->start)
+		return rp_cli_usage_error("at least one action needs to be specified");
+	if (cli->drop_slot && (cli->create_slot || cli->start))
+		return rp_cli_usage_error("cannot use --create-slot or --start together with --drop-slot");
+	if (cli->snapshot && !cli->start)
+		return rp_cli_usage_error("--snapshot needs --start");
+	if (cli->nbackfill > 0 && check_backfill(cli) != RP_CLI_RUN)
+		return RP_EXIT_USAGE;
+	if (cli->agg_only && cli->agg == NULL)
+		return rp_cli_usage_error("--aggregates-only needs at least one --aggregate or --aggregates");
+	/* the folds live inside the mirror's destination transactions */
+	if (cli->agg && strncmp(cli->sink, "postgres", 8) != 0)
+		return rp_cli_usage_error("aggregate bindings need the PostgreSQL sink (--sink=postgresql://... or postgres:CONNINFO)");
+	if (!rp_cli_sink_known(cli->sink))
+		return rp_cli_usage_error("unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
+								  cli->sink);
+	return RP_CLI_RUN;
+}
+
+bool
+rp_cli_sink_known(const char *sink)
+{
+	return strcmp(sink, "stdout") == 0 || strcmp(sink, "-") == 0 ||
+		strncmp(sink, "file:", 5) == 0 || strncmp(sink, "exec:", 5) == 0 ||
+		strncmp(sink, "postgresql://", 13) == 0 || strncmp(sink, "postgres://", 11) == 0 ||
+		strncmp(sink, "postgres:", 9) == 0;
+}
+
+/* One keyword='value' pair onto buf, quoted the way conninfo strings are. */
+static void
+append_pair(RpBuf *buf, const char *key, const char *val)
+{
+	if (buf->len > 0)
+		rp_buf_put_bytes(buf, " ", 1);
+	rp_buf_put_bytes(buf, key, strlen(key));
+	rp_buf_put_bytes(buf, "='", 2);
+	for (const char *p = val; *p; p++)
+	{
+		if (*p == '\'' || *p == '\\')
+			rp_buf_put_bytes(buf, "\\", 1);
+		rp_buf_put_bytes(buf, p, 1);
+	}
+	rp_buf_put_bytes(buf, "'", 1);
+}
+
+/* What libpq takes for a connection string, not a database name. */
+static bool
+is_conninfo(const char *s)
+{
+	return strncmp(s, "postgresql://", 13) == 0 || strncmp(s, "postgres://", 11) == 0 ||
+		strchr(s, '=') != NULL;
+}
+
+char *
+rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *vals,
+				char *err, size_t errlen)
+{
+	RpBuf		buf;
+	char	   *out;
+
+	rp_buf_init(&buf, 256);
+	if (dbname && is_conninfo(dbname))
+	{
+		char	   *perr = NULL;
+		PQconninfoOption *opts = PQconninfoParse(dbname, &perr);
+
+		if (opts == NULL)
+		{
+			snprintf(err, errlen, "invalid connection string \"%s\": %s", dbname,
+					 perr ? strtok(perr, "\n") : "out of memory");
+			PQfreemem(perr);
+			rp_buf_free(&buf);
+			return NULL;
+		}
+		for (PQconninfoOption *o = opts; o->keyword; o++)
+			if (o->val)
+				append_pair(&buf, o->keyword, o->val);
+		PQconninfoFree(opts);
+	}
+	else if (dbname && *dbname)
+		append_pair(&buf, "dbname", dbname);
+	/* later keywords win: the overrides come last */
+	for (int i = 0; keys[i]; i++)
+		if (vals[i])
+			append_pair(&buf, keys[i], vals[i]);
+	out = rp_strndup(buf.data ? buf.data : "", buf.len);
+	rp_buf_free(&buf);
+	return out;
+}
+
+char *
+rp_cli_read_password(FILE *in, FILE *out)
+{
+	struct termios t,
+				quiet;
+	bool		echo_off = false;
+	char		line[1024];
+	char	   *got;
+
+	fputs("Password: ", out);
+	fflush(out);
+	if (tcgetattr(fileno(in), &t) == 0)
+	{
+		quiet = t;
+		quiet.c_lflag &= ~(tcflag_t) ECHO;
+		echo_off = tcsetattr(fileno(in), TCSAFLUSH, &quiet) == 0;
+	}
+	got = fgets(line, sizeof(line), in);
+	if (echo_off)
+		tcsetattr(fileno(in), TCSAFLUSH, &t);
+	/* the newline typed was not echoed */
+	if (echo_off)
+		fputc('\n', out);
+	if (got == NULL)
+		return NULL;
+	line[strcspn(line, "\r\n")] = '\0';
+	got = rp_strndup(line, strlen(line));
+	explicit_bzero(line, sizeof(line));
+	return got;
+}
+
+/* -W: from the terminal, or from stdin when there is none. */
+static char *
+prompt_password(void)
+{
+	FILE	   *tty = fopen("/dev/tty", "r+");
+	char	   *password;
+
+	if (tty == NULL)
+		return rp_cli_read_password(stdin, stderr);
+	password = rp_cli_read_password(tty, tty);
+	fclose(tty);
+	return password;
+}
+
+/*
+ * -h, -p, -U and -W's password override what -d says, as pg_recvlogical
+ * passes them to libpq after the dbname: one conninfo then goes to every
+ * session the program opens (the stream, snapshot workers, backfill).
+ */
+static int
+compose_connection(RpCli *cli)
+{
+	const char *keys[] = {"host", "port", "user", "password", NULL};
+	const char *vals[] = {cli->host, cli->port, cli->username, NULL, NULL};
+	char	   *password = NULL;
+	char		err[512];
+
+	if (cli->password_prompt)
+	{
+		password = prompt_password();
+		if (password == NULL)
+		{
+			pg_log_error("no password read");
+			return RP_EXIT_ERROR;
+		}
+		vals[3] = password;
+	}
+	if (!cli->host && !cli->port && !cli->username && !password)
+		return RP_CLI_RUN;
+	cli->conninfo = rp_cli_conninfo(cli->dbname, keys, vals, err, sizeof(err));
+	if (password)
+	{
+		explicit_bzero(password, strlen(password));
+		rp_free(password);
+	}
+	if (cli->conninfo == NULL)
+		return rp_cli_usage_error("%s", err);
+	cli->dbname = cli->conninfo;
+	return RP_CLI_RUN;
+}
+
+/* One option: its group's handler, or what getopt refused. */
+static int
+take_option(RpCli *cli, int c, const char *arg, const char *word)
+{
+	static int	(*const groups[]) (RpCli *, int, const char *) = {
+		opt_general, opt_tuning, opt_connection, opt_sinks, opt_mirror, opt_copies
+	};
+
+	if (c == '?' || c == ':')
+		return bad_option(c, word);
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+	{
+		int			rc = groups[i] (cli, c, arg);
+
+		if (rc != OPT_OTHER)
+			return rc;
+	}
+	return rp_cli_usage_error("option \"%s\" is not handled", word);
+}
+
+int
+rp_cli_parse(RpCli *cli, int argc, char **argv)
+{
+	int			c;
+	int			rc;
+
+	set_defaults(cli);
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
+	{
+		usage();
+		return RP_EXIT_OK;
+	}
+	/* from the start, also when called again (the unit tests do) */
+	optind = 0;
+	opterr = 0;
+	for (;;)
+	{
+		/* getopt sets optopt only when it refuses a short option */
+		optopt = 0;
+		c = getopt_long(argc, argv, short_options, long_options, NULL);
+		if (c == -1)
+			break;
+		/* the word getopt stopped at: the one just taken, or the current one */
+		rc = take_option(cli, c, optarg, argv[optind > 1 ? optind - 1 : 1]);
+		if (rc != RP_CLI_RUN)
+			return rc;
+	}
+	rc = check_options(cli, argc, argv);
+	if (rc == RP_CLI_RUN)
+		rc = compose_connection(cli);
+	if (rc != RP_CLI_RUN)
+		return rc;
+	rp_cli_log_set_verbose(cli->verbose);
+	return RP_CLI_RUN;
+}
+
+void
+rp_cli_free(RpCli *cli)
+{
+	for (int i = 0; i < cli->noptions * 2; i++)
+		if (cli->options[i])
+			rp_free(cli->options[i]);
+	if (cli->options)
+		rp_free(cli->options);
+	free_names(cli->pg.history, cli->pg.nhistory);
+	free_names(cli->pg.route_prefixes, cli->pg.nroute);
+	free_names(cli->pg.ignore_prefixes, cli->pg.nignore);
+	free_names(cli->backfill, cli->nbackfill);
+	if (cli->conninfo)
+		rp_free(cli->conninfo);
+	memset(cli, 0, sizeof(*cli));
+}

@@ -1,0 +1,82 @@
+/*
+ * rp_cli_snapshot.c
+ *    The copies the program starts beside the stream: --snapshot before
+ *    it (rp_snapshot.h), --backfill while it runs (rp_backfill.h).  Both
+ *    take the tables the plugin options select.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "backfill/rp_backfill.h"
+#include "cli/rp_cli.h"
+#include "sinks/mirror/rp_mirror_backfill.h"
+#include "snapshot/rp_snapshot.h"
+#include "stream/rp_ckpt.h"
+
+static const char *const progname = RP_CLI_PROGNAME;
+
+/*
+ * --snapshot: copy (or finish copying) the selected tables before the
+ * stream starts; the sink's checkpoint is then the consistent point.  A
+ * sink that already holds a checkpoint has its snapshot: nothing to do.
+ */
+int
+rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
+{
+	RpSnapOptions so;
+	RpCheckpoint ck;
+	int			rc;
+
+	if (!sink->owns_checkpoint)
+	{
+		rc = rp_ckpt_read(ckpt_path, &ck);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
+	memset(&so, 0, sizeof(so));
+	so.conninfo = cli->dbname;
+	so.slot = cli->slot;
+	so.progname = progname;
+	so.select.include = rp_cli_plugin_option(cli, "include_tables");
+	so.select.exclude = rp_cli_plugin_option(cli, "exclude_tables");
+	so.workers = cli->snapshot_workers;
+	so.chunk_rows = cli->snapshot_chunk_rows;
+	so.chunk_bytes = (uint64_t) 64 << 20;
+	so.create_slot = cli->create_slot;
+	so.progress = true;			/* shown when stderr is a terminal */
+	so.verbose = cli->verbose;
+	rc = rp_snapshot_run(&so, sink, &ck);
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+	{
+		char		lsn[24];
+
+		rp_lsn_format(ck.end_lsn, lsn);
+		pg_log_info("snapshot complete: %" PRIu64 " rows; streaming from %s", rp_snap_stats.rows, lsn);
+		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+rp_cli_backfill_start(RpCli *cli, RpSink *sink)
+{
+	RpBackfillOptions bo;
+
+	memset(&bo, 0, sizeof(bo));
+	bo.conninfo = cli->dbname;
+	bo.progname = progname;
+	bo.tables = cli->backfill;
+	bo.ntables = cli->nbackfill;
+	bo.include = rp_cli_plugin_option(cli, "include_tables");
+	bo.exclude = rp_cli_plugin_option(cli, "exclude_tables");
+	bo.chunk_rows = cli->backfill_chunk_rows;
+	bo.progress = rp_pg_backfill_progress;
+	bo.progress_arg = sink;
+	bo.verbose = cli->verbose > 0;
+	return rp_backfill_start(&bo);
+}
