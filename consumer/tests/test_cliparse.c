@@ -7,7 +7,7 @@
  *    the plugin would filter out is refused at start (it would wait for
  *    ever), with every spelling of false the server's parse_bool accepts.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "cli/rp_cliparse.h"
 
@@ -159,8 +159,8 @@ START_TEST(test_messages_pass)
 }
 END_TEST
 
-static Suite *
-cliparse_suite(void)
+Suite *
+ct_suite_cliparse(void)
 {
 	Suite	   *s = suite_create("cliparse");
 	TCase	   *tc = tcase_create("cliparse");
@@ -172,10 +172,4 @@ cliparse_suite(void)
 	tcase_add_test(tc, test_messages_pass);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(cliparse_suite());
 }
