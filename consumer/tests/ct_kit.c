@@ -188,7 +188,6 @@ ct_relation(RpBuf *b, uint32_t relid, const char *schema, const char *name, char
 	rp_buf_end_record(b, at);
 }
 
-
 /*
  * The test relation of ncols columns (see ct_kit.h), described through
  * ct_relation like every other relation of the tests.
@@ -347,7 +346,6 @@ ct_string(const RpTuple *t, int col)
 }
 
 /* ---- a fake sink ------------------------------------------------------------ */
-
 
 int
 ct_sink_one(CtSink *f, RpDelivery *dl, RpTxn *txn)
@@ -550,7 +548,6 @@ ct_limits(int max_txns, uint64_t max_bytes, int max_ms)
 	l.max_ms = max_ms;
 	return l;
 }
-
 
 /* ---- per-test allocations ---------------------------------------------- */
 
@@ -839,7 +836,6 @@ ct_json_valid(const char *s, size_t len)
 	ct_json_ws(&j);
 	return j.p == j.end;
 }
-
 
 /* ---- values (the bytes after a 'v' kind byte) -------------------------- */
 
