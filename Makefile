@@ -1,8 +1,10 @@
 # replicant: top-level build (PGXS).
-#   make                 the output plugin and extension, the consumer, the unit tests
+#   make                 the output plugin and extension, the consumer program; needs only
+#                        PGXS and libpq (the metrics endpoint when libmicrohttpd is there)
 #   make install         installs the plugin, the extension files and the consumer
 #   make installcheck    pg_regress suite on a temporary instance (see regress/logical.conf)
-#   make unitcheck       Check unit tests of the pure C modules
+#   make unitcheck       builds and runs the Check unit tests (needs Check); one suite or a
+#                        few: make unitcheck SUITES="asm store" (consumer/tests/ct_main.c)
 #   make unitcheck SAN=asan (or SAN=tsan)
 #                        the same built with the sanitizers, in consumer/obj-$(SAN)/
 #                        (see consumer/Makefile); the plugin is never built with them

@@ -21,6 +21,15 @@
 #                                  another -d DB overrides it)
 #   rp_server_conf                 the settings every test server gets (logical.conf and the
 #                                  output_plugin_libraries line where the server knows it)
+# and, for the end-to-end scripts in regress/t/ (see each for its use):
+#   rp_e2e_cleanup, rp_e2e_fail    the scripts' cleanup trap and failure report
+#   rp_kill9_alive VAR             SIGKILL a process that must still be running
+#   rp_dst_checkpoint NAME SLOT [DB]
+#                                  a mirror's checkpoint (end_lsn) in the destination
+#   rp_slow_new_tables NAME SECONDS EVENTS LIKE [TABLE...], rp_slow_off NAME
+#                                  slow down the tables a consumer is about to create
+#   rp_compare_tables SRC DST TABLE...
+#                                  tables compared as multisets of rows
 
 RP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -270,6 +279,63 @@ rp_e2e_fail() {
 		[[ -s $f ]] && { printf -- '--- %s\n' "$f"; tail -n "$lines" "$f"; }
 	done
 	exit 1
+}
+
+# rp_kill9_alive VAR: SIGKILL the process whose pid variable VAR holds, reap it and empty VAR.
+# Returns 1, with its exit status in RP_EXIT_STATUS, when it had already exited by itself (a
+# kill that finds nothing to kill proves nothing: the caller fails).
+#   rp_kill9_alive consumer_pid || fail "consumer run $runs exited by itself (status $RP_EXIT_STATUS)"
+rp_kill9_alive() {
+	local -n _rp_pid=$1
+	RP_EXIT_STATUS=0
+	if ! kill -0 "$_rp_pid" 2>/dev/null; then
+		# shellcheck disable=SC2034 # the caller reads it
+		wait "$_rp_pid" || RP_EXIT_STATUS=$?
+		return 1
+	fi
+	kill -9 "$_rp_pid"
+	wait "$_rp_pid" 2>/dev/null || true
+	_rp_pid=
+}
+
+# rp_dst_checkpoint NAME SLOT [DB]: the end_lsn of SLOT's checkpoint in the destination cluster
+# NAME (database DB, default postgres); empty when there is none yet or it cannot be read.
+rp_dst_checkpoint() {
+	rp_psql "$1" -d "${3:-postgres}" -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$2'" 2>/dev/null || true
+}
+
+# rp_slow_new_tables NAME SECONDS EVENTS LIKE [TABLE...]: in cluster NAME, each public TABLE
+# (every public table when none is named) gets, as it is created, a statement trigger AFTER
+# EVENTS ("INSERT", "INSERT OR UPDATE") that sleeps SECONDS when the statement's text is LIKE
+# the pattern LIKE (after every statement when LIKE is ''). An event trigger does it, so that it holds for
+# the tables a consumer creates (--create-tables): the stage under test then takes long
+# enough for the script to act during it, however fast the machine is.
+# rp_slow_off NAME: the triggers stop sleeping.
+rp_slow_new_tables() {
+	local name=$1 sleep="PERFORM pg_sleep($2);" events=$3 like=$4 which="schema_name = 'public'" t list=
+	shift 4
+	for t in "$@"; do list+="${list:+, }'public.$t'"; done
+	[[ -z $list ]] || which="object_identity IN ($list)"
+	[[ -z $like ]] || sleep="IF current_query() LIKE '$like' THEN $sleep END IF;"
+	rp_psql "$name" >/dev/null <<SQL
+CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN $sleep RETURN NULL; END \$\$;
+CREATE FUNCTION public.slow_new_tables() RETURNS event_trigger LANGUAGE plpgsql AS \$\$
+DECLARE
+	obj record;
+BEGIN
+	FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands()
+	           WHERE command_tag = 'CREATE TABLE' AND $which LOOP
+		EXECUTE format('CREATE TRIGGER slow AFTER $events ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.slow()',
+		               obj.object_identity);
+	END LOOP;
+END \$\$;
+CREATE EVENT TRIGGER slow_new_tables ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+	EXECUTE FUNCTION public.slow_new_tables();
+SQL
+}
+
+rp_slow_off() {
+	rp_psql "$1" -c 'CREATE OR REPLACE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$' >/dev/null
 }
 
 # rp_compare_tables SRC DST TABLE...: each public.TABLE of clusters SRC and DST compared as a

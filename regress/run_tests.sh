@@ -4,20 +4,21 @@
 # Builds and installs (make, make install; sudo -n when not root), then runs the suites as
 # an unprivileged user (as root: as the postgres user in a copy of the tree, see
 # rp_run_unprivileged in regress/lib.sh):
-#   unitcheck        make unitcheck: Check unit tests of the pure C modules
+#   unitcheck        make unitcheck: the Check unit tests of consumer/tests/ (one runner,
+#                    consumer/obj/tests/ct_run; every suite must run at least one check)
 #   unitcheck-asan   the same built with AddressSanitizer + UndefinedBehaviorSanitizer
 #                    (make -C consumer SAN=asan unitcheck): a report, a leak included, fails
 #   unitcheck-tsan   the same built with ThreadSanitizer (SAN=tsan)
 #   installcheck     make installcheck: pg_regress suite (sql/, expected/) on a temp instance
 #   t/NAME.sh        each end-to-end script in regress/t/, run with bash       (not with --quick)
-#   tsan/t/NAME.sh   each script of TSAN_SCRIPTS below run again, with the consumer built with
+#   tsan/t/NAME.sh   each script of TSAN_SCRIPTS (in this file) run again, with the consumer built with
 #                    ThreadSanitizer: fails when the script fails or TSan reported anything
 #                                                                               (not with --quick)
 #   fuzz/TARGET      each libFuzzer target of consumer/fuzz/ for FUZZ_SECONDS (default 60)
 #                    from its seed corpus: a crash, leak or timeout fails       (not with --quick)
-#   t/NAME.pl        each TAP script in regress/t/, run with prove (none yet)   (not with --quick)
-# --only GLOB runs only the suites whose name (as printed) matches GLOB, e.g. --only 'tsan/*'
-# or --only t/backfill.sh; the build and install always run.
+# --quick skips t/, tsan/t/ and fuzz/. --only GLOB runs only the suites whose name (as
+# printed) matches GLOB, e.g. --only 'tsan/*' or --only t/backfill.sh; the build and install
+# always run. -h, --help prints this.
 # Each suite's output goes to regress/log/ and is shown when the suite fails. The last line
 # is "N passed, N failed"; the exit status is non-zero when a suite failed.
 set -euo pipefail
@@ -25,10 +26,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
 . "$here/lib.sh"
 
+# usage: the comment above, which is the one description of the suites and options.
 usage() {
-	printf 'usage: bash regress/run_tests.sh [--quick] [--only GLOB]\n'
-	printf '  --quick      skip the end-to-end, ThreadSanitizer end-to-end, fuzz and TAP suites\n'
-	printf '  --only GLOB  run only the suites whose name matches GLOB (e.g. '"'"'tsan/*'"'"', t/backfill.sh)\n'
+	sed -n '2,/^set -euo pipefail$/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"
 }
 
 # The end-to-end scripts whose consumer runs threads beyond the delivery thread (snapshot
@@ -233,7 +233,7 @@ else
 	fi
 fi
 
-# (c) end-to-end scripts, (d) the ThreadSanitizer runs of some, (e) fuzzing, (f) TAP scripts
+# (c) end-to-end scripts, (d) the ThreadSanitizer runs of some, (e) fuzzing
 if ((quick)); then
 	printf 'skipped regress/t/, tsan/, fuzz/ (--quick)\n'
 else
@@ -247,24 +247,6 @@ else
 
 	tsan_suites
 	fuzz_suites
-
-	tap=(regress/t/*.pl)
-	if ((${#tap[@]})); then
-		pgxs_src=$(dirname "$("$PG_CONFIG" --pgxs)")/..
-		rp_server_conf >"$logdir/tap_temp.conf"
-		# PostgreSQL::Test::Cluster appends TEMP_CONFIG to every node's postgresql.conf and
-		# keeps node logs under $TESTDIR/tmp_check/log.
-		export PERL5LIB=$pgxs_src/test/perl${PERL5LIB:+:$PERL5LIB}
-		export PG_REGRESS=$pgxs_src/test/regress/pg_regress
-		export TEMP_CONFIG=$logdir/tap_temp.conf
-		export TESTDIR=$RP_ROOT/regress
-		for script in "${tap[@]}"; do
-			name=t/$(basename "$script")
-			log=$logdir/$(basename "$script" .pl).log
-			wanted "$name" || continue
-			if run "$log" prove "$script"; then pass "$name" "$took"; else fail "$name" "$took"; show "$log" 60; fi
-		done
-	fi
 fi
 
 ((failed == 0)) || printf 'failed: %s\n' "${failures[*]}"

@@ -4,7 +4,7 @@
  *    readers (consumer/rp_aggval.c): a record's pre-cast value and the seed's
  *    text of the same value give the same key and text.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "agg/rp_agg.h"
 #include "agg/rp_aggval.h"
@@ -248,8 +248,8 @@ START_TEST(test_float_keys_order)
 }
 END_TEST
 
-static Suite *
-agg_suite(void)
+Suite *
+ct_suite_agg(void)
 {
 	Suite	   *s = suite_create("agg");
 	TCase	   *tc = tcase_create("agg");
@@ -262,10 +262,4 @@ agg_suite(void)
 	tcase_add_test(tc, test_timestamp_keys_order);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(agg_suite());
 }

@@ -6,7 +6,7 @@
  *    spill of assembled transactions (G5) and self-describing stores read
  *    back through a delivery cursor.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #define REL  16384u
 #define REL2 16400u
@@ -1265,8 +1265,8 @@ START_TEST(test_chunks_off_by_default)
 }
 END_TEST
 
-static Suite *
-asm_suite(void)
+Suite *
+ct_suite_asm(void)
 {
 	Suite	   *s = suite_create("asm");
 	TCase	   *tc;
@@ -1324,10 +1324,4 @@ asm_suite(void)
 	tcase_add_test(tc, test_spilled_txn_roundtrip);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(asm_suite());
 }

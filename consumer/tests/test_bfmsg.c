@@ -10,7 +10,7 @@
  *    only on the current run's own watermarks, and G3 (a damaged
  *    watermark halts rather than being guessed at).
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "backfill/rp_bfmsg.h"
 
@@ -118,8 +118,8 @@ START_TEST(test_malformed)
 }
 END_TEST
 
-static Suite *
-bfmsg_suite(void)
+Suite *
+ct_suite_bfmsg(void)
 {
 	Suite	   *s = suite_create("bfmsg");
 	TCase	   *tc = tcase_create("core");
@@ -130,10 +130,4 @@ bfmsg_suite(void)
 	tcase_add_test(tc, test_malformed);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(bfmsg_suite());
 }

@@ -7,7 +7,7 @@
  *    (G3: halts naming both positions), the status update that never
  *    reports a position past what the server sent (G2), and LSN text.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 #include "stream/rp_conn.h"
 
 static void
@@ -357,8 +357,8 @@ START_TEST(test_status_never_past_server)
 }
 END_TEST
 
-static Suite *
-ckpt_suite(void)
+Suite *
+ct_suite_ckpt(void)
 {
 	Suite	   *s = suite_create("ckpt");
 	TCase	   *tc = tcase_create("ckpt");
@@ -378,10 +378,4 @@ ckpt_suite(void)
 	tcase_add_test(tc, test_status_never_past_server);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(ckpt_suite());
 }

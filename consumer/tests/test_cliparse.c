@@ -10,7 +10,7 @@
  *    says, as pg_recvlogical's do, and every usage error says
  *    "replicant: error: ..." and then the "Try --help" line, exit 2.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include <libpq-fe.h>
 
@@ -560,8 +560,8 @@ START_TEST(test_read_password)
 }
 END_TEST
 
-static Suite *
-cliparse_suite(void)
+Suite *
+ct_suite_cliparse(void)
 {
 	Suite	   *s = suite_create("cliparse");
 	TCase	   *tc = tcase_create("cliparse");
@@ -583,10 +583,4 @@ cliparse_suite(void)
 	tcase_add_test(tc, test_read_password);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(cliparse_suite());
 }

@@ -6,7 +6,7 @@
  *    Guarantees: G3 (the decoder accepts exactly what the plugin writes),
  *    G6 (one record, one JSON text).
  */
-#include "rp_testutil.h"
+#include "ct_kit.h"
 #include "rp_time.h"
 
 #define REL_ACCOUNTS 16384u
@@ -14,7 +14,7 @@
 #define T_2024_TEXT "2024-03-01T12:34:56.789012Z"
 
 /* public.accounts: the relation most change tests use. */
-static const TuCol accounts_cols[] = {
+static const CtCol accounts_cols[] = {
 	{"id", RP_ENC_INT8, 20, "int8", -1, RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL},
 	{"name", RP_ENC_STRING, 25, "text", -1, 0},
 	{"balance", RP_ENC_NUMERIC, 1700, "numeric", (12 << 16 | 2) + 4, RP_COL_NOT_NULL},
@@ -26,7 +26,7 @@ static const TuCol accounts_cols[] = {
 static void
 put_accounts(RpBuf *b)
 {
-	tu_relation(b, REL_ACCOUNTS, "public", "accounts", RP_IDENTITY_DEFAULT,
+	ct_relation(b, REL_ACCOUNTS, "public", "accounts", RP_IDENTITY_DEFAULT,
 				ACCOUNTS_NATTS, accounts_cols);
 }
 
@@ -62,7 +62,7 @@ put_row(RpBuf *b, const char *kinds, const Row *row)
 				{
 					uint16_t	digits[2] = {row->units, (uint16_t) (row->cents * 100)};
 
-					tu_put_numeric(b, RP_NUMERIC_POS, 0, 2, row->cents ? 2 : 1, digits);
+					ct_put_numeric(b, RP_NUMERIC_POS, 0, 2, row->cents ? 2 : 1, digits);
 					break;
 				}
 			case 3:
@@ -180,7 +180,7 @@ START_TEST(test_begin_commit)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	rp_enc_begin(&b, 4294967295u, UINT64_C(0x16B374D848), T_2024);
 	rp_enc_commit(&b, UINT64_C(0x16B374D848), UINT64_C(0x16B374D880), T_2024);
 	rp_enc_begin(&b, 0, 0, 0);
@@ -195,7 +195,7 @@ START_TEST(test_begin_commit)
 	ck_assert_uint_eq(rec.u.begin.xid, 4294967295u);
 	ck_assert_uint_eq(rec.u.begin.final_lsn, UINT64_C(0x16B374D848));
 	ck_assert_int_eq(rec.u.begin.commit_time, T_2024);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"begin\",\"xid\":4294967295,\"final_lsn\":\"16/B374D848\","
 					 "\"commit_time\":\"" T_2024_TEXT "\"}");
 
@@ -206,14 +206,14 @@ START_TEST(test_begin_commit)
 	ck_assert_uint_eq(rec.u.commit.commit_lsn, UINT64_C(0x16B374D848));
 	ck_assert_uint_eq(rec.u.commit.end_lsn, UINT64_C(0x16B374D880));
 	ck_assert_int_eq(rec.u.commit.commit_time, T_2024);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"commit\",\"commit_lsn\":\"16/B374D848\",\"end_lsn\":\"16/B374D880\","
 					 "\"commit_time\":\"" T_2024_TEXT "\"}");
 	/* the consumer's extra members go right after "kind" */
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, "\"seq\":3"),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, "\"seq\":3"),
 					 "{\"kind\":\"commit\",\"seq\":3,\"commit_lsn\":\"16/B374D848\",\"end_lsn\":\"16/B374D880\","
 					 "\"commit_time\":\"" T_2024_TEXT "\"}");
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, ""),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, ""),
 					 "{\"kind\":\"commit\",\"commit_lsn\":\"16/B374D848\",\"end_lsn\":\"16/B374D880\","
 					 "\"commit_time\":\"" T_2024_TEXT "\"}");
 
@@ -221,13 +221,13 @@ START_TEST(test_begin_commit)
 	ck_assert_uint_eq(rec.u.begin.xid, 0);
 	ck_assert_uint_eq(rec.u.begin.final_lsn, 0);
 	ck_assert_int_eq(rec.u.begin.commit_time, 0);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"begin\",\"xid\":0,\"final_lsn\":\"0/0\",\"commit_time\":\"1970-01-01T00:00:00Z\"}");
 
 	next_ok(&dec, &rec, RP_TAG_COMMIT);
 	ck_assert_uint_eq(rec.u.commit.end_lsn, UINT64_MAX);
 	ck_assert_int_eq(rec.u.commit.commit_time, -1);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"commit\",\"commit_lsn\":\"0/0\",\"end_lsn\":\"FFFFFFFF/FFFFFFFF\","
 					 "\"commit_time\":\"1969-12-31T23:59:59.999999Z\"}");
 	expect_end(&dec);
@@ -242,7 +242,7 @@ START_TEST(test_origin)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	rp_enc_origin(&b, UINT64_C(0xABCDEF), "node_a \"east\"");
 	rp_enc_origin(&b, 0, "");
 	rp_decoder_init(&dec);
@@ -252,12 +252,12 @@ START_TEST(test_origin)
 	ck_assert_uint_eq(rec.u.origin.lsn, UINT64_C(0xABCDEF));
 	ck_assert_uint_eq(rec.u.origin.name_len, strlen("node_a \"east\""));
 	ck_assert_mem_eq(rec.u.origin.name, "node_a \"east\"", rec.u.origin.name_len);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"origin\",\"origin\":\"node_a \\\"east\\\"\",\"origin_lsn\":\"0/ABCDEF\"}");
 
 	next_ok(&dec, &rec, RP_TAG_ORIGIN);
 	ck_assert_uint_eq(rec.u.origin.name_len, 0);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"origin\",\"origin\":\"\",\"origin_lsn\":\"0/0\"}");
 	expect_end(&dec);
 	rp_decoder_free(&dec);
@@ -271,7 +271,7 @@ START_TEST(test_stream_records)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	rp_enc_stream_start(&b, 900, true);
 	rp_enc_stream_stop(&b);
 	rp_enc_stream_start(&b, 900, false);
@@ -285,21 +285,21 @@ START_TEST(test_stream_records)
 	next_ok(&dec, &rec, RP_TAG_STREAM_START);
 	ck_assert_uint_eq(rec.u.stream_start.xid, 900);
 	ck_assert_uint_eq(rec.u.stream_start.first_segment, 1);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"stream_start\",\"xid\":900,\"first_segment\":true}");
 
 	next_ok(&dec, &rec, RP_TAG_STREAM_STOP);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL), "{\"kind\":\"stream_stop\"}");
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL), "{\"kind\":\"stream_stop\"}");
 
 	next_ok(&dec, &rec, RP_TAG_STREAM_START);
 	ck_assert_uint_eq(rec.u.stream_start.first_segment, 0);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"stream_start\",\"xid\":900,\"first_segment\":false}");
 
 	next_ok(&dec, &rec, RP_TAG_STREAM_ABORT);
 	ck_assert_uint_eq(rec.u.stream_abort.xid, 900);
 	ck_assert_uint_eq(rec.u.stream_abort.subxid, 901);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"stream_abort\",\"xid\":900,\"subxid\":901}");
 
 	next_ok(&dec, &rec, RP_TAG_STREAM_ABORT);
@@ -311,7 +311,7 @@ START_TEST(test_stream_records)
 	ck_assert_uint_eq(rec.u.commit.commit_lsn, UINT64_C(0x1000000020));
 	ck_assert_uint_eq(rec.u.commit.end_lsn, UINT64_C(0x1000000058));
 	ck_assert_int_eq(rec.u.commit.commit_time, T_2024);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"stream_commit\",\"xid\":900,\"commit_lsn\":\"10/20\",\"end_lsn\":\"10/58\","
 					 "\"commit_time\":\"" T_2024_TEXT "\"}");
 	expect_end(&dec);
@@ -339,7 +339,7 @@ START_TEST(test_relation_roundtrip)
 				expect[512];
 	char	   *json;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	at = rp_enc_relation_start(&b, 70000 + (uint32_t) _i, "sch\xC3\xA9ma", "t\"1",
 							   identities[_i], 16);
 	for (int c = 0; c < 16; c++)
@@ -381,7 +381,7 @@ START_TEST(test_relation_roundtrip)
 	}
 	ck_assert_int_eq(rp_relation_column(rel, "nope"), -1);
 
-	json = tu_render(&rec, &dec.rels, NULL);
+	json = ct_render(&rec, &dec.rels, NULL);
 	snprintf(expect, sizeof(expect),
 			 "{\"kind\":\"relation\",\"relid\":%u,\"schema\":\"sch\xC3\xA9ma\",\"table\":\"t\\\"1\","
 			 "\"replica_identity\":\"%s\",\"columns\":[{\"name\":\"col_0\",\"attnum\":1,\"type\":\"type0\","
@@ -409,18 +409,18 @@ START_TEST(test_relation_render_exact)
 	RpBuf		b;
 	RpDecoder	dec;
 	RpRecord	rec;
-	static const TuCol cols[] = {
+	static const CtCol cols[] = {
 		{"id", RP_ENC_INT4, 23, "int4", -1, RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL},
 		{"Odd \"col\"\n", RP_ENC_TEXT, 600, "point", -1, 0},
 	};
 
-	tu_frame_init(&b);
-	tu_relation(&b, 1, "s", "t", RP_IDENTITY_INDEX, 2, cols);
-	tu_relation(&b, 2, "", "", RP_IDENTITY_NOTHING, 0, NULL);
+	ct_frame(&b);
+	ct_relation(&b, 1, "s", "t", RP_IDENTITY_INDEX, 2, cols);
+	ct_relation(&b, 2, "", "", RP_IDENTITY_NOTHING, 0, NULL);
 	rp_decoder_init(&dec);
 	ck_assert(rp_decoder_frame(&dec, b.data, b.len));
 	next_ok(&dec, &rec, RP_TAG_RELATION);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"relation\",\"relid\":1,\"schema\":\"s\",\"table\":\"t\","
 					 "\"replica_identity\":\"index\",\"columns\":["
 					 "{\"name\":\"id\",\"attnum\":1,\"type\":\"int4\",\"type_oid\":23,\"typmod\":-1,"
@@ -430,7 +430,7 @@ START_TEST(test_relation_render_exact)
 	next_ok(&dec, &rec, RP_TAG_RELATION);
 	ck_assert_uint_eq(rec.u.relation.rel->natts, 0);
 	ck_assert_str_eq(rec.u.relation.rel->schema, "");
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"relation\",\"relid\":2,\"schema\":\"\",\"table\":\"\","
 					 "\"replica_identity\":\"nothing\",\"columns\":[]}");
 	expect_end(&dec);
@@ -446,16 +446,16 @@ START_TEST(test_relation_replacement)
 	RpDecoder	dec;
 	RpRecord	rec;
 	RpRelation *prev;
-	static const TuCol v2[] = {
+	static const CtCol v2[] = {
 		{"id", RP_ENC_INT8, 20, "int8", -1, RP_COL_PRIMARY_KEY},
 		{"name", RP_ENC_STRING, 25, "text", -1, 0},
 	};
 	size_t		at;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_accounts(&b);
 	put_change(&b, RP_TAG_INSERT, 0, 0, NULL, NULL, "vvvvv", &alice);
-	tu_relation(&b, REL_ACCOUNTS, "public", "accounts_v2", RP_IDENTITY_FULL, 2, v2);
+	ct_relation(&b, REL_ACCOUNTS, "public", "accounts_v2", RP_IDENTITY_FULL, 2, v2);
 	at = rp_enc_change_start(&b, RP_TAG_INSERT, REL_ACCOUNTS, 0, 0);
 	rp_enc_tuple_start(&b, 2);
 	rp_enc_datum_kind(&b, RP_DATUM_VALUE);
@@ -482,7 +482,7 @@ START_TEST(test_relation_replacement)
 
 	next_ok(&dec, &rec, RP_TAG_INSERT);
 	ck_assert_uint_eq(rec.u.change.new_tuple.natts, 2);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"insert\",\"schema\":\"public\",\"table\":\"accounts_v2\",\"new\":{\"id\":5,\"name\":null}}");
 
 	ck_assert_int_eq(rp_decoder_next(&dec, &rec), -1);
@@ -501,7 +501,7 @@ START_TEST(test_insert)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_accounts(&b);
 	put_change(&b, RP_TAG_INSERT, 0, 0, NULL, NULL, "vvvvv", &alice);
 	put_change(&b, RP_TAG_INSERT, 0, 0, NULL, NULL, "vnvnn", &alice);
@@ -515,13 +515,13 @@ START_TEST(test_insert)
 	ck_assert(!rec.u.change.has_old);
 	ck_assert(rec.u.change.has_new);
 	check_datums(&rec.u.change.new_tuple, "vvvvv", &alice);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"insert\",\"schema\":\"public\",\"table\":\"accounts\",\"new\":"
 					 "{\"id\":1,\"name\":\"Alice\",\"balance\":\"12.50\",\"note\":\"first\",\"total\":7}}");
 
 	next_ok(&dec, &rec, RP_TAG_INSERT);
 	check_datums(&rec.u.change.new_tuple, "vnvnn", &alice);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"insert\",\"schema\":\"public\",\"table\":\"accounts\",\"new\":"
 					 "{\"id\":1,\"name\":null,\"balance\":\"12.50\",\"note\":null,\"total\":null}}");
 	expect_end(&dec);
@@ -537,7 +537,7 @@ END_TEST
  * refused, naming relation and column and nothing of the value (G3, G4).
  */
 #define REL_EXTREMES 16400u
-static const TuCol extremes_cols[] = {
+static const CtCol extremes_cols[] = {
 	{"ts_max", RP_ENC_TIMESTAMP, 1114, "timestamp without time zone", -1, 0},
 	{"tstz_max", RP_ENC_TIMESTAMPTZ, 1184, "timestamp with time zone", -1, 0},
 	{"tstz_min", RP_ENC_TIMESTAMPTZ, 1184, "timestamp with time zone", -1, 0},
@@ -554,7 +554,7 @@ put_extremes(RpBuf *b, int64_t ts_max, int32_t d_max)
 {
 	size_t		at;
 
-	tu_relation(b, REL_EXTREMES, "public", "extremes", RP_IDENTITY_DEFAULT,
+	ct_relation(b, REL_EXTREMES, "public", "extremes", RP_IDENTITY_DEFAULT,
 				EXTREMES_NATTS, extremes_cols);
 	at = rp_enc_change_start(b, RP_TAG_INSERT, REL_EXTREMES, 0, 0);
 	rp_enc_tuple_start(b, EXTREMES_NATTS);
@@ -586,11 +586,11 @@ START_TEST(test_time_extremes)
 	RpRecord	rec;
 	int64_t		pg;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_extremes(&b, RP_TS_EXT_BASE + RP_TS_EXT_MAX_K, RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS);
 	start_decoder(&dec, &b);
 	next_ok(&dec, &rec, RP_TAG_INSERT);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"insert\",\"schema\":\"public\",\"table\":\"extremes\",\"new\":"
 					 "{\"ts_max\":\"+294276-12-31T23:59:59.999999\","
 					 "\"tstz_max\":\"+294276-12-31T23:59:59.999999Z\","
@@ -640,7 +640,7 @@ START_TEST(test_time_out_of_range_names_column)
 		RpDecoder	dec;
 		RpRecord	rec;
 
-		tu_frame_init(&b);
+		ct_frame(&b);
 		put_extremes(&b, bad[i], RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS);
 		start_decoder(&dec, &b);
 		ck_assert_int_eq(rp_decoder_next(&dec, &rec), -1);
@@ -658,7 +658,7 @@ START_TEST(test_time_out_of_range_names_column)
 		RpDecoder	dec;
 		RpRecord	rec;
 
-		tu_frame_init(&b);
+		ct_frame(&b);
 		put_extremes(&b, 0, i == 0 ? RP_PG_DATE_MAX + RP_PG_EPOCH_DAYS + 1
 					 : RP_PG_DATE_MIN + RP_PG_EPOCH_DAYS - 1);
 		start_decoder(&dec, &b);
@@ -678,7 +678,7 @@ START_TEST(test_update_old_key)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_accounts(&b);
 	put_change(&b, RP_TAG_UPDATE, RP_CHANGE_OLD_KEY, 0, "vkkkk", &alice, "vvvuv", &alice2);
 	/* NULL, unchanged and not-in-key are three different things */
@@ -692,7 +692,7 @@ START_TEST(test_update_old_key)
 	ck_assert(rec.u.change.has_new);
 	check_datums(&rec.u.change.old_tuple, "vkkkk", &alice);
 	check_datums(&rec.u.change.new_tuple, "vvvuv", &alice2);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"update\",\"schema\":\"public\",\"table\":\"accounts\",\"key\":{\"id\":1},"
 					 "\"new\":{\"id\":1,\"name\":\"Alice B.\",\"balance\":\"13.00\",\"total\":-7},"
 					 "\"unchanged_toast\":[\"note\"]}");
@@ -700,7 +700,7 @@ START_TEST(test_update_old_key)
 	next_ok(&dec, &rec, RP_TAG_UPDATE);
 	check_datums(&rec.u.change.old_tuple, "nkkkk", &alice);
 	check_datums(&rec.u.change.new_tuple, "vnuuv", &alice2);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"update\",\"schema\":\"public\",\"table\":\"accounts\",\"key\":{\"id\":null},"
 					 "\"new\":{\"id\":1,\"name\":null,\"total\":-7},"
 					 "\"unchanged_toast\":[\"balance\",\"note\"]}");
@@ -708,7 +708,7 @@ START_TEST(test_update_old_key)
 	next_ok(&dec, &rec, RP_TAG_UPDATE);
 	ck_assert(!rec.u.change.has_old);
 	check_datums(&rec.u.change.new_tuple, "vvvvv", &alice2);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"update\",\"schema\":\"public\",\"table\":\"accounts\","
 					 "\"new\":{\"id\":1,\"name\":\"Alice B.\",\"balance\":\"13.00\",\"note\":\"ignored\",\"total\":-7}}");
 	expect_end(&dec);
@@ -724,7 +724,7 @@ START_TEST(test_update_old_full)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_accounts(&b);
 	put_change(&b, RP_TAG_UPDATE, RP_CHANGE_OLD_FULL, 0, "vvvnv", &alice, "vvvvv", &alice2);
 	put_change(&b, RP_TAG_UPDATE, RP_CHANGE_OLD_FULL, 0, "vvuvv", &alice, "vvuvv", &alice2);
@@ -735,7 +735,7 @@ START_TEST(test_update_old_full)
 	ck_assert(rec.u.change.has_old);
 	check_datums(&rec.u.change.old_tuple, "vvvnv", &alice);
 	check_datums(&rec.u.change.new_tuple, "vvvvv", &alice2);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"update\",\"schema\":\"public\",\"table\":\"accounts\","
 					 "\"old\":{\"id\":1,\"name\":\"Alice\",\"balance\":\"12.50\",\"note\":null,\"total\":7},"
 					 "\"new\":{\"id\":1,\"name\":\"Alice B.\",\"balance\":\"13.00\",\"note\":\"ignored\",\"total\":-7}}");
@@ -743,7 +743,7 @@ START_TEST(test_update_old_full)
 	next_ok(&dec, &rec, RP_TAG_UPDATE);
 	check_datums(&rec.u.change.old_tuple, "vvuvv", &alice);
 	check_datums(&rec.u.change.new_tuple, "vvuvv", &alice2);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"update\",\"schema\":\"public\",\"table\":\"accounts\","
 					 "\"old\":{\"id\":1,\"name\":\"Alice\",\"note\":\"first\",\"total\":7},"
 					 "\"new\":{\"id\":1,\"name\":\"Alice B.\",\"note\":\"ignored\",\"total\":-7},"
@@ -760,7 +760,7 @@ START_TEST(test_delete)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_accounts(&b);
 	put_change(&b, RP_TAG_DELETE, RP_CHANGE_OLD_KEY, 0, "vkkkk", &alice, NULL, NULL);
 	put_change(&b, RP_TAG_DELETE, RP_CHANGE_OLD_FULL, 0, "vvvvn", &alice, NULL, NULL);
@@ -772,13 +772,13 @@ START_TEST(test_delete)
 	ck_assert(rec.u.change.has_old);
 	ck_assert(!rec.u.change.has_new);
 	check_datums(&rec.u.change.old_tuple, "vkkkk", &alice);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"delete\",\"schema\":\"public\",\"table\":\"accounts\",\"key\":{\"id\":1}}");
 
 	next_ok(&dec, &rec, RP_TAG_DELETE);
 	ck_assert_uint_eq(rec.u.change.flags, RP_CHANGE_OLD_FULL);
 	check_datums(&rec.u.change.old_tuple, "vvvvn", &alice);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"delete\",\"schema\":\"public\",\"table\":\"accounts\","
 					 "\"old\":{\"id\":1,\"name\":\"Alice\",\"balance\":\"12.50\",\"note\":\"first\",\"total\":null}}");
 
@@ -786,7 +786,7 @@ START_TEST(test_delete)
 	ck_assert_uint_eq(rec.u.change.flags, RP_CHANGE_NO_IDENTITY);
 	ck_assert(!rec.u.change.has_old);
 	ck_assert(!rec.u.change.has_new);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"delete\",\"schema\":\"public\",\"table\":\"accounts\",\"no_identity\":true}");
 	expect_end(&dec);
 	rp_decoder_free(&dec);
@@ -801,7 +801,7 @@ START_TEST(test_no_identity_update)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_accounts(&b);
 	put_change(&b, RP_TAG_UPDATE, RP_CHANGE_NO_IDENTITY, 0, NULL, NULL, "vvvvv", &alice);
 	start_decoder(&dec, &b);
@@ -809,7 +809,7 @@ START_TEST(test_no_identity_update)
 	ck_assert_uint_eq(rec.u.change.flags, RP_CHANGE_NO_IDENTITY);
 	ck_assert(!rec.u.change.has_old);
 	check_datums(&rec.u.change.new_tuple, "vvvvv", &alice);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"update\",\"schema\":\"public\",\"table\":\"accounts\",\"no_identity\":true,"
 					 "\"new\":{\"id\":1,\"name\":\"Alice\",\"balance\":\"12.50\",\"note\":\"first\",\"total\":7}}");
 	expect_end(&dec);
@@ -825,7 +825,7 @@ START_TEST(test_changes_with_xid)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_accounts(&b);
 	rp_enc_stream_start(&b, 700, true);
 	put_change(&b, RP_TAG_INSERT, 0, 701, NULL, NULL, "vvvvv", &alice);
@@ -840,7 +840,7 @@ START_TEST(test_changes_with_xid)
 	ck_assert_uint_eq(rec.u.change.flags, RP_CHANGE_HAS_XID);
 	ck_assert_uint_eq(rec.u.change.xid, 701);
 	check_datums(&rec.u.change.new_tuple, "vvvvv", &alice);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"insert\",\"xid\":701,\"schema\":\"public\",\"table\":\"accounts\",\"new\":"
 					 "{\"id\":1,\"name\":\"Alice\",\"balance\":\"12.50\",\"note\":\"first\",\"total\":7}}");
 
@@ -849,7 +849,7 @@ START_TEST(test_changes_with_xid)
 	ck_assert_uint_eq(rec.u.change.xid, 0xFFFFFFFFu);
 	check_datums(&rec.u.change.old_tuple, "vkkkk", &alice);
 	check_datums(&rec.u.change.new_tuple, "vvvvv", &alice2);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"update\",\"xid\":4294967295,\"schema\":\"public\",\"table\":\"accounts\","
 					 "\"key\":{\"id\":1},\"new\":{\"id\":1,\"name\":\"Alice B.\",\"balance\":\"13.00\","
 					 "\"note\":\"ignored\",\"total\":-7}}");
@@ -858,7 +858,7 @@ START_TEST(test_changes_with_xid)
 	ck_assert_uint_eq(rec.u.change.flags, RP_CHANGE_HAS_XID | RP_CHANGE_OLD_FULL);
 	ck_assert_uint_eq(rec.u.change.xid, 700);
 	check_datums(&rec.u.change.old_tuple, "vvvvv", &alice2);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"delete\",\"xid\":700,\"schema\":\"public\",\"table\":\"accounts\","
 					 "\"old\":{\"id\":1,\"name\":\"Alice B.\",\"balance\":\"13.00\",\"note\":\"ignored\",\"total\":-7}}");
 	next_ok(&dec, &rec, RP_TAG_STREAM_STOP);
@@ -882,7 +882,7 @@ START_TEST(test_wide_relation)
 	char		name[16];
 	char	   *json;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	at = rp_enc_relation_start(&b, 5, "public", "wide", RP_IDENTITY_FULL, WIDE);
 	for (int c = 0; c < WIDE; c++)
 	{
@@ -922,7 +922,7 @@ START_TEST(test_wide_relation)
 			ck_assert_int_eq((int32_t) rp_load_u32(rec.u.change.old_tuple.datums[c].data), -c);
 			ck_assert_int_eq((int32_t) rp_load_u32(rec.u.change.new_tuple.datums[c].data), c);
 		}
-		json = tu_render(&rec, &dec.rels, NULL);
+		json = ct_render(&rec, &dec.rels, NULL);
 		ck_assert_ptr_nonnull(strstr(json, "\"old\":{\"c0\":0,\"c1\":-1,"));
 		ck_assert_ptr_nonnull(strstr(json, ",\"c999\":-999},\"new\":{\"c0\":0,\"c1\":1,"));
 		ck_assert_ptr_nonnull(strstr(json, ",\"c999\":999}}"));
@@ -948,17 +948,17 @@ START_TEST(test_truncate)
 		"\"cascade\":false,\"restart_identity\":true",
 		"\"cascade\":true,\"restart_identity\":true",
 	};
-	static const TuCol one[] = {{"a", RP_ENC_INT4, 23, "int4", -1, 0}};
+	static const CtCol one[] = {{"a", RP_ENC_INT4, 23, "int4", -1, 0}};
 	uint32_t	relids[3] = {REL_ACCOUNTS, 3, 4294967295u};
 	RpBuf		b;
 	RpDecoder	dec;
 	RpRecord	rec;
 	char		expect[512];
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	put_accounts(&b);
-	tu_relation(&b, 3, "other", "t3", RP_IDENTITY_DEFAULT, 1, one);
-	tu_relation(&b, 4294967295u, "x", "max", RP_IDENTITY_DEFAULT, 1, one);
+	ct_relation(&b, 3, "other", "t3", RP_IDENTITY_DEFAULT, 1, one);
+	ct_relation(&b, 4294967295u, "x", "max", RP_IDENTITY_DEFAULT, 1, one);
 	for (int i = 0; i < 4; i++)
 		rp_enc_truncate(&b, flag_sets[i], 0, 3, relids);
 	rp_enc_truncate(&b, RP_TRUNCATE_CASCADE, 4242, 1, relids + 1);
@@ -979,19 +979,19 @@ START_TEST(test_truncate)
 				 "{\"kind\":\"truncate\",\"relations\":[{\"schema\":\"public\",\"table\":\"accounts\"},"
 				 "{\"schema\":\"other\",\"table\":\"t3\"},{\"schema\":\"x\",\"table\":\"max\"}],%s}",
 				 flag_json[i]);
-		ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL), expect);
+		ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL), expect);
 	}
 	next_ok(&dec, &rec, RP_TAG_TRUNCATE);
 	ck_assert_uint_eq(rec.u.truncate.flags, RP_TRUNCATE_CASCADE | RP_CHANGE_HAS_XID);
 	ck_assert_uint_eq(rec.u.truncate.xid, 4242);
 	ck_assert_uint_eq(rec.u.truncate.nrels, 1);
 	ck_assert_uint_eq(rp_truncate_relid(&rec, 0), 3);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"truncate\",\"xid\":4242,\"relations\":[{\"schema\":\"other\",\"table\":\"t3\"}],"
 					 "\"cascade\":true,\"restart_identity\":false}");
 	next_ok(&dec, &rec, RP_TAG_TRUNCATE);
 	ck_assert_uint_eq(rec.u.truncate.nrels, 0);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"truncate\",\"relations\":[],\"cascade\":false,\"restart_identity\":false}");
 	expect_end(&dec);
 	rp_decoder_free(&dec);
@@ -1007,7 +1007,7 @@ START_TEST(test_messages)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	rp_enc_message(&b, true, 0, UINT64_C(0x2A00000010), "app.audit", "hello \"w\"\n\xE2\x82\xAC", 13);
 	rp_enc_message(&b, false, 0, 1, "bin", binary, sizeof(binary));
 	rp_enc_message(&b, true, 99, 2, "", "", 0);
@@ -1025,7 +1025,7 @@ START_TEST(test_messages)
 	ck_assert_mem_eq(rec.u.message.prefix, "app.audit", 9);
 	ck_assert_uint_eq(rec.u.message.content_len, 13);
 	ck_assert_mem_eq(rec.u.message.content, "hello \"w\"\n\xE2\x82\xAC", 13);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"message\",\"transactional\":true,\"lsn\":\"2A/10\",\"prefix\":\"app.audit\","
 					 "\"content\":\"hello \\\"w\\\"\\n\xE2\x82\xAC\"}");
 
@@ -1033,7 +1033,7 @@ START_TEST(test_messages)
 	ck_assert_uint_eq(rec.u.message.flags, 0);
 	ck_assert_uint_eq(rec.u.message.content_len, sizeof(binary));
 	ck_assert_mem_eq(rec.u.message.content, binary, sizeof(binary));
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"message\",\"transactional\":false,\"lsn\":\"0/1\",\"prefix\":\"bin\","
 					 "\"content_base64\":\"AAH/Q0FO\"}");
 
@@ -1042,19 +1042,19 @@ START_TEST(test_messages)
 	ck_assert_uint_eq(rec.u.message.xid, 99);
 	ck_assert_uint_eq(rec.u.message.prefix_len, 0);
 	ck_assert_uint_eq(rec.u.message.content_len, 0);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"message\",\"xid\":99,\"transactional\":true,\"lsn\":\"0/2\",\"prefix\":\"\","
 					 "\"content\":\"\"}");
 
 	/* valid UTF-8 but with a zero byte: binary, not text */
 	next_ok(&dec, &rec, RP_TAG_MESSAGE);
 	ck_assert_uint_eq(rec.u.message.content_len, 3);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"message\",\"transactional\":false,\"lsn\":\"0/3\",\"prefix\":\"p\xC3\xA9\","
 					 "\"content_base64\":\"YQBi\"}");
 
 	next_ok(&dec, &rec, RP_TAG_MESSAGE);
-	ck_assert_str_eq(tu_render(&rec, &dec.rels, NULL),
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
 					 "{\"kind\":\"message\",\"transactional\":false,\"lsn\":\"0/4\",\"prefix\":\"bad\","
 					 "\"content_base64\":\"wyg=\"}");
 	expect_end(&dec);
@@ -1072,7 +1072,7 @@ START_TEST(test_transaction_frame)
 	uint32_t	relid = REL_ACCOUNTS;
 	int			n;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	rp_enc_begin(&b, 42, 0x3000, T_2024);
 	rp_enc_origin(&b, 0x10, "up");
 	put_accounts(&b);
@@ -1083,7 +1083,7 @@ START_TEST(test_transaction_frame)
 	rp_enc_message(&b, true, 0, 0x2F00, "m", "x", 1);
 	rp_enc_commit(&b, 0x3000, 0x3038, T_2024);
 
-	n = tu_decode_frame(b.data, b.len, &lines, NULL, 0);
+	n = ct_decode_frame(b.data, b.len, &lines, NULL, 0);
 	ck_assert_int_eq(n, 9);
 	ck_assert_str_eq(lines,
 					 "{\"kind\":\"begin\",\"xid\":42,\"final_lsn\":\"0/3000\",\"commit_time\":\"" T_2024_TEXT "\"}\n"
@@ -1122,7 +1122,7 @@ START_TEST(test_record_offsets)
 	RpRecord	rec;
 	size_t		starts[4];
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	starts[0] = b.len;
 	rp_enc_begin(&b, 1, 2, 3);
 	starts[1] = b.len;
@@ -1157,9 +1157,9 @@ START_TEST(test_relations_span_frames)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&f1);
+	ct_frame(&f1);
 	put_accounts(&f1);
-	tu_frame_init(&f2);
+	ct_frame(&f2);
 	put_change(&f2, RP_TAG_INSERT, 0, 0, NULL, NULL, "vvvvv", &alice);
 
 	rp_decoder_init(&dec);
@@ -1173,7 +1173,7 @@ START_TEST(test_relations_span_frames)
 	rp_decoder_free(&dec);
 
 	/* a fresh decoder has never seen the relation */
-	ck_assert_int_eq(tu_decode_frame(f2.data, f2.len, NULL, NULL, 0), -1);
+	ck_assert_int_eq(ct_decode_frame(f2.data, f2.len, NULL, NULL, 0), -1);
 	rp_buf_free(&f1);
 	rp_buf_free(&f2);
 }
@@ -1187,7 +1187,7 @@ START_TEST(test_decoder_records)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&f);
+	ct_frame(&f);
 	put_accounts(&f);
 	rp_buf_init(&run, 0);
 	rp_enc_begin(&run, 7, 0x100, T_2024);
@@ -1311,17 +1311,17 @@ START_TEST(test_decoder_many_relations)
 	{
 		N = 300
 	};
-	static const TuCol one[] = {{"a", RP_ENC_INT4, 23, "int4", -1, 0}};
+	static const CtCol one[] = {{"a", RP_ENC_INT4, 23, "int4", -1, 0}};
 	RpBuf		b;
 	RpDecoder	dec;
 	RpRecord	rec;
 	char		name[32];
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	for (uint32_t i = 0; i < N; i++)
 	{
 		snprintf(name, sizeof(name), "t%u", i);
-		tu_relation(&b, 1000 + i * 128, "s", name, RP_IDENTITY_DEFAULT, 1, one);
+		ct_relation(&b, 1000 + i * 128, "s", name, RP_IDENTITY_DEFAULT, 1, one);
 	}
 	for (uint32_t i = 0; i < N; i++)
 	{
@@ -1499,13 +1499,13 @@ START_TEST(test_reader)
 }
 END_TEST
 
-static Suite *
-codec_suite(void)
+Suite *
+ct_suite_codec(void)
 {
 	Suite	   *s = suite_create("codec");
 	TCase	   *tc;
 
-	tc = tu_tcase("records");
+	tc = ct_tcase("records");
 	tcase_add_test(tc, test_begin_commit);
 	tcase_add_test(tc, test_origin);
 	tcase_add_test(tc, test_stream_records);
@@ -1520,7 +1520,7 @@ codec_suite(void)
 	tcase_add_test(tc, test_decoder_records);
 	suite_add_tcase(s, tc);
 
-	tc = tu_tcase("changes");
+	tc = ct_tcase("changes");
 	tcase_add_test(tc, test_insert);
 	tcase_add_test(tc, test_time_extremes);
 	tcase_add_test(tc, test_time_out_of_range_names_column);
@@ -1532,22 +1532,16 @@ codec_suite(void)
 	tcase_add_test(tc, test_wide_relation);
 	suite_add_tcase(s, tc);
 
-	tc = tu_tcase("relmap");
+	tc = ct_tcase("relmap");
 	tcase_add_test(tc, test_relmap_growth);
 	tcase_add_test(tc, test_decoder_many_relations);
 	tcase_add_test(tc, test_relation_copy);
 	suite_add_tcase(s, tc);
 
-	tc = tu_tcase("primitives");
+	tc = ct_tcase("primitives");
 	tcase_add_test(tc, test_names_and_widths);
 	tcase_add_test(tc, test_buf_writers);
 	tcase_add_test(tc, test_reader);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return tu_run(codec_suite());
 }

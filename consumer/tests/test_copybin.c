@@ -12,7 +12,7 @@
  *    Guarantee: G6 (a snapshot row is the same bytes as a streamed one)
  *    and G3 (what does not decode stops the copy with a named reason).
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "snapshot/rp_copybin.h"
 #include "rp_read.h"
@@ -450,8 +450,8 @@ START_TEST(test_copy_stream)
 }
 END_TEST
 
-static Suite *
-pgrecv_suite(void)
+Suite *
+ct_suite_copybin(void)
 {
 	Suite	   *s = suite_create("pgrecv");
 	TCase	   *tc = tcase_create("core");
@@ -466,10 +466,4 @@ pgrecv_suite(void)
 	tcase_add_test(tc, test_copy_stream);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(pgrecv_suite());
 }

@@ -6,7 +6,7 @@
  *    (G1/G2), the relation view persisted across restarts, and idle
  *    advance that never moves an append log (G2).
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #define REL  16384u
 #define REL2 16400u
@@ -1223,8 +1223,8 @@ START_TEST(test_early_dropped)
 }
 END_TEST
 
-static Suite *
-deliver_suite(void)
+Suite *
+ct_suite_deliver(void)
 {
 	Suite	   *s = suite_create("deliver");
 	TCase	   *tc;
@@ -1274,10 +1274,4 @@ deliver_suite(void)
 	tcase_add_test(tc, test_cursor_damaged_store);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(deliver_suite());
 }

@@ -9,7 +9,7 @@
  *    Guarantee: backfill (DESIGN.md): the receiver can tell a complete dump
  *    from a truncated one; G4: errors name the table and seq, never values.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "envelope/rp_envelope.h"
 #include "envelope/rp_jsonread.h"
@@ -481,8 +481,8 @@ START_TEST(test_frames_read_back)
 }
 END_TEST
 
-static Suite *
-envelope_suite(void)
+Suite *
+ct_suite_envelope(void)
 {
 	Suite	   *s = suite_create("envelope");
 	TCase	   *tc = tcase_create("envelope");
@@ -500,10 +500,4 @@ envelope_suite(void)
 	tcase_add_test(tc, test_frames_read_back);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(envelope_suite());
 }

@@ -7,7 +7,7 @@
  *    line split across the 64 KiB backward-scan chunks still found, and
  *    SIGHUP rotation starting the new file with the current checkpoint.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 #include "rp_json.h"
 
 #define REL 16384u
@@ -863,8 +863,8 @@ START_TEST(test_failed_txn_leaves_no_lines)
 }
 END_TEST
 
-static Suite *
-file_sink_suite(void)
+Suite *
+ct_suite_file_sink(void)
 {
 	Suite	   *s = suite_create("file_sink");
 	TCase	   *tc;
@@ -897,10 +897,4 @@ file_sink_suite(void)
 	tcase_add_test(tc, test_reopen_before_any_checkpoint);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(file_sink_suite());
 }

@@ -6,7 +6,7 @@
  *    across coordinates, delete of a shared min/max value, NULL measures,
  *    NaN and infinities, count_distinct multiplicities.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include <malloc.h>
 
@@ -605,8 +605,8 @@ START_TEST(test_xidsnap_epochs)
 }
 END_TEST
 
-static Suite *
-fold_suite(void)
+Suite *
+ct_suite_fold(void)
 {
 	Suite	   *s = suite_create("fold");
 	TCase	   *tc = tcase_create("fold");
@@ -626,10 +626,4 @@ fold_suite(void)
 	tcase_add_test(tc, test_xidsnap_epochs);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(fold_suite());
 }

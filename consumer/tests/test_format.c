@@ -6,7 +6,7 @@
  *    day-by-day calendar walk, a decimal-to-base-10000 encoder, a base64
  *    decoder).  Guarantee: G6 (deterministic, locale- and zone-free values).
  */
-#include "rp_testutil.h"
+#include "ct_kit.h"
 
 #include <float.h>
 #include <math.h>
@@ -14,7 +14,7 @@
 /* Run one formatter into a fresh buffer and return the text. */
 #define FMT(call) \
 	({ RpBuf _b; rp_buf_init(&_b, 0); { RpBuf *buf = &_b; call; } \
-	   char *_s = tu_cstr(&_b); rp_buf_free(&_b); _s; })
+	   char *_s = ct_cstr(&_b); rp_buf_free(&_b); _s; })
 
 /* Deterministic pseudo-random numbers (xorshift64*). */
 static uint64_t rng_state = UINT64_C(0x9E3779B97F4A7C15);
@@ -49,7 +49,7 @@ START_TEST(test_integers)
 
 		snprintf(expect, sizeof(expect), "%lld", (long long) v);
 		ck_assert_str_eq(FMT(rp_fmt_int64(buf, v)), expect);
-		tu_teardown();
+		ct_teardown();
 	}
 }
 END_TEST
@@ -241,7 +241,7 @@ START_TEST(test_float8_shortest_roundtrip)
 		ck_assert_msg(significant_digits(s) == fewest_digits_double(v),
 					  "%s has %d significant digits, %d suffice", s, significant_digits(s),
 					  fewest_digits_double(v));
-		tu_teardown();
+		ct_teardown();
 	}
 }
 END_TEST
@@ -264,7 +264,7 @@ START_TEST(test_float4_shortest_roundtrip)
 		ck_assert_msg(significant_digits(s) == fewest_digits_float(v),
 					  "%s has %d significant digits, %d suffice", s, significant_digits(s),
 					  fewest_digits_float(v));
-		tu_teardown();
+		ct_teardown();
 	}
 }
 END_TEST
@@ -280,10 +280,10 @@ fmt_numeric(uint16_t sign, int16_t weight, uint16_t dscale, int ndigits, const u
 	char	   *s;
 
 	rp_buf_init(&v, 0);
-	tu_put_numeric(&v, sign, weight, dscale, ndigits, digits);
+	ct_put_numeric(&v, sign, weight, dscale, ndigits, digits);
 	rp_buf_init(&out, 0);
 	*ok = rp_fmt_numeric(&out, (const unsigned char *) v.data + 4, (uint32_t) v.len - 4);
-	s = tu_cstr(&out);
+	s = ct_cstr(&out);
 	rp_buf_free(&v);
 	rp_buf_free(&out);
 	return s;
@@ -491,7 +491,7 @@ START_TEST(test_numeric_random_roundtrip)
 		s = fmt_numeric(sign, weight, dscale, ndigits, digits, &ok);
 		ck_assert(ok);
 		ck_assert_msg(strcmp(s, expect) == 0, "%s -> %s, want %s", text, s, expect);
-		tu_teardown();
+		ct_teardown();
 	}
 }
 END_TEST
@@ -723,7 +723,7 @@ START_TEST(test_timestamp)
 					  strcmp(midnight + strlen(date), "T00:00:00") == 0, "%s vs %s", midnight, date);
 		ck_assert_msg(strncmp(before, prev, strlen(prev)) == 0 &&
 					  strcmp(before + strlen(prev), "T23:59:59.999999") == 0, "%s vs %s", before, prev);
-		tu_teardown();
+		ct_teardown();
 	}
 }
 END_TEST
@@ -832,18 +832,18 @@ START_TEST(test_appends)
 	rp_fmt_uuid(&b, u);
 	rp_buf_put_char(&b, ',');
 	rp_fmt_base64(&b, (const unsigned char *) "hi", 2);
-	ck_assert_str_eq(tu_cstr(&b), "x=-5,0.25,1970-01-01,00000000-0000-0000-0000-000000000000,aGk=");
+	ck_assert_str_eq(ct_cstr(&b), "x=-5,0.25,1970-01-01,00000000-0000-0000-0000-000000000000,aGk=");
 	rp_buf_free(&b);
 }
 END_TEST
 
-static Suite *
-format_suite(void)
+Suite *
+ct_suite_format(void)
 {
 	Suite	   *s = suite_create("format");
 	TCase	   *tc;
 
-	tc = tu_tcase("numbers");
+	tc = ct_tcase("numbers");
 	tcase_add_test(tc, test_integers);
 	tcase_add_test(tc, test_lsn);
 	tcase_add_test(tc, test_float8_table);
@@ -856,7 +856,7 @@ format_suite(void)
 	tcase_add_test(tc, test_numeric_invalid);
 	suite_add_tcase(s, tc);
 
-	tc = tu_tcase("time");
+	tc = ct_tcase("time");
 	tcase_add_test(tc, test_date_table);
 	tcase_add_test(tc, test_civil_walk);
 	tcase_add_test(tc, test_civil_inverse);
@@ -864,16 +864,10 @@ format_suite(void)
 	tcase_add_test(tc, test_timestamp);
 	suite_add_tcase(s, tc);
 
-	tc = tu_tcase("bytes");
+	tc = ct_tcase("bytes");
 	tcase_add_test(tc, test_uuid);
 	tcase_add_test(tc, test_base64);
 	tcase_add_test(tc, test_appends);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return tu_run(format_suite());
 }

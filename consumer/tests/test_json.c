@@ -6,7 +6,7 @@
  *    reference escaper compared over random and long inputs.
  *    Guarantee: G6 (one string, one JSON text; the output is always JSON).
  */
-#include "rp_testutil.h"
+#include "ct_kit.h"
 
 static char *
 json_str(const void *s, size_t len)
@@ -16,9 +16,9 @@ json_str(const void *s, size_t len)
 
 	rp_buf_init(&b, 0);
 	rp_json_string(&b, (const char *) s, len);
-	r = tu_cstr(&b);
+	r = ct_cstr(&b);
 	rp_buf_free(&b);
-	ck_assert_msg(tu_json_valid(r, strlen(r)), "not valid JSON: %s", r);
+	ck_assert_msg(ct_json_valid(r, strlen(r)), "not valid JSON: %s", r);
 	return r;
 }
 
@@ -181,8 +181,8 @@ START_TEST(test_keys)
 	rp_json_key(&b, "");
 	rp_json_cstring(&b, "v\\");
 	rp_buf_put_char(&b, '}');
-	ck_assert_str_eq(tu_cstr(&b), "{\"plain\":1,\"we\\\"ird\\n\":2,\"\":\"v\\\\\"}");
-	ck_assert(tu_json_valid(b.data, b.len));
+	ck_assert_str_eq(ct_cstr(&b), "{\"plain\":1,\"we\\\"ird\\n\":2,\"\":\"v\\\\\"}");
+	ck_assert(ct_json_valid(b.data, b.len));
 	rp_buf_free(&b);
 }
 END_TEST
@@ -328,7 +328,7 @@ START_TEST(test_random_against_reference)
 		ref_escape(&want, s, len);
 		if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0)
 			ck_abort_msg("iteration %d: output differs from the reference", iter);
-		if (!tu_json_valid(got.data, got.len))
+		if (!ct_json_valid(got.data, got.len))
 			ck_abort_msg("iteration %d: not valid JSON", iter);
 		if (rp_utf8_valid(s, len) != ref_utf8_valid(s, len))
 			ck_abort_msg("iteration %d: rp_utf8_valid disagrees with the reference", iter);
@@ -418,7 +418,7 @@ START_TEST(test_long_string)
 	ref_escape(&want, s, N);
 	ck_assert_uint_eq(got.len, want.len);
 	ck_assert(memcmp(got.data, want.data, got.len) == 0);
-	ck_assert(tu_json_valid(got.data, got.len));
+	ck_assert(ct_json_valid(got.data, got.len));
 
 	/* appended after existing content, the prefix is untouched */
 	rp_buf_reset(&got);
@@ -426,7 +426,7 @@ START_TEST(test_long_string)
 	rp_json_string(&got, (const char *) s, 1000);
 	rp_buf_put_char(&got, ']');
 	ck_assert(strncmp(got.data, "[1,\"", 4) == 0);
-	ck_assert(tu_json_valid(got.data, got.len));
+	ck_assert(ct_json_valid(got.data, got.len));
 	rp_buf_free(&got);
 	rp_buf_free(&want);
 	free(s);
@@ -447,19 +447,19 @@ START_TEST(test_validator_self_check)
 	};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		ck_assert_msg(tu_json_valid(good[i], strlen(good[i])), "%s", good[i]);
+		ck_assert_msg(ct_json_valid(good[i], strlen(good[i])), "%s", good[i]);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(!tu_json_valid(bad[i], strlen(bad[i])), "%s", bad[i]);
+		ck_assert_msg(!ct_json_valid(bad[i], strlen(bad[i])), "%s", bad[i]);
 }
 END_TEST
 
-static Suite *
-json_suite(void)
+Suite *
+ct_suite_json(void)
 {
 	Suite	   *s = suite_create("json");
 	TCase	   *tc;
 
-	tc = tu_tcase("strings");
+	tc = ct_tcase("strings");
 	tcase_add_test(tc, test_control_chars);
 	tcase_add_test(tc, test_ascii);
 	tcase_add_test(tc, test_utf8_valid_passthrough);
@@ -471,10 +471,4 @@ json_suite(void)
 	tcase_add_test(tc, test_validator_self_check);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return tu_run(json_suite());
 }

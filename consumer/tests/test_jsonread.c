@@ -8,7 +8,7 @@
  *    each be rejected with an offset and a value-free reason.
  *    Guarantee: G3 (what cannot be interpreted is refused, with a reason).
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "envelope/rp_jsonread.h"
 
@@ -438,8 +438,8 @@ START_TEST(test_prefixes)
 }
 END_TEST
 
-static Suite *
-jsonread_suite(void)
+Suite *
+ct_suite_jsonread(void)
 {
 	Suite	   *s = suite_create("jsonread");
 	TCase	   *tc = tcase_create("jsonread");
@@ -456,10 +456,4 @@ jsonread_suite(void)
 	tcase_add_test(tc, test_prefixes);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(jsonread_suite());
 }

@@ -10,7 +10,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "ct_util.h"
+#include "ct_kit.h"
 #include "base/rp_lock.h"
 #include "sinks/rp_sink.h"
 
@@ -198,8 +198,8 @@ START_TEST(test_file_log)
 }
 END_TEST
 
-static Suite *
-lock_suite(void)
+Suite *
+ct_suite_lock(void)
 {
 	Suite	   *s = suite_create("lock");
 	TCase	   *tc = tcase_create("lock");
@@ -212,10 +212,4 @@ lock_suite(void)
 	tcase_add_test(tc, test_file_log);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(lock_suite());
 }

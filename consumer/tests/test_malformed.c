@@ -9,7 +9,7 @@
  *    once under -fsanitize=address,undefined) and whatever it accepts must
  *    render as valid JSON.
  */
-#include "rp_testutil.h"
+#include "ct_kit.h"
 
 #include <stdarg.h>
 
@@ -21,13 +21,13 @@
 static void
 rel_with(RpBuf *b, uint8_t enc)
 {
-	TuCol		cols[3] = {
+	CtCol		cols[3] = {
 		{"id", RP_ENC_INT4, 23, "int4", -1, RP_COL_PRIMARY_KEY | RP_COL_IDENTITY},
 		{"note", RP_ENC_STRING, 25, "text", -1, 0},
 		{"x", enc, 9999, NULL, -1, 0},
 	};
 
-	tu_relation(b, REL, "public", "t", RP_IDENTITY_DEFAULT, 3, cols);
+	ct_relation(b, REL, "public", "t", RP_IDENTITY_DEFAULT, 3, cols);
 }
 
 /* The start of an insert into REL carrying the canary; x follows. */
@@ -40,7 +40,7 @@ insert_start(RpBuf *b)
 	rp_enc_datum_kind(b, RP_DATUM_VALUE);
 	rp_buf_put_u32(b, 1);
 	rp_enc_datum_kind(b, RP_DATUM_VALUE);
-	rp_buf_put_cstr(b, TU_CANARY);
+	rp_buf_put_cstr(b, CT_CANARY);
 	rp_enc_datum_kind(b, RP_DATUM_VALUE);
 	return at;
 }
@@ -55,7 +55,7 @@ raw_record(RpBuf *b, char tag)
 static void
 put_canary_str(RpBuf *b)
 {
-	rp_buf_put_cstr(b, TU_CANARY);
+	rp_buf_put_cstr(b, CT_CANARY);
 }
 
 /* ---- the cases --------------------------------------------------------- */
@@ -87,14 +87,14 @@ b_bad_magic(RpBuf *b)
 	rp_buf_init(b, 0);
 	rp_buf_put_u8(b, 'X');
 	rp_buf_put_u8(b, RP_PROTO_VERSION);
-	rp_enc_message(b, true, 0, 1, "p", TU_CANARY, strlen(TU_CANARY));
+	rp_enc_message(b, true, 0, 1, "p", CT_CANARY, strlen(CT_CANARY));
 }
 
 static void
 b_json_text(RpBuf *b)
 {
 	rp_buf_init(b, 0);
-	rp_buf_put_text(b, "{\"kind\":\"" TU_CANARY "\"}");
+	rp_buf_put_text(b, "{\"kind\":\"" CT_CANARY "\"}");
 }
 
 static void
@@ -103,7 +103,7 @@ b_version(RpBuf *b, uint8_t v)
 	rp_buf_init(b, 0);
 	rp_buf_put_u8(b, RP_FRAME_MAGIC);
 	rp_buf_put_u8(b, v);
-	rp_enc_message(b, true, 0, 1, "p", TU_CANARY, strlen(TU_CANARY));
+	rp_enc_message(b, true, 0, 1, "p", CT_CANARY, strlen(CT_CANARY));
 }
 
 static void
@@ -128,14 +128,14 @@ b_version255(RpBuf *b)
 static void
 b_tag_only(RpBuf *b)
 {
-	tu_frame_init(b);
+	ct_frame(b);
 	rp_buf_put_u8(b, RP_TAG_BEGIN);
 }
 
 static void
 b_short_header(RpBuf *b)
 {
-	tu_frame_init(b);
+	ct_frame(b);
 	rp_buf_put_u8(b, RP_TAG_BEGIN);
 	rp_buf_put_u16(b, 0);
 }
@@ -143,7 +143,7 @@ b_short_header(RpBuf *b)
 static void
 b_length_past_end(RpBuf *b)
 {
-	tu_frame_init(b);
+	ct_frame(b);
 	rp_buf_put_u8(b, RP_TAG_MESSAGE);
 	rp_buf_put_u32(b, 1000);
 	rp_buf_put_u8(b, 0);
@@ -155,7 +155,7 @@ b_length_past_end(RpBuf *b)
 static void
 b_length_huge(RpBuf *b)
 {
-	tu_frame_init(b);
+	ct_frame(b);
 	rp_enc_begin(b, 1, 2, 3);
 	rp_buf_put_u8(b, RP_TAG_COMMIT);
 	rp_buf_put_u32(b, 0xFFFFFFFFu);
@@ -167,7 +167,7 @@ b_unknown_tag(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, 'Z');
 	put_canary_str(b);
 	rp_buf_end_record(b, at);
@@ -178,7 +178,7 @@ b_tag_zero(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rp_enc_begin(b, 1, 2, 3);
 	at = raw_record(b, 0);
 	rp_buf_end_record(b, at);
@@ -190,7 +190,7 @@ b_unknown_relid(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rel_with(b, RP_ENC_STRING);
 	at = rp_enc_change_start(b, RP_TAG_INSERT, REL + 1, 0, 0);
 	rp_enc_tuple_start(b, 3);
@@ -207,7 +207,7 @@ b_natts(RpBuf *b, uint16_t natts)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rel_with(b, RP_ENC_STRING);
 	at = rp_enc_change_start(b, RP_TAG_INSERT, REL, 0, 0);
 	rp_enc_tuple_start(b, natts);
@@ -242,7 +242,7 @@ b_kind(RpBuf *b, char tag, uint8_t flags, const char *old_kinds, const char *new
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rel_with(b, RP_ENC_STRING);
 	at = rp_enc_change_start(b, tag, REL, flags, 0);
 	for (int t = 0; t < 2; t++)
@@ -274,7 +274,7 @@ b_kind_zero(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rel_with(b, RP_ENC_STRING);
 	at = rp_enc_change_start(b, RP_TAG_INSERT, REL, 0, 0);
 	rp_enc_tuple_start(b, 3);
@@ -350,7 +350,7 @@ b_delete_two_tuples(RpBuf *b)
 static void
 b_change_trailing(RpBuf *b)
 {
-	size_t		at = (tu_frame_init(b), rel_with(b, RP_ENC_STRING), insert_start(b));
+	size_t		at = (ct_frame(b), rel_with(b, RP_ENC_STRING), insert_start(b));
 
 	put_canary_str(b);
 	rp_buf_put_u8(b, 0);		/* one byte after the tuple */
@@ -362,7 +362,7 @@ b_change_xid_cut(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rel_with(b, RP_ENC_STRING);
 	at = raw_record(b, RP_TAG_INSERT);
 	rp_buf_put_u32(b, REL);
@@ -376,7 +376,7 @@ b_change_header_cut(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rel_with(b, RP_ENC_STRING);
 	at = raw_record(b, RP_TAG_DELETE);
 	rp_buf_put_u16(b, 0);		/* half a relid */
@@ -388,7 +388,7 @@ b_change_header_cut(RpBuf *b)
 	static void fn(RpBuf *b) \
 	{ \
 		size_t at; \
-		tu_frame_init(b); \
+		ct_frame(b); \
 		rel_with(b, enc); \
 		at = insert_start(b); \
 		__VA_ARGS__; \
@@ -403,11 +403,11 @@ BAD_VALUE(b_bool_missing, RP_ENC_BOOL, (void) 0)
 BAD_VALUE(b_uuid_cut, RP_ENC_UUID, rp_buf_put_bytes(b, "0123456789abcde", 15))
 BAD_VALUE(b_timetz_cut, RP_ENC_TIMETZ, rp_buf_put_u64(b, 0))
 BAD_VALUE(b_interval_cut, RP_ENC_INTERVAL, rp_buf_put_u64(b, 0); rp_buf_put_u32(b, 0))
-BAD_VALUE(b_string_past_end, RP_ENC_STRING, rp_buf_put_u32(b, 100); rp_buf_put_text(b, TU_CANARY))
-BAD_VALUE(b_string_len_huge, RP_ENC_STRING, rp_buf_put_u32(b, 0xFFFFFFFFu); rp_buf_put_text(b, TU_CANARY))
-BAD_VALUE(b_bytea_past_end, RP_ENC_BYTEA, rp_buf_put_u32(b, 12); rp_buf_put_text(b, TU_CANARY))
-BAD_VALUE(b_json_past_end, RP_ENC_JSON, rp_buf_put_u32(b, 40); rp_buf_put_text(b, "{\"" TU_CANARY "\":1}"))
-BAD_VALUE(b_string_short_len, RP_ENC_STRING, rp_buf_put_u32(b, 3); rp_buf_put_text(b, TU_CANARY))
+BAD_VALUE(b_string_past_end, RP_ENC_STRING, rp_buf_put_u32(b, 100); rp_buf_put_text(b, CT_CANARY))
+BAD_VALUE(b_string_len_huge, RP_ENC_STRING, rp_buf_put_u32(b, 0xFFFFFFFFu); rp_buf_put_text(b, CT_CANARY))
+BAD_VALUE(b_bytea_past_end, RP_ENC_BYTEA, rp_buf_put_u32(b, 12); rp_buf_put_text(b, CT_CANARY))
+BAD_VALUE(b_json_past_end, RP_ENC_JSON, rp_buf_put_u32(b, 40); rp_buf_put_text(b, "{\"" CT_CANARY "\":1}"))
+BAD_VALUE(b_string_short_len, RP_ENC_STRING, rp_buf_put_u32(b, 3); rp_buf_put_text(b, CT_CANARY))
 /* numeric: u32 len, ndigits, weight, sign, dscale, digits */
 BAD_VALUE(b_numeric_len_mismatch, RP_ENC_NUMERIC,
 		  rp_buf_put_u32(b, 10); rp_buf_put_u16(b, 2); rp_buf_put_u16(b, 0);
@@ -419,13 +419,13 @@ BAD_VALUE(b_numeric_len_huge, RP_ENC_NUMERIC,
 		  rp_buf_put_u32(b, 0xFFFFFFF0u); rp_buf_put_u16(b, 0); rp_buf_put_u16(b, 0);
 		  rp_buf_put_u16(b, 0); rp_buf_put_u16(b, 0))
 BAD_VALUE(b_numeric_digit_10000, RP_ENC_NUMERIC,
-		  tu_put_numeric(b, RP_NUMERIC_POS, 0, 0, 2, (const uint16_t[]){1, 10000}))
+		  ct_put_numeric(b, RP_NUMERIC_POS, 0, 0, 2, (const uint16_t[]){1, 10000}))
 BAD_VALUE(b_numeric_digit_ffff, RP_ENC_NUMERIC,
-		  tu_put_numeric(b, RP_NUMERIC_NEG, 0, 0, 1, (const uint16_t[]){0xFFFF}))
+		  ct_put_numeric(b, RP_NUMERIC_NEG, 0, 0, 1, (const uint16_t[]){0xFFFF}))
 BAD_VALUE(b_numeric_bad_sign, RP_ENC_NUMERIC,
-		  tu_put_numeric(b, 0x1234, 0, 0, 1, (const uint16_t[]){1}))
+		  ct_put_numeric(b, 0x1234, 0, 0, 1, (const uint16_t[]){1}))
 BAD_VALUE(b_numeric_sign_8000, RP_ENC_NUMERIC,
-		  tu_put_numeric(b, 0x8000, 0, 0, 1, (const uint16_t[]){1}))
+		  ct_put_numeric(b, 0x8000, 0, 0, 1, (const uint16_t[]){1}))
 /* arrays: elem enc u8, elem oid u32, ndim u32, (dim, lbound) * ndim, datums */
 BAD_VALUE(b_array_ndim7, RP_ENC_ARRAY,
 		  rp_enc_array_header(b, RP_ENC_INT4, 23, 7, (int[]){1, 1, 1, 1, 1, 1, 1},
@@ -466,27 +466,27 @@ BAD_VALUE(b_array_header_cut, RP_ENC_ARRAY,
 		  rp_buf_put_u32(b, 1))
 /* composites: natts u16, per field name str, oid u32, enc u8, datum */
 BAD_VALUE(b_composite_bad_enc, RP_ENC_COMPOSITE,
-		  rp_buf_put_u16(b, 1); tu_put_field(b, "f", 25, 200); rp_enc_datum_kind(b, RP_DATUM_VALUE);
+		  rp_buf_put_u16(b, 1); ct_put_field(b, "f", 25, 200); rp_enc_datum_kind(b, RP_DATUM_VALUE);
 		  put_canary_str(b))
 BAD_VALUE(b_composite_bad_kind, RP_ENC_COMPOSITE,
-		  rp_buf_put_u16(b, 1); tu_put_field(b, "f", 25, RP_ENC_STRING);
+		  rp_buf_put_u16(b, 1); ct_put_field(b, "f", 25, RP_ENC_STRING);
 		  rp_enc_datum_kind(b, RP_DATUM_UNCHANGED))
 BAD_VALUE(b_composite_too_few, RP_ENC_COMPOSITE,
-		  rp_buf_put_u16(b, 3); tu_put_field(b, "f", 25, RP_ENC_STRING);
+		  rp_buf_put_u16(b, 3); ct_put_field(b, "f", 25, RP_ENC_STRING);
 		  rp_enc_datum_kind(b, RP_DATUM_VALUE); put_canary_str(b);
-		  tu_put_field(b, "g", 25, RP_ENC_STRING); rp_enc_datum_kind(b, RP_DATUM_NULL))
+		  ct_put_field(b, "g", 25, RP_ENC_STRING); rp_enc_datum_kind(b, RP_DATUM_NULL))
 BAD_VALUE(b_composite_name_past_end, RP_ENC_COMPOSITE,
-		  rp_buf_put_u16(b, 1); rp_buf_put_u32(b, 1000); rp_buf_put_text(b, TU_CANARY))
+		  rp_buf_put_u16(b, 1); rp_buf_put_u32(b, 1000); rp_buf_put_text(b, CT_CANARY))
 /* ranges: flags u8, subtype oid u32, subtype enc u8, bounds */
 BAD_VALUE(b_range_bad_flags, RP_ENC_RANGE,
-		  tu_put_range(b, 0x20 | RP_RANGE_LB_INC, 25, RP_ENC_STRING); put_canary_str(b);
+		  ct_put_range(b, 0x20 | RP_RANGE_LB_INC, 25, RP_ENC_STRING); put_canary_str(b);
 		  put_canary_str(b))
 BAD_VALUE(b_range_bad_enc, RP_ENC_RANGE,
-		  tu_put_range(b, RP_RANGE_LB_INC, 25, 99); put_canary_str(b); put_canary_str(b))
+		  ct_put_range(b, RP_RANGE_LB_INC, 25, 99); put_canary_str(b); put_canary_str(b))
 BAD_VALUE(b_range_missing_upper, RP_ENC_RANGE,
-		  tu_put_range(b, RP_RANGE_LB_INC, 25, RP_ENC_STRING); put_canary_str(b))
+		  ct_put_range(b, RP_RANGE_LB_INC, 25, RP_ENC_STRING); put_canary_str(b))
 BAD_VALUE(b_range_empty_with_bounds, RP_ENC_RANGE,
-		  tu_put_range(b, RP_RANGE_EMPTY, 23, RP_ENC_INT4); rp_buf_put_u32(b, 1))
+		  ct_put_range(b, RP_RANGE_EMPTY, 23, RP_ENC_INT4); rp_buf_put_u32(b, 1))
 BAD_VALUE(b_range_header_cut, RP_ENC_RANGE, rp_buf_put_u8(b, 0); rp_buf_put_u16(b, 0))
 
 /* nesting: every level one element deep, count levels of containers */
@@ -509,11 +509,11 @@ put_nested(RpBuf *b, int levels, int kind)
 		else if (k == 1)
 		{
 			rp_buf_put_u16(b, 1);
-			tu_put_field(b, "f", 0, inner);
+			ct_put_field(b, "f", 0, inner);
 			rp_enc_datum_kind(b, RP_DATUM_VALUE);
 		}
 		else
-			tu_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INF, 0, inner);
+			ct_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INF, 0, inner);
 	}
 	put_canary_str(b);
 }
@@ -531,7 +531,7 @@ b_relation_raw(RpBuf *b, char identity, uint16_t natts, uint8_t enc, const char 
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_RELATION);
 	rp_buf_put_u32(b, REL);
 	rp_buf_put_str(b, schema, schema_len);
@@ -643,7 +643,7 @@ b_relation_nul_name(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = rp_enc_relation_start(b, REL, "s", "", RP_IDENTITY_DEFAULT, 0);
 	rp_buf_end_record(b, at);
 	/* patch the empty name into "\0": length 1 and a NUL byte */
@@ -669,7 +669,7 @@ b_relation_cut(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_RELATION);
 	rp_buf_put_u32(b, REL);
 	rp_buf_put_cstr(b, "s");
@@ -682,7 +682,7 @@ b_begin_trailing(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_BEGIN);
 	rp_buf_put_u32(b, 1);
 	rp_buf_put_u64(b, 2);
@@ -696,7 +696,7 @@ b_begin_short(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_BEGIN);
 	rp_buf_put_u32(b, 1);
 	rp_buf_put_u64(b, 2);
@@ -708,7 +708,7 @@ b_commit_short(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rp_enc_begin(b, 1, 2, 3);
 	at = raw_record(b, RP_TAG_COMMIT);
 	rp_buf_put_u8(b, 0);
@@ -723,7 +723,7 @@ b_commit_trailing(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_COMMIT);
 	rp_buf_put_u8(b, 0);
 	rp_buf_put_u64(b, 2);
@@ -738,7 +738,7 @@ b_stream_stop_payload(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_STREAM_STOP);
 	rp_buf_put_u8(b, 0);
 	rp_buf_end_record(b, at);
@@ -749,7 +749,7 @@ b_stream_start_trailing(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_STREAM_START);
 	rp_buf_put_u32(b, 1);
 	rp_buf_put_u8(b, 1);
@@ -762,7 +762,7 @@ b_stream_abort_short(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_STREAM_ABORT);
 	rp_buf_put_u32(b, 1);
 	rp_buf_end_record(b, at);
@@ -773,7 +773,7 @@ b_stream_commit_short(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_STREAM_COMMIT);
 	rp_buf_put_u32(b, 1);
 	rp_buf_put_u64(b, 2);
@@ -785,11 +785,11 @@ b_origin_past_end(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_ORIGIN);
 	rp_buf_put_u64(b, 1);
 	rp_buf_put_u32(b, 50);
-	rp_buf_put_text(b, TU_CANARY);
+	rp_buf_put_text(b, CT_CANARY);
 	rp_buf_end_record(b, at);
 }
 
@@ -798,7 +798,7 @@ b_origin_trailing(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_ORIGIN);
 	rp_buf_put_u64(b, 1);
 	rp_buf_put_cstr(b, "o");
@@ -812,7 +812,7 @@ b_truncate_unknown_relid(RpBuf *b)
 {
 	uint32_t	relids[2] = {REL, 999};
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rel_with(b, RP_ENC_STRING);
 	rp_enc_truncate(b, RP_TRUNCATE_CASCADE, 0, 2, relids);
 }
@@ -822,7 +822,7 @@ b_truncate_no_relations(RpBuf *b)
 {
 	uint32_t	relid = REL;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rp_enc_truncate(b, 0, 77, 1, &relid);
 }
 
@@ -831,7 +831,7 @@ b_truncate_nrels(RpBuf *b, uint32_t nrels, int present)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	rel_with(b, RP_ENC_STRING);
 	at = raw_record(b, RP_TAG_TRUNCATE);
 	rp_buf_put_u8(b, 0);
@@ -864,7 +864,7 @@ b_truncate_xid_cut(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_TRUNCATE);
 	rp_buf_put_u8(b, RP_CHANGE_HAS_XID);
 	rp_buf_put_u16(b, 0);
@@ -877,7 +877,7 @@ b_message_nul_prefix(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_MESSAGE);
 	rp_buf_put_u8(b, RP_MESSAGE_TRANSACTIONAL);
 	rp_buf_put_u64(b, 1);
@@ -891,13 +891,13 @@ b_message_content_past_end(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_MESSAGE);
 	rp_buf_put_u8(b, 0);
 	rp_buf_put_u64(b, 1);
 	rp_buf_put_cstr(b, "p");
 	rp_buf_put_u32(b, 100);
-	rp_buf_put_text(b, TU_CANARY);
+	rp_buf_put_text(b, CT_CANARY);
 	rp_buf_end_record(b, at);
 }
 
@@ -906,7 +906,7 @@ b_message_trailing(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_MESSAGE);
 	rp_buf_put_u8(b, 0);
 	rp_buf_put_u64(b, 1);
@@ -921,7 +921,7 @@ b_message_xid_missing(RpBuf *b)
 {
 	size_t		at;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = raw_record(b, RP_TAG_MESSAGE);
 	rp_buf_put_u8(b, RP_CHANGE_HAS_XID);
 	rp_buf_put_u64(b, 1);
@@ -932,10 +932,10 @@ b_message_xid_missing(RpBuf *b)
 static void
 b_garbage_after_good(RpBuf *b)
 {
-	tu_frame_init(b);
+	ct_frame(b);
 	rp_enc_begin(b, 1, 2, 3);
-	rp_enc_message(b, true, 0, 1, "p", TU_CANARY, strlen(TU_CANARY));
-	rp_buf_put_text(b, TU_CANARY);
+	rp_enc_message(b, true, 0, 1, "p", CT_CANARY, strlen(CT_CANARY));
+	rp_buf_put_text(b, CT_CANARY);
 }
 
 #define CASE(fn, good) {#fn, fn, good}
@@ -1088,7 +1088,7 @@ START_TEST(test_bad_frame)
 	while ((rc = rp_decoder_next(&dec, &rec)) == 1)
 	{
 		/* what decodes must render */
-		tu_render(&rec, &dec.rels, NULL);
+		ct_render(&rec, &dec.rels, NULL);
 		if (rec.tag == RP_TAG_RELATION)
 			rp_relation_free(rec.u.relation.previous);
 		good++;
@@ -1111,7 +1111,7 @@ BAD_VALUE(g_array_6d, RP_ENC_ARRAY,
 							  (int[]){1, 1, 1, 1, 1, -5});
 		  for (int i = 0; i < 2; i++) { rp_enc_datum_kind(b, RP_DATUM_VALUE); rp_buf_put_u32(b, (uint32_t) i); })
 BAD_VALUE(g_numeric_9999, RP_ENC_NUMERIC,
-		  tu_put_numeric(b, RP_NUMERIC_NEG, 2, 4, 3, (const uint16_t[]){9999, 0, 9999}))
+		  ct_put_numeric(b, RP_NUMERIC_NEG, 2, 4, 3, (const uint16_t[]){9999, 0, 9999}))
 
 START_TEST(test_good_boundaries)
 {
@@ -1122,9 +1122,9 @@ START_TEST(test_good_boundaries)
 		const char *x;
 	}			cases[] = {
 		{"nested arrays 8", g_nested_arrays_8,
-		"[[[[[[[[\"" TU_CANARY "\"]]]]]]]]"},
+		"[[[[[[[[\"" CT_CANARY "\"]]]]]]]]"},
 		{"nested composites 8", g_nested_composites_8,
-		"{\"f\":{\"f\":{\"f\":{\"f\":{\"f\":{\"f\":{\"f\":{\"f\":\"" TU_CANARY "\"}}}}}}}}"},
+		"{\"f\":{\"f\":{\"f\":{\"f\":{\"f\":{\"f\":{\"f\":{\"f\":\"" CT_CANARY "\"}}}}}}}}"},
 		{"array 6d", g_array_6d,
 		"{\"lower_bounds\":[1,1,1,1,1,-5],\"elements\":[[[[[[0],[1]]]]]]}"},
 		{"numeric 9999", g_numeric_9999, "\"-999900009999.0000\""},
@@ -1139,9 +1139,9 @@ START_TEST(test_good_boundaries)
 		int			n;
 
 		cases[i].build(&b);
-		n = tu_decode_frame(b.data, b.len, &lines, err, sizeof(err));
+		n = ct_decode_frame(b.data, b.len, &lines, err, sizeof(err));
 		ck_assert_msg(n == 2, "%s: %s", cases[i].name, err);
-		want = tu_keep(malloc(strlen(cases[i].x) + 64));
+		want = ct_keep(malloc(strlen(cases[i].x) + 64));
 		sprintf(want, "\"x\":%s}}", cases[i].x);
 		ck_assert_msg(strlen(lines) > strlen(want) &&
 					  strcmp(lines + strlen(lines) - strlen(want), want) == 0,
@@ -1174,7 +1174,7 @@ mark(Frame *f)
 static void
 build_rich(Frame *f, bool with_json)
 {
-	TuCol		cols[] = {
+	CtCol		cols[] = {
 		{"id", RP_ENC_INT8, 20, "int8", -1, RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL},
 		{"s", RP_ENC_STRING, 25, "text", -1, 0},
 		{"n", RP_ENC_NUMERIC, 1700, "numeric", -1, 0},
@@ -1194,13 +1194,13 @@ build_rich(Frame *f, bool with_json)
 	size_t		at;
 
 	memset(f, 0, sizeof(*f));
-	tu_frame_init(&f->b);
+	ct_frame(&f->b);
 	mark(f);
 	rp_enc_begin(&f->b, 1234, 0x5000, 1000);
 	mark(f);
 	rp_enc_origin(&f->b, 0x10, "origin");
 	mark(f);
-	tu_relation(&f->b, REL, "public", "rich", RP_IDENTITY_DEFAULT, ncols, cols);
+	ct_relation(&f->b, REL, "public", "rich", RP_IDENTITY_DEFAULT, ncols, cols);
 	mark(f);
 	for (int rec = 0; rec < 3; rec++)
 	{
@@ -1242,7 +1242,7 @@ build_rich(Frame *f, bool with_json)
 						put_canary_str(b);
 						break;
 					case 2:
-						tu_put_numeric(b, RP_NUMERIC_NEG, 1, 3, 3, (const uint16_t[]){12, 3456, 7000});
+						ct_put_numeric(b, RP_NUMERIC_NEG, 1, 3, 3, (const uint16_t[]){12, 3456, 7000});
 						break;
 					case 3:
 						rp_enc_array_header(b, RP_ENC_STRING, 25, 2, (int[]){2, 2}, (int[]){1, 0});
@@ -1256,19 +1256,19 @@ build_rich(Frame *f, bool with_json)
 						break;
 					case 4:
 						rp_buf_put_u16(b, 3);
-						tu_put_field(b, "k", 25, RP_ENC_STRING);
+						ct_put_field(b, "k", 25, RP_ENC_STRING);
 						rp_enc_datum_kind(b, RP_DATUM_VALUE);
 						put_canary_str(b);
-						tu_put_field(b, "r", 3904, RP_ENC_RANGE);
+						ct_put_field(b, "r", 3904, RP_ENC_RANGE);
 						rp_enc_datum_kind(b, RP_DATUM_VALUE);
-						tu_put_range(b, RP_RANGE_LB_INC, 23, RP_ENC_INT4);
+						ct_put_range(b, RP_RANGE_LB_INC, 23, RP_ENC_INT4);
 						rp_buf_put_u32(b, 1);
 						rp_buf_put_u32(b, 9);
-						tu_put_field(b, "z", 23, RP_ENC_INT4);
+						ct_put_field(b, "z", 23, RP_ENC_INT4);
 						rp_enc_datum_kind(b, RP_DATUM_NULL);
 						break;
 					case 5:
-						rp_buf_put_str(b, "\0" TU_CANARY "\xff", strlen(TU_CANARY) + 2);
+						rp_buf_put_str(b, "\0" CT_CANARY "\xff", strlen(CT_CANARY) + 2);
 						break;
 					case 6:
 						rp_buf_put_u64(b, (uint64_t) -INT64_C(14182940000000));
@@ -1286,13 +1286,13 @@ build_rich(Frame *f, bool with_json)
 						rp_buf_put_u32(b, 3);
 						break;
 					case 10:
-						tu_put_float8(b, 0.1);
+						ct_put_float8(b, 0.1);
 						break;
 					case 11:
 						rp_buf_put_u32(b, (uint32_t) -735525);
 						break;
 					case 12:
-						rp_buf_put_cstr(b, with_json ? "{\"k\": [\"" TU_CANARY "\"]}" : TU_CANARY);
+						rp_buf_put_cstr(b, with_json ? "{\"k\": [\"" CT_CANARY "\"]}" : CT_CANARY);
 						break;
 				}
 			}
@@ -1302,9 +1302,9 @@ build_rich(Frame *f, bool with_json)
 	}
 	rp_enc_truncate(&f->b, RP_TRUNCATE_CASCADE, 0, 1, relids);
 	mark(f);
-	rp_enc_message(&f->b, true, 0, 0x4000, "app", TU_CANARY, strlen(TU_CANARY));
+	rp_enc_message(&f->b, true, 0, 0x4000, "app", CT_CANARY, strlen(CT_CANARY));
 	mark(f);
-	rp_enc_message(&f->b, false, 0, 0x4001, "bin", "\0" TU_CANARY, strlen(TU_CANARY) + 1);
+	rp_enc_message(&f->b, false, 0, 0x4001, "bin", "\0" CT_CANARY, strlen(CT_CANARY) + 1);
 	mark(f);
 	rp_enc_stream_start(&f->b, 555, true);
 	mark(f);
@@ -1341,7 +1341,7 @@ decode_count(const void *data, size_t len, int *rc, char *err, size_t errlen, bo
 
 		rp_buf_init(&out, 0);
 		rp_render_record(&out, &rec, &dec.rels, NULL);
-		if (check_json && !tu_json_valid(out.data, out.len))
+		if (check_json && !ct_json_valid(out.data, out.len))
 			ck_abort_msg("record %d rendered as invalid JSON: %.*s", n, (int) out.len, out.data);
 		rp_buf_free(&out);
 		if (rec.tag == RP_TAG_RELATION)
@@ -1362,12 +1362,12 @@ START_TEST(test_rich_frame_decodes)
 	for (int json = 0; json < 2; json++)
 	{
 		build_rich(&f, json);
-		n = tu_decode_frame(f.b.data, f.b.len, &lines, NULL, 0);
+		n = ct_decode_frame(f.b.data, f.b.len, &lines, NULL, 0);
 		ck_assert_int_eq(n, f.n - 1);
 		ck_assert_ptr_nonnull(strstr(lines, "\"bin\":\"AENBTkFSWS03ZjNh/w==\""));
 		ck_assert_ptr_nonnull(strstr(lines, "\"content_base64\":\"AENBTkFSWS03ZjNh\""));
 		ck_assert_ptr_nonnull(strstr(lines, "\"n\":\"-123456.700\""));
-		ck_assert_ptr_nonnull(strstr(lines, "\"a\":{\"lower_bounds\":[1,0],\"elements\":[[\"" TU_CANARY
+		ck_assert_ptr_nonnull(strstr(lines, "\"a\":{\"lower_bounds\":[1,0],\"elements\":[[\"" CT_CANARY
 									 "\",null],[\"x\\\"y\",\"\"]]}"));
 		ck_assert_ptr_nonnull(strstr(lines, "\"tz\":\"12:34:56+00:00\""));
 		ck_assert_ptr_nonnull(strstr(lines, "\"d\":\"-0044-03-15\""));
@@ -1609,20 +1609,20 @@ START_TEST(test_error_names_place)
 }
 END_TEST
 
-static Suite *
-malformed_suite(void)
+Suite *
+ct_suite_malformed(void)
 {
 	Suite	   *s = suite_create("malformed");
 	TCase	   *tc;
 
-	tc = tu_tcase("cases");
+	tc = ct_tcase("cases");
 	tcase_add_loop_test(tc, test_bad_frame, 0, NBAD);
 	tcase_add_test(tc, test_good_boundaries);
 	tcase_add_test(tc, test_failed_relation_not_stored);
 	tcase_add_test(tc, test_error_names_place);
 	suite_add_tcase(s, tc);
 
-	tc = tu_tcase("damage");
+	tc = ct_tcase("damage");
 	tcase_add_test(tc, test_rich_frame_decodes);
 	tcase_add_test(tc, test_every_prefix);
 	tcase_add_test(tc, test_every_record_resized);
@@ -1630,10 +1630,4 @@ malformed_suite(void)
 	tcase_add_test(tc, test_random_damage);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return tu_run(malformed_suite());
 }

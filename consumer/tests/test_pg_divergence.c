@@ -5,7 +5,7 @@
  *    divergences (--on-divergence): a halt naming the table by default, a
  *    count by destination table name on the metrics page with skip.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "rp_alloc.h"
 #include "base/rp_metrics.h"
@@ -94,8 +94,8 @@ START_TEST(test_divergence)
 }
 END_TEST
 
-static Suite *
-pg_divergence_suite(void)
+Suite *
+ct_suite_pg_divergence(void)
 {
 	Suite	   *s = suite_create("pg_divergence");
 	TCase	   *tc = tcase_create("pg_divergence");
@@ -104,10 +104,4 @@ pg_divergence_suite(void)
 	tcase_add_test(tc, test_divergence);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(pg_divergence_suite());
 }

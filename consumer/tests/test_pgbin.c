@@ -10,7 +10,7 @@
  *    Guarantee G6 (deterministic values): the destination stores exactly
  *    what the source sent, with no text parsing in between.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "values/rp_pgbin.h"
 #include "rp_wire.h"
@@ -364,8 +364,8 @@ START_TEST(test_header_trailer)
 }
 END_TEST
 
-static Suite *
-pgbin_suite(void)
+Suite *
+ct_suite_pgbin(void)
 {
 	Suite	   *s = suite_create("pgbin");
 	TCase	   *tc = tcase_create("values");
@@ -380,10 +380,4 @@ pgbin_suite(void)
 	tcase_add_test(tc, test_header_trailer);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(pgbin_suite());
 }

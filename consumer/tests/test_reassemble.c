@@ -9,7 +9,7 @@
  *    Guarantees: backfill (DESIGN.md: tell a complete dump from a truncated
  *    one), G4 (value-free), G3 (a malformed frame is never counted).
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include <stdarg.h>
 
@@ -1047,8 +1047,8 @@ START_TEST(test_cli)
 }
 END_TEST
 
-static Suite *
-reassemble_suite(void)
+Suite *
+ct_suite_reassemble(void)
 {
 	Suite	   *s = suite_create("reassemble");
 	TCase	   *tc = tcase_create("reassemble");
@@ -1073,10 +1073,4 @@ reassemble_suite(void)
 	tcase_add_test(tc, test_cli);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(reassemble_suite());
 }

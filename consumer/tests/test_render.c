@@ -6,7 +6,7 @@
  *    one row through a frame, the decoder and rp_render_record.
  *    Guarantees: G6 (one value, one JSON text), G3 (what decodes renders).
  */
-#include "rp_testutil.h"
+#include "ct_kit.h"
 
 #include <float.h>
 #include <math.h>
@@ -44,7 +44,7 @@ put_num(RpBuf *b, uint16_t sign, int16_t weight, uint16_t dscale, int ndigits, .
 	for (int i = 0; i < ndigits; i++)
 		digits[i] = (uint16_t) va_arg(ap, int);
 	va_end(ap);
-	tu_put_numeric(b, sign, weight, dscale, ndigits, digits);
+	ct_put_numeric(b, sign, weight, dscale, ndigits, digits);
 }
 
 static void
@@ -87,22 +87,22 @@ put_timetz(RpBuf *b, int64_t us, int32_t offset_east)
 	X(int8_max, RP_ENC_INT8, "9223372036854775807", rp_buf_put_u64(b, INT64_MAX)) \
 	X(oid_zero, RP_ENC_OID, "0", rp_buf_put_u32(b, 0)) \
 	X(oid_max, RP_ENC_OID, "4294967295", rp_buf_put_u32(b, 4294967295u)) \
-	X(float4_nan, RP_ENC_FLOAT4, "\"NaN\"", tu_put_float4(b, NAN)) \
-	X(float4_inf, RP_ENC_FLOAT4, "\"Infinity\"", tu_put_float4(b, INFINITY)) \
-	X(float4_ninf, RP_ENC_FLOAT4, "\"-Infinity\"", tu_put_float4(b, -INFINITY)) \
-	X(float4_negzero, RP_ENC_FLOAT4, "-0", tu_put_float4(b, -0.0f)) \
-	X(float4_tenth, RP_ENC_FLOAT4, "0.1", tu_put_float4(b, 0.1f)) \
-	X(float4_max, RP_ENC_FLOAT4, "3.4028235e+38", tu_put_float4(b, FLT_MAX)) \
-	X(float4_denorm, RP_ENC_FLOAT4, "1e-45", tu_put_float4(b, 1.4e-45f)) \
-	X(float8_nan, RP_ENC_FLOAT8, "\"NaN\"", tu_put_float8(b, NAN)) \
-	X(float8_inf, RP_ENC_FLOAT8, "\"Infinity\"", tu_put_float8(b, INFINITY)) \
-	X(float8_ninf, RP_ENC_FLOAT8, "\"-Infinity\"", tu_put_float8(b, -INFINITY)) \
-	X(float8_negzero, RP_ENC_FLOAT8, "-0", tu_put_float8(b, -0.0)) \
-	X(float8_tenth, RP_ENC_FLOAT8, "0.1", tu_put_float8(b, 0.1)) \
-	X(float8_1e300, RP_ENC_FLOAT8, "1e+300", tu_put_float8(b, 1e300)) \
-	X(float8_denorm_min, RP_ENC_FLOAT8, "5e-324", tu_put_float8(b, 4.9406564584124654e-324)) \
-	X(float8_denorm, RP_ENC_FLOAT8, "1e-310", tu_put_float8(b, 1e-310)) \
-	X(float8_third, RP_ENC_FLOAT8, "-0.3333333333333333", tu_put_float8(b, -1.0 / 3.0)) \
+	X(float4_nan, RP_ENC_FLOAT4, "\"NaN\"", ct_put_float4(b, NAN)) \
+	X(float4_inf, RP_ENC_FLOAT4, "\"Infinity\"", ct_put_float4(b, INFINITY)) \
+	X(float4_ninf, RP_ENC_FLOAT4, "\"-Infinity\"", ct_put_float4(b, -INFINITY)) \
+	X(float4_negzero, RP_ENC_FLOAT4, "-0", ct_put_float4(b, -0.0f)) \
+	X(float4_tenth, RP_ENC_FLOAT4, "0.1", ct_put_float4(b, 0.1f)) \
+	X(float4_max, RP_ENC_FLOAT4, "3.4028235e+38", ct_put_float4(b, FLT_MAX)) \
+	X(float4_denorm, RP_ENC_FLOAT4, "1e-45", ct_put_float4(b, 1.4e-45f)) \
+	X(float8_nan, RP_ENC_FLOAT8, "\"NaN\"", ct_put_float8(b, NAN)) \
+	X(float8_inf, RP_ENC_FLOAT8, "\"Infinity\"", ct_put_float8(b, INFINITY)) \
+	X(float8_ninf, RP_ENC_FLOAT8, "\"-Infinity\"", ct_put_float8(b, -INFINITY)) \
+	X(float8_negzero, RP_ENC_FLOAT8, "-0", ct_put_float8(b, -0.0)) \
+	X(float8_tenth, RP_ENC_FLOAT8, "0.1", ct_put_float8(b, 0.1)) \
+	X(float8_1e300, RP_ENC_FLOAT8, "1e+300", ct_put_float8(b, 1e300)) \
+	X(float8_denorm_min, RP_ENC_FLOAT8, "5e-324", ct_put_float8(b, 4.9406564584124654e-324)) \
+	X(float8_denorm, RP_ENC_FLOAT8, "1e-310", ct_put_float8(b, 1e-310)) \
+	X(float8_third, RP_ENC_FLOAT8, "-0.3333333333333333", ct_put_float8(b, -1.0 / 3.0)) \
 	X(numeric_plain, RP_ENC_NUMERIC, "\"12.50\"", put_num(b, RP_NUMERIC_POS, 0, 2, 2, 12, 5000)) \
 	X(numeric_zero, RP_ENC_NUMERIC, "\"0\"", put_num(b, RP_NUMERIC_POS, 0, 0, 0)) \
 	X(numeric_zero_scale, RP_ENC_NUMERIC, "\"0.000\"", put_num(b, RP_NUMERIC_POS, 0, 3, 0)) \
@@ -215,45 +215,45 @@ put_timetz(RpBuf *b, int64_t us, int32_t offset_east)
 	X(array_composite, RP_ENC_ARRAY, "[{\"x\":1},null]", \
 	  rp_enc_array_header(b, RP_ENC_COMPOSITE, 16400, 1, DIMS(2), DIMS(1)); \
 	  rp_enc_datum_kind(b, RP_DATUM_VALUE); rp_buf_put_u16(b, 1); \
-	  tu_put_field(b, "x", 23, RP_ENC_INT4); el_i4(b, 1); el_null(b)) \
+	  ct_put_field(b, "x", 23, RP_ENC_INT4); el_i4(b, 1); el_null(b)) \
 	X(composite_null_field, RP_ENC_COMPOSITE, "{\"x\":1,\"y\":null,\"na\\\"me\":\"v\"}", \
 	  rp_buf_put_u16(b, 3); \
-	  tu_put_field(b, "x", 23, RP_ENC_INT4); el_i4(b, 1); \
-	  tu_put_field(b, "y", 25, RP_ENC_STRING); el_null(b); \
-	  tu_put_field(b, "na\"me", 25, RP_ENC_STRING); el_str(b, "v")) \
+	  ct_put_field(b, "x", 23, RP_ENC_INT4); el_i4(b, 1); \
+	  ct_put_field(b, "y", 25, RP_ENC_STRING); el_null(b); \
+	  ct_put_field(b, "na\"me", 25, RP_ENC_STRING); el_str(b, "v")) \
 	X(composite_empty, RP_ENC_COMPOSITE, "{}", rp_buf_put_u16(b, 0)) \
 	X(composite_nested, RP_ENC_COMPOSITE, \
 	  "{\"tags\":[\"a\"],\"span\":{\"lower\":1,\"upper\":null,\"lower_inclusive\":true,\"upper_inclusive\":false}," \
 	  "\"inner\":{\"when\":\"2000-01-01T00:00:00Z\"}}", \
 	  rp_buf_put_u16(b, 3); \
-	  tu_put_field(b, "tags", 1009, RP_ENC_ARRAY); rp_enc_datum_kind(b, RP_DATUM_VALUE); \
+	  ct_put_field(b, "tags", 1009, RP_ENC_ARRAY); rp_enc_datum_kind(b, RP_DATUM_VALUE); \
 	  rp_enc_array_header(b, RP_ENC_STRING, 25, 1, DIMS(1), DIMS(1)); el_str(b, "a"); \
-	  tu_put_field(b, "span", 3904, RP_ENC_RANGE); rp_enc_datum_kind(b, RP_DATUM_VALUE); \
-	  tu_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INF, 23, RP_ENC_INT4); rp_buf_put_u32(b, 1); \
-	  tu_put_field(b, "inner", 16500, RP_ENC_COMPOSITE); rp_enc_datum_kind(b, RP_DATUM_VALUE); \
-	  rp_buf_put_u16(b, 1); tu_put_field(b, "when", 1184, RP_ENC_TIMESTAMPTZ); \
+	  ct_put_field(b, "span", 3904, RP_ENC_RANGE); rp_enc_datum_kind(b, RP_DATUM_VALUE); \
+	  ct_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INF, 23, RP_ENC_INT4); rp_buf_put_u32(b, 1); \
+	  ct_put_field(b, "inner", 16500, RP_ENC_COMPOSITE); rp_enc_datum_kind(b, RP_DATUM_VALUE); \
+	  rp_buf_put_u16(b, 1); ct_put_field(b, "when", 1184, RP_ENC_TIMESTAMPTZ); \
 	  rp_enc_datum_kind(b, RP_DATUM_VALUE); rp_buf_put_u64(b, (uint64_t) RP_PG_EPOCH_USECS)) \
-	X(range_empty, RP_ENC_RANGE, "{\"empty\":true}", tu_put_range(b, RP_RANGE_EMPTY, 23, RP_ENC_INT4)) \
+	X(range_empty, RP_ENC_RANGE, "{\"empty\":true}", ct_put_range(b, RP_RANGE_EMPTY, 23, RP_ENC_INT4)) \
 	X(range_incl_excl, RP_ENC_RANGE, \
 	  "{\"lower\":1,\"upper\":10,\"lower_inclusive\":true,\"upper_inclusive\":false}", \
-	  tu_put_range(b, RP_RANGE_LB_INC, 23, RP_ENC_INT4); rp_buf_put_u32(b, 1); rp_buf_put_u32(b, 10)) \
+	  ct_put_range(b, RP_RANGE_LB_INC, 23, RP_ENC_INT4); rp_buf_put_u32(b, 1); rp_buf_put_u32(b, 10)) \
 	X(range_excl_incl, RP_ENC_RANGE, \
 	  "{\"lower\":\"1.5\",\"upper\":\"2.5\",\"lower_inclusive\":false,\"upper_inclusive\":true}", \
-	  tu_put_range(b, RP_RANGE_UB_INC, 1700, RP_ENC_NUMERIC); \
+	  ct_put_range(b, RP_RANGE_UB_INC, 1700, RP_ENC_NUMERIC); \
 	  put_num(b, RP_NUMERIC_POS, 0, 1, 2, 1, 5000); put_num(b, RP_NUMERIC_POS, 0, 1, 2, 2, 5000)) \
 	X(range_lower_inf, RP_ENC_RANGE, \
 	  "{\"lower\":null,\"upper\":5,\"lower_inclusive\":false,\"upper_inclusive\":true}", \
-	  tu_put_range(b, RP_RANGE_LB_INF | RP_RANGE_UB_INC, 20, RP_ENC_INT8); rp_buf_put_u64(b, 5)) \
+	  ct_put_range(b, RP_RANGE_LB_INF | RP_RANGE_UB_INC, 20, RP_ENC_INT8); rp_buf_put_u64(b, 5)) \
 	X(range_both_inf, RP_ENC_RANGE, \
 	  "{\"lower\":null,\"upper\":null,\"lower_inclusive\":false,\"upper_inclusive\":false}", \
-	  tu_put_range(b, RP_RANGE_LB_INF | RP_RANGE_UB_INF, 1082, RP_ENC_DATE)) \
+	  ct_put_range(b, RP_RANGE_LB_INF | RP_RANGE_UB_INF, 1082, RP_ENC_DATE)) \
 	X(range_tstz, RP_ENC_RANGE, \
 	  "{\"lower\":\"1969-12-31T23:59:59.999999Z\",\"upper\":null,\"lower_inclusive\":true,\"upper_inclusive\":false}", \
-	  tu_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INF, 1184, RP_ENC_TIMESTAMPTZ); \
+	  ct_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INF, 1184, RP_ENC_TIMESTAMPTZ); \
 	  rp_buf_put_u64(b, (uint64_t) -1)) \
 	X(range_ts_extremes, RP_ENC_RANGE, \
 	  "{\"lower\":\"-4713-11-24T00:00:00\",\"upper\":\"+294276-12-31T23:59:59.999999\",\"lower_inclusive\":true,\"upper_inclusive\":true}", \
-	  tu_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INC, 1114, RP_ENC_TIMESTAMP); \
+	  ct_put_range(b, RP_RANGE_LB_INC | RP_RANGE_UB_INC, 1114, RP_ENC_TIMESTAMP); \
 	  rp_buf_put_u64(b, (uint64_t) INT64_C(-210866803200000000)); \
 	  rp_buf_put_u64(b, (uint64_t) (RP_TS_EXT_BASE + RP_TS_EXT_MAX_K))) \
 	X(array_tstz_extremes, RP_ENC_ARRAY, \
@@ -263,7 +263,7 @@ put_timetz(RpBuf *b, int64_t us, int32_t offset_east)
 	  rp_enc_datum_kind(b, RP_DATUM_VALUE); rp_buf_put_u64(b, (uint64_t) RP_TS_NEG_INF)) \
 	X(range_date, RP_ENC_RANGE, \
 	  "{\"lower\":\"2000-02-29\",\"upper\":\"infinity\",\"lower_inclusive\":true,\"upper_inclusive\":false}", \
-	  tu_put_range(b, RP_RANGE_LB_INC, 1082, RP_ENC_DATE); rp_buf_put_u32(b, 11016); \
+	  ct_put_range(b, RP_RANGE_LB_INC, 1082, RP_ENC_DATE); rp_buf_put_u32(b, 11016); \
 	  rp_buf_put_u32(b, (uint32_t) RP_DATE_POS_INF))
 
 #define X_BUILD(name, enc, json, ...) \
@@ -293,7 +293,7 @@ START_TEST(test_value)
 
 	rp_buf_init(&v, 0);
 	vc->build(&v);
-	json = tu_value_json(vc->enc, &v);
+	json = ct_value_json(vc->enc, &v);
 	ck_assert_msg(strcmp(json, vc->json) == 0, "%s: got %s, want %s", vc->name, json, vc->json);
 
 	/* the walk consumes exactly the value: one byte less is refused */
@@ -302,7 +302,7 @@ START_TEST(test_value)
 		RpBuf		shorter = v;
 
 		shorter.len--;
-		ck_assert_msg(!tu_value_accepted(vc->enc, &shorter), "%s: a truncated value was accepted",
+		ck_assert_msg(!ct_value_accepted(vc->enc, &shorter), "%s: a truncated value was accepted",
 					  vc->name);
 	}
 	rp_buf_free(&v);
@@ -335,7 +335,7 @@ START_TEST(test_values_in_a_row)
 	RpDecoder	dec;
 	RpRecord	rec;
 
-	tu_frame_init(&b);
+	ct_frame(&b);
 	at = rp_enc_relation_start(&b, 99, "public", "all_types", RP_IDENTITY_FULL, (uint16_t) NCASES);
 	for (int i = 0; i < NCASES; i++)
 		rp_enc_relation_column(&b, (int16_t) (i + 1), value_cases[i].name, 1000 + (uint32_t) i,
@@ -360,7 +360,7 @@ START_TEST(test_values_in_a_row)
 
 	rp_buf_init(&expect, 0);
 	rp_buf_put_text(&expect, "{\"kind\":\"relation\"");	/* checked by prefix only */
-	ck_assert_int_eq(tu_decode_frame(b.data, b.len, &lines, NULL, 0), 2);
+	ck_assert_int_eq(ct_decode_frame(b.data, b.len, &lines, NULL, 0), 2);
 	ck_assert_msg(strncmp(lines, expect.data, expect.len) == 0, "%s", lines);
 	rp_buf_reset(&expect);
 	rp_buf_put_text(&expect, "{\"kind\":\"update\",\"schema\":\"public\",\"table\":\"all_types\",\"old\":{");
@@ -380,7 +380,7 @@ START_TEST(test_values_in_a_row)
 	rp_buf_put_text(&expect, "}}");
 	{
 		const char *got = strchr(lines, '\n') + 1;
-		const char *want = tu_cstr(&expect);
+		const char *want = ct_cstr(&expect);
 		size_t		at = 0;
 
 		while (got[at] && got[at] == want[at])
@@ -433,16 +433,16 @@ START_TEST(test_render_tuple_kinds)
 
 	rp_buf_init(&out, 0);
 	rp_render_tuple(&out, &rel, &tup);
-	ck_assert_str_eq(tu_cstr(&out), "{\"a\":1,\"b\":null,\"d\\n\":1}");
+	ck_assert_str_eq(ct_cstr(&out), "{\"a\":1,\"b\":null,\"d\\n\":1}");
 	datums[0].kind = RP_DATUM_NOT_IN_KEY;
 	rp_buf_reset(&out);
 	rp_render_tuple(&out, &rel, &tup);
-	ck_assert_str_eq(tu_cstr(&out), "{\"b\":null,\"d\\n\":1}");
+	ck_assert_str_eq(ct_cstr(&out), "{\"b\":null,\"d\\n\":1}");
 	for (int i = 0; i < 4; i++)
 		datums[i].kind = RP_DATUM_UNCHANGED;
 	rp_buf_reset(&out);
 	rp_render_tuple(&out, &rel, &tup);
-	ck_assert_str_eq(tu_cstr(&out), "{}");
+	ck_assert_str_eq(ct_cstr(&out), "{}");
 	rp_buf_free(&out);
 }
 END_TEST
@@ -487,7 +487,7 @@ START_TEST(test_render_large)
 	rp_enc_array_header(&v, RP_ENC_INT4, 23, 1, DIMS(N), DIMS(1));
 	for (int i = 0; i < N; i++)
 		el_i4(&v, i);
-	json = tu_value_json(RP_ENC_ARRAY, &v);
+	json = ct_value_json(RP_ENC_ARRAY, &v);
 	ck_assert(strncmp(json, "[0,1,2,3,", 9) == 0);
 	ck_assert(strcmp(json + strlen(json) - 13, ",99998,99999]") == 0);
 
@@ -495,7 +495,7 @@ START_TEST(test_render_large)
 	for (int i = 0; i < N; i++)
 		big[i] = (char) (i % 3 == 0 ? '"' : 'a' + i % 26);
 	rp_buf_put_str(&v, big, N);
-	json = tu_value_json(RP_ENC_STRING, &v);
+	json = ct_value_json(RP_ENC_STRING, &v);
 	ck_assert_uint_eq(strlen(json), 2 + N + (N + 2) / 3);
 	rp_buf_free(&v);
 	free(big);
@@ -561,7 +561,7 @@ slice_frame(RpBuf *b, int shift)
 	size_t		at;
 	RpBuf		tmp;
 
-	tu_frame_init(b);
+	ct_frame(b);
 	at = rp_enc_relation_start(b, 7, "public", "big", RP_IDENTITY_DEFAULT, 5);
 	rp_enc_relation_column(b, 1, "t", 25, "text", -1, RP_ENC_TEXT, 0);
 	rp_enc_relation_column(b, 2, "j", 114, "json", -1, RP_ENC_JSON, 0);
@@ -689,13 +689,13 @@ START_TEST(test_render_sliced_flush_fails)
 }
 END_TEST
 
-static Suite *
-render_suite(void)
+Suite *
+ct_suite_render(void)
 {
 	Suite	   *s = suite_create("render");
 	TCase	   *tc;
 
-	tc = tu_tcase("values");
+	tc = ct_tcase("values");
 	tcase_add_loop_test(tc, test_value, 0, NCASES);
 	tcase_add_test(tc, test_every_encoding_covered);
 	tcase_add_test(tc, test_values_in_a_row);
@@ -706,10 +706,4 @@ render_suite(void)
 	tcase_add_test(tc, test_render_sliced_flush_fails);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return tu_run(render_suite());
 }

@@ -12,7 +12,7 @@
  *    Guarantee: G1 (a resumed copy continues exactly after the last
  *    stored chunk) and G3 (a damaged token stops the resume).
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "snapshot/rp_snaptoken.h"
 
@@ -167,8 +167,8 @@ START_TEST(test_malformed)
 }
 END_TEST
 
-static Suite *
-snaptoken_suite(void)
+Suite *
+ct_suite_snaptoken(void)
 {
 	Suite	   *s = suite_create("snaptoken");
 	TCase	   *tc = tcase_create("core");
@@ -179,10 +179,4 @@ snaptoken_suite(void)
 	tcase_add_test(tc, test_malformed);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(snaptoken_suite());
 }

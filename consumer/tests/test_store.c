@@ -6,7 +6,7 @@
  *    size, subtransaction aborts cut stores in memory and on disk,
  *    --max-spill halts, and spill files are deleted on free and on start.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 static RpSpill sp;
 static char spill_dir[512];
@@ -564,8 +564,8 @@ START_TEST(test_iter_corrupt_memory)
 }
 END_TEST
 
-static Suite *
-store_suite(void)
+Suite *
+ct_suite_store(void)
 {
 	Suite	   *s = suite_create("store");
 	TCase	   *tc = tcase_create("store");
@@ -589,10 +589,4 @@ store_suite(void)
 	tcase_add_test(tc, test_iter_corrupt_memory);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(store_suite());
 }

@@ -8,7 +8,7 @@
  *    canonical text form and its parser.
  *    Guarantee: snapshot ids that sort by snapshot time and never repeat.
  */
-#include "ct_util.h"
+#include "ct_kit.h"
 
 #include "envelope/rp_uuid7.h"
 
@@ -207,8 +207,8 @@ START_TEST(test_text)
 }
 END_TEST
 
-static Suite *
-uuid7_suite(void)
+Suite *
+ct_suite_uuid7(void)
 {
 	Suite	   *s = suite_create("uuid7");
 	TCase	   *tc = tcase_create("uuid7");
@@ -222,10 +222,4 @@ uuid7_suite(void)
 	tcase_add_test(tc, test_text);
 	suite_add_tcase(s, tc);
 	return s;
-}
-
-int
-main(void)
-{
-	return ct_run(uuid7_suite());
 }

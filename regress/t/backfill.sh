@@ -45,27 +45,7 @@ rp_cluster_start dst
 # before the kill however fast the machine is; the stream's statements are not slowed. The
 # consumer creates those tables (--create-tables): an event trigger gives each its statement
 # trigger as it is created.
-rp_psql dst <<'SQL' >/dev/null
-CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	IF current_query() LIKE '%rp_bfs_%' THEN
-		PERFORM pg_sleep(0.2);
-	END IF;
-	RETURN NULL;
-END $$;
-CREATE FUNCTION public.slow_new_tables() RETURNS event_trigger LANGUAGE plpgsql AS $$
-DECLARE
-	obj record;
-BEGIN
-	FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands()
-	           WHERE command_tag = 'CREATE TABLE' AND object_identity IN ('public.b_t', 'public.c_t') LOOP
-		EXECUTE format('CREATE TRIGGER slow AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.slow()',
-		               obj.object_identity);
-	END LOOP;
-END $$;
-CREATE EVENT TRIGGER slow_new_tables ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
-	EXECUTE FUNCTION public.slow_new_tables();
-SQL
+rp_slow_new_tables dst 0.2 'INSERT OR UPDATE' '%rp_bfs_%' b_t c_t
 
 rp_psql src <<'SQL' >/dev/null
 CREATE TABLE a_t (id bigint PRIMARY KEY, v text, n int NOT NULL);
@@ -184,7 +164,7 @@ done
 ((ndone == 0)) || fail "the backfill finished before the kill could test its resume"
 stop_consumer KILL "the kill during the backfill"
 rp_say "killed the consumer during the backfill ($brows rows of b_t stored)"
-rp_psql dst -c 'CREATE OR REPLACE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$' >/dev/null
+rp_slow_off dst
 
 start_consumer "${ALL[@]}" "${BACKFILL[@]}"
 deadline=$((SECONDS + 600))

@@ -31,17 +31,10 @@ CANARY='CANARY-d41d8cd9'
 CANARY_SQL="'CANARY-' || 'd41d8cd9'"
 work=$(mktemp -d /tmp/rp-canary.XXXXXX)
 status=1
-cleanup() {
-	local rc=$?
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+pid=
+cleanup() { rp_e2e_cleanup $? pid; }
 trap cleanup EXIT
-fail() {
-	printf 'FAIL canary: %s\n' "$*"
-	exit 1
-}
+fail() { rp_e2e_fail canary '' 0 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src "log_min_messages = debug1" "logical_decoding_work_mem = '64kB'"

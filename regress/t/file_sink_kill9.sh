@@ -243,14 +243,7 @@ last_ckpt() {
 }
 
 kill_consumer() {
-	local rc=0
-	if ! kill -0 "$consumer_pid" 2>/dev/null; then
-		wait "$consumer_pid" || rc=$?
-		fail "consumer run $runs exited by itself (status $rc) before round $1's kill"
-	fi
-	kill -9 "$consumer_pid"
-	wait "$consumer_pid" 2>/dev/null || true
-	consumer_pid=
+	rp_kill9_alive consumer_pid || fail "consumer run $runs exited by itself (status $RP_EXIT_STATUS) before round $1's kill"
 }
 
 # wait (up to 60 s: the bound only guards against a hang) until this consumer run wrote into the log: its size is not the one

@@ -25,17 +25,10 @@ export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, 
 
 work=$(mktemp -d /tmp/rp-gap.XXXXXX)
 status=1
-cleanup() {
-	local rc=$?
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+pid=
+cleanup() { rp_e2e_cleanup $? pid; }
 trap cleanup EXIT
-fail() {
-	printf 'FAIL gap_and_identity: %s\n' "$*"
-	exit 1
-}
+fail() { rp_e2e_fail gap_and_identity '' 0 "$*"; }
 
 runs=0
 # consumer CLUSTER EXPECTED_STATUS ARG...: stderr in $err

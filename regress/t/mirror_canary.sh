@@ -42,17 +42,9 @@ CANARY_MD5=$(printf '%s' "$CANARY" | md5sum | cut -d' ' -f1)
 SLOT=canary_mirror
 work=$(mktemp -d /tmp/rp-mirror-canary.XXXXXX)
 status=1
-cleanup() {
-	local rc=$?
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
+cleanup() { rp_e2e_cleanup $?; }
 trap cleanup EXIT
-fail() {
-	printf 'FAIL mirror_canary: %s\n' "$*"
-	exit 1
-}
+fail() { rp_e2e_fail mirror_canary '' 0 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src "log_min_messages = debug1"

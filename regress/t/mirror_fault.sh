@@ -338,20 +338,11 @@ start_consumer() {
 }
 
 kill_consumer() {
-	local rc=0
-	if ! kill -0 "$consumer_pid" 2>/dev/null; then
-		wait "$consumer_pid" || rc=$?
-		fail "consumer run $runs exited by itself (status $rc) before $1"
-	fi
-	kill -9 "$consumer_pid"
-	wait "$consumer_pid" 2>/dev/null || true
-	consumer_pid=
+	rp_kill9_alive consumer_pid || fail "consumer run $runs exited by itself (status $RP_EXIT_STATUS) before $1"
 }
 
 # The destination's checkpoint of this slot: end_lsn (empty when there is none yet).
-dst_ckpt() {
-	rp_psql dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$SLOT'" 2>/dev/null || true
-}
+dst_ckpt() { rp_dst_checkpoint dst "$SLOT"; }
 
 # G2 after a kill: the slot never passes what the destination holds.
 check_ack() {

@@ -57,7 +57,7 @@ CREATE TRIGGER slow AFTER INSERT ON h_t FOR EACH STATEMENT EXECUTE FUNCTION publ
 CREATE TRIGGER slow AFTER INSERT ON r_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
 SQL
 
-dst_ck() { rp_psql dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$SLOT'" 2>/dev/null || true; }
+dst_ck() { rp_dst_checkpoint dst "$SLOT"; }
 # rows stored for table T, 0 when none
 stored() {
 	rp_psql dst -Atc "SELECT coalesce(max(rows), 0) FROM replicant.snapshot_progress

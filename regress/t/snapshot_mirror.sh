@@ -171,21 +171,7 @@ done
 # (its chunks' COPYs and INSERTs) takes 0.3 s more: the workload runs during the copy however
 # fast the machine is. The consumer creates the tables (--create-tables): an event trigger
 # gives each its statement trigger as it is created.
-rp_psql dst <<'SQL' >/dev/null
-CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
-CREATE FUNCTION public.slow_new_tables() RETURNS event_trigger LANGUAGE plpgsql AS $$
-DECLARE
-	obj record;
-BEGIN
-	FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands()
-	           WHERE command_tag = 'CREATE TABLE' AND schema_name = 'public' LOOP
-		EXECUTE format('CREATE TRIGGER slow AFTER INSERT ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.slow()',
-		               obj.object_identity);
-	END LOOP;
-END $$;
-CREATE EVENT TRIGGER slow_new_tables ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
-	EXECUTE FUNCTION public.slow_new_tables();
-SQL
+rp_slow_new_tables dst 0.3 INSERT ''
 
 # ---- the workload runs through the copy
 (
@@ -197,7 +183,7 @@ workload_pid=$!
 sleep 1
 commits_before=$(rp_psql src -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
 
-dst_ck() { rp_psql dst -d "${2:-postgres}" -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$1'" 2>/dev/null || true; }
+dst_ck() { rp_dst_checkpoint dst "$1" "${2:-postgres}"; }
 
 replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot --snapshot --start --create-tables \
 	--snapshot-workers=3 --snapshot-chunk-rows=5000 --sink "postgres:$dst_CONNSTR" \
@@ -213,7 +199,7 @@ for _ in $(seq 1 1200); do
 	sleep 0.1
 done
 [[ -n $(dst_ck "$SLOT") ]] || fail "no checkpoint after the snapshot"
-rp_psql dst -c 'CREATE OR REPLACE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$' >/dev/null
+rp_slow_off dst
 commits_after=$(rp_psql src -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
 ((commits_after - commits_before > 20)) || fail "the workload did not run during the snapshot ($commits_before .. $commits_after)"
 grep -q 'snapshot complete' "$work/c1.err" || fail "the consumer did not report the snapshot"

@@ -83,7 +83,7 @@ SQL
 ) &
 workload_pid=$!
 
-dst_ck() { rp_psql dst -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$SLOT'" 2>/dev/null || true; }
+dst_ck() { rp_dst_checkpoint dst "$SLOT"; }
 stored() { rp_psql dst -Atc "SELECT coalesce(sum(rows), 0) FROM replicant.snapshot_progress WHERE slot = '$SLOT'" 2>/dev/null || echo 0; }
 
 start_consumer() {

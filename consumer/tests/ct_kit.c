@@ -1,17 +1,17 @@
 /*
- * ct_util.h
- *    Shared helpers of the consumer library's unit tests (test_asm,
- *    test_store, test_ckpt, test_deliver, test_file_sink): frame builders
- *    on top of common/rp_encode.h, a scratch directory per test, a fake
- *    sink that records what it was given, and the suite runner.
+ * ct_kit.c
+ *    The one kit of the consumer's Check unit tests: a scratch directory per
+ *    test, frame and value builders on top of common/rp_encode.h, decode and
+ *    render shortcuts, an independent JSON validator, per-test allocations
+ *    and a fake sink that records what it was given.
  *
- * Header-only (every test binary is one translation unit).  Independent of
- * rp_testutil.h, which belongs to the codec tests.
+ * Compiled once and linked into the unit-test runner with every tests/test_*.c
+ * (see ct_kit.h for what each helper does).  The tests fork per test
+ * (CK_FORK), so the kit's state (the scratch directory, the kept
+ * allocations) is per test as well.
  */
-#ifndef CT_UTIL_H
-#define CT_UTIL_H
+#include "ct_kit.h"
 
-#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,40 +21,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "stream/rp_asm.h"
-#include "stream/rp_ckpt.h"
-#include "stream/rp_deliver.h"
-#include "rp_encode.h"
-#include "base/rp_status.h"
-#include "stream/rp_store.h"
-
-/* ---- running a suite ----------------------------------------------------- */
-
-/* Run the suite; fail when a test failed or when none ran at all. */
-static inline int
-ct_run(Suite *s)
-{
-	SRunner    *sr = srunner_create(s);
-	int			failed,
-				ran;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	ran = srunner_ntests_run(sr);
-	srunner_free(sr);
-	if (ran <= 0)
-	{
-		fprintf(stderr, "no tests ran\n");
-		return EXIT_FAILURE;
-	}
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+#include "rp_read.h"
+#include "rp_wire.h"
 
 /* ---- a scratch directory per test ------------------------------------------- */
 
-static char ct_dir[256];
+char		ct_dir[256];
 
-static inline void
+static void
 ct_rm_rf(const char *path)
 {
 	struct stat sb;
@@ -87,7 +61,7 @@ ct_rm_rf(const char *path)
 		unlink(path);
 }
 
-static inline void
+void
 ct_setup_dir(void)
 {
 	snprintf(ct_dir, sizeof(ct_dir), "/tmp/rp-unit-XXXXXX");
@@ -95,7 +69,7 @@ ct_setup_dir(void)
 	rp_error_clear();
 }
 
-static inline void
+void
 ct_teardown_dir(void)
 {
 	if (ct_dir[0])
@@ -104,7 +78,7 @@ ct_teardown_dir(void)
 }
 
 /* dir/name in a static ring of buffers (a few may be live at once). */
-static inline const char *
+const char *
 ct_path(const char *name)
 {
 	static char ring[8][512];
@@ -115,7 +89,7 @@ ct_path(const char *name)
 	return p;
 }
 
-static inline bool
+bool
 ct_exists(const char *path)
 {
 	struct stat sb;
@@ -123,7 +97,7 @@ ct_exists(const char *path)
 	return stat(path, &sb) == 0;
 }
 
-static inline off_t
+off_t
 ct_file_size(const char *path)
 {
 	struct stat sb;
@@ -133,7 +107,7 @@ ct_file_size(const char *path)
 }
 
 /* Whole file into a NUL-terminated malloc'd buffer (caller frees). */
-static inline char *
+char *
 ct_slurp(const char *path, size_t *lenp)
 {
 	FILE	   *f = fopen(path, "rb");
@@ -153,7 +127,7 @@ ct_slurp(const char *path, size_t *lenp)
 	return data;
 }
 
-static inline void
+void
 ct_write_file(const char *path, const void *data, size_t len, bool append)
 {
 	int			fd = open(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0600);
@@ -164,7 +138,7 @@ ct_write_file(const char *path, const void *data, size_t len, bool append)
 }
 
 /* Number of directory entries (other than . and ..) whose name has prefix. */
-static inline int
+int
 ct_count_entries(const char *dir, const char *prefix)
 {
 	DIR		   *d = opendir(dir);
@@ -181,7 +155,7 @@ ct_count_entries(const char *dir, const char *prefix)
 }
 
 /* Occurrences of needle in haystack. */
-static inline int
+int
 ct_count(const char *haystack, const char *needle)
 {
 	int			n = 0;
@@ -194,44 +168,55 @@ ct_count(const char *haystack, const char *needle)
 
 /* ---- frames -------------------------------------------------------------- */
 
-/*
- * The test relations: column 1 "id" int4 (primary key, identity), column 2
- * "note" string, columns 3.. "c3", "c4" ... int8.  ct_rel_cols() describes
- * ncols of them; ct_insert() writes a row for such a relation.
- */
-static inline void
+void
 ct_frame(RpBuf *b)
 {
 	rp_buf_init(b, 0);
 	rp_enc_frame_header(b);
 }
 
-static inline void
-ct_rel(RpBuf *b, uint32_t relid, const char *schema, const char *name, int ncols)
+void
+ct_relation(RpBuf *b, uint32_t relid, const char *schema, const char *name, char identity,
+			int ncols, const CtCol *cols)
 {
-	size_t		at = rp_enc_relation_start(b, relid, schema, name, RP_IDENTITY_DEFAULT,
-										   (uint16_t) ncols);
+	size_t		at = rp_enc_relation_start(b, relid, schema, name, identity, (uint16_t) ncols);
 
 	for (int i = 0; i < ncols; i++)
-	{
-		char		cname[16];
-
-		if (i == 0)
-			rp_enc_relation_column(b, 1, "id", 23, "integer", -1, RP_ENC_INT4,
-								   RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL);
-		else if (i == 1)
-			rp_enc_relation_column(b, 2, "note", 25, "text", -1, RP_ENC_STRING, 0);
-		else
-		{
-			snprintf(cname, sizeof(cname), "c%d", i + 1);
-			rp_enc_relation_column(b, (int16_t) (i + 1), cname, 20, "bigint", -1, RP_ENC_INT8, 0);
-		}
-	}
+		rp_enc_relation_column(b, (int16_t) (i + 1), cols[i].name, cols[i].type_oid,
+							   cols[i].type_name ? cols[i].type_name : rp_encoding_name(cols[i].enc),
+							   cols[i].typmod, cols[i].enc, cols[i].flags);
 	rp_buf_end_record(b, at);
 }
 
+/*
+ * The test relation of ncols columns (see ct_kit.h), described through
+ * ct_relation like every other relation of the tests.
+ */
+void
+ct_rel(RpBuf *b, uint32_t relid, const char *schema, const char *name, int ncols)
+{
+	CtCol		cols[CT_MAX_COLS];
+	char		names[CT_MAX_COLS][16];
+
+	ck_assert_int_le(ncols, CT_MAX_COLS);
+	for (int i = 0; i < ncols; i++)
+	{
+		if (i == 0)
+			cols[i] = (CtCol) {"id", RP_ENC_INT4, 23, "integer", -1,
+				RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL};
+		else if (i == 1)
+			cols[i] = (CtCol) {"note", RP_ENC_STRING, 25, "text", -1, 0};
+		else
+		{
+			snprintf(names[i], sizeof(names[i]), "c%d", i + 1);
+			cols[i] = (CtCol) {names[i], RP_ENC_INT8, 20, "bigint", -1, 0};
+		}
+	}
+	ct_relation(b, relid, schema, name, RP_IDENTITY_DEFAULT, ncols, cols);
+}
+
 /* A row (id, note, id*10, id*100 ...) of an ncols-column test relation. */
-static inline void
+void
 ct_row(RpBuf *b, int ncols, int32_t id, const char *note)
 {
 	rp_enc_tuple_start(b, (uint16_t) ncols);
@@ -259,7 +244,7 @@ ct_row(RpBuf *b, int ncols, int32_t id, const char *note)
 }
 
 /* An insert; xid != 0 marks it as a change inside a stream block. */
-static inline void
+void
 ct_insert(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id, const char *note)
 {
 	size_t		at = rp_enc_change_start(b, RP_TAG_INSERT, relid, 0, xid);
@@ -269,7 +254,7 @@ ct_insert(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id, const c
 }
 
 /* An update with the old key (id only). */
-static inline void
+void
 ct_update(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id, const char *note)
 {
 	size_t		at = rp_enc_change_start(b, RP_TAG_UPDATE, relid, RP_CHANGE_OLD_KEY, xid);
@@ -283,7 +268,7 @@ ct_update(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id, const c
 	rp_buf_end_record(b, at);
 }
 
-static inline void
+void
 ct_delete(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id)
 {
 	size_t		at = rp_enc_change_start(b, RP_TAG_DELETE, relid, RP_CHANGE_OLD_KEY, xid);
@@ -297,7 +282,7 @@ ct_delete(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id)
 }
 
 /* Feed b (a whole frame) to the assembler at lsn and free it. */
-static inline int
+int
 ct_feed(RpAsm *a, RpBuf *b, uint64_t lsn)
 {
 	int			rc = rp_asm_frame(a, b->data, b->len, lsn);
@@ -311,7 +296,7 @@ ct_feed(RpAsm *a, RpBuf *b, uint64_t lsn)
  * first_id.. with note), COMMIT at commit_lsn (end = commit + 0x28).
  * describe: put the relation record (ncols columns) in front.
  */
-static inline void
+void
 ct_txn_frame(RpBuf *b, bool describe, uint32_t relid, int ncols, uint32_t xid,
 			 uint64_t commit_lsn, int n, int32_t first_id, const char *note)
 {
@@ -325,7 +310,7 @@ ct_txn_frame(RpBuf *b, bool describe, uint32_t relid, int ncols, uint32_t xid,
 }
 
 /* The int4 value of column col of a decoded tuple. */
-static inline int32_t
+int32_t
 ct_int4(const RpTuple *t, int col)
 {
 	ck_assert_int_gt(t->natts, col);
@@ -334,7 +319,7 @@ ct_int4(const RpTuple *t, int col)
 	return (int32_t) rp_load_u32(t->datums[col].data);
 }
 
-static inline int64_t
+int64_t
 ct_int8(const RpTuple *t, int col)
 {
 	ck_assert_int_gt(t->natts, col);
@@ -344,7 +329,7 @@ ct_int8(const RpTuple *t, int col)
 }
 
 /* The string value of column col (a malloc'd copy, caller frees). */
-static inline char *
+char *
 ct_string(const RpTuple *t, int col)
 {
 	uint32_t	len;
@@ -362,55 +347,7 @@ ct_string(const RpTuple *t, int col)
 
 /* ---- a fake sink ------------------------------------------------------------ */
 
-#define CT_MAX_SEEN 4096
-
-typedef struct CtChange
-{
-	uint32_t	xid;			/* of the transaction */
-	uint8_t		tag;
-	uint32_t	relid;
-	uint16_t	natts;			/* of the relation version it was decoded with */
-	int32_t		id;
-} CtChange;
-
-typedef struct CtSink
-{
-	RpSink		s;				/* first: an RpSink * is a CtSink * */
-	/* behaviour */
-	int			fail_on_txn;	/* fail the n-th (1-based) transaction seen; 0 never */
-	bool		fail_message;
-	bool		read_records;	/* walk every transaction with a cursor */
-	int			schema_verdict; /* what handle_schema_change returns */
-	const char *ckpt_path;		/* library-owned file to look at during calls */
-	/* what happened, in order: 'T' txn call, 'B' batch call, 'M' message */
-	char		calls[CT_MAX_SEEN];
-	int			ncalls;
-	int			batch_sizes[CT_MAX_SEEN];
-	int			nbatches;
-	int			ntxns;			/* transactions handed over (incl. failed) */
-	uint64_t	commit_lsns[CT_MAX_SEEN];
-	RpCheckpoint last_ck;
-	int			nmessages;
-	char		last_prefix[64];
-	/* records read through the cursor */
-	CtChange	changes[CT_MAX_SEEN];
-	int			nchanges;
-	/* schema changes */
-	int			nschema;
-	RpSchemaChange schema_kinds[64];
-	char		schema_cols[64][64];	/* a dropped/added column name or "" */
-	/* the library-owned checkpoint file as it was while the sink ran */
-	int			ckpt_seen_rc[CT_MAX_SEEN];
-	RpCheckpoint ckpt_seen[CT_MAX_SEEN];
-	/* advance */
-	int			nadvance;
-	RpCheckpoint advanced;
-	/* owns_checkpoint sinks: the checkpoint they hold */
-	bool		have_ck;
-	RpCheckpoint held;
-} CtSink;
-
-static inline int
+int
 ct_sink_one(CtSink *f, RpDelivery *dl, RpTxn *txn)
 {
 	int			idx = f->ntxns++;
@@ -457,7 +394,7 @@ ct_sink_one(CtSink *f, RpDelivery *dl, RpTxn *txn)
 	return 0;
 }
 
-static inline int
+static int
 ct_sink_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
 {
 	CtSink	   *f = (CtSink *) s;
@@ -475,7 +412,7 @@ ct_sink_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
 	return 0;
 }
 
-static inline int
+int
 ct_sink_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
 {
 	CtSink	   *f = (CtSink *) s;
@@ -496,7 +433,7 @@ ct_sink_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint
 	return 0;
 }
 
-static inline int
+static int
 ct_sink_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 {
 	CtSink	   *f = (CtSink *) s;
@@ -511,7 +448,7 @@ ct_sink_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 	return 0;
 }
 
-static inline const char *
+static const char *
 ct_changed_column(const RpRelation *before, const RpRelation *after)
 {
 	/* the first column present in one version only */
@@ -524,7 +461,7 @@ ct_changed_column(const RpRelation *before, const RpRelation *after)
 	return "";
 }
 
-static inline int
+int
 ct_sink_schema(RpSink *s, const RpRelation *before, const RpRelation *after,
 			   RpSchemaChange change)
 {
@@ -542,7 +479,7 @@ ct_sink_schema(RpSink *s, const RpRelation *before, const RpRelation *after,
 	return 0;
 }
 
-static inline int
+int
 ct_sink_advance(RpSink *s, const RpCheckpoint *ck)
 {
 	CtSink	   *f = (CtSink *) s;
@@ -553,7 +490,7 @@ ct_sink_advance(RpSink *s, const RpCheckpoint *ck)
 	return 0;
 }
 
-static inline int
+static int
 ct_sink_checkpoint(RpSink *s, RpCheckpoint *ck)
 {
 	CtSink	   *f = (CtSink *) s;
@@ -564,14 +501,14 @@ ct_sink_checkpoint(RpSink *s, RpCheckpoint *ck)
 	return 1;
 }
 
-static inline void
+static void
 ct_sink_close(RpSink *s)
 {
 	(void) s;
 }
 
 /* A state sink with handle_transaction only, library-owned checkpoints. */
-static inline void
+void
 ct_sink_init(CtSink *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -586,7 +523,7 @@ ct_sink_init(CtSink *f)
 }
 
 /* A checkpoint bound to a made-up source. */
-static inline RpCheckpoint
+RpCheckpoint
 ct_ck(uint64_t commit_lsn, uint64_t end_lsn)
 {
 	RpCheckpoint ck;
@@ -601,7 +538,7 @@ ct_ck(uint64_t commit_lsn, uint64_t end_lsn)
 }
 
 /* Batch limits that never end a batch by themselves. */
-static inline RpBatchLimits
+RpBatchLimits
 ct_limits(int max_txns, uint64_t max_bytes, int max_ms)
 {
 	RpBatchLimits l;
@@ -612,7 +549,445 @@ ct_limits(int max_txns, uint64_t max_bytes, int max_ms)
 	return l;
 }
 
-#define CT_NEVER_BYTES ((uint64_t) 1 << 40)
-#define CT_NEVER_MS    (1000 * 1000 * 1000)
+/* ---- per-test allocations ---------------------------------------------- */
 
-#endif							/* CT_UTIL_H */
+#define CT_MAX_KEEP 4096
+
+static void *ct_kept[CT_MAX_KEEP];
+static int	ct_nkept;
+
+/* Remember p and free it when the test ends (LeakSanitizer stays quiet). */
+void *
+ct_keep(void *p)
+{
+	if (ct_nkept < CT_MAX_KEEP)
+		ct_kept[ct_nkept++] = p;
+	return p;
+}
+
+void
+ct_teardown(void)
+{
+	while (ct_nkept > 0)
+		free(ct_kept[--ct_nkept]);
+}
+
+TCase *
+ct_tcase(const char *name)
+{
+	TCase	   *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, NULL, ct_teardown);
+	tcase_set_timeout(tc, 120);
+	return tc;
+}
+
+/* The buffer's bytes as a NUL-terminated string, kept until teardown. */
+char *
+ct_cstr(const RpBuf *b)
+{
+	char	   *s = malloc(b->len + 1);
+
+	memcpy(s, b->data, b->len);
+	s[b->len] = '\0';
+	return ct_keep(s);
+}
+
+/* ---- an independent JSON validator (RFC 8259) -------------------------- */
+
+typedef struct CtJson
+{
+	const unsigned char *p;
+	const unsigned char *end;
+	int			depth;
+} CtJson;
+
+static bool ct_json_value(CtJson *j);
+
+static void
+ct_json_ws(CtJson *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+static bool
+ct_json_lit(CtJson *j, const char *lit)
+{
+	size_t		n = strlen(lit);
+
+	if ((size_t) (j->end - j->p) < n || memcmp(j->p, lit, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+static bool
+ct_is_digit(CtJson *j)
+{
+	return j->p < j->end && *j->p >= '0' && *j->p <= '9';
+}
+
+static bool
+ct_json_number(CtJson *j)
+{
+	if (j->p < j->end && *j->p == '-')
+		j->p++;
+	if (!ct_is_digit(j))
+		return false;
+	if (*j->p == '0')
+		j->p++;
+	else
+		while (ct_is_digit(j))
+			j->p++;
+	if (j->p < j->end && *j->p == '.')
+	{
+		j->p++;
+		if (!ct_is_digit(j))
+			return false;
+		while (ct_is_digit(j))
+			j->p++;
+	}
+	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E'))
+	{
+		j->p++;
+		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
+			j->p++;
+		if (!ct_is_digit(j))
+			return false;
+		while (ct_is_digit(j))
+			j->p++;
+	}
+	return true;
+}
+
+/* One UTF-8 scalar value (no overlongs, no surrogates, <= U+10FFFF). */
+static bool
+ct_json_utf8(CtJson *j)
+{
+	unsigned char c = *j->p;
+	int			n;
+	uint32_t	cp,
+				min;
+
+	if (c >= 0xC0 && c < 0xE0)
+		n = 2, cp = c & 0x1F, min = 0x80;
+	else if (c >= 0xE0 && c < 0xF0)
+		n = 3, cp = c & 0x0F, min = 0x800;
+	else if (c >= 0xF0 && c < 0xF8)
+		n = 4, cp = c & 0x07, min = 0x10000;
+	else
+		return false;
+	if (j->end - j->p < n)
+		return false;
+	for (int i = 1; i < n; i++)
+	{
+		if ((j->p[i] & 0xC0) != 0x80)
+			return false;
+		cp = (cp << 6) | (j->p[i] & 0x3F);
+	}
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return false;
+	j->p += n;
+	return true;
+}
+
+static bool
+ct_json_string(CtJson *j)
+{
+	if (j->p >= j->end || *j->p != '"')
+		return false;
+	j->p++;
+	while (j->p < j->end)
+	{
+		unsigned char c = *j->p;
+
+		if (c == '"')
+		{
+			j->p++;
+			return true;
+		}
+		if (c < 0x20)
+			return false;
+		if (c == '\\')
+		{
+			j->p++;
+			if (j->p >= j->end)
+				return false;
+			c = *j->p++;
+			if (c == 'u')
+			{
+				for (int i = 0; i < 4; i++)
+				{
+					if (j->p >= j->end || !strchr("0123456789abcdefABCDEF", *j->p) || *j->p == 0)
+						return false;
+					j->p++;
+				}
+			}
+			else if (!strchr("\"\\/bfnrt", c) || c == 0)
+				return false;
+		}
+		else if (c >= 0x80)
+		{
+			if (!ct_json_utf8(j))
+				return false;
+		}
+		else
+			j->p++;
+	}
+	return false;
+}
+
+static bool
+ct_json_value(CtJson *j)
+{
+	bool		ok = true;
+
+	if (++j->depth > 200)
+		return false;
+	ct_json_ws(j);
+	if (j->p >= j->end)
+		return false;
+	switch (*j->p)
+	{
+		case '{':
+			j->p++;
+			ct_json_ws(j);
+			if (j->p < j->end && *j->p == '}')
+			{
+				j->p++;
+				break;
+			}
+			for (;;)
+			{
+				ct_json_ws(j);
+				if (!ct_json_string(j))
+					return false;
+				ct_json_ws(j);
+				if (j->p >= j->end || *j->p++ != ':')
+					return false;
+				if (!ct_json_value(j))
+					return false;
+				ct_json_ws(j);
+				if (j->p >= j->end)
+					return false;
+				if (*j->p == ',')
+				{
+					j->p++;
+					continue;
+				}
+				if (*j->p++ != '}')
+					return false;
+				break;
+			}
+			break;
+		case '[':
+			j->p++;
+			ct_json_ws(j);
+			if (j->p < j->end && *j->p == ']')
+			{
+				j->p++;
+				break;
+			}
+			for (;;)
+			{
+				if (!ct_json_value(j))
+					return false;
+				ct_json_ws(j);
+				if (j->p >= j->end)
+					return false;
+				if (*j->p == ',')
+				{
+					j->p++;
+					continue;
+				}
+				if (*j->p++ != ']')
+					return false;
+				break;
+			}
+			break;
+		case '"':
+			ok = ct_json_string(j);
+			break;
+		case 't':
+			ok = ct_json_lit(j, "true");
+			break;
+		case 'f':
+			ok = ct_json_lit(j, "false");
+			break;
+		case 'n':
+			ok = ct_json_lit(j, "null");
+			break;
+		default:
+			ok = ct_json_number(j);
+			break;
+	}
+	j->depth--;
+	return ok;
+}
+
+bool
+ct_json_valid(const char *s, size_t len)
+{
+	CtJson		j = {(const unsigned char *) s, (const unsigned char *) s + len, 0};
+
+	if (!ct_json_value(&j))
+		return false;
+	ct_json_ws(&j);
+	return j.p == j.end;
+}
+
+/* ---- values (the bytes after a 'v' kind byte) -------------------------- */
+
+void
+ct_put_numeric(RpBuf *b, uint16_t sign, int16_t weight, uint16_t dscale,
+			   int ndigits, const uint16_t *digits)
+{
+	rp_buf_put_u32(b, (uint32_t) (8 + 2 * ndigits));
+	rp_buf_put_u16(b, (uint16_t) ndigits);
+	rp_buf_put_u16(b, (uint16_t) weight);
+	rp_buf_put_u16(b, sign);
+	rp_buf_put_u16(b, dscale);
+	for (int i = 0; i < ndigits; i++)
+		rp_buf_put_u16(b, digits[i]);
+}
+
+void
+ct_put_float8(RpBuf *b, double d)
+{
+	uint64_t	bits;
+
+	memcpy(&bits, &d, 8);
+	rp_buf_put_u64(b, bits);
+}
+
+void
+ct_put_float4(RpBuf *b, float f)
+{
+	uint32_t	bits;
+
+	memcpy(&bits, &f, 4);
+	rp_buf_put_u32(b, bits);
+}
+
+/* Composite field header: name, type OID, encoding (then the datum). */
+void
+ct_put_field(RpBuf *b, const char *name, uint32_t oid, uint8_t enc)
+{
+	rp_buf_put_cstr(b, name);
+	rp_buf_put_u32(b, oid);
+	rp_buf_put_u8(b, enc);
+}
+
+/* Range header: flags, subtype OID, subtype encoding (then the bounds). */
+void
+ct_put_range(RpBuf *b, uint8_t flags, uint32_t oid, uint8_t enc)
+{
+	rp_buf_put_u8(b, flags);
+	rp_buf_put_u32(b, oid);
+	rp_buf_put_u8(b, enc);
+}
+
+/*
+ * A value's JSON: first the decoder's structural walk must accept the
+ * bytes and consume exactly all of them, then the renderer writes it.
+ */
+char *
+ct_value_json(uint8_t enc, const RpBuf *v)
+{
+	RpReader	r;
+	RpBuf		out;
+	char	   *s;
+
+	rp_reader_init(&r, v->data, v->len);
+	ck_assert_msg(rp_skip_value(&r, enc, 0), "decoder rejected a valid %s value",
+				  rp_encoding_name(enc));
+	ck_assert_msg(r.ok && rp_reader_left(&r) == 0, "decoder left %zu bytes of a %s value",
+				  rp_reader_left(&r), rp_encoding_name(enc));
+	rp_buf_init(&out, 0);
+	rp_render_value(&out, enc, (const unsigned char *) v->data, (uint32_t) v->len);
+	s = ct_cstr(&out);
+	rp_buf_free(&out);
+	ck_assert_msg(ct_json_valid(s, strlen(s)), "not valid JSON: %s", s);
+	return s;
+}
+
+/* The structural walk alone: does the decoder accept these value bytes? */
+bool
+ct_value_accepted(uint8_t enc, const RpBuf *v)
+{
+	RpReader	r;
+
+	rp_reader_init(&r, v->data, v->len);
+	return rp_skip_value(&r, enc, 0) && r.ok && rp_reader_left(&r) == 0;
+}
+
+/* A record as JSON (validated), kept until teardown. */
+char *
+ct_render(const RpRecord *rec, const RpRelMap *rels, const char *extra)
+{
+	RpBuf		out;
+	char	   *s;
+
+	rp_buf_init(&out, 0);
+	rp_render_record(&out, rec, rels, extra);
+	s = ct_cstr(&out);
+	rp_buf_free(&out);
+	ck_assert_msg(ct_json_valid(s, strlen(s)), "not valid JSON: %s", s);
+	return s;
+}
+
+/*
+ * Decode a whole frame with a fresh decoder, rendering every record into
+ * one JSON line each (joined with '\n').  Returns the number of records,
+ * or -1 on the first error (its reason copied to err when not NULL).
+ */
+int
+ct_decode_frame(const void *data, size_t len, char **lines, char *err, size_t errlen)
+{
+	RpDecoder	dec;
+	RpRecord	rec;
+	RpBuf		out;
+	int			n = 0,
+				rc;
+
+	rp_decoder_init(&dec);
+	rp_buf_init(&out, 0);
+	if (err)
+		err[0] = '\0';
+	if (!rp_decoder_frame(&dec, data, len))
+	{
+		ck_assert_msg(dec.error[0] != '\0', "frame refused without a reason");
+		if (err)
+			snprintf(err, errlen, "%s", dec.error);
+		n = -1;
+		goto done;
+	}
+	while ((rc = rp_decoder_next(&dec, &rec)) == 1)
+	{
+		size_t		start = out.len;
+
+		if (n)
+			rp_buf_put_char(&out, '\n');
+		start = out.len;
+		rp_render_record(&out, &rec, &dec.rels, NULL);
+		ck_assert_msg(ct_json_valid(out.data + start, out.len - start),
+					  "record %d rendered as invalid JSON", n);
+		if (rec.tag == RP_TAG_RELATION)
+			rp_relation_free(rec.u.relation.previous);
+		n++;
+	}
+	if (rc < 0)
+	{
+		ck_assert_msg(dec.error[0] != '\0', "decoder failed without a reason");
+		if (err)
+			snprintf(err, errlen, "%s", dec.error);
+		n = -1;
+	}
+done:
+	if (lines)
+		*lines = ct_cstr(&out);
+	rp_buf_free(&out);
+	rp_decoder_free(&dec);
+	return n;
+}

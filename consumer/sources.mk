@@ -1,0 +1,15 @@
+# The consumer library's sources, for consumer/Makefile and consumer/fuzz/Makefile: one list,
+# so that a file added to a stage folder is built (and fuzzed) without naming it anywhere.
+# Paths are relative to consumer/, wherever this file is included from.
+RP_SRC_DIR  := $(dir $(lastword $(MAKEFILE_LIST)))
+rp_src       = $(patsubst $(RP_SRC_DIR)%,%,$(sort $(wildcard $(addprefix $(RP_SRC_DIR),$(1)))))
+
+# The shared codec, compiled for the client (malloc) here, for the server by PGXS.
+COMMON_SRCS  = $(call rp_src,../common/*.c)
+# The stages of the data path, each a folder (see README.md); cli/ is the program.
+STAGES       = base stream snapshot backfill envelope agg values sinks/log sinks/mirror
+# The program's entry point is cli/main.c; the rest of cli/ (option parsing, the run loop)
+# goes into the archive with the stages, so that unit tests can link it.
+MAIN_SRCS    = cli/main.c
+LIB_SRCS     = $(filter-out $(MAIN_SRCS),$(call rp_src,$(addsuffix /*.c,$(STAGES) cli)))
+HEADERS      = $(call rp_src,../common/*.h sinks/*.h $(addsuffix /*.h,$(STAGES) cli))
