@@ -14,6 +14,7 @@
 #include "rp_json.h"
 #include "envelope/rp_jsonread.h"
 #include "envelope/rp_reassemble.h"
+#include "base/rp_hash.h"
 #include "base/rp_status.h"
 
 /* ---- paged bitmaps --------------------------------------------------------- */
@@ -234,20 +235,6 @@ seqhash_put(SeqHash *m, uint64_t seq, uint64_t h, uint64_t *old)
 	}
 }
 
-/* FNV-1a, 64 bits. */
-static uint64_t
-fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++)
-	{
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
 /* ---- snapshots ---------------------------------------------------------------- */
 
 #define LOC_NONE UINT64_MAX
@@ -303,7 +290,7 @@ snap_conflict(Snap *s, uint64_t seq)
 static uint64_t
 id_hash(const char *id)
 {
-	return fnv1a(UINT64_C(0xcbf29ce484222325), id, RP_UUID_TEXT_LEN);
+	return rp_hash_bytes(id, RP_UUID_TEXT_LEN);
 }
 
 static void
@@ -716,15 +703,15 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 		}
 		if (!s->any_dup || (kind != FK_ROW && kind != FK_OVERSIZE) || !bm_test(&s->dup, seq))
 			return;
-		h = fnv1a(UINT64_C(0xcbf29ce484222325), kind == FK_ROW ? "r" : "o", 1);
+		h = rp_hash_bytes(kind == FK_ROW ? "r" : "o", 1);
 		if (kind == FK_OVERSIZE)
 		{
 			char		num[24];
 
 			snprintf(num, sizeof(num), "%" PRIu64 ":", count);
-			h = fnv1a(h, num, strlen(num));
+			h = rp_hash_extend(h, num, strlen(num));
 		}
-		h = fnv1a(h, m_payload->val, m_payload->val_len);
+		h = rp_hash_extend(h, m_payload->val, m_payload->val_len);
 		if (seqhash_put(&s->hashes, seq, h, &old) && old != h)
 			snap_conflict(s, seq);
 		return;
