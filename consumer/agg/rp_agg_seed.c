@@ -17,9 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agg/rp_agg.h"
+#include "base/rp_clock.h"
 #include "stream/rp_ckpt.h"
 #include "base/rp_status.h"
 
@@ -386,10 +386,7 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 {
 	PGresult   *res;
 	int			rc = 0;
-	struct timespec t0,
-				t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t		t0 = rp_clock_mono_us();
 	if (rp_agg_src_connect(agg, b) < 0)
 		return -1;
 	if (!b->described && rp_agg_describe(agg, b) < 0)
@@ -409,12 +406,11 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 	if (rc < 0)
 		return -1;
 	RP_COUNT_ADD(rp_agg_stats.rebuilds[b->reason], 1);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* a table without its old rows rebuilds every batch: say so a few times, count always */
 	if (b->nlogged++ < 20)
 		fprintf(stderr, "replicant: aggregate binding \"%s\" %s from the source (reason: %s): %zu cells, %.2f s\n",
 				b->name, b->reason == RP_AGG_SEED ? "built" : "rebuilt", rp_agg_reason_name(b->reason),
-				b->fold.ncells, (double) (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+				b->fold.ncells, (double) (rp_clock_mono_us() - t0) / 1e6);
 	b->need_seed = false;
 	b->replace = true;
 	b->rel = NULL;

@@ -13,7 +13,6 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/time.h>
 
 #include "rp_buf.h"
 #include "stream/rp_ckpt.h"
@@ -22,15 +21,6 @@
 #include "base/rp_status.h"
 #include "rp_wire.h"
 
-
-int64_t
-rp_now_us(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return (int64_t) tv.tv_sec * 1000000 + tv.tv_usec;
-}
 
 /* The server's message, first line only: DETAIL and CONTEXT may carry values. */
 static int
@@ -94,7 +84,7 @@ static bool
 rp_conn_wait(RpConn *c, short events, int64_t deadline_us)
 {
 	struct pollfd pfd = {.fd = PQsocket(c->pg),.events = events};
-	int64_t		left = deadline_us - rp_now_us();
+	int64_t		left = deadline_us - rp_clock_wall_us();
 
 	if (left <= 0)
 		return false;
@@ -104,7 +94,7 @@ rp_conn_wait(RpConn *c, short events, int64_t deadline_us)
 void
 rp_conn_finish(RpConn *c, int timeout_ms)
 {
-	int64_t		deadline = rp_now_us() + (int64_t) timeout_ms * 1000;
+	int64_t		deadline = rp_clock_wall_us() + (int64_t) timeout_ms * 1000;
 	int			r;
 
 	if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK)
@@ -350,7 +340,7 @@ int
 rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply)
 {
 	unsigned char m[34];
-	int64_t		now = rp_now_us();
+	int64_t		now = rp_clock_wall_us();
 
 	rp_conn_status_message(c, flush_lsn, request_reply, now, m);
 	if (PQputCopyData(c->pg, (const char *) m, sizeof(m)) <= 0 || PQflush(c->pg) < 0)
