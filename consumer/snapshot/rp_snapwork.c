@@ -19,6 +19,7 @@
 #include "rp_encode.h"
 #include "snapshot/rp_copybin.h"
 #include "snapshot/rp_snapwork.h"
+#include "base/rp_session.h"
 
 int
 rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t)
@@ -47,35 +48,31 @@ rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable 
 PGconn *
 rp_snap_connect(const RpSnapOptions *o)
 {
-	const char *keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *vals[] = {o->conninfo ? o->conninfo : "", o->progname, NULL};
-	PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
-
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		char		line[512];
-
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
-		PQfinish(conn);
-		rp_fail(RP_HALT_NONE, "snapshot: could not connect: %s", line);
-		return NULL;
-	}
 	/*
-	 * Pinned output settings (G6) for the columns read as text, an empty
-	 * search_path so every name is qualified, key order from the index
-	 * rather than a sort of the whole table, and physical order from a
-	 * plain scan from block 0 (no synchronized or parallel scan).
+	 * Pinned output settings (G6) for the columns read as text (the
+	 * session pins an empty search_path, so every name is qualified), key
+	 * order from the index rather than a sort of the whole table, and
+	 * physical order from a plain scan from block 0 (no synchronized or
+	 * parallel scan).
 	 */
-	if (rp_snap_exec(conn,
-					 "SET search_path = ''; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC';"
-					 " SET IntervalStyle = 'postgres'; SET extra_float_digits = 1;"
-					 " SET bytea_output = 'hex'; SET lc_monetary = 'C'; SET enable_sort = off;"
-					 " SET synchronize_seqscans = off; SET max_parallel_workers_per_gather = 0;"
-					 " SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0",
-					 "session setup", NULL) < 0)
+	RpSessionSpec spec = {
+		.conninfo = o->conninfo,
+		.fallback_application_name = o->progname,
+		.settings = "SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC';"
+		" SET IntervalStyle = 'postgres'; SET extra_float_digits = 1;"
+		" SET bytea_output = 'hex'; SET lc_monetary = 'C'; SET enable_sort = off;"
+		" SET synchronize_seqscans = off; SET max_parallel_workers_per_gather = 0;"
+		" SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0",
+	};
+	RpSessionError err;
+	PGconn	   *conn = rp_session_open(&spec, &err);
+
+	if (conn == NULL && err.result == NULL)
+		rp_fail(RP_HALT_NONE, "snapshot: could not connect: %s", err.message);
+	else if (conn == NULL)
 	{
-		PQfinish(conn);
-		return NULL;
+		rp_snap_fail_res(err.result, "session setup", NULL);
+		PQclear(err.result);
 	}
 	return conn;
 }

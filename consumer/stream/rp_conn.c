@@ -18,51 +18,53 @@
 #include "stream/rp_ckpt.h"
 #include "stream/rp_conn.h"
 #include "rp_read.h"
+#include "base/rp_session.h"
 #include "base/rp_status.h"
 #include "rp_wire.h"
 
 
-/* The server's message, first line only: DETAIL and CONTEXT may carry values. */
+/*
+ * The server's message, first line only: DETAIL and CONTEXT may carry
+ * values.  conn_msg is the connection's message, for a result without one.
+ */
 static int
-rp_conn_fail(RpConn *c, RpHalt halt, const char *what, const PGresult *res)
+rp_conn_fail_result(RpHalt halt, const PGresult *res, const char *what, const char *conn_msg)
 {
 	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	char		line[512];
 
-	if (msg == NULL)
-		msg = PQerrorMessage(c->pg);
-	rp_error_first_line(line, sizeof(line), msg);
+	rp_error_first_line(line, sizeof(line), msg ? msg : conn_msg);
 	return rp_fail(halt, "%s failed: %s%s%s%s", what, line, state ? " (SQLSTATE " : "",
 				   state ? state : "", state ? ")" : "");
+}
+
+static int
+rp_conn_fail(RpConn *c, RpHalt halt, const char *what, const PGresult *res)
+{
+	return rp_conn_fail_result(halt, res, what, PQerrorMessage(c->pg));
 }
 
 int
 rp_conn_open(RpConn *c, const char *conninfo, const char *progname)
 {
-	const char *keys[4];
-	const char *vals[4];
-	int			n = 0;
+	RpSessionSpec spec = {
+		.conninfo = conninfo,
+		.replication = "database",
+		.fallback_application_name = progname,
+	};
+	RpSessionError err;
 
 	memset(c, 0, sizeof(*c));
-	/* expand_dbname: dbname may be a whole conninfo string or URI */
-	keys[n] = "dbname";
-	vals[n++] = conninfo ? conninfo : "";
-	keys[n] = "replication";
-	vals[n++] = "database";
-	keys[n] = "fallback_application_name";
-	vals[n++] = progname;
-	keys[n] = NULL;
-	vals[n] = NULL;
-	c->pg = PQconnectdbParams(keys, vals, 1);
-	if (PQstatus(c->pg) != CONNECTION_OK)
+	c->pg = rp_session_open(&spec, &err);
+	if (c->pg == NULL && err.result == NULL)
+		return rp_fail(RP_HALT_NONE, "could not connect: %s", err.message);
+	if (c->pg == NULL)
 	{
-		char		line[512];
+		int			rc = rp_conn_fail_result(RP_HALT_NONE, err.result, "session setup", err.message);
 
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(c->pg));
-		PQfinish(c->pg);
-		c->pg = NULL;
-		return rp_fail(RP_HALT_NONE, "could not connect: %s", line);
+		PQclear(err.result);
+		return rc;
 	}
 	c->dbname = rp_strndup(PQdb(c->pg), strlen(PQdb(c->pg)));
 	return 0;
