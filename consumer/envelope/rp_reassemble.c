@@ -12,228 +12,12 @@
 #include <unistd.h>
 
 #include "rp_json.h"
+#include "envelope/rp_bitmap.h"
 #include "envelope/rp_jsonread.h"
 #include "envelope/rp_reassemble.h"
+#include "envelope/rp_seqhash.h"
 #include "base/rp_hash.h"
 #include "base/rp_status.h"
-
-/* ---- paged bitmaps --------------------------------------------------------- */
-
-#define BM_PAGE_SHIFT 16		/* 64 Ki bits (8 KiB) a page */
-#define BM_PAGE_BITS (UINT64_C(1) << BM_PAGE_SHIFT)
-#define BM_PAGE_WORDS (BM_PAGE_BITS / 64)
-
-typedef struct Bitmap
-{
-	uint64_t  **pages;			/* NULL page: all clear */
-	size_t		npages;
-} Bitmap;
-
-static void
-bm_free(Bitmap *bm)
-{
-	for (size_t i = 0; i < bm->npages; i++)
-		rp_free(bm->pages[i]);
-	rp_free(bm->pages);
-	bm->pages = NULL;
-	bm->npages = 0;
-}
-
-static bool
-bm_test(const Bitmap *bm, uint64_t bit)
-{
-	size_t		pg = (size_t) (bit >> BM_PAGE_SHIFT);
-	uint64_t	off = bit & (BM_PAGE_BITS - 1);
-
-	if (pg >= bm->npages || bm->pages[pg] == NULL)
-		return false;
-	return (bm->pages[pg][off / 64] >> (off % 64)) & 1;
-}
-
-/* Set bit; returns whether it was set before. */
-static bool
-bm_set(Bitmap *bm, uint64_t bit)
-{
-	size_t		pg = (size_t) (bit >> BM_PAGE_SHIFT);
-	uint64_t	off = bit & (BM_PAGE_BITS - 1);
-	uint64_t	mask = UINT64_C(1) << (off % 64);
-	bool		was;
-
-	if (pg >= bm->npages)
-	{
-		size_t		n = bm->npages ? bm->npages : 4;
-
-		while (n <= pg)
-			n *= 2;
-		bm->pages = rp_realloc(bm->pages, n * sizeof(uint64_t *));
-		memset(bm->pages + bm->npages, 0, (n - bm->npages) * sizeof(uint64_t *));
-		bm->npages = n;
-	}
-	if (bm->pages[pg] == NULL)
-		bm->pages[pg] = rp_malloc0(BM_PAGE_WORDS * sizeof(uint64_t));
-	was = (bm->pages[pg][off / 64] & mask) != 0;
-	bm->pages[pg][off / 64] |= mask;
-	return was;
-}
-
-/* The 64 bits of word w (bits 64w .. 64w+63). */
-static uint64_t
-bm_word(const Bitmap *bm, uint64_t w)
-{
-	size_t		pg = (size_t) (w / BM_PAGE_WORDS);
-
-	if (pg >= bm->npages || bm->pages[pg] == NULL)
-		return 0;
-	return bm->pages[pg][w % BM_PAGE_WORDS];
-}
-
-/* Bits set below limit. */
-static uint64_t
-bm_count_below(const Bitmap *bm, uint64_t limit)
-{
-	uint64_t	n = 0;
-	uint64_t	nwords = limit / 64;
-
-	for (size_t pg = 0; pg < bm->npages && (uint64_t) pg * BM_PAGE_WORDS < nwords; pg++)
-	{
-		uint64_t	first = (uint64_t) pg * BM_PAGE_WORDS;
-		uint64_t	last = first + BM_PAGE_WORDS < nwords ? first + BM_PAGE_WORDS : nwords;
-
-		if (bm->pages[pg] == NULL)
-			continue;
-		for (uint64_t w = first; w < last; w++)
-			n += (uint64_t) __builtin_popcountll(bm->pages[pg][w - first]);
-	}
-	if (limit % 64)
-		n += (uint64_t) __builtin_popcountll(bm_word(bm, nwords) &
-											 ((UINT64_C(1) << (limit % 64)) - 1));
-	return n;
-}
-
-static uint64_t
-bm_count(const Bitmap *bm)
-{
-	return bm_count_below(bm, (uint64_t) bm->npages << BM_PAGE_SHIFT);
-}
-
-/* The first clear bit below limit, if any. */
-static bool
-bm_first_clear_below(const Bitmap *bm, uint64_t limit, uint64_t *bit)
-{
-	for (uint64_t w = 0; w * 64 < limit; w++)
-	{
-		size_t		pg = (size_t) (w / BM_PAGE_WORDS);
-		uint64_t	v;
-
-		if (pg >= bm->npages || bm->pages[pg] == NULL)
-		{
-			*bit = w * 64;
-			return true;
-		}
-		v = ~bm->pages[pg][w % BM_PAGE_WORDS];
-		if (v)
-		{
-			uint64_t	b = w * 64 + (uint64_t) __builtin_ctzll(v);
-
-			if (b >= limit)
-				return false;
-			*bit = b;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The first set bit at or past from, if any. */
-static bool
-bm_first_set_from(const Bitmap *bm, uint64_t from, uint64_t *bit)
-{
-	uint64_t	end = (uint64_t) bm->npages << BM_PAGE_SHIFT;
-
-	for (uint64_t w = from / 64; w * 64 < end; w++)
-	{
-		uint64_t	v;
-
-		if (bm->pages[w / BM_PAGE_WORDS] == NULL)
-		{
-			w += BM_PAGE_WORDS - 1 - w % BM_PAGE_WORDS;
-			continue;
-		}
-		v = bm->pages[w / BM_PAGE_WORDS][w % BM_PAGE_WORDS];
-		if (w == from / 64)
-			v &= ~UINT64_C(0) << (from % 64);
-		if (v)
-		{
-			*bit = w * 64 + (uint64_t) __builtin_ctzll(v);
-			return true;
-		}
-	}
-	return false;
-}
-
-/* ---- seq -> content hash, for repeated seqs (pass 2) ------------------------ */
-
-typedef struct HashSlot
-{
-	uint64_t	key;			/* seq + 1; 0: empty */
-	uint64_t	hash;
-} HashSlot;
-
-typedef struct SeqHash
-{
-	HashSlot   *slots;
-	size_t		cap;			/* a power of two */
-	size_t		used;
-} SeqHash;
-
-static uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
-
-/* The hash stored for seq, or store h: returns true when one was there (*old). */
-static bool
-seqhash_put(SeqHash *m, uint64_t seq, uint64_t h, uint64_t *old)
-{
-	size_t		i;
-
-	if ((m->used + 1) * 2 > m->cap)
-	{
-		SeqHash		n = {NULL, m->cap ? m->cap * 2 : 64, 0};
-
-		n.slots = rp_malloc0(n.cap * sizeof(HashSlot));
-		for (size_t j = 0; j < m->cap; j++)
-			if (m->slots[j].key)
-			{
-				uint64_t	dummy;
-
-				seqhash_put(&n, m->slots[j].key - 1, m->slots[j].hash, &dummy);
-			}
-		rp_free(m->slots);
-		*m = n;
-	}
-	for (i = (size_t) mix64(seq + 1) & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
-	{
-		if (m->slots[i].key == seq + 1)
-		{
-			*old = m->slots[i].hash;
-			return true;
-		}
-		if (m->slots[i].key == 0)
-		{
-			m->slots[i].key = seq + 1;
-			m->slots[i].hash = h;
-			m->used++;
-			return false;
-		}
-	}
-}
 
 /* ---- snapshots ---------------------------------------------------------------- */
 
@@ -247,8 +31,8 @@ typedef struct Snap
 	RpSnapReport rep;
 	char	   *snapshot_at;	/* raw span of the first frame's snapshot_at */
 	size_t		snapshot_at_len;
-	Bitmap		present;
-	Bitmap		dup;
+	RpBitmap	present;
+	RpBitmap	dup;
 	bool		any_dup;
 	bool		identity_conflict;	/* frames disagree on store or snapshot_at */
 	bool		conflict;
@@ -257,7 +41,7 @@ typedef struct Snap
 	uint64_t   *loc_pos;
 	uint32_t   *loc_len;
 	size_t		loc_cap;
-	SeqHash		hashes;			/* pass 2 */
+	RpSeqHash	hashes;			/* pass 2 */
 } Snap;
 
 struct RpReasm
@@ -280,7 +64,7 @@ struct RpReasm
 };
 
 static void
-snap_conflict(Snap *s, uint64_t seq)
+rp_reasm_snap_conflict(Snap *s, uint64_t seq)
 {
 	if (!s->conflict || seq < s->rep.conflict_seq)
 		s->rep.conflict_seq = seq;
@@ -288,15 +72,15 @@ snap_conflict(Snap *s, uint64_t seq)
 }
 
 static uint64_t
-id_hash(const char *id)
+rp_reasm_id_hash(const char *id)
 {
 	return rp_hash_bytes(id, RP_UUID_TEXT_LEN);
 }
 
 static void
-index_insert(RpReasm *r, size_t snap_idx)
+rp_reasm_index_insert(RpReasm *r, size_t snap_idx)
 {
-	size_t		i = (size_t) id_hash(r->snaps[snap_idx]->rep.id) & (r->index_cap - 1);
+	size_t		i = (size_t) rp_reasm_id_hash(r->snaps[snap_idx]->rep.id) & (r->index_cap - 1);
 
 	while (r->index[i] != 0)
 		i = (i + 1) & (r->index_cap - 1);
@@ -304,11 +88,11 @@ index_insert(RpReasm *r, size_t snap_idx)
 }
 
 static Snap *
-snap_lookup(const RpReasm *r, const char *id)
+rp_reasm_snap_lookup(const RpReasm *r, const char *id)
 {
 	if (r->index_cap == 0)
 		return NULL;
-	for (size_t i = (size_t) id_hash(id) & (r->index_cap - 1);; i = (i + 1) & (r->index_cap - 1))
+	for (size_t i = (size_t) rp_reasm_id_hash(id) & (r->index_cap - 1);; i = (i + 1) & (r->index_cap - 1))
 	{
 		uint32_t	v = r->index[i];
 
@@ -320,9 +104,9 @@ snap_lookup(const RpReasm *r, const char *id)
 }
 
 static Snap *
-snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t at_len)
+rp_reasm_snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t at_len)
 {
-	Snap	   *s = snap_lookup(r, id);
+	Snap	   *s = rp_reasm_snap_lookup(r, id);
 
 	if (s)
 		return s;
@@ -345,16 +129,16 @@ snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t a
 		r->index_cap = r->index_cap ? r->index_cap * 2 : 64;
 		r->index = rp_malloc0(r->index_cap * sizeof(uint32_t));
 		for (size_t i = 0; i < r->nsnaps; i++)
-			index_insert(r, i);
+			rp_reasm_index_insert(r, i);
 	}
 	else
-		index_insert(r, r->nsnaps - 1);
+		rp_reasm_index_insert(r, r->nsnaps - 1);
 	return s;
 }
 
 /* Order of s's identity against (store, at): <0, 0, >0. */
 static int
-snap_identity_cmp(const Snap *s, const char *store, const char *at, size_t at_len)
+rp_reasm_snap_identity_cmp(const Snap *s, const char *store, const char *at, size_t at_len)
 {
 	int			c = strcmp(s->rep.store, store);
 	size_t		n = s->snapshot_at_len < at_len ? s->snapshot_at_len : at_len;
@@ -368,13 +152,13 @@ snap_identity_cmp(const Snap *s, const char *store, const char *at, size_t at_le
 }
 
 static bool
-snap_same_identity(const Snap *s, const char *store, const char *at, size_t at_len)
+rp_reasm_snap_same_identity(const Snap *s, const char *store, const char *at, size_t at_len)
 {
-	return snap_identity_cmp(s, store, at, at_len) == 0;
+	return rp_reasm_snap_identity_cmp(s, store, at, at_len) == 0;
 }
 
 static void
-snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
+rp_reasm_snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
 {
 	if (seq >= s->loc_cap)
 	{
@@ -393,15 +177,15 @@ snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
 }
 
 static void
-snap_free(Snap *s)
+rp_reasm_snap_free(Snap *s)
 {
 	rp_free(s->rep.store);
 	rp_free(s->snapshot_at);
-	bm_free(&s->present);
-	bm_free(&s->dup);
+	rp_bitmap_free(&s->present);
+	rp_bitmap_free(&s->dup);
 	rp_free(s->loc_pos);
 	rp_free(s->loc_len);
-	rp_free(s->hashes.slots);
+	rp_seqhash_free(&s->hashes);
 	rp_free(s);
 }
 
@@ -423,7 +207,7 @@ rp_reasm_free(RpReasm *r)
 	if (r == NULL)
 		return;
 	for (size_t i = 0; i < r->nsnaps; i++)
-		snap_free(r->snaps[i]);
+		rp_reasm_snap_free(r->snaps[i]);
 	rp_free(r->snaps);
 	rp_free(r->index);
 	for (int i = 0; i < r->npaths; i++)
@@ -463,10 +247,10 @@ typedef struct LineCtx
 } LineCtx;
 
 static void
-skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...) __attribute__((format(printf, 3, 4)));
+rp_reasm_skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...) __attribute__((format(printf, 3, 4)));
 
 static void
-skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...)
+rp_reasm_skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...)
 {
 	char		why[256];
 	char		msg[1024];
@@ -498,20 +282,20 @@ typedef enum FrameKind
  * < 0), 0 absent; -1 duplicated or of another type (warned).
  */
 static int
-member(RpReasm *r, const LineCtx *lc, const char *name, int want, const RpJrMember **m)
+rp_reasm_member(RpReasm *r, const LineCtx *lc, const char *name, int want, const RpJrMember **m)
 {
 	int			rc = rp_jr_find(&r->doc, name, m);
 
 	if (rc < 0)
 	{
-		skip_line(r, lc, "frame has \"%s\" more than once", name);
+		rp_reasm_skip_line(r, lc, "frame has \"%s\" more than once", name);
 		return -1;
 	}
 	if (rc == 0)
 		return 0;
 	if (want >= 0 && (*m)->type != (RpJrType) want)
 	{
-		skip_line(r, lc, "frame field \"%s\" is a%s %s, %s expected", name,
+		rp_reasm_skip_line(r, lc, "frame field \"%s\" is a%s %s, %s expected", name,
 				  (*m)->type == RP_JR_ARRAY || (*m)->type == RP_JR_OBJECT ? "n" : "",
 				  rp_jr_type_name((*m)->type), rp_jr_type_name((RpJrType) want));
 		return -1;
@@ -521,19 +305,19 @@ member(RpReasm *r, const LineCtx *lc, const char *name, int want, const RpJrMemb
 
 /* A required non-negative integer member, at most max. */
 static int
-member_count(RpReasm *r, const LineCtx *lc, const char *name, uint64_t max, uint64_t *out)
+rp_reasm_member_count(RpReasm *r, const LineCtx *lc, const char *name, uint64_t max, uint64_t *out)
 {
 	const RpJrMember *m;
 	int64_t		v;
-	int			rc = member(r, lc, name, RP_JR_NUMBER, &m);
+	int			rc = rp_reasm_member(r, lc, name, RP_JR_NUMBER, &m);
 
 	if (rc == 0)
-		skip_line(r, lc, "frame lacks \"%s\"", name);
+		rp_reasm_skip_line(r, lc, "frame lacks \"%s\"", name);
 	if (rc <= 0)
 		return -1;
 	if (rp_jr_int64(m->val, m->val_len, &v) < 0 || v < 0 || (uint64_t) v > max)
 	{
-		skip_line(r, lc, "frame field \"%s\" is not an integer in 0..%" PRIu64, name, max);
+		rp_reasm_skip_line(r, lc, "frame field \"%s\" is not an integer in 0..%" PRIu64, name, max);
 		return -1;
 	}
 	*out = (uint64_t) v;
@@ -541,18 +325,18 @@ member_count(RpReasm *r, const LineCtx *lc, const char *name, uint64_t max, uint
 }
 
 static int
-member_required(RpReasm *r, const LineCtx *lc, const char *name, RpJrType want,
+rp_reasm_member_required(RpReasm *r, const LineCtx *lc, const char *name, RpJrType want,
 				const RpJrMember **m)
 {
-	int			rc = member(r, lc, name, (int) want, m);
+	int			rc = rp_reasm_member(r, lc, name, (int) want, m);
 
 	if (rc == 0)
-		skip_line(r, lc, "frame lacks \"%s\"", name);
+		rp_reasm_skip_line(r, lc, "frame lacks \"%s\"", name);
 	return rc == 1 ? 0 : -1;
 }
 
 static void
-reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
+rp_reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 {
 	const RpJrMember *m_kind,
 			   *m_id,
@@ -570,7 +354,7 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 
 	if (rp_jr_parse(&r->doc, line, len) < 0)
 	{
-		skip_line(r, lc, "invalid JSON at byte %" PRIu64 " (%s)",
+		rp_reasm_skip_line(r, lc, "invalid JSON at byte %" PRIu64 " (%s)",
 				  lc->offset + r->doc.err.offset, r->doc.err.reason);
 		return;
 	}
@@ -580,7 +364,7 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 	/* a frame: kind begin/row/oversize/end and a snapshot_id; else not ours */
 	if (rp_jr_find(&r->doc, "kind", &m_kind) < 0)
 	{
-		skip_line(r, lc, "\"kind\" more than once");
+		rp_reasm_skip_line(r, lc, "\"kind\" more than once");
 		return;
 	}
 	if (m_kind == NULL || m_kind->type != RP_JR_STRING)
@@ -595,7 +379,7 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 		kind = FK_END;
 	else
 		return;
-	switch (member(r, lc, "snapshot_id", -1, &m_id))
+	switch (rp_reasm_member(r, lc, "snapshot_id", -1, &m_id))
 	{
 		case 0:
 			return;				/* not ours */
@@ -605,20 +389,20 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 	if (m_id->type != RP_JR_STRING ||
 		!rp_uuid_parse(m_id->val + 1, m_id->val_len - 2, &uuid))
 	{
-		skip_line(r, lc, "frame field \"snapshot_id\" is not a UUID string");
+		rp_reasm_skip_line(r, lc, "frame field \"snapshot_id\" is not a UUID string");
 		return;
 	}
 	rp_uuid_text(&uuid, id);
 
 	/* the fields every frame carries */
-	if (member_required(r, lc, "store", RP_JR_STRING, &m_store) < 0 ||
-		member_required(r, lc, "snapshot_at", RP_JR_STRING, &m_at) < 0 ||
-		member_required(r, lc, "timestamp", RP_JR_STRING, &m_ts) < 0 ||
-		member_count(r, lc, "seq", RP_REASM_MAX_SEQ, &seq) < 0)
+	if (rp_reasm_member_required(r, lc, "store", RP_JR_STRING, &m_store) < 0 ||
+		rp_reasm_member_required(r, lc, "snapshot_at", RP_JR_STRING, &m_at) < 0 ||
+		rp_reasm_member_required(r, lc, "timestamp", RP_JR_STRING, &m_ts) < 0 ||
+		rp_reasm_member_count(r, lc, "seq", RP_REASM_MAX_SEQ, &seq) < 0)
 		return;
 	if (m_ts->val_len != m_at->val_len || memcmp(m_ts->val, m_at->val, m_at->val_len) != 0)
 	{
-		skip_line(r, lc, "frame's \"timestamp\" differs from its \"snapshot_at\"");
+		rp_reasm_skip_line(r, lc, "frame's \"timestamp\" differs from its \"snapshot_at\"");
 		return;
 	}
 	/* per kind */
@@ -627,10 +411,10 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 		case FK_BEGIN:
 			if (seq != 0)
 			{
-				skip_line(r, lc, "begin frame with a \"seq\" other than 0");
+				rp_reasm_skip_line(r, lc, "begin frame with a \"seq\" other than 0");
 				return;
 			}
-			if (member(r, lc, "total", RP_JR_NUMBER, &m_extra) < 0)
+			if (rp_reasm_member(r, lc, "total", RP_JR_NUMBER, &m_extra) < 0)
 				return;
 			if (m_extra)
 			{
@@ -638,39 +422,39 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 
 				if (rp_jr_int64(m_extra->val, m_extra->val_len, &t) < 0 || t < 0)
 				{
-					skip_line(r, lc, "frame field \"total\" is not a non-negative integer");
+					rp_reasm_skip_line(r, lc, "frame field \"total\" is not a non-negative integer");
 					return;
 				}
 				count = (uint64_t) t;
 			}
 			break;
 		case FK_ROW:
-			if (member_required(r, lc, "record", RP_JR_OBJECT, &m_payload) < 0)
+			if (rp_reasm_member_required(r, lc, "record", RP_JR_OBJECT, &m_payload) < 0)
 				return;
 			if (m_payload->val_len >= LOC_STUB)
 			{
-				skip_line(r, lc, "frame field \"record\" is 4 GiB or more");
+				rp_reasm_skip_line(r, lc, "frame field \"record\" is 4 GiB or more");
 				return;
 			}
 			break;
 		case FK_OVERSIZE:
-			if (member_count(r, lc, "bytes", UINT64_MAX >> 1, &count) < 0 ||
-				member(r, lc, "row_key", -1, &m_payload) < 0)
+			if (rp_reasm_member_count(r, lc, "bytes", UINT64_MAX >> 1, &count) < 0 ||
+				rp_reasm_member(r, lc, "row_key", -1, &m_payload) < 0)
 				return;
 			if (m_payload == NULL ||
 				(m_payload->type != RP_JR_OBJECT && m_payload->type != RP_JR_NULL))
 			{
-				skip_line(r, lc, "oversize frame's \"row_key\" is not an object or null");
+				rp_reasm_skip_line(r, lc, "oversize frame's \"row_key\" is not an object or null");
 				return;
 			}
 			break;
 		case FK_END:
-			if (member_count(r, lc, "row_count", RP_REASM_MAX_SEQ, &count) < 0 ||
-				member_required(r, lc, "completed_at", RP_JR_STRING, &m_extra) < 0)
+			if (rp_reasm_member_count(r, lc, "row_count", RP_REASM_MAX_SEQ, &count) < 0 ||
+				rp_reasm_member_required(r, lc, "completed_at", RP_JR_STRING, &m_extra) < 0)
 				return;
 			if (seq != count)
 			{
-				skip_line(r, lc, "end frame's \"seq\" differs from its \"row_count\"");
+				rp_reasm_skip_line(r, lc, "end frame's \"seq\" differs from its \"row_count\"");
 				return;
 			}
 			break;
@@ -682,7 +466,7 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 	if (rp_jr_string(m_store->val, m_store->val_len, &r->scratch) < 0 ||
 		memchr(r->scratch.data, '\0', r->scratch.len) != NULL)
 	{
-		skip_line(r, lc, "frame field \"store\" is not a name");
+		rp_reasm_skip_line(r, lc, "frame field \"store\" is not a name");
 		return;
 	}
 	rp_buf_put_char(&r->scratch, '\0');
@@ -692,16 +476,16 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 		uint64_t	h,
 					old;
 
-		s = snap_lookup(r, id);
+		s = rp_reasm_snap_lookup(r, id);
 		if (s == NULL)
 			return;
-		if (s->identity_conflict && !snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
+		if (s->identity_conflict && !rp_reasm_snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
 		{
 			/* differs from the settled identity (the smallest seen) */
-			snap_conflict(s, seq);
+			rp_reasm_snap_conflict(s, seq);
 			return;
 		}
-		if (!s->any_dup || (kind != FK_ROW && kind != FK_OVERSIZE) || !bm_test(&s->dup, seq))
+		if (!s->any_dup || (kind != FK_ROW && kind != FK_OVERSIZE) || !rp_bitmap_test(&s->dup, seq))
 			return;
 		h = rp_hash_bytes(kind == FK_ROW ? "r" : "o", 1);
 		if (kind == FK_OVERSIZE)
@@ -712,14 +496,14 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 			h = rp_hash_extend(h, num, strlen(num));
 		}
 		h = rp_hash_extend(h, m_payload->val, m_payload->val_len);
-		if (seqhash_put(&s->hashes, seq, h, &old) && old != h)
-			snap_conflict(s, seq);
+		if (rp_seqhash_put(&s->hashes, seq, h, &old) && old != h)
+			rp_reasm_snap_conflict(s, seq);
 		return;
 	}
 
 	/* pass 1 */
-	s = snap_get(r, id, r->scratch.data, m_at->val, m_at->val_len);
-	if (!snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
+	s = rp_reasm_snap_get(r, id, r->scratch.data, m_at->val, m_at->val_len);
+	if (!rp_reasm_snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
 	{
 		/*
 		 * Frames of one snapshot disagree on what it is.  Which frame is
@@ -728,7 +512,7 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 		 * the smallest seq of a frame that differs from it.
 		 */
 		s->identity_conflict = true;
-		if (snap_identity_cmp(s, r->scratch.data, m_at->val, m_at->val_len) > 0)
+		if (rp_reasm_snap_identity_cmp(s, r->scratch.data, m_at->val, m_at->val_len) > 0)
 		{
 			rp_free(s->rep.store);
 			rp_free(s->snapshot_at);
@@ -747,16 +531,16 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 			break;
 		case FK_ROW:
 		case FK_OVERSIZE:
-			if (bm_set(&s->present, seq))
+			if (rp_bitmap_set(&s->present, seq))
 			{
-				bm_set(&s->dup, seq);
+				rp_bitmap_set(&s->dup, seq);
 				s->any_dup = true;
 				break;
 			}
 			if (kind == FK_OVERSIZE)
 				s->rep.oversize++;
 			if (s->keep)
-				snap_keep_loc(s, seq,
+				rp_reasm_snap_keep_loc(s, seq,
 							  kind == FK_ROW ?
 							  ((uint64_t) lc->file << FILE_SHIFT) |
 							  (lc->offset + (uint64_t) (m_payload->val - line)) : 0,
@@ -764,7 +548,7 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 			break;
 		case FK_END:
 			if (s->rep.has_end && s->rep.row_count != count)
-				snap_conflict(s, count < s->rep.row_count ? count : s->rep.row_count);
+				rp_reasm_snap_conflict(s, count < s->rep.row_count ? count : s->rep.row_count);
 			else
 			{
 				s->rep.has_end = true;
@@ -777,7 +561,7 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 }
 
 static int
-reasm_file(RpReasm *r, int file, int pass)
+rp_reasm_file(RpReasm *r, int file, int pass)
 {
 	const char *path = r->paths[file];
 	FILE	   *f = fopen(path, "rb");
@@ -802,7 +586,7 @@ reasm_file(RpReasm *r, int file, int pass)
 			break;
 		}
 		if (len > 0)
-			reasm_line(r, &lc, line, len);
+			rp_reasm_line(r, &lc, line, len);
 		lc.offset += (uint64_t) n;
 	}
 	if (rc == 0 && ferror(f))
@@ -813,20 +597,20 @@ reasm_file(RpReasm *r, int file, int pass)
 }
 
 static int
-snap_cmp(const void *a, const void *b)
+rp_reasm_snap_cmp(const void *a, const void *b)
 {
 	return strcmp((*(Snap *const *) a)->rep.id, (*(Snap *const *) b)->rep.id);
 }
 
 static void
-snap_settle(Snap *s)
+rp_reasm_snap_settle(Snap *s)
 {
 	RpSnapReport *rep = &s->rep;
 	uint64_t	beyond;
 
-	rep->rows_seen = bm_count(&s->present);
-	if (rep->has_end && bm_first_set_from(&s->present, rep->row_count, &beyond))
-		snap_conflict(s, beyond);	/* a row at or past row_count */
+	rep->rows_seen = rp_bitmap_count(&s->present);
+	if (rep->has_end && rp_bitmap_first_set_from(&s->present, rep->row_count, &beyond))
+		rp_reasm_snap_conflict(s, beyond);	/* a row at or past row_count */
 	if (s->conflict)
 	{
 		rep->state = RP_SNAP_CONFLICT;
@@ -837,13 +621,13 @@ snap_settle(Snap *s)
 		rep->state = RP_SNAP_OPEN;
 		return;
 	}
-	rep->missing = rep->row_count - bm_count_below(&s->present, rep->row_count);
+	rep->missing = rep->row_count - rp_bitmap_count_below(&s->present, rep->row_count);
 	if (rep->missing == 0)
 		rep->state = RP_SNAP_COMPLETE;
 	else
 	{
 		rep->state = RP_SNAP_TRUNCATED;
-		bm_first_clear_below(&s->present, rep->row_count, &rep->first_missing);
+		rp_bitmap_first_clear_below(&s->present, rep->row_count, &rep->first_missing);
 	}
 }
 
@@ -863,24 +647,24 @@ rp_reasm_run(RpReasm *r, const char *const *paths, int npaths)
 	r->npaths = npaths;
 
 	for (int i = 0; i < npaths; i++)
-		if (reasm_file(r, i, 1) < 0)
+		if (rp_reasm_file(r, i, 1) < 0)
 			return -1;
 	/* pass 2: content of the seqs seen more than once */
 	for (size_t i = 0; i < r->nsnaps; i++)
 		again |= r->snaps[i]->any_dup || r->snaps[i]->identity_conflict;
 	if (again)
 		for (int i = 0; i < npaths; i++)
-			if (reasm_file(r, i, 2) < 0)
+			if (rp_reasm_file(r, i, 2) < 0)
 				return -1;
 	for (size_t i = 0; i < r->nsnaps; i++)
-		snap_settle(r->snaps[i]);
+		rp_reasm_snap_settle(r->snaps[i]);
 	/* sorted by id; the index is rebuilt for the new order */
 	if (r->nsnaps > 1)
 	{
-		qsort(r->snaps, r->nsnaps, sizeof(Snap *), snap_cmp);
+		qsort(r->snaps, r->nsnaps, sizeof(Snap *), rp_reasm_snap_cmp);
 		memset(r->index, 0, r->index_cap * sizeof(uint32_t));
 		for (size_t i = 0; i < r->nsnaps; i++)
-			index_insert(r, i);
+			rp_reasm_index_insert(r, i);
 	}
 	return 0;
 }
@@ -907,7 +691,7 @@ rp_reasm_find(const RpReasm *r, const char *id)
 	if (id == NULL || !rp_uuid_parse(id, strlen(id), &u))
 		return NULL;
 	rp_uuid_text(&u, text);
-	s = snap_lookup(r, text);
+	s = rp_reasm_snap_lookup(r, text);
 	return s ? &s->rep : NULL;
 }
 
@@ -934,7 +718,7 @@ typedef struct RowWindow
 
 /* Make [off, off+len) of file available in w; -1 (rp_fail) on error. */
 static int
-window_fill(RpReasm *r, RowWindow *w, int *fds, int file, uint64_t off, size_t len)
+rp_reasm_window_fill(RpReasm *r, RowWindow *w, int *fds, int file, uint64_t off, size_t len)
 {
 	size_t		want = len > ROW_WINDOW ? len : ROW_WINDOW;
 	size_t		got = 0;
@@ -973,7 +757,7 @@ window_fill(RpReasm *r, RowWindow *w, int *fds, int file, uint64_t off, size_t l
 int
 rp_reasm_write_rows(RpReasm *r, FILE *out)
 {
-	Snap	   *s = r->keep_id[0] ? snap_lookup(r, r->keep_id) : NULL;
+	Snap	   *s = r->keep_id[0] ? rp_reasm_snap_lookup(r, r->keep_id) : NULL;
 	int		   *fds;
 	RowWindow	w = {-1, 0, 0, NULL, 0};
 	int			rc = 0;
@@ -1004,7 +788,7 @@ rp_reasm_write_rows(RpReasm *r, FILE *out)
 			continue;			/* an oversize stub: its row is in the dead-letter file */
 		file = (int) (pos >> FILE_SHIFT);
 		off = pos & ((UINT64_C(1) << FILE_SHIFT) - 1);
-		if ((rc = window_fill(r, &w, fds, file, off, len)) < 0)
+		if ((rc = rp_reasm_window_fill(r, &w, fds, file, off, len)) < 0)
 			break;
 		if (fwrite(w.buf + (off - w.start), 1, len, out) != len || putc('\n', out) == EOF)
 		{
