@@ -365,38 +365,62 @@ rp_snap_heap_start(RpSnapWorker *w, RpSnapJob *job)
 	return 0;
 }
 
+/* The table's COPY TO STDOUT started on the worker's session. */
 static int
-rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
+rp_snap_copy_begin(RpSnapWorker *w, RpSnapJob *job, bool raw)
+{
+	RpBuf		sql;
+	PGresult   *res;
+	int			rc = 0;
+
+	rp_buf_init(&sql, 512);
+	rp_snap_copy_sql(&sql, w->conn, job, raw);
+	res = PQexec(w->conn, sql.data);
+	rp_buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_COPY_OUT)
+		rc = rp_snap_fail_res(res, "COPY", job->t);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * A full chunk (*chp) handed to the delivery thread, unless the run is
+ * stopping; *chp becomes the other buffer, for the next rows.
+ */
+static int
+rp_snap_chunk_full(RpSnapRun *run, RpSnapJob *job, RpSnapHandoff *handoff, RpSnapChunk chunks[2],
+				   RpSnapChunk **chp, bool first)
+{
+	RpSnapChunk *next;
+
+	if (atomic_load(&run->failed))
+		return rp_fail(RP_HALT_NONE, "snapshot: stopped (another worker failed)");
+	/* SIGINT/SIGTERM: the chunks stored so far are where a rerun resumes */
+	if (rp_stop_requested())
+		return rp_fail(RP_HALT_NONE, "snapshot: stopped by a signal before table \"%s\".\"%s\" was copied",
+					   job->t->rel->schema, job->t->rel->name);
+	/* the previous chunk must be stored before this one is handed over */
+	if (rp_snap_handoff_wait(handoff) < 0)
+		return -1;
+	rp_snap_handoff_give(handoff, *chp, first);
+	/* the other buffer takes the next rows; the order check goes on across them */
+	next = *chp == &chunks[0] ? &chunks[1] : &chunks[0];
+	next->lastpos = (*chp)->lastpos;
+	*chp = next;
+	return 0;
+}
+
+/*
+ * Where a table's copy starts: in physical order from a stored tuple id,
+ * after a stored key (as settings the WHERE clause reads), or over.
+ */
+static int
+rp_snap_copy_start(RpSnapWorker *w, RpSnapJob *job)
 {
 	RpSnapRun  *run = w->run;
 	const RpSnapTable *t = job->t;
-	const RpRelation *rel = t->rel;
-	bool		raw = run->sink->snapshot_raw && t->portable;
-	RpBuf		sql;
-	RpSnapChunk chunks[2];
-	RpSnapChunk *chp = &chunks[0];
-	RpSnapChunk *next;
-	RpSnapDeliverArg darg = {w, job, raw};
-	RpSnapHandoff handoff;
-	uint64_t	copied;
 	PGresult   *res;
-	int			ncopy = 0;
-	int			maxf;
-	const unsigned char **data;
-	int32_t    *len;
-	bool		header = false;
-	bool		first = true;
-	bool		ended = false;
 	int			rc = 0;
-
-	if (!raw && !t->convertible)
-		return rp_fail(RP_HALT_CONFIG, "snapshot: table \"%s\".\"%s\": %s", rel->schema, rel->name, t->why);
-	for (int i = 0; i < rel->natts; i++)
-		if (!raw || !(rel->cols[i].flags & RP_COL_GENERATED))
-			ncopy++;
-	maxf = ncopy + t->nkey + 1;
-	data = rp_malloc0(sizeof(*data) * (size_t) maxf);
-	len = rp_malloc0(sizeof(*len) * (size_t) maxf);
 
 	job->heap = run->sink->snapshot_heap_order && t->nkey > 0 && (!job->have_tok || job->tok.heap);
 	if (job->heap)
@@ -426,23 +450,14 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		 */
 		job->tok.rows = 0;
 	}
-	if (rc < 0)
-		goto out;
-	copied = job->tok.rows;
+	return rc;
+}
 
-	rp_buf_init(&sql, 512);
-	rp_snap_copy_sql(&sql, w->conn, job, raw);
-	res = PQexec(w->conn, sql.data);
-	rp_buf_free(&sql);
-	if (PQresultStatus(res) != PGRES_COPY_OUT)
-	{
-		rc = rp_snap_fail_res(res, "COPY", t);
-		PQclear(res);
-		goto out;
-	}
-	PQclear(res);
-
-	memset(chunks, 0, sizeof(chunks));
+/* The two chunk buffers; a frame's begins with its header and the table's description. */
+static void
+rp_snap_chunks_init(RpSnapChunk chunks[2], const RpRelation *rel, bool raw)
+{
+	memset(chunks, 0, 2 * sizeof(RpSnapChunk));
 	for (int c = 0; c < 2; c++)
 	{
 		RpSnapChunk *ch = &chunks[c];
@@ -464,6 +479,65 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		}
 		ch->head_len = ch->data.len;
 	}
+}
+
+/* The COPY's own result, once its data is read: and the data must have ended with the trailer. */
+static int
+rp_snap_copy_end(RpSnapWorker *w, const RpSnapTable *t, bool ended)
+{
+	PGresult   *res = PQgetResult(w->conn);
+	int			rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = rp_snap_fail_res(res, "COPY", t);
+	PQclear(res);
+	while ((res = PQgetResult(w->conn)) != NULL)
+		PQclear(res);
+	if (rc == 0 && !ended)
+		rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" ended without its trailer",
+					 t->rel->schema, t->rel->name);
+	return rc;
+}
+
+static int
+rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
+{
+	RpSnapRun  *run = w->run;
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+	bool		raw = run->sink->snapshot_raw && t->portable;
+	RpSnapChunk chunks[2];
+	RpSnapChunk *chp = &chunks[0];
+	RpSnapDeliverArg darg = {w, job, raw};
+	RpSnapHandoff handoff;
+	uint64_t	copied;
+	int			ncopy = 0;
+	int			maxf;
+	const unsigned char **data;
+	int32_t    *len;
+	bool		header = false;
+	bool		first = true;
+	bool		ended = false;
+	int			rc = 0;
+
+	if (!raw && !t->convertible)
+		return rp_fail(RP_HALT_CONFIG, "snapshot: table \"%s\".\"%s\": %s", rel->schema, rel->name, t->why);
+	for (int i = 0; i < rel->natts; i++)
+		if (!raw || !(rel->cols[i].flags & RP_COL_GENERATED))
+			ncopy++;
+	maxf = ncopy + t->nkey + 1;
+	data = rp_malloc0(sizeof(*data) * (size_t) maxf);
+	len = rp_malloc0(sizeof(*len) * (size_t) maxf);
+
+	rc = rp_snap_copy_start(w, job);
+	if (rc < 0)
+		goto out;
+	copied = job->tok.rows;
+
+	if ((rc = rp_snap_copy_begin(w, job, raw)) < 0)
+		goto out;
+
+	rp_snap_chunks_init(chunks, rel, raw);
 	rc = rp_snap_handoff_start(&handoff, rp_snap_deliver_handed, &darg);
 
 	for (;;)
@@ -520,42 +594,13 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		atomic_store(&job->done_rows, copied);
 		if (chp->rows >= run->opts->chunk_rows || chp->data.len >= run->opts->chunk_bytes)
 		{
-			if (atomic_load(&run->failed))
-			{
-				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped (another worker failed)");
+			if ((rc = rp_snap_chunk_full(run, job, &handoff, chunks, &chp, first)) < 0)
 				break;
-			}
-			/* SIGINT/SIGTERM: the chunks stored so far are where a rerun resumes */
-			if (rp_stop_requested())
-			{
-				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped by a signal before table \"%s\".\"%s\" was copied",
-							 job->t->rel->schema, job->t->rel->name);
-				break;
-			}
-			/* the previous chunk must be stored before this one is handed over */
-			rc = rp_snap_handoff_wait(&handoff);
-			if (rc < 0)
-				break;
-			rp_snap_handoff_give(&handoff, chp, first);
 			first = false;
-			/* the other buffer takes the next rows; the order check goes on across them */
-			next = chp == &chunks[0] ? &chunks[1] : &chunks[0];
-			next->lastpos = chp->lastpos;
-			chp = next;
 		}
 	}
 	if (rc == 0)
-	{
-		res = PQgetResult(w->conn);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			rc = rp_snap_fail_res(res, "COPY", t);
-		PQclear(res);
-		while ((res = PQgetResult(w->conn)) != NULL)
-			PQclear(res);
-	}
-	if (rc == 0 && !ended)
-		rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" ended without its trailer",
-					 rel->schema, rel->name);
+		rc = rp_snap_copy_end(w, t, ended);
 	/* the last chunk, also when empty: every table gets a call */
 	if (handoff.started && rp_snap_handoff_wait(&handoff) < 0 && rc == 0)
 		rc = -1;
