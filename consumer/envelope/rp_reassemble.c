@@ -335,175 +335,200 @@ rp_reasm_member_required(RpReasm *r, const LineCtx *lc, const char *name, RpJrTy
 	return rc == 1 ? 0 : -1;
 }
 
-static void
-rp_reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
+/* One frame's fields, as read from its line (values point into the line). */
+typedef struct RpReasmFrame
 {
-	const RpJrMember *m_kind,
-			   *m_id,
-			   *m_store,
-			   *m_at,
-			   *m_ts,
-			   *m_payload = NULL,
-			   *m_extra = NULL;
 	FrameKind	kind;
-	RpUuid		uuid;
 	char		id[RP_UUID_TEXT_LEN + 1];
-	uint64_t	seq,
-				count = 0;
-	Snap	   *s;
+	uint64_t	seq;
+	uint64_t	count;			/* begin: total; oversize: bytes; end: row_count */
+	const RpJrMember *m_kind;
+	const RpJrMember *m_id;
+	const RpJrMember *m_store;	/* decoded into r->scratch, NUL-terminated */
+	const RpJrMember *m_at;
+	const RpJrMember *m_ts;
+	const RpJrMember *m_payload;	/* row: record; oversize: row_key */
+	const RpJrMember *m_extra;	/* begin: total; end: completed_at */
+} RpReasmFrame;
 
+/* The fields one kind of frame carries; false when the line is skipped. */
+static bool
+rp_reasm_frame_kind(RpReasm *r, const LineCtx *lc, RpReasmFrame *f)
+{
+	switch (f->kind)
+	{
+		case FK_BEGIN:
+			if (f->seq != 0)
+			{
+				rp_reasm_skip_line(r, lc, "begin frame with a \"seq\" other than 0");
+				return false;
+			}
+			if (rp_reasm_member(r, lc, "total", RP_JR_NUMBER, &f->m_extra) < 0)
+				return false;
+			if (f->m_extra)
+			{
+				int64_t		t;
+
+				if (rp_jr_int64(f->m_extra->val, f->m_extra->val_len, &t) < 0 || t < 0)
+				{
+					rp_reasm_skip_line(r, lc, "frame field \"total\" is not a non-negative integer");
+					return false;
+				}
+				f->count = (uint64_t) t;
+			}
+			break;
+		case FK_ROW:
+			if (rp_reasm_member_required(r, lc, "record", RP_JR_OBJECT, &f->m_payload) < 0)
+				return false;
+			if (f->m_payload->val_len >= LOC_STUB)
+			{
+				rp_reasm_skip_line(r, lc, "frame field \"record\" is 4 GiB or more");
+				return false;
+			}
+			break;
+		case FK_OVERSIZE:
+			if (rp_reasm_member_count(r, lc, "bytes", UINT64_MAX >> 1, &f->count) < 0 ||
+				rp_reasm_member(r, lc, "row_key", -1, &f->m_payload) < 0)
+				return false;
+			if (f->m_payload == NULL ||
+				(f->m_payload->type != RP_JR_OBJECT && f->m_payload->type != RP_JR_NULL))
+			{
+				rp_reasm_skip_line(r, lc, "oversize frame's \"row_key\" is not an object or null");
+				return false;
+			}
+			break;
+		case FK_END:
+			if (rp_reasm_member_count(r, lc, "row_count", RP_REASM_MAX_SEQ, &f->count) < 0 ||
+				rp_reasm_member_required(r, lc, "completed_at", RP_JR_STRING, &f->m_extra) < 0)
+				return false;
+			if (f->seq != f->count)
+			{
+				rp_reasm_skip_line(r, lc, "end frame's \"seq\" differs from its \"row_count\"");
+				return false;
+			}
+			break;
+		case FK_NONE:
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The line as a frame: false when it is not one (not ours, or skipped
+ * with a warning).
+ */
+static bool
+rp_reasm_frame(RpReasm *r, const LineCtx *lc, const char *line, size_t len, RpReasmFrame *f)
+{
+	RpUuid		uuid;
+
+	memset(f, 0, sizeof(*f));
 	if (rp_jr_parse(&r->doc, line, len) < 0)
 	{
 		rp_reasm_skip_line(r, lc, "invalid JSON at byte %" PRIu64 " (%s)",
 				  lc->offset + r->doc.err.offset, r->doc.err.reason);
-		return;
+		return false;
 	}
 	if (r->doc.type != RP_JR_OBJECT)
-		return;					/* not ours */
+		return false;			/* not ours */
 
 	/* a frame: kind begin/row/oversize/end and a snapshot_id; else not ours */
-	if (rp_jr_find(&r->doc, "kind", &m_kind) < 0)
+	if (rp_jr_find(&r->doc, "kind", &f->m_kind) < 0)
 	{
 		rp_reasm_skip_line(r, lc, "\"kind\" more than once");
-		return;
+		return false;
 	}
-	if (m_kind == NULL || m_kind->type != RP_JR_STRING)
-		return;
-	if (rp_jr_string_eq(m_kind->val, m_kind->val_len, "begin"))
-		kind = FK_BEGIN;
-	else if (rp_jr_string_eq(m_kind->val, m_kind->val_len, "row"))
-		kind = FK_ROW;
-	else if (rp_jr_string_eq(m_kind->val, m_kind->val_len, "oversize"))
-		kind = FK_OVERSIZE;
-	else if (rp_jr_string_eq(m_kind->val, m_kind->val_len, "end"))
-		kind = FK_END;
+	if (f->m_kind == NULL || f->m_kind->type != RP_JR_STRING)
+		return false;
+	if (rp_jr_string_eq(f->m_kind->val, f->m_kind->val_len, "begin"))
+		f->kind = FK_BEGIN;
+	else if (rp_jr_string_eq(f->m_kind->val, f->m_kind->val_len, "row"))
+		f->kind = FK_ROW;
+	else if (rp_jr_string_eq(f->m_kind->val, f->m_kind->val_len, "oversize"))
+		f->kind = FK_OVERSIZE;
+	else if (rp_jr_string_eq(f->m_kind->val, f->m_kind->val_len, "end"))
+		f->kind = FK_END;
 	else
-		return;
-	switch (rp_reasm_member(r, lc, "snapshot_id", -1, &m_id))
+		return false;
+	switch (rp_reasm_member(r, lc, "snapshot_id", -1, &f->m_id))
 	{
 		case 0:
-			return;				/* not ours */
+			return false;	/* not ours */
 		case -1:
-			return;
+			return false;
 	}
-	if (m_id->type != RP_JR_STRING ||
-		!rp_uuid_parse(m_id->val + 1, m_id->val_len - 2, &uuid))
+	if (f->m_id->type != RP_JR_STRING ||
+		!rp_uuid_parse(f->m_id->val + 1, f->m_id->val_len - 2, &uuid))
 	{
 		rp_reasm_skip_line(r, lc, "frame field \"snapshot_id\" is not a UUID string");
-		return;
+		return false;
 	}
-	rp_uuid_text(&uuid, id);
+	rp_uuid_text(&uuid, f->id);
 
 	/* the fields every frame carries */
-	if (rp_reasm_member_required(r, lc, "store", RP_JR_STRING, &m_store) < 0 ||
-		rp_reasm_member_required(r, lc, "snapshot_at", RP_JR_STRING, &m_at) < 0 ||
-		rp_reasm_member_required(r, lc, "timestamp", RP_JR_STRING, &m_ts) < 0 ||
-		rp_reasm_member_count(r, lc, "seq", RP_REASM_MAX_SEQ, &seq) < 0)
-		return;
-	if (m_ts->val_len != m_at->val_len || memcmp(m_ts->val, m_at->val, m_at->val_len) != 0)
+	if (rp_reasm_member_required(r, lc, "store", RP_JR_STRING, &f->m_store) < 0 ||
+		rp_reasm_member_required(r, lc, "snapshot_at", RP_JR_STRING, &f->m_at) < 0 ||
+		rp_reasm_member_required(r, lc, "timestamp", RP_JR_STRING, &f->m_ts) < 0 ||
+		rp_reasm_member_count(r, lc, "seq", RP_REASM_MAX_SEQ, &f->seq) < 0)
+		return false;
+	if (f->m_ts->val_len != f->m_at->val_len || memcmp(f->m_ts->val, f->m_at->val, f->m_at->val_len) != 0)
 	{
 		rp_reasm_skip_line(r, lc, "frame's \"timestamp\" differs from its \"snapshot_at\"");
-		return;
+		return false;
 	}
-	/* per kind */
-	switch (kind)
-	{
-		case FK_BEGIN:
-			if (seq != 0)
-			{
-				rp_reasm_skip_line(r, lc, "begin frame with a \"seq\" other than 0");
-				return;
-			}
-			if (rp_reasm_member(r, lc, "total", RP_JR_NUMBER, &m_extra) < 0)
-				return;
-			if (m_extra)
-			{
-				int64_t		t;
-
-				if (rp_jr_int64(m_extra->val, m_extra->val_len, &t) < 0 || t < 0)
-				{
-					rp_reasm_skip_line(r, lc, "frame field \"total\" is not a non-negative integer");
-					return;
-				}
-				count = (uint64_t) t;
-			}
-			break;
-		case FK_ROW:
-			if (rp_reasm_member_required(r, lc, "record", RP_JR_OBJECT, &m_payload) < 0)
-				return;
-			if (m_payload->val_len >= LOC_STUB)
-			{
-				rp_reasm_skip_line(r, lc, "frame field \"record\" is 4 GiB or more");
-				return;
-			}
-			break;
-		case FK_OVERSIZE:
-			if (rp_reasm_member_count(r, lc, "bytes", UINT64_MAX >> 1, &count) < 0 ||
-				rp_reasm_member(r, lc, "row_key", -1, &m_payload) < 0)
-				return;
-			if (m_payload == NULL ||
-				(m_payload->type != RP_JR_OBJECT && m_payload->type != RP_JR_NULL))
-			{
-				rp_reasm_skip_line(r, lc, "oversize frame's \"row_key\" is not an object or null");
-				return;
-			}
-			break;
-		case FK_END:
-			if (rp_reasm_member_count(r, lc, "row_count", RP_REASM_MAX_SEQ, &count) < 0 ||
-				rp_reasm_member_required(r, lc, "completed_at", RP_JR_STRING, &m_extra) < 0)
-				return;
-			if (seq != count)
-			{
-				rp_reasm_skip_line(r, lc, "end frame's \"seq\" differs from its \"row_count\"");
-				return;
-			}
-			break;
-		case FK_NONE:
-			return;
-	}
-
+	if (!rp_reasm_frame_kind(r, lc, f))
+		return false;
 	rp_buf_reset(&r->scratch);
-	if (rp_jr_string(m_store->val, m_store->val_len, &r->scratch) < 0 ||
+	if (rp_jr_string(f->m_store->val, f->m_store->val_len, &r->scratch) < 0 ||
 		memchr(r->scratch.data, '\0', r->scratch.len) != NULL)
 	{
 		rp_reasm_skip_line(r, lc, "frame field \"store\" is not a name");
-		return;
+		return false;
 	}
 	rp_buf_put_char(&r->scratch, '\0');
+	return true;
+}
 
-	if (lc->pass == 2)
+/* Pass 2: content hashes of the repeated seqs, and frames off the settled identity. */
+static void
+rp_reasm_line_pass2(RpReasm *r, const RpReasmFrame *f)
+{
+	Snap	   *s;
+	uint64_t	h,
+				old;
+
+	s = rp_reasm_snap_lookup(r, f->id);
+	if (s == NULL)
+		return;
+	if (s->identity_conflict && !rp_reasm_snap_same_identity(s, r->scratch.data, f->m_at->val, f->m_at->val_len))
 	{
-		uint64_t	h,
-					old;
-
-		s = rp_reasm_snap_lookup(r, id);
-		if (s == NULL)
-			return;
-		if (s->identity_conflict && !rp_reasm_snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
-		{
-			/* differs from the settled identity (the smallest seen) */
-			rp_reasm_snap_conflict(s, seq);
-			return;
-		}
-		if (!s->any_dup || (kind != FK_ROW && kind != FK_OVERSIZE) || !rp_bitmap_test(&s->dup, seq))
-			return;
-		h = rp_hash_bytes(kind == FK_ROW ? "r" : "o", 1);
-		if (kind == FK_OVERSIZE)
-		{
-			char		num[24];
-
-			snprintf(num, sizeof(num), "%" PRIu64 ":", count);
-			h = rp_hash_extend(h, num, strlen(num));
-		}
-		h = rp_hash_extend(h, m_payload->val, m_payload->val_len);
-		if (rp_seqhash_put(&s->hashes, seq, h, &old) && old != h)
-			rp_reasm_snap_conflict(s, seq);
+		/* differs from the settled identity (the smallest seen) */
+		rp_reasm_snap_conflict(s, f->seq);
 		return;
 	}
+	if (!s->any_dup || (f->kind != FK_ROW && f->kind != FK_OVERSIZE) || !rp_bitmap_test(&s->dup, f->seq))
+		return;
+	h = rp_hash_bytes(f->kind == FK_ROW ? "r" : "o", 1);
+	if (f->kind == FK_OVERSIZE)
+	{
+		char		num[24];
 
-	/* pass 1 */
-	s = rp_reasm_snap_get(r, id, r->scratch.data, m_at->val, m_at->val_len);
-	if (!rp_reasm_snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
+		snprintf(num, sizeof(num), "%" PRIu64 ":", f->count);
+		h = rp_hash_extend(h, num, strlen(num));
+	}
+	h = rp_hash_extend(h, f->m_payload->val, f->m_payload->val_len);
+	if (rp_seqhash_put(&s->hashes, f->seq, h, &old) && old != h)
+		rp_reasm_snap_conflict(s, f->seq);
+}
+
+/* Pass 1: the seqs seen, begin and end. */
+static void
+rp_reasm_line_pass1(RpReasm *r, const LineCtx *lc, const char *line, const RpReasmFrame *f)
+{
+	Snap	   *s;
+
+	s = rp_reasm_snap_get(r, f->id, r->scratch.data, f->m_at->val, f->m_at->val_len);
+	if (!rp_reasm_snap_same_identity(s, r->scratch.data, f->m_at->val, f->m_at->val_len))
 	{
 		/*
 		 * Frames of one snapshot disagree on what it is.  Which frame is
@@ -512,52 +537,65 @@ rp_reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 		 * the smallest seq of a frame that differs from it.
 		 */
 		s->identity_conflict = true;
-		if (rp_reasm_snap_identity_cmp(s, r->scratch.data, m_at->val, m_at->val_len) > 0)
+		if (rp_reasm_snap_identity_cmp(s, r->scratch.data, f->m_at->val, f->m_at->val_len) > 0)
 		{
 			rp_free(s->rep.store);
 			rp_free(s->snapshot_at);
 			s->rep.store = rp_strndup(r->scratch.data, strlen(r->scratch.data));
-			s->snapshot_at = rp_strndup(m_at->val, m_at->val_len);
-			s->snapshot_at_len = m_at->val_len;
+			s->snapshot_at = rp_strndup(f->m_at->val, f->m_at->val_len);
+			s->snapshot_at_len = f->m_at->val_len;
 		}
 		return;
 	}
-	switch (kind)
+	switch (f->kind)
 	{
 		case FK_BEGIN:
 			s->rep.has_begin = true;
-			if (m_extra)
-				s->rep.total = (int64_t) count;
+			if (f->m_extra)
+				s->rep.total = (int64_t) f->count;
 			break;
 		case FK_ROW:
 		case FK_OVERSIZE:
-			if (rp_bitmap_set(&s->present, seq))
+			if (rp_bitmap_set(&s->present, f->seq))
 			{
-				rp_bitmap_set(&s->dup, seq);
+				rp_bitmap_set(&s->dup, f->seq);
 				s->any_dup = true;
 				break;
 			}
-			if (kind == FK_OVERSIZE)
+			if (f->kind == FK_OVERSIZE)
 				s->rep.oversize++;
 			if (s->keep)
-				rp_reasm_snap_keep_loc(s, seq,
-							  kind == FK_ROW ?
+				rp_reasm_snap_keep_loc(s, f->seq,
+							  f->kind == FK_ROW ?
 							  ((uint64_t) lc->file << FILE_SHIFT) |
-							  (lc->offset + (uint64_t) (m_payload->val - line)) : 0,
-							  kind == FK_ROW ? (uint32_t) m_payload->val_len : LOC_STUB);
+							  (lc->offset + (uint64_t) (f->m_payload->val - line)) : 0,
+							  f->kind == FK_ROW ? (uint32_t) f->m_payload->val_len : LOC_STUB);
 			break;
 		case FK_END:
-			if (s->rep.has_end && s->rep.row_count != count)
-				rp_reasm_snap_conflict(s, count < s->rep.row_count ? count : s->rep.row_count);
+			if (s->rep.has_end && s->rep.row_count != f->count)
+				rp_reasm_snap_conflict(s, f->count < s->rep.row_count ? f->count : s->rep.row_count);
 			else
 			{
 				s->rep.has_end = true;
-				s->rep.row_count = count;
+				s->rep.row_count = f->count;
 			}
 			break;
 		case FK_NONE:
 			break;
 	}
+}
+
+static void
+rp_reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
+{
+	RpReasmFrame f;
+
+	if (!rp_reasm_frame(r, lc, line, len, &f))
+		return;
+	if (lc->pass == 2)
+		rp_reasm_line_pass2(r, &f);
+	else
+		rp_reasm_line_pass1(r, lc, line, &f);
 }
 
 static int
