@@ -1,6 +1,7 @@
 /*
  * rp_reassemble.c
- *    Snapshot envelope reassembly (see rp_reassemble.h).
+ *    Snapshot envelope reassembly: reading the frames, two passes, and the
+ *    verdicts (see rp_reassemble.h; the output is rp_reasm_out.c).
  */
 #include "rp_alloc.h"
 
@@ -11,60 +12,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "rp_json.h"
 #include "envelope/rp_bitmap.h"
 #include "envelope/rp_jsonread.h"
-#include "envelope/rp_reassemble.h"
+#include "envelope/rp_reasm_int.h"
 #include "envelope/rp_seqhash.h"
 #include "base/rp_hash.h"
 #include "base/rp_status.h"
 
 /* ---- snapshots ---------------------------------------------------------------- */
 
-#define LOC_NONE UINT64_MAX
-#define LOC_STUB UINT32_MAX
-#define MAX_FILES 65535
-#define FILE_SHIFT 48
-
-typedef struct Snap
-{
-	RpSnapReport rep;
-	char	   *snapshot_at;	/* raw span of the first frame's snapshot_at */
-	size_t		snapshot_at_len;
-	RpBitmap	present;
-	RpBitmap	dup;
-	bool		any_dup;
-	bool		identity_conflict;	/* frames disagree on store or snapshot_at */
-	bool		conflict;
-	bool		keep;
-	/* kept rows, indexed by seq: file << 48 | offset of "record", its length */
-	uint64_t   *loc_pos;
-	uint32_t   *loc_len;
-	size_t		loc_cap;
-	RpSeqHash	hashes;			/* pass 2 */
-} Snap;
-
-struct RpReasm
-{
-	Snap	  **snaps;
-	size_t		nsnaps;
-	size_t		snaps_cap;
-	/* id -> index + 1, open addressing */
-	uint32_t   *index;
-	size_t		index_cap;
-	char		keep_id[RP_UUID_TEXT_LEN + 1];
-	char	  **paths;
-	int			npaths;
-	uint64_t	skipped;
-	bool		ran;
-	RpReasmWarn warn;
-	void	   *warn_arg;
-	RpJrDoc		doc;
-	RpBuf		scratch;
-};
-
 static void
-rp_reasm_snap_conflict(Snap *s, uint64_t seq)
+rp_reasm_snap_conflict(RpReasmSnap *s, uint64_t seq)
 {
 	if (!s->conflict || seq < s->rep.conflict_seq)
 		s->rep.conflict_seq = seq;
@@ -87,7 +45,7 @@ rp_reasm_index_insert(RpReasm *r, size_t snap_idx)
 	r->index[i] = (uint32_t) (snap_idx + 1);
 }
 
-static Snap *
+RpReasmSnap *
 rp_reasm_snap_lookup(const RpReasm *r, const char *id)
 {
 	if (r->index_cap == 0)
@@ -103,14 +61,14 @@ rp_reasm_snap_lookup(const RpReasm *r, const char *id)
 	}
 }
 
-static Snap *
+static RpReasmSnap *
 rp_reasm_snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t at_len)
 {
-	Snap	   *s = rp_reasm_snap_lookup(r, id);
+	RpReasmSnap	   *s = rp_reasm_snap_lookup(r, id);
 
 	if (s)
 		return s;
-	s = rp_malloc0(sizeof(Snap));
+	s = rp_malloc0(sizeof(RpReasmSnap));
 	memcpy(s->rep.id, id, RP_UUID_TEXT_LEN + 1);
 	s->rep.store = rp_strndup(store, strlen(store));
 	s->rep.total = -1;
@@ -120,7 +78,7 @@ rp_reasm_snap_get(RpReasm *r, const char *id, const char *store, const char *at,
 	if (r->nsnaps == r->snaps_cap)
 	{
 		r->snaps_cap = r->snaps_cap ? r->snaps_cap * 2 : 16;
-		r->snaps = rp_realloc(r->snaps, r->snaps_cap * sizeof(Snap *));
+		r->snaps = rp_realloc(r->snaps, r->snaps_cap * sizeof(RpReasmSnap *));
 	}
 	r->snaps[r->nsnaps++] = s;
 	if ((r->nsnaps + 1) * 2 > r->index_cap)
@@ -138,7 +96,7 @@ rp_reasm_snap_get(RpReasm *r, const char *id, const char *store, const char *at,
 
 /* Order of s's identity against (store, at): <0, 0, >0. */
 static int
-rp_reasm_snap_identity_cmp(const Snap *s, const char *store, const char *at, size_t at_len)
+rp_reasm_snap_identity_cmp(const RpReasmSnap *s, const char *store, const char *at, size_t at_len)
 {
 	int			c = strcmp(s->rep.store, store);
 	size_t		n = s->snapshot_at_len < at_len ? s->snapshot_at_len : at_len;
@@ -152,13 +110,13 @@ rp_reasm_snap_identity_cmp(const Snap *s, const char *store, const char *at, siz
 }
 
 static bool
-rp_reasm_snap_same_identity(const Snap *s, const char *store, const char *at, size_t at_len)
+rp_reasm_snap_same_identity(const RpReasmSnap *s, const char *store, const char *at, size_t at_len)
 {
 	return rp_reasm_snap_identity_cmp(s, store, at, at_len) == 0;
 }
 
 static void
-rp_reasm_snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
+rp_reasm_snap_keep_loc(RpReasmSnap *s, uint64_t seq, uint64_t pos, uint32_t len)
 {
 	if (seq >= s->loc_cap)
 	{
@@ -169,7 +127,7 @@ rp_reasm_snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
 		s->loc_pos = rp_realloc(s->loc_pos, n * sizeof(uint64_t));
 		s->loc_len = rp_realloc(s->loc_len, n * sizeof(uint32_t));
 		for (size_t i = s->loc_cap; i < n; i++)
-			s->loc_pos[i] = LOC_NONE;
+			s->loc_pos[i] = RP_REASM_LOC_NONE;
 		s->loc_cap = n;
 	}
 	s->loc_pos[seq] = pos;
@@ -177,7 +135,7 @@ rp_reasm_snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
 }
 
 static void
-rp_reasm_snap_free(Snap *s)
+rp_reasm_snap_free(RpReasmSnap *s)
 {
 	rp_free(s->rep.store);
 	rp_free(s->snapshot_at);
@@ -380,7 +338,7 @@ rp_reasm_frame_kind(RpReasm *r, const LineCtx *lc, RpReasmFrame *f)
 		case FK_ROW:
 			if (rp_reasm_member_required(r, lc, "record", RP_JR_OBJECT, &f->m_payload) < 0)
 				return false;
-			if (f->m_payload->val_len >= LOC_STUB)
+			if (f->m_payload->val_len >= RP_REASM_LOC_STUB)
 			{
 				rp_reasm_skip_line(r, lc, "frame field \"record\" is 4 GiB or more");
 				return false;
@@ -493,7 +451,7 @@ rp_reasm_frame(RpReasm *r, const LineCtx *lc, const char *line, size_t len, RpRe
 static void
 rp_reasm_line_pass2(RpReasm *r, const RpReasmFrame *f)
 {
-	Snap	   *s;
+	RpReasmSnap	   *s;
 	uint64_t	h,
 				old;
 
@@ -525,7 +483,7 @@ rp_reasm_line_pass2(RpReasm *r, const RpReasmFrame *f)
 static void
 rp_reasm_line_pass1(RpReasm *r, const LineCtx *lc, const char *line, const RpReasmFrame *f)
 {
-	Snap	   *s;
+	RpReasmSnap	   *s;
 
 	s = rp_reasm_snap_get(r, f->id, r->scratch.data, f->m_at->val, f->m_at->val_len);
 	if (!rp_reasm_snap_same_identity(s, r->scratch.data, f->m_at->val, f->m_at->val_len))
@@ -567,9 +525,9 @@ rp_reasm_line_pass1(RpReasm *r, const LineCtx *lc, const char *line, const RpRea
 			if (s->keep)
 				rp_reasm_snap_keep_loc(s, f->seq,
 							  f->kind == FK_ROW ?
-							  ((uint64_t) lc->file << FILE_SHIFT) |
+							  ((uint64_t) lc->file << RP_REASM_FILE_SHIFT) |
 							  (lc->offset + (uint64_t) (f->m_payload->val - line)) : 0,
-							  f->kind == FK_ROW ? (uint32_t) f->m_payload->val_len : LOC_STUB);
+							  f->kind == FK_ROW ? (uint32_t) f->m_payload->val_len : RP_REASM_LOC_STUB);
 			break;
 		case FK_END:
 			if (s->rep.has_end && s->rep.row_count != f->count)
@@ -618,7 +576,7 @@ rp_reasm_file(RpReasm *r, int file, int pass)
 		lc.lineno++;
 		if (line[len - 1] == '\n')
 			len--;
-		if (lc.offset >= (UINT64_C(1) << FILE_SHIFT))
+		if (lc.offset >= (UINT64_C(1) << RP_REASM_FILE_SHIFT))
 		{
 			rc = rp_fail(RP_HALT_NONE, "\"%s\" is larger than 256 TiB", path);
 			break;
@@ -637,11 +595,11 @@ rp_reasm_file(RpReasm *r, int file, int pass)
 static int
 rp_reasm_snap_cmp(const void *a, const void *b)
 {
-	return strcmp((*(Snap *const *) a)->rep.id, (*(Snap *const *) b)->rep.id);
+	return strcmp((*(RpReasmSnap *const *) a)->rep.id, (*(RpReasmSnap *const *) b)->rep.id);
 }
 
 static void
-rp_reasm_snap_settle(Snap *s)
+rp_reasm_snap_settle(RpReasmSnap *s)
 {
 	RpSnapReport *rep = &s->rep;
 	uint64_t	beyond;
@@ -677,8 +635,8 @@ rp_reasm_run(RpReasm *r, const char *const *paths, int npaths)
 	if (r->ran)
 		return rp_fail(RP_HALT_NONE, "snapshot reassembler already ran");
 	r->ran = true;
-	if (npaths > MAX_FILES)
-		return rp_fail(RP_HALT_NONE, "too many files (at most %d)", MAX_FILES);
+	if (npaths > RP_REASM_MAX_FILES)
+		return rp_fail(RP_HALT_NONE, "too many files (at most %d)", RP_REASM_MAX_FILES);
 	r->paths = rp_malloc0((size_t) (npaths ? npaths : 1) * sizeof(char *));
 	for (int i = 0; i < npaths; i++)
 		r->paths[i] = rp_strndup(paths[i], strlen(paths[i]));
@@ -699,7 +657,7 @@ rp_reasm_run(RpReasm *r, const char *const *paths, int npaths)
 	/* sorted by id; the index is rebuilt for the new order */
 	if (r->nsnaps > 1)
 	{
-		qsort(r->snaps, r->nsnaps, sizeof(Snap *), rp_reasm_snap_cmp);
+		qsort(r->snaps, r->nsnaps, sizeof(RpReasmSnap *), rp_reasm_snap_cmp);
 		memset(r->index, 0, r->index_cap * sizeof(uint32_t));
 		for (size_t i = 0; i < r->nsnaps; i++)
 			rp_reasm_index_insert(r, i);
@@ -724,7 +682,7 @@ rp_reasm_find(const RpReasm *r, const char *id)
 {
 	RpUuid		u;
 	char		text[RP_UUID_TEXT_LEN + 1];
-	Snap	   *s;
+	RpReasmSnap	   *s;
 
 	if (id == NULL || !rp_uuid_parse(id, strlen(id), &u))
 		return NULL;
@@ -737,162 +695,4 @@ uint64_t
 rp_reasm_skipped(const RpReasm *r)
 {
 	return r->skipped;
-}
-
-/*
- * A read window over the input files: rows are mostly in file order, so
- * one pread(2) of a large block serves many of them.
- */
-#define ROW_WINDOW ((size_t) 1 << 20)
-
-typedef struct RowWindow
-{
-	int			file;			/* -1: empty */
-	uint64_t	start;
-	size_t		len;
-	char	   *buf;
-	size_t		cap;
-} RowWindow;
-
-/* Make [off, off+len) of file available in w; -1 (rp_fail) on error. */
-static int
-rp_reasm_window_fill(RpReasm *r, RowWindow *w, int *fds, int file, uint64_t off, size_t len)
-{
-	size_t		want = len > ROW_WINDOW ? len : ROW_WINDOW;
-	size_t		got = 0;
-
-	if (w->file == file && off >= w->start && off + len <= w->start + w->len)
-		return 0;
-	if (fds[file] < 0 && (fds[file] = open(r->paths[file], O_RDONLY | O_CLOEXEC)) < 0)
-		return rp_fail(RP_HALT_NONE, "could not open \"%s\": %s", r->paths[file], strerror(errno));
-	if (want > w->cap)
-	{
-		w->cap = want;
-		w->buf = rp_realloc(w->buf, w->cap);
-	}
-	w->file = -1;
-	while (got < want)
-	{
-		ssize_t		n = pread(fds[file], w->buf + got, want - got, (off_t) (off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return rp_fail(RP_HALT_NONE, "could not read \"%s\": %s", r->paths[file], strerror(errno));
-		if (n == 0)
-			break;
-		got += (size_t) n;
-	}
-	if (got < len)
-		return rp_fail(RP_HALT_NONE, "\"%s\" changed while it was read (byte %" PRIu64 ")",
-					   r->paths[file], off + got);
-	w->file = file;
-	w->start = off;
-	w->len = got;
-	return 0;
-}
-
-int
-rp_reasm_write_rows(RpReasm *r, FILE *out)
-{
-	Snap	   *s = r->keep_id[0] ? rp_reasm_snap_lookup(r, r->keep_id) : NULL;
-	int		   *fds;
-	RowWindow	w = {-1, 0, 0, NULL, 0};
-	int			rc = 0;
-
-	if (s == NULL)
-		return rp_fail(RP_HALT_NONE, "no frame of snapshot %s in the input",
-					   r->keep_id[0] ? r->keep_id : "(none chosen)");
-	if (s->rep.state != RP_SNAP_COMPLETE)
-		return rp_fail(RP_HALT_NONE, "snapshot %s is %s, not complete",
-					   s->rep.id, rp_snap_state_name(s->rep.state));
-	fds = rp_malloc((size_t) (r->npaths ? r->npaths : 1) * sizeof(int));
-	for (int i = 0; i < r->npaths; i++)
-		fds[i] = -1;
-	for (uint64_t seq = 0; seq < s->rep.row_count; seq++)
-	{
-		uint64_t	pos = seq < s->loc_cap ? s->loc_pos[seq] : LOC_NONE;
-		uint32_t	len;
-		int			file;
-		uint64_t	off;
-
-		if (pos == LOC_NONE)
-		{
-			rc = rp_fail(RP_HALT_NONE, "snapshot %s: seq %" PRIu64 " not located", s->rep.id, seq);
-			break;
-		}
-		len = s->loc_len[seq];
-		if (len == LOC_STUB)
-			continue;			/* an oversize stub: its row is in the dead-letter file */
-		file = (int) (pos >> FILE_SHIFT);
-		off = pos & ((UINT64_C(1) << FILE_SHIFT) - 1);
-		if ((rc = rp_reasm_window_fill(r, &w, fds, file, off, len)) < 0)
-			break;
-		if (fwrite(w.buf + (off - w.start), 1, len, out) != len || putc('\n', out) == EOF)
-		{
-			rc = rp_fail(RP_HALT_NONE, "could not write the rows: %s", strerror(errno));
-			break;
-		}
-	}
-	if (rc == 0 && fflush(out) != 0)
-		rc = rp_fail(RP_HALT_NONE, "could not write the rows: %s", strerror(errno));
-	for (int i = 0; i < r->npaths; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	rp_free(fds);
-	rp_free(w.buf);
-	return rc;
-}
-
-const char *
-rp_snap_state_name(RpSnapState s)
-{
-	switch (s)
-	{
-		case RP_SNAP_COMPLETE:
-			return "complete";
-		case RP_SNAP_TRUNCATED:
-			return "truncated";
-		case RP_SNAP_OPEN:
-			return "open";
-		case RP_SNAP_CONFLICT:
-			return "conflict";
-	}
-	return "unknown";
-}
-
-void
-rp_reasm_format(const RpSnapReport *rep, RpBuf *out)
-{
-	const unsigned char *st = (const unsigned char *) rep->store;
-	bool		plain = st[0] != '\0';
-	char		num[160];
-
-	for (const unsigned char *p = st; *p && plain; p++)
-		if (*p <= 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
-			plain = false;
-	rp_buf_put_text(out, rep->id);
-	rp_buf_put_char(out, ' ');
-	if (plain)
-		rp_buf_put_text(out, rep->store);
-	else
-		rp_json_cstring(out, rep->store);
-	switch (rep->state)
-	{
-		case RP_SNAP_COMPLETE:
-			snprintf(num, sizeof(num), " complete rows=%" PRIu64, rep->row_count);
-			break;
-		case RP_SNAP_TRUNCATED:
-			snprintf(num, sizeof(num), " truncated rows=%" PRIu64 " missing=%" PRIu64
-					 " (first missing seq %" PRIu64 ")",
-					 rep->row_count, rep->missing, rep->first_missing);
-			break;
-		case RP_SNAP_OPEN:
-			snprintf(num, sizeof(num), " open rows_seen=%" PRIu64, rep->rows_seen);
-			break;
-		case RP_SNAP_CONFLICT:
-			snprintf(num, sizeof(num), " conflict seq=%" PRIu64, rep->conflict_seq);
-			break;
-	}
-	rp_buf_put_text(out, num);
 }
