@@ -254,8 +254,8 @@ rp_reasm_member(RpReasm *r, const LineCtx *lc, const char *name, int want, const
 	if (want >= 0 && (*m)->type != (RpJrType) want)
 	{
 		rp_reasm_skip_line(r, lc, "frame field \"%s\" is a%s %s, %s expected", name,
-				  (*m)->type == RP_JR_ARRAY || (*m)->type == RP_JR_OBJECT ? "n" : "",
-				  rp_jr_type_name((*m)->type), rp_jr_type_name((RpJrType) want));
+						   (*m)->type == RP_JR_ARRAY || (*m)->type == RP_JR_OBJECT ? "n" : "",
+						   rp_jr_type_name((*m)->type), rp_jr_type_name((RpJrType) want));
 		return -1;
 	}
 	return 1;
@@ -284,7 +284,7 @@ rp_reasm_member_count(RpReasm *r, const LineCtx *lc, const char *name, uint64_t 
 
 static int
 rp_reasm_member_required(RpReasm *r, const LineCtx *lc, const char *name, RpJrType want,
-				const RpJrMember **m)
+						 const RpJrMember **m)
 {
 	int			rc = rp_reasm_member(r, lc, name, (int) want, m);
 
@@ -384,7 +384,7 @@ rp_reasm_frame(RpReasm *r, const LineCtx *lc, const char *line, size_t len, RpRe
 	if (rp_jr_parse(&r->doc, line, len) < 0)
 	{
 		rp_reasm_skip_line(r, lc, "invalid JSON at byte %" PRIu64 " (%s)",
-				  lc->offset + r->doc.err.offset, r->doc.err.reason);
+						   lc->offset + r->doc.err.offset, r->doc.err.reason);
 		return false;
 	}
 	if (r->doc.type != RP_JR_OBJECT)
@@ -524,10 +524,10 @@ rp_reasm_line_pass1(RpReasm *r, const LineCtx *lc, const char *line, const RpRea
 				s->rep.oversize++;
 			if (s->keep)
 				rp_reasm_snap_keep_loc(s, f->seq,
-							  f->kind == FK_ROW ?
-							  ((uint64_t) lc->file << RP_REASM_FILE_SHIFT) |
-							  (lc->offset + (uint64_t) (f->m_payload->val - line)) : 0,
-							  f->kind == FK_ROW ? (uint32_t) f->m_payload->val_len : RP_REASM_LOC_STUB);
+									   f->kind == FK_ROW ?
+									   ((uint64_t) lc->file << RP_REASM_FILE_SHIFT) |
+									   (lc->offset + (uint64_t) (f->m_payload->val - line)) : 0,
+									   f->kind == FK_ROW ? (uint32_t) f->m_payload->val_len : RP_REASM_LOC_STUB);
 			break;
 		case FK_END:
 			if (s->rep.has_end && s->rep.row_count != f->count)
