@@ -4,6 +4,7 @@
  */
 #include "rp_alloc.h"
 #include "rp_format.h"
+#include "rp_lsn.h"
 #include "rp_read.h"
 #include "rp_time.h"
 #include "rp_wire.h"
@@ -44,11 +45,9 @@ rp_fmt_int64(RpBuf *buf, int64_t v)
 void
 rp_fmt_lsn(RpBuf *buf, uint64_t lsn)
 {
-	char		tmp[32];
-	int			n = snprintf(tmp, sizeof(tmp), "%X/%X",
-							 (unsigned) (lsn >> 32), (unsigned) lsn);
+	char		tmp[RP_LSN_BUFLEN];
 
-	rp_buf_put_bytes(buf, tmp, (size_t) n);
+	rp_buf_put_text(buf, rp_lsn_format(lsn, tmp));
 }
 
 /*

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/transam.h"
 #include "catalog/pg_enum.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -38,6 +39,7 @@
 
 #include "rp_encode.h"
 #include "rp_time.h"
+#include "rp_typeenc.h"
 #include "rp_types.h"
 #include "rp_wire.h"
 
@@ -109,68 +111,44 @@ rp_types_maybe_reset(void)
 	return true;
 }
 
+/*
+ * The shared table names the built-in OIDs itself (the consumer has no
+ * server headers): hold it to the catalog's.
+ */
+StaticAssertDecl(RP_OID_BOOL == BOOLOID && RP_OID_BYTEA == BYTEAOID && RP_OID_NAME == NAMEOID &&
+				 RP_OID_INT8 == INT8OID && RP_OID_INT2 == INT2OID && RP_OID_INT4 == INT4OID &&
+				 RP_OID_TEXT == TEXTOID && RP_OID_OID == OIDOID && RP_OID_JSON == JSONOID &&
+				 RP_OID_FLOAT4 == FLOAT4OID && RP_OID_FLOAT8 == FLOAT8OID &&
+				 RP_OID_BPCHAR == BPCHAROID && RP_OID_VARCHAR == VARCHAROID &&
+				 RP_OID_DATE == DATEOID && RP_OID_TIME == TIMEOID &&
+				 RP_OID_TIMESTAMP == TIMESTAMPOID && RP_OID_TIMESTAMPTZ == TIMESTAMPTZOID &&
+				 RP_OID_INTERVAL == INTERVALOID && RP_OID_TIMETZ == TIMETZOID &&
+				 RP_OID_NUMERIC == NUMERICOID && RP_OID_UUID == UUIDOID && RP_OID_JSONB == JSONBOID,
+				 "rp_typeenc.h's built-in type OIDs differ from catalog/pg_type_d.h");
+StaticAssertDecl(RP_OID_FIRST_NORMAL == FirstNormalObjectId,
+				 "rp_typeenc.h's RP_OID_FIRST_NORMAL differs from FirstNormalObjectId");
+StaticAssertDecl(RP_TYPTYPE_COMPOSITE == TYPTYPE_COMPOSITE && RP_TYPTYPE_DOMAIN == TYPTYPE_DOMAIN &&
+				 RP_TYPTYPE_ENUM == TYPTYPE_ENUM && RP_TYPTYPE_RANGE == TYPTYPE_RANGE,
+				 "rp_typeenc.h's typtype letters differ from catalog/pg_type_d.h");
+
+/* The shared rule (rp_typeenc.h), on this server's catalog. */
 static uint8
 rp_types_pick_encoding(Oid basetypid, Oid *elemtypid)
 {
-	char		typtype;
+	int			enc = rp_typeenc_builtin(basetypid);
 
 	*elemtypid = InvalidOid;
-	switch (basetypid)
-	{
-		case BOOLOID:
-			return RP_ENC_BOOL;
-		case INT2OID:
-			return RP_ENC_INT2;
-		case INT4OID:
-			return RP_ENC_INT4;
-		case INT8OID:
-			return RP_ENC_INT8;
-		case OIDOID:
-			return RP_ENC_OID;
-		case FLOAT4OID:
-			return RP_ENC_FLOAT4;
-		case FLOAT8OID:
-			return RP_ENC_FLOAT8;
-		case NUMERICOID:
-			return RP_ENC_NUMERIC;
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-		case NAMEOID:
-			return RP_ENC_STRING;
-		case BYTEAOID:
-			return RP_ENC_BYTEA;
-		case UUIDOID:
-			return RP_ENC_UUID;
-		case DATEOID:
-			return RP_ENC_DATE;
-		case TIMEOID:
-			return RP_ENC_TIME;
-		case TIMETZOID:
-			return RP_ENC_TIMETZ;
-		case TIMESTAMPOID:
-			return RP_ENC_TIMESTAMP;
-		case TIMESTAMPTZOID:
-			return RP_ENC_TIMESTAMPTZ;
-		case INTERVALOID:
-			return RP_ENC_INTERVAL;
-		case JSONOID:
-			return RP_ENC_JSON;
-		case JSONBOID:
-			return RP_ENC_JSONB;
-	}
-	typtype = get_typtype(basetypid);
-	if (typtype == TYPTYPE_ENUM)
-		return RP_ENC_ENUM;
-	if (typtype == TYPTYPE_COMPOSITE)
-		return RP_ENC_COMPOSITE;
-	if (typtype == TYPTYPE_RANGE)
+	if (enc >= 0)
+		return (uint8) enc;
+	enc = rp_typeenc_by_typtype(get_typtype(basetypid));
+	if (enc == RP_ENC_RANGE)
 	{
 		TypeCacheEntry *tc = lookup_type_cache(basetypid, TYPECACHE_RANGE_INFO);
 
 		*elemtypid = tc->rngelemtype->type_id;
-		return RP_ENC_RANGE;
 	}
+	if (enc >= 0)
+		return (uint8) enc;
 	*elemtypid = get_element_type(basetypid);
 	if (OidIsValid(*elemtypid))
 		return RP_ENC_ARRAY;

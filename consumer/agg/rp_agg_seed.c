@@ -17,27 +17,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agg/rp_agg.h"
+#include "base/rp_clock.h"
+#include "base/rp_session.h"
 #include "stream/rp_ckpt.h"
 #include "base/rp_status.h"
 
-/* Notices can quote values: keep them off stderr. */
-static void
-rp_agg_src_notice(void *arg, const PGresult *res)
-{
-}
-
+/* lost: the source connection is gone */
 static int
-rp_agg_src_fail(RpAgg *agg, RpAggBinding *b, PGresult *res, const char *what)
+rp_agg_src_fail_as(RpAggBinding *b, PGresult *res, bool lost, const char *what)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
 	/* a lost or busy source is retried; anything else halts */
 	if (state == NULL || strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
-		strncmp(state, "40", 2) == 0 || strncmp(state, "53", 2) == 0 ||
-		PQstatus(agg->src) != CONNECTION_OK)
+		strncmp(state, "40", 2) == 0 || strncmp(state, "53", 2) == 0 || lost)
 		return rp_fail(RP_HALT_NONE, "aggregate binding \"%s\": source %s failed (SQLSTATE %s), will retry",
 					   b->name, what, state ? state : "none");
 	return rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": source %s failed: SQLSTATE %s", b->name,
@@ -45,11 +40,22 @@ rp_agg_src_fail(RpAgg *agg, RpAggBinding *b, PGresult *res, const char *what)
 }
 
 static int
+rp_agg_src_fail(RpAgg *agg, RpAggBinding *b, PGresult *res, const char *what)
+{
+	return rp_agg_src_fail_as(b, res, PQstatus(agg->src) != CONNECTION_OK, what);
+}
+
+static int
 rp_agg_src_connect(RpAgg *agg, RpAggBinding *b)
 {
-	const char *keys[] = {"dbname", "replication", "application_name", NULL};
-	const char *vals[] = {agg->source_conninfo, "false", "replicant-seed", NULL};
-	PGresult   *res;
+	/* the -d conninfo, but never a replication session (it may say so) */
+	RpSessionSpec spec = {
+		.conninfo = agg->source_conninfo,
+		.replication = "false",
+		.application_name = "replicant-seed",
+		.settings = "SET extra_float_digits = 3; SET TimeZone = 'UTC'",
+	};
+	RpSessionError err;
 
 	if (agg->src && PQstatus(agg->src) == CONNECTION_OK)
 		return 0;
@@ -57,26 +63,22 @@ rp_agg_src_connect(RpAgg *agg, RpAggBinding *b)
 		return rp_fail(RP_HALT_CONFIG, "aggregate binding \"%s\": no source connection to seed from", b->name);
 	if (agg->src)
 		PQfinish(agg->src);
-	/* the conninfo is expanded first; replication=false overrides it */
-	agg->src = PQconnectdbParams(keys, vals, 1);
-	if (PQstatus(agg->src) != CONNECTION_OK)
+	agg->src = rp_session_open(&spec, &err);
+	if (agg->src == NULL && err.result == NULL)
 	{
 		char		line[256];
 
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(agg->src));
+		rp_error_first_line(line, sizeof(line), err.message);
 		return rp_fail(RP_HALT_NONE, "aggregate binding \"%s\": could not connect to the source to seed: %s",
 					   b->name, line);
 	}
-	PQsetNoticeReceiver(agg->src, rp_agg_src_notice, NULL);
-	res = PQexec(agg->src, "SET search_path = ''; SET extra_float_digits = 3; SET TimeZone = 'UTC'");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	if (agg->src == NULL)
 	{
-		int			rc = rp_agg_src_fail(agg, b, res, "session setup");
+		int			rc = rp_agg_src_fail_as(b, err.result, err.lost, "session setup");
 
-		PQclear(res);
+		PQclear(err.result);
 		return rc;
 	}
-	PQclear(res);
 	return 0;
 }
 
@@ -386,10 +388,7 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 {
 	PGresult   *res;
 	int			rc = 0;
-	struct timespec t0,
-				t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t		t0 = rp_clock_mono_us();
 	if (rp_agg_src_connect(agg, b) < 0)
 		return -1;
 	if (!b->described && rp_agg_describe(agg, b) < 0)
@@ -409,12 +408,11 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 	if (rc < 0)
 		return -1;
 	RP_COUNT_ADD(rp_agg_stats.rebuilds[b->reason], 1);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* a table without its old rows rebuilds every batch: say so a few times, count always */
 	if (b->nlogged++ < 20)
 		fprintf(stderr, "replicant: aggregate binding \"%s\" %s from the source (reason: %s): %zu cells, %.2f s\n",
 				b->name, b->reason == RP_AGG_SEED ? "built" : "rebuilt", rp_agg_reason_name(b->reason),
-				b->fold.ncells, (double) (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+				b->fold.ncells, (double) (rp_clock_mono_us() - t0) / 1e6);
 	b->need_seed = false;
 	b->replace = true;
 	b->rel = NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agg/rp_fold.h"
+#include "base/rp_hash.h"
 
 static const char *const rp_fold_names[RP_FOLD__COUNT] = {
 	"none", "sum", "avg", "min", "max", "count", "count_distinct"
@@ -29,14 +30,17 @@ rp_fold_agg_parse(const char *name)
 	return -1;
 }
 
-static uint64_t
+/*
+ * The fold's FNV-1a starts from 1469598103934665603, a digit short of
+ * FNV's offset basis, as it always has: the iterator walks the table in
+ * slot order, so another start would reorder what a rebuild emits.
+ */
+#define RP_FOLD_HASH_BASIS UINT64_C(1469598103934665603)
+
+static inline uint64_t
 rp_fold_hash(const char *p, size_t n)
 {
-	uint64_t	h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char) p[i]) * 1099511628211ULL;
-	return h;
+	return rp_hash_extend(RP_FOLD_HASH_BASIS, p, n);
 }
 
 static inline const char *

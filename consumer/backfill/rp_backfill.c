@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "backfill/rp_backfill.h"
+#include "base/rp_clock.h"
 #include "values/rp_pgtext.h"
 #include "snapshot/rp_snapcat.h"
 #include "snapshot/rp_snaptoken.h"
@@ -85,14 +86,7 @@ rp_bf_pause(int ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long) (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L)
-	{
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	rp_clock_deadline(&ts, ms);
 	pthread_mutex_lock(&rp_bf.mu);
 	if (!rp_bf.stop)
 		pthread_cond_timedwait(&rp_bf.cv, &rp_bf.mu, &ts);

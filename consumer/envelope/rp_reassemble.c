@@ -1,6 +1,7 @@
 /*
  * rp_reassemble.c
- *    Snapshot envelope reassembly (see rp_reassemble.h).
+ *    Snapshot envelope reassembly: reading the frames, two passes, and the
+ *    verdicts (see rp_reassemble.h; the output is rp_reasm_out.c).
  */
 #include "rp_alloc.h"
 
@@ -11,289 +12,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "rp_json.h"
+#include "envelope/rp_bitmap.h"
 #include "envelope/rp_jsonread.h"
-#include "envelope/rp_reassemble.h"
+#include "envelope/rp_reasm_int.h"
+#include "envelope/rp_seqhash.h"
+#include "base/rp_hash.h"
 #include "base/rp_status.h"
-
-/* ---- paged bitmaps --------------------------------------------------------- */
-
-#define BM_PAGE_SHIFT 16		/* 64 Ki bits (8 KiB) a page */
-#define BM_PAGE_BITS (UINT64_C(1) << BM_PAGE_SHIFT)
-#define BM_PAGE_WORDS (BM_PAGE_BITS / 64)
-
-typedef struct Bitmap
-{
-	uint64_t  **pages;			/* NULL page: all clear */
-	size_t		npages;
-} Bitmap;
-
-static void
-bm_free(Bitmap *bm)
-{
-	for (size_t i = 0; i < bm->npages; i++)
-		rp_free(bm->pages[i]);
-	rp_free(bm->pages);
-	bm->pages = NULL;
-	bm->npages = 0;
-}
-
-static bool
-bm_test(const Bitmap *bm, uint64_t bit)
-{
-	size_t		pg = (size_t) (bit >> BM_PAGE_SHIFT);
-	uint64_t	off = bit & (BM_PAGE_BITS - 1);
-
-	if (pg >= bm->npages || bm->pages[pg] == NULL)
-		return false;
-	return (bm->pages[pg][off / 64] >> (off % 64)) & 1;
-}
-
-/* Set bit; returns whether it was set before. */
-static bool
-bm_set(Bitmap *bm, uint64_t bit)
-{
-	size_t		pg = (size_t) (bit >> BM_PAGE_SHIFT);
-	uint64_t	off = bit & (BM_PAGE_BITS - 1);
-	uint64_t	mask = UINT64_C(1) << (off % 64);
-	bool		was;
-
-	if (pg >= bm->npages)
-	{
-		size_t		n = bm->npages ? bm->npages : 4;
-
-		while (n <= pg)
-			n *= 2;
-		bm->pages = rp_realloc(bm->pages, n * sizeof(uint64_t *));
-		memset(bm->pages + bm->npages, 0, (n - bm->npages) * sizeof(uint64_t *));
-		bm->npages = n;
-	}
-	if (bm->pages[pg] == NULL)
-		bm->pages[pg] = rp_malloc0(BM_PAGE_WORDS * sizeof(uint64_t));
-	was = (bm->pages[pg][off / 64] & mask) != 0;
-	bm->pages[pg][off / 64] |= mask;
-	return was;
-}
-
-/* The 64 bits of word w (bits 64w .. 64w+63). */
-static uint64_t
-bm_word(const Bitmap *bm, uint64_t w)
-{
-	size_t		pg = (size_t) (w / BM_PAGE_WORDS);
-
-	if (pg >= bm->npages || bm->pages[pg] == NULL)
-		return 0;
-	return bm->pages[pg][w % BM_PAGE_WORDS];
-}
-
-/* Bits set below limit. */
-static uint64_t
-bm_count_below(const Bitmap *bm, uint64_t limit)
-{
-	uint64_t	n = 0;
-	uint64_t	nwords = limit / 64;
-
-	for (size_t pg = 0; pg < bm->npages && (uint64_t) pg * BM_PAGE_WORDS < nwords; pg++)
-	{
-		uint64_t	first = (uint64_t) pg * BM_PAGE_WORDS;
-		uint64_t	last = first + BM_PAGE_WORDS < nwords ? first + BM_PAGE_WORDS : nwords;
-
-		if (bm->pages[pg] == NULL)
-			continue;
-		for (uint64_t w = first; w < last; w++)
-			n += (uint64_t) __builtin_popcountll(bm->pages[pg][w - first]);
-	}
-	if (limit % 64)
-		n += (uint64_t) __builtin_popcountll(bm_word(bm, nwords) &
-											 ((UINT64_C(1) << (limit % 64)) - 1));
-	return n;
-}
-
-static uint64_t
-bm_count(const Bitmap *bm)
-{
-	return bm_count_below(bm, (uint64_t) bm->npages << BM_PAGE_SHIFT);
-}
-
-/* The first clear bit below limit, if any. */
-static bool
-bm_first_clear_below(const Bitmap *bm, uint64_t limit, uint64_t *bit)
-{
-	for (uint64_t w = 0; w * 64 < limit; w++)
-	{
-		size_t		pg = (size_t) (w / BM_PAGE_WORDS);
-		uint64_t	v;
-
-		if (pg >= bm->npages || bm->pages[pg] == NULL)
-		{
-			*bit = w * 64;
-			return true;
-		}
-		v = ~bm->pages[pg][w % BM_PAGE_WORDS];
-		if (v)
-		{
-			uint64_t	b = w * 64 + (uint64_t) __builtin_ctzll(v);
-
-			if (b >= limit)
-				return false;
-			*bit = b;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The first set bit at or past from, if any. */
-static bool
-bm_first_set_from(const Bitmap *bm, uint64_t from, uint64_t *bit)
-{
-	uint64_t	end = (uint64_t) bm->npages << BM_PAGE_SHIFT;
-
-	for (uint64_t w = from / 64; w * 64 < end; w++)
-	{
-		uint64_t	v;
-
-		if (bm->pages[w / BM_PAGE_WORDS] == NULL)
-		{
-			w += BM_PAGE_WORDS - 1 - w % BM_PAGE_WORDS;
-			continue;
-		}
-		v = bm->pages[w / BM_PAGE_WORDS][w % BM_PAGE_WORDS];
-		if (w == from / 64)
-			v &= ~UINT64_C(0) << (from % 64);
-		if (v)
-		{
-			*bit = w * 64 + (uint64_t) __builtin_ctzll(v);
-			return true;
-		}
-	}
-	return false;
-}
-
-/* ---- seq -> content hash, for repeated seqs (pass 2) ------------------------ */
-
-typedef struct HashSlot
-{
-	uint64_t	key;			/* seq + 1; 0: empty */
-	uint64_t	hash;
-} HashSlot;
-
-typedef struct SeqHash
-{
-	HashSlot   *slots;
-	size_t		cap;			/* a power of two */
-	size_t		used;
-} SeqHash;
-
-static uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
-
-/* The hash stored for seq, or store h: returns true when one was there (*old). */
-static bool
-seqhash_put(SeqHash *m, uint64_t seq, uint64_t h, uint64_t *old)
-{
-	size_t		i;
-
-	if ((m->used + 1) * 2 > m->cap)
-	{
-		SeqHash		n = {NULL, m->cap ? m->cap * 2 : 64, 0};
-
-		n.slots = rp_malloc0(n.cap * sizeof(HashSlot));
-		for (size_t j = 0; j < m->cap; j++)
-			if (m->slots[j].key)
-			{
-				uint64_t	dummy;
-
-				seqhash_put(&n, m->slots[j].key - 1, m->slots[j].hash, &dummy);
-			}
-		rp_free(m->slots);
-		*m = n;
-	}
-	for (i = (size_t) mix64(seq + 1) & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
-	{
-		if (m->slots[i].key == seq + 1)
-		{
-			*old = m->slots[i].hash;
-			return true;
-		}
-		if (m->slots[i].key == 0)
-		{
-			m->slots[i].key = seq + 1;
-			m->slots[i].hash = h;
-			m->used++;
-			return false;
-		}
-	}
-}
-
-/* FNV-1a, 64 bits. */
-static uint64_t
-fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++)
-	{
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
 
 /* ---- snapshots ---------------------------------------------------------------- */
 
-#define LOC_NONE UINT64_MAX
-#define LOC_STUB UINT32_MAX
-#define MAX_FILES 65535
-#define FILE_SHIFT 48
-
-typedef struct Snap
-{
-	RpSnapReport rep;
-	char	   *snapshot_at;	/* raw span of the first frame's snapshot_at */
-	size_t		snapshot_at_len;
-	Bitmap		present;
-	Bitmap		dup;
-	bool		any_dup;
-	bool		identity_conflict;	/* frames disagree on store or snapshot_at */
-	bool		conflict;
-	bool		keep;
-	/* kept rows, indexed by seq: file << 48 | offset of "record", its length */
-	uint64_t   *loc_pos;
-	uint32_t   *loc_len;
-	size_t		loc_cap;
-	SeqHash		hashes;			/* pass 2 */
-} Snap;
-
-struct RpReasm
-{
-	Snap	  **snaps;
-	size_t		nsnaps;
-	size_t		snaps_cap;
-	/* id -> index + 1, open addressing */
-	uint32_t   *index;
-	size_t		index_cap;
-	char		keep_id[RP_UUID_TEXT_LEN + 1];
-	char	  **paths;
-	int			npaths;
-	uint64_t	skipped;
-	bool		ran;
-	RpReasmWarn warn;
-	void	   *warn_arg;
-	RpJrDoc		doc;
-	RpBuf		scratch;
-};
-
 static void
-snap_conflict(Snap *s, uint64_t seq)
+rp_reasm_snap_conflict(RpReasmSnap *s, uint64_t seq)
 {
 	if (!s->conflict || seq < s->rep.conflict_seq)
 		s->rep.conflict_seq = seq;
@@ -301,27 +30,27 @@ snap_conflict(Snap *s, uint64_t seq)
 }
 
 static uint64_t
-id_hash(const char *id)
+rp_reasm_id_hash(const char *id)
 {
-	return fnv1a(UINT64_C(0xcbf29ce484222325), id, RP_UUID_TEXT_LEN);
+	return rp_hash_bytes(id, RP_UUID_TEXT_LEN);
 }
 
 static void
-index_insert(RpReasm *r, size_t snap_idx)
+rp_reasm_index_insert(RpReasm *r, size_t snap_idx)
 {
-	size_t		i = (size_t) id_hash(r->snaps[snap_idx]->rep.id) & (r->index_cap - 1);
+	size_t		i = (size_t) rp_reasm_id_hash(r->snaps[snap_idx]->rep.id) & (r->index_cap - 1);
 
 	while (r->index[i] != 0)
 		i = (i + 1) & (r->index_cap - 1);
 	r->index[i] = (uint32_t) (snap_idx + 1);
 }
 
-static Snap *
-snap_lookup(const RpReasm *r, const char *id)
+RpReasmSnap *
+rp_reasm_snap_lookup(const RpReasm *r, const char *id)
 {
 	if (r->index_cap == 0)
 		return NULL;
-	for (size_t i = (size_t) id_hash(id) & (r->index_cap - 1);; i = (i + 1) & (r->index_cap - 1))
+	for (size_t i = (size_t) rp_reasm_id_hash(id) & (r->index_cap - 1);; i = (i + 1) & (r->index_cap - 1))
 	{
 		uint32_t	v = r->index[i];
 
@@ -332,14 +61,14 @@ snap_lookup(const RpReasm *r, const char *id)
 	}
 }
 
-static Snap *
-snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t at_len)
+static RpReasmSnap *
+rp_reasm_snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t at_len)
 {
-	Snap	   *s = snap_lookup(r, id);
+	RpReasmSnap	   *s = rp_reasm_snap_lookup(r, id);
 
 	if (s)
 		return s;
-	s = rp_malloc0(sizeof(Snap));
+	s = rp_malloc0(sizeof(RpReasmSnap));
 	memcpy(s->rep.id, id, RP_UUID_TEXT_LEN + 1);
 	s->rep.store = rp_strndup(store, strlen(store));
 	s->rep.total = -1;
@@ -349,7 +78,7 @@ snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t a
 	if (r->nsnaps == r->snaps_cap)
 	{
 		r->snaps_cap = r->snaps_cap ? r->snaps_cap * 2 : 16;
-		r->snaps = rp_realloc(r->snaps, r->snaps_cap * sizeof(Snap *));
+		r->snaps = rp_realloc(r->snaps, r->snaps_cap * sizeof(RpReasmSnap *));
 	}
 	r->snaps[r->nsnaps++] = s;
 	if ((r->nsnaps + 1) * 2 > r->index_cap)
@@ -358,16 +87,16 @@ snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t a
 		r->index_cap = r->index_cap ? r->index_cap * 2 : 64;
 		r->index = rp_malloc0(r->index_cap * sizeof(uint32_t));
 		for (size_t i = 0; i < r->nsnaps; i++)
-			index_insert(r, i);
+			rp_reasm_index_insert(r, i);
 	}
 	else
-		index_insert(r, r->nsnaps - 1);
+		rp_reasm_index_insert(r, r->nsnaps - 1);
 	return s;
 }
 
 /* Order of s's identity against (store, at): <0, 0, >0. */
 static int
-snap_identity_cmp(const Snap *s, const char *store, const char *at, size_t at_len)
+rp_reasm_snap_identity_cmp(const RpReasmSnap *s, const char *store, const char *at, size_t at_len)
 {
 	int			c = strcmp(s->rep.store, store);
 	size_t		n = s->snapshot_at_len < at_len ? s->snapshot_at_len : at_len;
@@ -381,13 +110,13 @@ snap_identity_cmp(const Snap *s, const char *store, const char *at, size_t at_le
 }
 
 static bool
-snap_same_identity(const Snap *s, const char *store, const char *at, size_t at_len)
+rp_reasm_snap_same_identity(const RpReasmSnap *s, const char *store, const char *at, size_t at_len)
 {
-	return snap_identity_cmp(s, store, at, at_len) == 0;
+	return rp_reasm_snap_identity_cmp(s, store, at, at_len) == 0;
 }
 
 static void
-snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
+rp_reasm_snap_keep_loc(RpReasmSnap *s, uint64_t seq, uint64_t pos, uint32_t len)
 {
 	if (seq >= s->loc_cap)
 	{
@@ -398,7 +127,7 @@ snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
 		s->loc_pos = rp_realloc(s->loc_pos, n * sizeof(uint64_t));
 		s->loc_len = rp_realloc(s->loc_len, n * sizeof(uint32_t));
 		for (size_t i = s->loc_cap; i < n; i++)
-			s->loc_pos[i] = LOC_NONE;
+			s->loc_pos[i] = RP_REASM_LOC_NONE;
 		s->loc_cap = n;
 	}
 	s->loc_pos[seq] = pos;
@@ -406,15 +135,15 @@ snap_keep_loc(Snap *s, uint64_t seq, uint64_t pos, uint32_t len)
 }
 
 static void
-snap_free(Snap *s)
+rp_reasm_snap_free(RpReasmSnap *s)
 {
 	rp_free(s->rep.store);
 	rp_free(s->snapshot_at);
-	bm_free(&s->present);
-	bm_free(&s->dup);
+	rp_bitmap_free(&s->present);
+	rp_bitmap_free(&s->dup);
 	rp_free(s->loc_pos);
 	rp_free(s->loc_len);
-	rp_free(s->hashes.slots);
+	rp_seqhash_free(&s->hashes);
 	rp_free(s);
 }
 
@@ -436,7 +165,7 @@ rp_reasm_free(RpReasm *r)
 	if (r == NULL)
 		return;
 	for (size_t i = 0; i < r->nsnaps; i++)
-		snap_free(r->snaps[i]);
+		rp_reasm_snap_free(r->snaps[i]);
 	rp_free(r->snaps);
 	rp_free(r->index);
 	for (int i = 0; i < r->npaths; i++)
@@ -476,10 +205,10 @@ typedef struct LineCtx
 } LineCtx;
 
 static void
-skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...) __attribute__((format(printf, 3, 4)));
+rp_reasm_skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...) __attribute__((format(printf, 3, 4)));
 
 static void
-skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...)
+rp_reasm_skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...)
 {
 	char		why[256];
 	char		msg[1024];
@@ -511,22 +240,22 @@ typedef enum FrameKind
  * < 0), 0 absent; -1 duplicated or of another type (warned).
  */
 static int
-member(RpReasm *r, const LineCtx *lc, const char *name, int want, const RpJrMember **m)
+rp_reasm_member(RpReasm *r, const LineCtx *lc, const char *name, int want, const RpJrMember **m)
 {
 	int			rc = rp_jr_find(&r->doc, name, m);
 
 	if (rc < 0)
 	{
-		skip_line(r, lc, "frame has \"%s\" more than once", name);
+		rp_reasm_skip_line(r, lc, "frame has \"%s\" more than once", name);
 		return -1;
 	}
 	if (rc == 0)
 		return 0;
 	if (want >= 0 && (*m)->type != (RpJrType) want)
 	{
-		skip_line(r, lc, "frame field \"%s\" is a%s %s, %s expected", name,
-				  (*m)->type == RP_JR_ARRAY || (*m)->type == RP_JR_OBJECT ? "n" : "",
-				  rp_jr_type_name((*m)->type), rp_jr_type_name((RpJrType) want));
+		rp_reasm_skip_line(r, lc, "frame field \"%s\" is a%s %s, %s expected", name,
+						   (*m)->type == RP_JR_ARRAY || (*m)->type == RP_JR_OBJECT ? "n" : "",
+						   rp_jr_type_name((*m)->type), rp_jr_type_name((RpJrType) want));
 		return -1;
 	}
 	return 1;
@@ -534,19 +263,19 @@ member(RpReasm *r, const LineCtx *lc, const char *name, int want, const RpJrMemb
 
 /* A required non-negative integer member, at most max. */
 static int
-member_count(RpReasm *r, const LineCtx *lc, const char *name, uint64_t max, uint64_t *out)
+rp_reasm_member_count(RpReasm *r, const LineCtx *lc, const char *name, uint64_t max, uint64_t *out)
 {
 	const RpJrMember *m;
 	int64_t		v;
-	int			rc = member(r, lc, name, RP_JR_NUMBER, &m);
+	int			rc = rp_reasm_member(r, lc, name, RP_JR_NUMBER, &m);
 
 	if (rc == 0)
-		skip_line(r, lc, "frame lacks \"%s\"", name);
+		rp_reasm_skip_line(r, lc, "frame lacks \"%s\"", name);
 	if (rc <= 0)
 		return -1;
 	if (rp_jr_int64(m->val, m->val_len, &v) < 0 || v < 0 || (uint64_t) v > max)
 	{
-		skip_line(r, lc, "frame field \"%s\" is not an integer in 0..%" PRIu64, name, max);
+		rp_reasm_skip_line(r, lc, "frame field \"%s\" is not an integer in 0..%" PRIu64, name, max);
 		return -1;
 	}
 	*out = (uint64_t) v;
@@ -554,185 +283,210 @@ member_count(RpReasm *r, const LineCtx *lc, const char *name, uint64_t max, uint
 }
 
 static int
-member_required(RpReasm *r, const LineCtx *lc, const char *name, RpJrType want,
-				const RpJrMember **m)
+rp_reasm_member_required(RpReasm *r, const LineCtx *lc, const char *name, RpJrType want,
+						 const RpJrMember **m)
 {
-	int			rc = member(r, lc, name, (int) want, m);
+	int			rc = rp_reasm_member(r, lc, name, (int) want, m);
 
 	if (rc == 0)
-		skip_line(r, lc, "frame lacks \"%s\"", name);
+		rp_reasm_skip_line(r, lc, "frame lacks \"%s\"", name);
 	return rc == 1 ? 0 : -1;
 }
 
-static void
-reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
+/* One frame's fields, as read from its line (values point into the line). */
+typedef struct RpReasmFrame
 {
-	const RpJrMember *m_kind,
-			   *m_id,
-			   *m_store,
-			   *m_at,
-			   *m_ts,
-			   *m_payload = NULL,
-			   *m_extra = NULL;
 	FrameKind	kind;
-	RpUuid		uuid;
 	char		id[RP_UUID_TEXT_LEN + 1];
-	uint64_t	seq,
-				count = 0;
-	Snap	   *s;
+	uint64_t	seq;
+	uint64_t	count;			/* begin: total; oversize: bytes; end: row_count */
+	const RpJrMember *m_kind;
+	const RpJrMember *m_id;
+	const RpJrMember *m_store;	/* decoded into r->scratch, NUL-terminated */
+	const RpJrMember *m_at;
+	const RpJrMember *m_ts;
+	const RpJrMember *m_payload;	/* row: record; oversize: row_key */
+	const RpJrMember *m_extra;	/* begin: total; end: completed_at */
+} RpReasmFrame;
 
-	if (rp_jr_parse(&r->doc, line, len) < 0)
-	{
-		skip_line(r, lc, "invalid JSON at byte %" PRIu64 " (%s)",
-				  lc->offset + r->doc.err.offset, r->doc.err.reason);
-		return;
-	}
-	if (r->doc.type != RP_JR_OBJECT)
-		return;					/* not ours */
-
-	/* a frame: kind begin/row/oversize/end and a snapshot_id; else not ours */
-	if (rp_jr_find(&r->doc, "kind", &m_kind) < 0)
-	{
-		skip_line(r, lc, "\"kind\" more than once");
-		return;
-	}
-	if (m_kind == NULL || m_kind->type != RP_JR_STRING)
-		return;
-	if (rp_jr_string_eq(m_kind->val, m_kind->val_len, "begin"))
-		kind = FK_BEGIN;
-	else if (rp_jr_string_eq(m_kind->val, m_kind->val_len, "row"))
-		kind = FK_ROW;
-	else if (rp_jr_string_eq(m_kind->val, m_kind->val_len, "oversize"))
-		kind = FK_OVERSIZE;
-	else if (rp_jr_string_eq(m_kind->val, m_kind->val_len, "end"))
-		kind = FK_END;
-	else
-		return;
-	switch (member(r, lc, "snapshot_id", -1, &m_id))
-	{
-		case 0:
-			return;				/* not ours */
-		case -1:
-			return;
-	}
-	if (m_id->type != RP_JR_STRING ||
-		!rp_uuid_parse(m_id->val + 1, m_id->val_len - 2, &uuid))
-	{
-		skip_line(r, lc, "frame field \"snapshot_id\" is not a UUID string");
-		return;
-	}
-	rp_uuid_text(&uuid, id);
-
-	/* the fields every frame carries */
-	if (member_required(r, lc, "store", RP_JR_STRING, &m_store) < 0 ||
-		member_required(r, lc, "snapshot_at", RP_JR_STRING, &m_at) < 0 ||
-		member_required(r, lc, "timestamp", RP_JR_STRING, &m_ts) < 0 ||
-		member_count(r, lc, "seq", RP_REASM_MAX_SEQ, &seq) < 0)
-		return;
-	if (m_ts->val_len != m_at->val_len || memcmp(m_ts->val, m_at->val, m_at->val_len) != 0)
-	{
-		skip_line(r, lc, "frame's \"timestamp\" differs from its \"snapshot_at\"");
-		return;
-	}
-	/* per kind */
-	switch (kind)
+/* The fields one kind of frame carries; false when the line is skipped. */
+static bool
+rp_reasm_frame_kind(RpReasm *r, const LineCtx *lc, RpReasmFrame *f)
+{
+	switch (f->kind)
 	{
 		case FK_BEGIN:
-			if (seq != 0)
+			if (f->seq != 0)
 			{
-				skip_line(r, lc, "begin frame with a \"seq\" other than 0");
-				return;
+				rp_reasm_skip_line(r, lc, "begin frame with a \"seq\" other than 0");
+				return false;
 			}
-			if (member(r, lc, "total", RP_JR_NUMBER, &m_extra) < 0)
-				return;
-			if (m_extra)
+			if (rp_reasm_member(r, lc, "total", RP_JR_NUMBER, &f->m_extra) < 0)
+				return false;
+			if (f->m_extra)
 			{
 				int64_t		t;
 
-				if (rp_jr_int64(m_extra->val, m_extra->val_len, &t) < 0 || t < 0)
+				if (rp_jr_int64(f->m_extra->val, f->m_extra->val_len, &t) < 0 || t < 0)
 				{
-					skip_line(r, lc, "frame field \"total\" is not a non-negative integer");
-					return;
+					rp_reasm_skip_line(r, lc, "frame field \"total\" is not a non-negative integer");
+					return false;
 				}
-				count = (uint64_t) t;
+				f->count = (uint64_t) t;
 			}
 			break;
 		case FK_ROW:
-			if (member_required(r, lc, "record", RP_JR_OBJECT, &m_payload) < 0)
-				return;
-			if (m_payload->val_len >= LOC_STUB)
+			if (rp_reasm_member_required(r, lc, "record", RP_JR_OBJECT, &f->m_payload) < 0)
+				return false;
+			if (f->m_payload->val_len >= RP_REASM_LOC_STUB)
 			{
-				skip_line(r, lc, "frame field \"record\" is 4 GiB or more");
-				return;
+				rp_reasm_skip_line(r, lc, "frame field \"record\" is 4 GiB or more");
+				return false;
 			}
 			break;
 		case FK_OVERSIZE:
-			if (member_count(r, lc, "bytes", UINT64_MAX >> 1, &count) < 0 ||
-				member(r, lc, "row_key", -1, &m_payload) < 0)
-				return;
-			if (m_payload == NULL ||
-				(m_payload->type != RP_JR_OBJECT && m_payload->type != RP_JR_NULL))
+			if (rp_reasm_member_count(r, lc, "bytes", UINT64_MAX >> 1, &f->count) < 0 ||
+				rp_reasm_member(r, lc, "row_key", -1, &f->m_payload) < 0)
+				return false;
+			if (f->m_payload == NULL ||
+				(f->m_payload->type != RP_JR_OBJECT && f->m_payload->type != RP_JR_NULL))
 			{
-				skip_line(r, lc, "oversize frame's \"row_key\" is not an object or null");
-				return;
+				rp_reasm_skip_line(r, lc, "oversize frame's \"row_key\" is not an object or null");
+				return false;
 			}
 			break;
 		case FK_END:
-			if (member_count(r, lc, "row_count", RP_REASM_MAX_SEQ, &count) < 0 ||
-				member_required(r, lc, "completed_at", RP_JR_STRING, &m_extra) < 0)
-				return;
-			if (seq != count)
+			if (rp_reasm_member_count(r, lc, "row_count", RP_REASM_MAX_SEQ, &f->count) < 0 ||
+				rp_reasm_member_required(r, lc, "completed_at", RP_JR_STRING, &f->m_extra) < 0)
+				return false;
+			if (f->seq != f->count)
 			{
-				skip_line(r, lc, "end frame's \"seq\" differs from its \"row_count\"");
-				return;
+				rp_reasm_skip_line(r, lc, "end frame's \"seq\" differs from its \"row_count\"");
+				return false;
 			}
 			break;
 		case FK_NONE:
-			return;
+			return false;
 	}
+	return true;
+}
 
+/*
+ * The line as a frame: false when it is not one (not ours, or skipped
+ * with a warning).
+ */
+static bool
+rp_reasm_frame(RpReasm *r, const LineCtx *lc, const char *line, size_t len, RpReasmFrame *f)
+{
+	RpUuid		uuid;
+
+	memset(f, 0, sizeof(*f));
+	if (rp_jr_parse(&r->doc, line, len) < 0)
+	{
+		rp_reasm_skip_line(r, lc, "invalid JSON at byte %" PRIu64 " (%s)",
+						   lc->offset + r->doc.err.offset, r->doc.err.reason);
+		return false;
+	}
+	if (r->doc.type != RP_JR_OBJECT)
+		return false;			/* not ours */
+
+	/* a frame: kind begin/row/oversize/end and a snapshot_id; else not ours */
+	if (rp_jr_find(&r->doc, "kind", &f->m_kind) < 0)
+	{
+		rp_reasm_skip_line(r, lc, "\"kind\" more than once");
+		return false;
+	}
+	if (f->m_kind == NULL || f->m_kind->type != RP_JR_STRING)
+		return false;
+	if (rp_jr_string_eq(f->m_kind->val, f->m_kind->val_len, "begin"))
+		f->kind = FK_BEGIN;
+	else if (rp_jr_string_eq(f->m_kind->val, f->m_kind->val_len, "row"))
+		f->kind = FK_ROW;
+	else if (rp_jr_string_eq(f->m_kind->val, f->m_kind->val_len, "oversize"))
+		f->kind = FK_OVERSIZE;
+	else if (rp_jr_string_eq(f->m_kind->val, f->m_kind->val_len, "end"))
+		f->kind = FK_END;
+	else
+		return false;
+	switch (rp_reasm_member(r, lc, "snapshot_id", -1, &f->m_id))
+	{
+		case 0:
+			return false;	/* not ours */
+		case -1:
+			return false;
+	}
+	if (f->m_id->type != RP_JR_STRING ||
+		!rp_uuid_parse(f->m_id->val + 1, f->m_id->val_len - 2, &uuid))
+	{
+		rp_reasm_skip_line(r, lc, "frame field \"snapshot_id\" is not a UUID string");
+		return false;
+	}
+	rp_uuid_text(&uuid, f->id);
+
+	/* the fields every frame carries */
+	if (rp_reasm_member_required(r, lc, "store", RP_JR_STRING, &f->m_store) < 0 ||
+		rp_reasm_member_required(r, lc, "snapshot_at", RP_JR_STRING, &f->m_at) < 0 ||
+		rp_reasm_member_required(r, lc, "timestamp", RP_JR_STRING, &f->m_ts) < 0 ||
+		rp_reasm_member_count(r, lc, "seq", RP_REASM_MAX_SEQ, &f->seq) < 0)
+		return false;
+	if (f->m_ts->val_len != f->m_at->val_len || memcmp(f->m_ts->val, f->m_at->val, f->m_at->val_len) != 0)
+	{
+		rp_reasm_skip_line(r, lc, "frame's \"timestamp\" differs from its \"snapshot_at\"");
+		return false;
+	}
+	if (!rp_reasm_frame_kind(r, lc, f))
+		return false;
 	rp_buf_reset(&r->scratch);
-	if (rp_jr_string(m_store->val, m_store->val_len, &r->scratch) < 0 ||
+	if (rp_jr_string(f->m_store->val, f->m_store->val_len, &r->scratch) < 0 ||
 		memchr(r->scratch.data, '\0', r->scratch.len) != NULL)
 	{
-		skip_line(r, lc, "frame field \"store\" is not a name");
-		return;
+		rp_reasm_skip_line(r, lc, "frame field \"store\" is not a name");
+		return false;
 	}
 	rp_buf_put_char(&r->scratch, '\0');
+	return true;
+}
 
-	if (lc->pass == 2)
+/* Pass 2: content hashes of the repeated seqs, and frames off the settled identity. */
+static void
+rp_reasm_line_pass2(RpReasm *r, const RpReasmFrame *f)
+{
+	RpReasmSnap	   *s;
+	uint64_t	h,
+				old;
+
+	s = rp_reasm_snap_lookup(r, f->id);
+	if (s == NULL)
+		return;
+	if (s->identity_conflict && !rp_reasm_snap_same_identity(s, r->scratch.data, f->m_at->val, f->m_at->val_len))
 	{
-		uint64_t	h,
-					old;
-
-		s = snap_lookup(r, id);
-		if (s == NULL)
-			return;
-		if (s->identity_conflict && !snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
-		{
-			/* differs from the settled identity (the smallest seen) */
-			snap_conflict(s, seq);
-			return;
-		}
-		if (!s->any_dup || (kind != FK_ROW && kind != FK_OVERSIZE) || !bm_test(&s->dup, seq))
-			return;
-		h = fnv1a(UINT64_C(0xcbf29ce484222325), kind == FK_ROW ? "r" : "o", 1);
-		if (kind == FK_OVERSIZE)
-		{
-			char		num[24];
-
-			snprintf(num, sizeof(num), "%" PRIu64 ":", count);
-			h = fnv1a(h, num, strlen(num));
-		}
-		h = fnv1a(h, m_payload->val, m_payload->val_len);
-		if (seqhash_put(&s->hashes, seq, h, &old) && old != h)
-			snap_conflict(s, seq);
+		/* differs from the settled identity (the smallest seen) */
+		rp_reasm_snap_conflict(s, f->seq);
 		return;
 	}
+	if (!s->any_dup || (f->kind != FK_ROW && f->kind != FK_OVERSIZE) || !rp_bitmap_test(&s->dup, f->seq))
+		return;
+	h = rp_hash_bytes(f->kind == FK_ROW ? "r" : "o", 1);
+	if (f->kind == FK_OVERSIZE)
+	{
+		char		num[24];
 
-	/* pass 1 */
-	s = snap_get(r, id, r->scratch.data, m_at->val, m_at->val_len);
-	if (!snap_same_identity(s, r->scratch.data, m_at->val, m_at->val_len))
+		snprintf(num, sizeof(num), "%" PRIu64 ":", f->count);
+		h = rp_hash_extend(h, num, strlen(num));
+	}
+	h = rp_hash_extend(h, f->m_payload->val, f->m_payload->val_len);
+	if (rp_seqhash_put(&s->hashes, f->seq, h, &old) && old != h)
+		rp_reasm_snap_conflict(s, f->seq);
+}
+
+/* Pass 1: the seqs seen, begin and end. */
+static void
+rp_reasm_line_pass1(RpReasm *r, const LineCtx *lc, const char *line, const RpReasmFrame *f)
+{
+	RpReasmSnap	   *s;
+
+	s = rp_reasm_snap_get(r, f->id, r->scratch.data, f->m_at->val, f->m_at->val_len);
+	if (!rp_reasm_snap_same_identity(s, r->scratch.data, f->m_at->val, f->m_at->val_len))
 	{
 		/*
 		 * Frames of one snapshot disagree on what it is.  Which frame is
@@ -741,47 +495,47 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 		 * the smallest seq of a frame that differs from it.
 		 */
 		s->identity_conflict = true;
-		if (snap_identity_cmp(s, r->scratch.data, m_at->val, m_at->val_len) > 0)
+		if (rp_reasm_snap_identity_cmp(s, r->scratch.data, f->m_at->val, f->m_at->val_len) > 0)
 		{
 			rp_free(s->rep.store);
 			rp_free(s->snapshot_at);
 			s->rep.store = rp_strndup(r->scratch.data, strlen(r->scratch.data));
-			s->snapshot_at = rp_strndup(m_at->val, m_at->val_len);
-			s->snapshot_at_len = m_at->val_len;
+			s->snapshot_at = rp_strndup(f->m_at->val, f->m_at->val_len);
+			s->snapshot_at_len = f->m_at->val_len;
 		}
 		return;
 	}
-	switch (kind)
+	switch (f->kind)
 	{
 		case FK_BEGIN:
 			s->rep.has_begin = true;
-			if (m_extra)
-				s->rep.total = (int64_t) count;
+			if (f->m_extra)
+				s->rep.total = (int64_t) f->count;
 			break;
 		case FK_ROW:
 		case FK_OVERSIZE:
-			if (bm_set(&s->present, seq))
+			if (rp_bitmap_set(&s->present, f->seq))
 			{
-				bm_set(&s->dup, seq);
+				rp_bitmap_set(&s->dup, f->seq);
 				s->any_dup = true;
 				break;
 			}
-			if (kind == FK_OVERSIZE)
+			if (f->kind == FK_OVERSIZE)
 				s->rep.oversize++;
 			if (s->keep)
-				snap_keep_loc(s, seq,
-							  kind == FK_ROW ?
-							  ((uint64_t) lc->file << FILE_SHIFT) |
-							  (lc->offset + (uint64_t) (m_payload->val - line)) : 0,
-							  kind == FK_ROW ? (uint32_t) m_payload->val_len : LOC_STUB);
+				rp_reasm_snap_keep_loc(s, f->seq,
+									   f->kind == FK_ROW ?
+									   ((uint64_t) lc->file << RP_REASM_FILE_SHIFT) |
+									   (lc->offset + (uint64_t) (f->m_payload->val - line)) : 0,
+									   f->kind == FK_ROW ? (uint32_t) f->m_payload->val_len : RP_REASM_LOC_STUB);
 			break;
 		case FK_END:
-			if (s->rep.has_end && s->rep.row_count != count)
-				snap_conflict(s, count < s->rep.row_count ? count : s->rep.row_count);
+			if (s->rep.has_end && s->rep.row_count != f->count)
+				rp_reasm_snap_conflict(s, f->count < s->rep.row_count ? f->count : s->rep.row_count);
 			else
 			{
 				s->rep.has_end = true;
-				s->rep.row_count = count;
+				s->rep.row_count = f->count;
 			}
 			break;
 		case FK_NONE:
@@ -789,8 +543,21 @@ reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
 	}
 }
 
+static void
+rp_reasm_line(RpReasm *r, const LineCtx *lc, const char *line, size_t len)
+{
+	RpReasmFrame f;
+
+	if (!rp_reasm_frame(r, lc, line, len, &f))
+		return;
+	if (lc->pass == 2)
+		rp_reasm_line_pass2(r, &f);
+	else
+		rp_reasm_line_pass1(r, lc, line, &f);
+}
+
 static int
-reasm_file(RpReasm *r, int file, int pass)
+rp_reasm_file(RpReasm *r, int file, int pass)
 {
 	const char *path = r->paths[file];
 	FILE	   *f = fopen(path, "rb");
@@ -809,13 +576,13 @@ reasm_file(RpReasm *r, int file, int pass)
 		lc.lineno++;
 		if (line[len - 1] == '\n')
 			len--;
-		if (lc.offset >= (UINT64_C(1) << FILE_SHIFT))
+		if (lc.offset >= (UINT64_C(1) << RP_REASM_FILE_SHIFT))
 		{
 			rc = rp_fail(RP_HALT_NONE, "\"%s\" is larger than 256 TiB", path);
 			break;
 		}
 		if (len > 0)
-			reasm_line(r, &lc, line, len);
+			rp_reasm_line(r, &lc, line, len);
 		lc.offset += (uint64_t) n;
 	}
 	if (rc == 0 && ferror(f))
@@ -826,20 +593,20 @@ reasm_file(RpReasm *r, int file, int pass)
 }
 
 static int
-snap_cmp(const void *a, const void *b)
+rp_reasm_snap_cmp(const void *a, const void *b)
 {
-	return strcmp((*(Snap *const *) a)->rep.id, (*(Snap *const *) b)->rep.id);
+	return strcmp((*(RpReasmSnap *const *) a)->rep.id, (*(RpReasmSnap *const *) b)->rep.id);
 }
 
 static void
-snap_settle(Snap *s)
+rp_reasm_snap_settle(RpReasmSnap *s)
 {
 	RpSnapReport *rep = &s->rep;
 	uint64_t	beyond;
 
-	rep->rows_seen = bm_count(&s->present);
-	if (rep->has_end && bm_first_set_from(&s->present, rep->row_count, &beyond))
-		snap_conflict(s, beyond);	/* a row at or past row_count */
+	rep->rows_seen = rp_bitmap_count(&s->present);
+	if (rep->has_end && rp_bitmap_first_set_from(&s->present, rep->row_count, &beyond))
+		rp_reasm_snap_conflict(s, beyond);	/* a row at or past row_count */
 	if (s->conflict)
 	{
 		rep->state = RP_SNAP_CONFLICT;
@@ -850,13 +617,13 @@ snap_settle(Snap *s)
 		rep->state = RP_SNAP_OPEN;
 		return;
 	}
-	rep->missing = rep->row_count - bm_count_below(&s->present, rep->row_count);
+	rep->missing = rep->row_count - rp_bitmap_count_below(&s->present, rep->row_count);
 	if (rep->missing == 0)
 		rep->state = RP_SNAP_COMPLETE;
 	else
 	{
 		rep->state = RP_SNAP_TRUNCATED;
-		bm_first_clear_below(&s->present, rep->row_count, &rep->first_missing);
+		rp_bitmap_first_clear_below(&s->present, rep->row_count, &rep->first_missing);
 	}
 }
 
@@ -868,32 +635,32 @@ rp_reasm_run(RpReasm *r, const char *const *paths, int npaths)
 	if (r->ran)
 		return rp_fail(RP_HALT_NONE, "snapshot reassembler already ran");
 	r->ran = true;
-	if (npaths > MAX_FILES)
-		return rp_fail(RP_HALT_NONE, "too many files (at most %d)", MAX_FILES);
+	if (npaths > RP_REASM_MAX_FILES)
+		return rp_fail(RP_HALT_NONE, "too many files (at most %d)", RP_REASM_MAX_FILES);
 	r->paths = rp_malloc0((size_t) (npaths ? npaths : 1) * sizeof(char *));
 	for (int i = 0; i < npaths; i++)
 		r->paths[i] = rp_strndup(paths[i], strlen(paths[i]));
 	r->npaths = npaths;
 
 	for (int i = 0; i < npaths; i++)
-		if (reasm_file(r, i, 1) < 0)
+		if (rp_reasm_file(r, i, 1) < 0)
 			return -1;
 	/* pass 2: content of the seqs seen more than once */
 	for (size_t i = 0; i < r->nsnaps; i++)
 		again |= r->snaps[i]->any_dup || r->snaps[i]->identity_conflict;
 	if (again)
 		for (int i = 0; i < npaths; i++)
-			if (reasm_file(r, i, 2) < 0)
+			if (rp_reasm_file(r, i, 2) < 0)
 				return -1;
 	for (size_t i = 0; i < r->nsnaps; i++)
-		snap_settle(r->snaps[i]);
+		rp_reasm_snap_settle(r->snaps[i]);
 	/* sorted by id; the index is rebuilt for the new order */
 	if (r->nsnaps > 1)
 	{
-		qsort(r->snaps, r->nsnaps, sizeof(Snap *), snap_cmp);
+		qsort(r->snaps, r->nsnaps, sizeof(RpReasmSnap *), rp_reasm_snap_cmp);
 		memset(r->index, 0, r->index_cap * sizeof(uint32_t));
 		for (size_t i = 0; i < r->nsnaps; i++)
-			index_insert(r, i);
+			rp_reasm_index_insert(r, i);
 	}
 	return 0;
 }
@@ -915,12 +682,12 @@ rp_reasm_find(const RpReasm *r, const char *id)
 {
 	RpUuid		u;
 	char		text[RP_UUID_TEXT_LEN + 1];
-	Snap	   *s;
+	RpReasmSnap	   *s;
 
 	if (id == NULL || !rp_uuid_parse(id, strlen(id), &u))
 		return NULL;
 	rp_uuid_text(&u, text);
-	s = snap_lookup(r, text);
+	s = rp_reasm_snap_lookup(r, text);
 	return s ? &s->rep : NULL;
 }
 
@@ -928,162 +695,4 @@ uint64_t
 rp_reasm_skipped(const RpReasm *r)
 {
 	return r->skipped;
-}
-
-/*
- * A read window over the input files: rows are mostly in file order, so
- * one pread(2) of a large block serves many of them.
- */
-#define ROW_WINDOW ((size_t) 1 << 20)
-
-typedef struct RowWindow
-{
-	int			file;			/* -1: empty */
-	uint64_t	start;
-	size_t		len;
-	char	   *buf;
-	size_t		cap;
-} RowWindow;
-
-/* Make [off, off+len) of file available in w; -1 (rp_fail) on error. */
-static int
-window_fill(RpReasm *r, RowWindow *w, int *fds, int file, uint64_t off, size_t len)
-{
-	size_t		want = len > ROW_WINDOW ? len : ROW_WINDOW;
-	size_t		got = 0;
-
-	if (w->file == file && off >= w->start && off + len <= w->start + w->len)
-		return 0;
-	if (fds[file] < 0 && (fds[file] = open(r->paths[file], O_RDONLY | O_CLOEXEC)) < 0)
-		return rp_fail(RP_HALT_NONE, "could not open \"%s\": %s", r->paths[file], strerror(errno));
-	if (want > w->cap)
-	{
-		w->cap = want;
-		w->buf = rp_realloc(w->buf, w->cap);
-	}
-	w->file = -1;
-	while (got < want)
-	{
-		ssize_t		n = pread(fds[file], w->buf + got, want - got, (off_t) (off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return rp_fail(RP_HALT_NONE, "could not read \"%s\": %s", r->paths[file], strerror(errno));
-		if (n == 0)
-			break;
-		got += (size_t) n;
-	}
-	if (got < len)
-		return rp_fail(RP_HALT_NONE, "\"%s\" changed while it was read (byte %" PRIu64 ")",
-					   r->paths[file], off + got);
-	w->file = file;
-	w->start = off;
-	w->len = got;
-	return 0;
-}
-
-int
-rp_reasm_write_rows(RpReasm *r, FILE *out)
-{
-	Snap	   *s = r->keep_id[0] ? snap_lookup(r, r->keep_id) : NULL;
-	int		   *fds;
-	RowWindow	w = {-1, 0, 0, NULL, 0};
-	int			rc = 0;
-
-	if (s == NULL)
-		return rp_fail(RP_HALT_NONE, "no frame of snapshot %s in the input",
-					   r->keep_id[0] ? r->keep_id : "(none chosen)");
-	if (s->rep.state != RP_SNAP_COMPLETE)
-		return rp_fail(RP_HALT_NONE, "snapshot %s is %s, not complete",
-					   s->rep.id, rp_snap_state_name(s->rep.state));
-	fds = rp_malloc((size_t) (r->npaths ? r->npaths : 1) * sizeof(int));
-	for (int i = 0; i < r->npaths; i++)
-		fds[i] = -1;
-	for (uint64_t seq = 0; seq < s->rep.row_count; seq++)
-	{
-		uint64_t	pos = seq < s->loc_cap ? s->loc_pos[seq] : LOC_NONE;
-		uint32_t	len;
-		int			file;
-		uint64_t	off;
-
-		if (pos == LOC_NONE)
-		{
-			rc = rp_fail(RP_HALT_NONE, "snapshot %s: seq %" PRIu64 " not located", s->rep.id, seq);
-			break;
-		}
-		len = s->loc_len[seq];
-		if (len == LOC_STUB)
-			continue;			/* an oversize stub: its row is in the dead-letter file */
-		file = (int) (pos >> FILE_SHIFT);
-		off = pos & ((UINT64_C(1) << FILE_SHIFT) - 1);
-		if ((rc = window_fill(r, &w, fds, file, off, len)) < 0)
-			break;
-		if (fwrite(w.buf + (off - w.start), 1, len, out) != len || putc('\n', out) == EOF)
-		{
-			rc = rp_fail(RP_HALT_NONE, "could not write the rows: %s", strerror(errno));
-			break;
-		}
-	}
-	if (rc == 0 && fflush(out) != 0)
-		rc = rp_fail(RP_HALT_NONE, "could not write the rows: %s", strerror(errno));
-	for (int i = 0; i < r->npaths; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	rp_free(fds);
-	rp_free(w.buf);
-	return rc;
-}
-
-const char *
-rp_snap_state_name(RpSnapState s)
-{
-	switch (s)
-	{
-		case RP_SNAP_COMPLETE:
-			return "complete";
-		case RP_SNAP_TRUNCATED:
-			return "truncated";
-		case RP_SNAP_OPEN:
-			return "open";
-		case RP_SNAP_CONFLICT:
-			return "conflict";
-	}
-	return "unknown";
-}
-
-void
-rp_reasm_format(const RpSnapReport *rep, RpBuf *out)
-{
-	const unsigned char *st = (const unsigned char *) rep->store;
-	bool		plain = st[0] != '\0';
-	char		num[160];
-
-	for (const unsigned char *p = st; *p && plain; p++)
-		if (*p <= 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
-			plain = false;
-	rp_buf_put_text(out, rep->id);
-	rp_buf_put_char(out, ' ');
-	if (plain)
-		rp_buf_put_text(out, rep->store);
-	else
-		rp_json_cstring(out, rep->store);
-	switch (rep->state)
-	{
-		case RP_SNAP_COMPLETE:
-			snprintf(num, sizeof(num), " complete rows=%" PRIu64, rep->row_count);
-			break;
-		case RP_SNAP_TRUNCATED:
-			snprintf(num, sizeof(num), " truncated rows=%" PRIu64 " missing=%" PRIu64
-					 " (first missing seq %" PRIu64 ")",
-					 rep->row_count, rep->missing, rep->first_missing);
-			break;
-		case RP_SNAP_OPEN:
-			snprintf(num, sizeof(num), " open rows_seen=%" PRIu64, rep->rows_seen);
-			break;
-		case RP_SNAP_CONFLICT:
-			snprintf(num, sizeof(num), " conflict seq=%" PRIu64, rep->conflict_seq);
-			break;
-	}
-	rp_buf_put_text(out, num);
 }

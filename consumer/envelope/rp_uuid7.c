@@ -123,18 +123,9 @@ rp_uuid7_now(RpUuid *u)
 	int			rc;
 
 	pthread_mutex_lock(&uuid7_lock);
-	rc = uuid7_mint(u, rp_unix_ms(), true);
+	rc = uuid7_mint(u, rp_clock_wall_ms(), true);
 	pthread_mutex_unlock(&uuid7_lock);
 	return rc;
-}
-
-int64_t
-rp_unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int64_t

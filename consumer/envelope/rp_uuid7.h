@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/rp_clock.h"			/* rp_clock_wall_ms(): the UUIDs' timestamps */
+
 typedef struct RpUuid
 {
 	unsigned char b[16];
@@ -53,9 +55,6 @@ extern int	rp_uuid7_at(RpUuid *u, int64_t unix_ms);
  * earlier than the last one minted is replaced by the last one.
  */
 extern int	rp_uuid7_now(RpUuid *u);
-
-/* Milliseconds since the Unix epoch by CLOCK_REALTIME. */
-extern int64_t rp_unix_ms(void);
 
 /* The 48-bit timestamp field. */
 extern int64_t rp_uuid7_ms(const RpUuid *u);

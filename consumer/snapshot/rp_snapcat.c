@@ -14,6 +14,7 @@
 #include "rp_glob.h"
 #include "snapshot/rp_snapcat.h"
 #include "base/rp_status.h"
+#include "rp_typeenc.h"
 #include "rp_wire.h"
 
 /* pg_type facts the encoding pick needs */
@@ -32,9 +33,6 @@ typedef struct RpTypeMap
 	RpTypeRow  *rows;			/* sorted by oid */
 	int			n;
 } RpTypeMap;
-
-/* The first OID a user object gets: built-in types below it have fixed OIDs. */
-#define RP_FIRST_NORMAL_OID 16384
 
 static const RpTypeRow *
 rp_type_find(const RpTypeMap *m, uint32_t oid)
@@ -62,75 +60,32 @@ rp_type_base(const RpTypeMap *m, uint32_t oid)
 	const RpTypeRow *t;
 
 	/* domains over domains: follow to the bottom (bounded: the catalog has no cycles) */
-	for (int depth = 0; depth < 64 && (t = rp_type_find(m, oid)) != NULL && t->typtype == 'd'; depth++)
+	for (int depth = 0;
+		 depth < 64 && (t = rp_type_find(m, oid)) != NULL && t->typtype == RP_TYPTYPE_DOMAIN;
+		 depth++)
 		oid = t->basetype;
 	return oid;
 }
 
-/* plugin/rp_types.c rp_types_pick_encoding(), on catalog rows */
+/* The shared rule (rp_typeenc.h), on the catalog rows: what the plugin would send. */
 static uint8_t
 rp_type_encoding(const RpTypeMap *m, uint32_t typid, uint32_t *elem)
 {
 	uint32_t	base = rp_type_base(m, typid);
 	const RpTypeRow *t;
+	int			enc = rp_typeenc_builtin(base);
 
 	*elem = 0;
-	switch (base)
-	{
-		case 16:
-			return RP_ENC_BOOL;
-		case 21:
-			return RP_ENC_INT2;
-		case 23:
-			return RP_ENC_INT4;
-		case 20:
-			return RP_ENC_INT8;
-		case 26:
-			return RP_ENC_OID;
-		case 700:
-			return RP_ENC_FLOAT4;
-		case 701:
-			return RP_ENC_FLOAT8;
-		case 1700:
-			return RP_ENC_NUMERIC;
-		case 25:				/* text */
-		case 1043:				/* varchar */
-		case 1042:				/* bpchar */
-		case 19:				/* name */
-			return RP_ENC_STRING;
-		case 17:
-			return RP_ENC_BYTEA;
-		case 2950:
-			return RP_ENC_UUID;
-		case 1082:
-			return RP_ENC_DATE;
-		case 1083:
-			return RP_ENC_TIME;
-		case 1266:
-			return RP_ENC_TIMETZ;
-		case 1114:
-			return RP_ENC_TIMESTAMP;
-		case 1184:
-			return RP_ENC_TIMESTAMPTZ;
-		case 1186:
-			return RP_ENC_INTERVAL;
-		case 114:
-			return RP_ENC_JSON;
-		case 3802:
-			return RP_ENC_JSONB;
-	}
+	if (enc >= 0)
+		return (uint8_t) enc;
 	t = rp_type_find(m, base);
 	if (t == NULL)
 		return RP_ENC_TEXT;
-	if (t->typtype == 'e')
-		return RP_ENC_ENUM;
-	if (t->typtype == 'c')
-		return RP_ENC_COMPOSITE;
-	if (t->typtype == 'r')
-	{
+	enc = rp_typeenc_by_typtype(t->typtype);
+	if (enc == RP_ENC_RANGE)
 		*elem = t->rngsub;
-		return RP_ENC_RANGE;
-	}
+	if (enc >= 0)
+		return (uint8_t) enc;
 	if (t->elem)
 	{
 		*elem = t->elem;
@@ -311,7 +266,7 @@ rp_snapcat_column(const RpTypeMap *m, RpSnapTable *t, int i)
 	row = rp_type_find(m, rp_type_base(m, c->type_oid));
 	if (t->portable &&
 		(c->encoding == RP_ENC_COMPOSITE ||
-		 (c->encoding == RP_ENC_ARRAY && elem >= RP_FIRST_NORMAL_OID) ||
+		 (c->encoding == RP_ENC_ARRAY && elem >= RP_OID_FIRST_NORMAL) ||
 		 (row != NULL && !row->has_send)))
 	{
 		t->portable = false;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/rp_clock.h"
 #include "stream/rp_conn.h"
 #include "snapshot/rp_snapwork.h"
 
@@ -23,7 +24,7 @@ rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
 	uint64_t	done = 0,
 				total = 0;
 	int			tables_done = 0;
-	double		secs = (rp_now_us() - started_us) / 1e6;
+	double		secs = (rp_clock_wall_us() - started_us) / 1e6;
 	double		rate;
 	const RpSnapJob *cur = NULL;
 
@@ -136,7 +137,7 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	int			nworkers = 0;
 	bool		resume = false;
 	uint64_t	resume_lsn = 0;
-	int64_t		started = rp_now_us();
+	int64_t		started = rp_clock_wall_us();
 	int64_t		at_ms;
 	int			rc = -1;
 	bool		tty = o->progress && isatty(STDERR_FILENO);
@@ -277,7 +278,7 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	if (tables == NULL)
 		goto done;
 	run.jobs = rp_malloc0(sizeof(RpSnapJob) * (size_t) (ntables + 1));
-	at_ms = rp_unix_ms();
+	at_ms = rp_clock_wall_ms();
 	for (int i = 0; i < ntables; i++)
 	{
 		RpSnapJob  *job = &run.jobs[run.njobs];

@@ -18,145 +18,9 @@
 
 #include "rp_encode.h"
 #include "snapshot/rp_copybin.h"
+#include "snapshot/rp_snaphandoff.h"
+#include "snapshot/rp_snapsql.h"
 #include "snapshot/rp_snapwork.h"
-
-int
-rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t)
-{
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-
-	if (t)
-		return rp_fail(RP_HALT_NONE, "snapshot: %s of table \"%s\".\"%s\" failed (SQLSTATE %s)",
-					   what, t->rel->schema, t->rel->name, state ? state : "none");
-	return rp_fail(RP_HALT_NONE, "snapshot: %s failed (SQLSTATE %s)", what, state ? state : "none");
-}
-
-int
-rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable *t)
-{
-	PGresult   *res = PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-	int			rc = 0;
-
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_snap_fail_res(res, what, t);
-	PQclear(res);
-	return rc;
-}
-
-PGconn *
-rp_snap_connect(const RpSnapOptions *o)
-{
-	const char *keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *vals[] = {o->conninfo ? o->conninfo : "", o->progname, NULL};
-	PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
-
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		char		line[512];
-
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
-		PQfinish(conn);
-		rp_fail(RP_HALT_NONE, "snapshot: could not connect: %s", line);
-		return NULL;
-	}
-	/*
-	 * Pinned output settings (G6) for the columns read as text, an empty
-	 * search_path so every name is qualified, key order from the index
-	 * rather than a sort of the whole table, and physical order from a
-	 * plain scan from block 0 (no synchronized or parallel scan).
-	 */
-	if (rp_snap_exec(conn,
-					 "SET search_path = ''; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC';"
-					 " SET IntervalStyle = 'postgres'; SET extra_float_digits = 1;"
-					 " SET bytea_output = 'hex'; SET lc_monetary = 'C'; SET enable_sort = off;"
-					 " SET synchronize_seqscans = off; SET max_parallel_workers_per_gather = 0;"
-					 " SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0",
-					 "session setup", NULL) < 0)
-	{
-		PQfinish(conn);
-		return NULL;
-	}
-	return conn;
-}
-
-int
-rp_snap_import(PGconn *conn, const char *snapname)
-{
-	char	   *lit = PQescapeLiteral(conn, snapname, strlen(snapname));
-	char		sql[256];
-	int			rc;
-
-	if (lit == NULL)
-		return rp_fail(RP_HALT_NONE, "snapshot: quoting the snapshot name failed");
-	snprintf(sql, sizeof(sql),
-			 "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT %s", lit);
-	PQfreemem(lit);
-	rc = rp_snap_exec(conn, sql, "importing the exported snapshot", NULL);
-	return rc;
-}
-
-/* ---- one table ---------------------------------------------------------- */
-
-void
-rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
-{
-	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
-
-	rp_buf_put_text(b, q ? q : "\"?\"");
-	if (q)
-		PQfreemem(q);
-}
-
-/* " FROM ONLY schema.table AS rp_t" */
-static void
-rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpRelation *rel)
-{
-	rp_buf_put_text(sql, " FROM ONLY ");
-	rp_snap_put_ident(sql, conn, rel->schema);
-	rp_buf_put_char(sql, '.');
-	rp_snap_put_ident(sql, conn, rel->name);
-	rp_buf_put_text(sql, " AS rp_t");
-}
-
-void
-rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *settings, bool after)
-{
-	const RpRelation *rel = t->rel;
-
-	rp_snap_sql_from(sql, conn, rel);
-	if (after)
-	{
-		/* the key values travel as settings, set from parameters: never in SQL text */
-		rp_buf_put_text(sql, " WHERE (");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
-		}
-		rp_buf_put_text(sql, ") > (");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			char		n[96];
-
-			snprintf(n, sizeof(n), "%spg_catalog.current_setting('%s.k%d')::", k ? ", " : "",
-					 settings, k + 1);
-			rp_buf_put_text(sql, n);
-			rp_buf_put_text(sql, rel->cols[t->keycols[k]].type_name);
-		}
-		rp_buf_put_char(sql, ')');
-	}
-	if (t->nkey > 0)
-	{
-		/* qualified: the key texts are output columns of the same names */
-		rp_buf_put_text(sql, " ORDER BY ");
-		for (int k = 0; k < t->nkey; k++)
-		{
-			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
-		}
-	}
-}
 
 /*
  * " FROM ONLY schema.table AS rp_t [WHERE ...]" of a heap-order copy: the
@@ -228,17 +92,17 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 	rp_buf_put_char(sql, '\0');
 }
 
-typedef struct RpChunk
+typedef struct RpSnapChunk
 {
 	RpBuf		data;			/* frame or raw tuples */
 	RpBuf		lastkey;		/* the last row's key texts, NUL-separated */
 	uint64_t	lastpos;		/* heap order: the last row's tuple id, block << 16 | offset */
 	uint64_t	rows;
 	size_t		head_len;		/* frame: header + Relation record */
-} RpChunk;
+} RpSnapChunk;
 
 static int
-rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool first, bool last,
+rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool first, bool last,
 				bool resumed)
 {
 	RpSnapRun  *run = w->run;
@@ -342,7 +206,7 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool fir
 
 /* One row of the COPY stream into the chunk. */
 static int
-rp_snap_row(RpChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
+rp_snap_row(RpSnapChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
 			const unsigned char *row, const unsigned char **data, const int32_t *len,
 			int nfields)
 {
@@ -419,103 +283,21 @@ rp_snap_row(RpChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
 	return 0;
 }
 
-/*
- * A chunk is delivered by a helper thread while the worker reads the next
- * one from the source, so the source's COPY and the sink's write overlap
- * (on a small machine they are the two halves of the work).  One chunk in
- * flight at most: chunk n+1 is handed over only after chunk n is stored,
- * so tokens advance in order.
- */
-typedef struct RpSnapPipe
+/* What the delivery thread needs to store one chunk (rp_snaphandoff.h). */
+typedef struct RpSnapDeliverArg
 {
 	RpSnapWorker *w;
 	RpSnapJob  *job;
 	bool		raw;
-	pthread_t	thread;
-	bool		started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	RpChunk    *pending;		/* handed over, not yet delivered */
-	bool		first;
-	bool		quit;
-	int			rc;
-	RpHalt		halt;
-	char		error[1024];
-} RpSnapPipe;
+} RpSnapDeliverArg;
 
-static void *
-rp_snap_pipe_main(void *arg)
-{
-	RpSnapPipe *p = arg;
-
-	pthread_mutex_lock(&p->mu);
-	for (;;)
-	{
-		RpChunk    *ch;
-		bool		first;
-		int			rc;
-
-		while (p->pending == NULL && !p->quit)
-			pthread_cond_wait(&p->cv, &p->mu);
-		if (p->pending == NULL)
-			break;
-		ch = p->pending;
-		first = p->first;
-		pthread_mutex_unlock(&p->mu);
-		rc = rp_snap_deliver(p->w, p->job, ch, p->raw, first, false, first);
-		pthread_mutex_lock(&p->mu);
-		if (rc < 0 && p->rc == 0)
-		{
-			p->rc = -1;
-			p->halt = rp_error_halt();
-			snprintf(p->error, sizeof(p->error), "%s", rp_error());
-		}
-		p->pending = NULL;
-		pthread_cond_broadcast(&p->cv);
-	}
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
-}
-
-/* Wait until nothing is in flight; -1 (re-raised here) if it failed. */
+/* A chunk handed over: never the last (that one the worker delivers itself). */
 static int
-rp_snap_pipe_wait(RpSnapPipe *p)
+rp_snap_deliver_handed(void *arg, void *item, bool first)
 {
-	int			rc;
+	RpSnapDeliverArg *d = arg;
 
-	pthread_mutex_lock(&p->mu);
-	while (p->pending != NULL)
-		pthread_cond_wait(&p->cv, &p->mu);
-	rc = p->rc;
-	pthread_mutex_unlock(&p->mu);
-	if (rc < 0)
-		return rp_fail(p->halt, "%s", p->error);
-	return 0;
-}
-
-static void
-rp_snap_pipe_give(RpSnapPipe *p, RpChunk *ch, bool first)
-{
-	pthread_mutex_lock(&p->mu);
-	p->pending = ch;
-	p->first = first;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-}
-
-static void
-rp_snap_pipe_stop(RpSnapPipe *p)
-{
-	if (!p->started)
-		return;
-	pthread_mutex_lock(&p->mu);
-	while (p->pending != NULL)
-		pthread_cond_wait(&p->cv, &p->mu);
-	p->quit = true;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->thread, NULL);
-	p->started = false;
+	return rp_snap_deliver(d->w, d->job, item, d->raw, first, false, first);
 }
 
 /*
@@ -583,37 +365,62 @@ rp_snap_heap_start(RpSnapWorker *w, RpSnapJob *job)
 	return 0;
 }
 
+/* The table's COPY TO STDOUT started on the worker's session. */
 static int
-rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
+rp_snap_copy_begin(RpSnapWorker *w, RpSnapJob *job, bool raw)
+{
+	RpBuf		sql;
+	PGresult   *res;
+	int			rc = 0;
+
+	rp_buf_init(&sql, 512);
+	rp_snap_copy_sql(&sql, w->conn, job, raw);
+	res = PQexec(w->conn, sql.data);
+	rp_buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_COPY_OUT)
+		rc = rp_snap_fail_res(res, "COPY", job->t);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * A full chunk (*chp) handed to the delivery thread, unless the run is
+ * stopping; *chp becomes the other buffer, for the next rows.
+ */
+static int
+rp_snap_chunk_full(RpSnapRun *run, RpSnapJob *job, RpSnapHandoff *handoff, RpSnapChunk chunks[2],
+				   RpSnapChunk **chp, bool first)
+{
+	RpSnapChunk *next;
+
+	if (atomic_load(&run->failed))
+		return rp_fail(RP_HALT_NONE, "snapshot: stopped (another worker failed)");
+	/* SIGINT/SIGTERM: the chunks stored so far are where a rerun resumes */
+	if (rp_stop_requested())
+		return rp_fail(RP_HALT_NONE, "snapshot: stopped by a signal before table \"%s\".\"%s\" was copied",
+					   job->t->rel->schema, job->t->rel->name);
+	/* the previous chunk must be stored before this one is handed over */
+	if (rp_snap_handoff_wait(handoff) < 0)
+		return -1;
+	rp_snap_handoff_give(handoff, *chp, first);
+	/* the other buffer takes the next rows; the order check goes on across them */
+	next = *chp == &chunks[0] ? &chunks[1] : &chunks[0];
+	next->lastpos = (*chp)->lastpos;
+	*chp = next;
+	return 0;
+}
+
+/*
+ * Where a table's copy starts: in physical order from a stored tuple id,
+ * after a stored key (as settings the WHERE clause reads), or over.
+ */
+static int
+rp_snap_copy_start(RpSnapWorker *w, RpSnapJob *job)
 {
 	RpSnapRun  *run = w->run;
 	const RpSnapTable *t = job->t;
-	const RpRelation *rel = t->rel;
-	bool		raw = run->sink->snapshot_raw && t->portable;
-	RpBuf		sql;
-	RpChunk		chunks[2];
-	RpChunk    *chp = &chunks[0];
-	RpChunk    *next;
-	RpSnapPipe	pipe;
-	uint64_t	copied;
 	PGresult   *res;
-	int			ncopy = 0;
-	int			maxf;
-	const unsigned char **data;
-	int32_t    *len;
-	bool		header = false;
-	bool		first = true;
-	bool		ended = false;
 	int			rc = 0;
-
-	if (!raw && !t->convertible)
-		return rp_fail(RP_HALT_CONFIG, "snapshot: table \"%s\".\"%s\": %s", rel->schema, rel->name, t->why);
-	for (int i = 0; i < rel->natts; i++)
-		if (!raw || !(rel->cols[i].flags & RP_COL_GENERATED))
-			ncopy++;
-	maxf = ncopy + t->nkey + 1;
-	data = rp_malloc0(sizeof(*data) * (size_t) maxf);
-	len = rp_malloc0(sizeof(*len) * (size_t) maxf);
 
 	job->heap = run->sink->snapshot_heap_order && t->nkey > 0 && (!job->have_tok || job->tok.heap);
 	if (job->heap)
@@ -643,26 +450,17 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		 */
 		job->tok.rows = 0;
 	}
-	if (rc < 0)
-		goto out;
-	copied = job->tok.rows;
+	return rc;
+}
 
-	rp_buf_init(&sql, 512);
-	rp_snap_copy_sql(&sql, w->conn, job, raw);
-	res = PQexec(w->conn, sql.data);
-	rp_buf_free(&sql);
-	if (PQresultStatus(res) != PGRES_COPY_OUT)
-	{
-		rc = rp_snap_fail_res(res, "COPY", t);
-		PQclear(res);
-		goto out;
-	}
-	PQclear(res);
-
-	memset(chunks, 0, sizeof(chunks));
+/* The two chunk buffers; a frame's begins with its header and the table's description. */
+static void
+rp_snap_chunks_init(RpSnapChunk chunks[2], const RpRelation *rel, bool raw)
+{
+	memset(chunks, 0, 2 * sizeof(RpSnapChunk));
 	for (int c = 0; c < 2; c++)
 	{
-		RpChunk    *ch = &chunks[c];
+		RpSnapChunk *ch = &chunks[c];
 
 		rp_buf_init(&ch->data, 1 << 20);
 		rp_buf_init(&ch->lastkey, 64);
@@ -681,16 +479,66 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		}
 		ch->head_len = ch->data.len;
 	}
-	memset(&pipe, 0, sizeof(pipe));
-	pipe.w = w;
-	pipe.job = job;
-	pipe.raw = raw;
-	pthread_mutex_init(&pipe.mu, NULL);
-	pthread_cond_init(&pipe.cv, NULL);
-	if (pthread_create(&pipe.thread, NULL, rp_snap_pipe_main, &pipe) != 0)
-		rc = rp_fail(RP_HALT_NONE, "snapshot: could not start a delivery thread");
-	else
-		pipe.started = true;
+}
+
+/* The COPY's own result, once its data is read: and the data must have ended with the trailer. */
+static int
+rp_snap_copy_end(RpSnapWorker *w, const RpSnapTable *t, bool ended)
+{
+	PGresult   *res = PQgetResult(w->conn);
+	int			rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = rp_snap_fail_res(res, "COPY", t);
+	PQclear(res);
+	while ((res = PQgetResult(w->conn)) != NULL)
+		PQclear(res);
+	if (rc == 0 && !ended)
+		rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" ended without its trailer",
+					 t->rel->schema, t->rel->name);
+	return rc;
+}
+
+static int
+rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
+{
+	RpSnapRun  *run = w->run;
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+	bool		raw = run->sink->snapshot_raw && t->portable;
+	RpSnapChunk chunks[2];
+	RpSnapChunk *chp = &chunks[0];
+	RpSnapDeliverArg darg = {w, job, raw};
+	RpSnapHandoff handoff;
+	uint64_t	copied;
+	int			ncopy = 0;
+	int			maxf;
+	const unsigned char **data;
+	int32_t    *len;
+	bool		header = false;
+	bool		first = true;
+	bool		ended = false;
+	int			rc = 0;
+
+	if (!raw && !t->convertible)
+		return rp_fail(RP_HALT_CONFIG, "snapshot: table \"%s\".\"%s\": %s", rel->schema, rel->name, t->why);
+	for (int i = 0; i < rel->natts; i++)
+		if (!raw || !(rel->cols[i].flags & RP_COL_GENERATED))
+			ncopy++;
+	maxf = ncopy + t->nkey + 1;
+	data = rp_malloc0(sizeof(*data) * (size_t) maxf);
+	len = rp_malloc0(sizeof(*len) * (size_t) maxf);
+
+	rc = rp_snap_copy_start(w, job);
+	if (rc < 0)
+		goto out;
+	copied = job->tok.rows;
+
+	if ((rc = rp_snap_copy_begin(w, job, raw)) < 0)
+		goto out;
+
+	rp_snap_chunks_init(chunks, rel, raw);
+	rc = rp_snap_handoff_start(&handoff, rp_snap_deliver_handed, &darg);
 
 	for (;;)
 	{
@@ -746,48 +594,17 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		atomic_store(&job->done_rows, copied);
 		if (chp->rows >= run->opts->chunk_rows || chp->data.len >= run->opts->chunk_bytes)
 		{
-			if (atomic_load(&run->failed))
-			{
-				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped (another worker failed)");
+			if ((rc = rp_snap_chunk_full(run, job, &handoff, chunks, &chp, first)) < 0)
 				break;
-			}
-			/* SIGINT/SIGTERM: the chunks stored so far are where a rerun resumes */
-			if (rp_stop_requested())
-			{
-				rc = rp_fail(RP_HALT_NONE, "snapshot: stopped by a signal before table \"%s\".\"%s\" was copied",
-							 job->t->rel->schema, job->t->rel->name);
-				break;
-			}
-			/* the previous chunk must be stored before this one is handed over */
-			rc = rp_snap_pipe_wait(&pipe);
-			if (rc < 0)
-				break;
-			rp_snap_pipe_give(&pipe, chp, first);
 			first = false;
-			/* the other buffer takes the next rows; the order check goes on across them */
-			next = chp == &chunks[0] ? &chunks[1] : &chunks[0];
-			next->lastpos = chp->lastpos;
-			chp = next;
 		}
 	}
 	if (rc == 0)
-	{
-		res = PQgetResult(w->conn);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			rc = rp_snap_fail_res(res, "COPY", t);
-		PQclear(res);
-		while ((res = PQgetResult(w->conn)) != NULL)
-			PQclear(res);
-	}
-	if (rc == 0 && !ended)
-		rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" ended without its trailer",
-					 rel->schema, rel->name);
+		rc = rp_snap_copy_end(w, t, ended);
 	/* the last chunk, also when empty: every table gets a call */
-	if (pipe.started && rp_snap_pipe_wait(&pipe) < 0 && rc == 0)
+	if (handoff.started && rp_snap_handoff_wait(&handoff) < 0 && rc == 0)
 		rc = -1;
-	rp_snap_pipe_stop(&pipe);
-	pthread_mutex_destroy(&pipe.mu);
-	pthread_cond_destroy(&pipe.cv);
+	rp_snap_handoff_end(&handoff);
 	if (rc == 0)
 		rc = rp_snap_deliver(w, job, chp, raw, first, true, first);
 	for (int c = 0; c < 2; c++)

@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include "snapshot/rp_snapshot.h"
+#include "snapshot/rp_snapsql.h"
 #include "snapshot/rp_snaptoken.h"
 #include "base/rp_status.h"
 #include "envelope/rp_uuid7.h"
@@ -57,22 +58,6 @@ typedef struct RpSnapWorker
 	bool		started;
 } RpSnapWorker;
 
-/* A source session with the output settings pinned (G6); NULL after rp_fail(). */
-extern PGconn *rp_snap_connect(const RpSnapOptions *o);
-/* Run sql; -1 after a value-free rp_fail() naming what (and the table). */
-/* A quoted identifier (PQescapeIdentifier) appended to b. */
-extern void rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name);
-/*
- * " FROM ONLY schema.table AS rp_t [WHERE (key) > (...)] ORDER BY key": t's rows after a
- * stored key (after), in key order.  The stored key is read from the session settings
- * SETTINGS.k1, .k2 ... (set with set_config from parameters), so no value is in SQL text.
- */
-extern void rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *settings,
-							  bool after);
-extern int	rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable *t);
-extern int	rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t);
-/* BEGIN REPEATABLE READ and import the exported snapshot snapname. */
-extern int	rp_snap_import(PGconn *conn, const char *snapname);
 /* A worker thread: copies jobs until none is left or one failed. */
 extern void *rp_snap_worker_main(void *arg);
 

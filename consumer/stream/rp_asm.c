@@ -4,8 +4,8 @@
  */
 #include "rp_alloc.h"
 
-#include <stdio.h>
 
+#include "rp_lsn.h"
 #include "stream/rp_asm.h"
 #include "base/rp_counter.h"
 #include "base/rp_status.h"
@@ -318,13 +318,6 @@ rp_asm_stream_find(RpAsm *a, uint32_t xid, bool unlink)
 	return NULL;
 }
 
-static const char *
-rp_lsn(uint64_t lsn, char *buf)
-{
-	snprintf(buf, 32, "%X/%X", (unsigned) (lsn >> 32), (unsigned) lsn);
-	return buf;
-}
-
 /* The transaction a change record belongs to, or a halt. */
 static RpTxn *
 rp_asm_target(RpAsm *a, const RpRecord *rec)
@@ -336,7 +329,7 @@ rp_asm_target(RpAsm *a, const RpRecord *rec)
 	if (a->cur)
 		return a->cur;
 	rp_fail(RP_HALT_PROTOCOL, "%s record outside any transaction in frame at %s",
-			rp_tag_name(rec->tag), rp_lsn(a->frame_lsn, b));
+			rp_tag_name(rec->tag), rp_lsn_format(a->frame_lsn, b));
 	return NULL;
 }
 
@@ -351,7 +344,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 		case RP_TAG_BEGIN:
 			if (a->cur || a->block)
 				return rp_fail(RP_HALT_PROTOCOL, "begin of xid %u inside an open transaction at %s",
-							   rec->u.begin.xid, rp_lsn(a->frame_lsn, b));
+							   rec->u.begin.xid, rp_lsn_format(a->frame_lsn, b));
 			a->cur = rp_txn_new(a, rec->u.begin.xid);
 			a->cur->final_lsn = rec->u.begin.final_lsn;
 			a->cur->commit_time = rec->u.begin.commit_time;
@@ -359,7 +352,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 		case RP_TAG_COMMIT:
 			if (a->cur == NULL || a->block)
 				return rp_fail(RP_HALT_PROTOCOL, "commit without begin at %s",
-							   rp_lsn(a->frame_lsn, b));
+							   rp_lsn_format(a->frame_lsn, b));
 			t = a->cur;
 			a->cur = NULL;
 			t->commit_lsn = rec->u.commit.commit_lsn;
@@ -370,7 +363,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 		case RP_TAG_ORIGIN:
 			if (a->cur == NULL)
 				return rp_fail(RP_HALT_PROTOCOL, "origin record outside a transaction at %s",
-							   rp_lsn(a->frame_lsn, b));
+							   rp_lsn_format(a->frame_lsn, b));
 			if (a->cur->origin)
 				rp_free(a->cur->origin);
 			a->cur->origin = rp_strndup(rec->u.origin.name, rec->u.origin.name_len);
@@ -427,13 +420,13 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 		case RP_TAG_STREAM_START:
 			if (a->cur || a->block)
 				return rp_fail(RP_HALT_PROTOCOL, "stream start of xid %u inside an open transaction at %s",
-							   rec->u.stream_start.xid, rp_lsn(a->frame_lsn, b));
+							   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
 			t = rp_asm_stream_find(a, rec->u.stream_start.xid, false);
 			if (t == NULL)
 			{
 				if (!rec->u.stream_start.first_segment)
 					return rp_fail(RP_HALT_PROTOCOL, "stream of xid %u resumed without its first segment at %s",
-								   rec->u.stream_start.xid, rp_lsn(a->frame_lsn, b));
+								   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
 				t = rp_txn_new(a, rec->u.stream_start.xid);
 				t->streamed = true;
 				t->chunking = a->early;
@@ -443,7 +436,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 			}
 			else if (rec->u.stream_start.first_segment)
 				return rp_fail(RP_HALT_PROTOCOL, "stream of xid %u started twice at %s",
-							   rec->u.stream_start.xid, rp_lsn(a->frame_lsn, b));
+							   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
 			a->block = t;
 			if (t->chunking && t->chunk == NULL)
 			{
@@ -454,7 +447,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 		case RP_TAG_STREAM_STOP:
 			if (a->block == NULL)
 				return rp_fail(RP_HALT_PROTOCOL, "stream stop outside a stream block at %s",
-							   rp_lsn(a->frame_lsn, b));
+							   rp_lsn_format(a->frame_lsn, b));
 			if (a->block->chunking)
 				rp_asm_chunk_out(a, a->block);
 			a->block = NULL;
@@ -462,11 +455,11 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 		case RP_TAG_STREAM_COMMIT:
 			if (a->block || a->cur)
 				return rp_fail(RP_HALT_PROTOCOL, "stream commit of xid %u inside a transaction at %s",
-							   rec->u.commit.xid, rp_lsn(a->frame_lsn, b));
+							   rec->u.commit.xid, rp_lsn_format(a->frame_lsn, b));
 			t = rp_asm_stream_find(a, rec->u.commit.xid, true);
 			if (t == NULL)
 				return rp_fail(RP_HALT_PROTOCOL, "stream commit of unknown xid %u at %s",
-							   rec->u.commit.xid, rp_lsn(a->frame_lsn, b));
+							   rec->u.commit.xid, rp_lsn_format(a->frame_lsn, b));
 			t->commit_lsn = rec->u.commit.commit_lsn;
 			t->end_lsn = rec->u.commit.end_lsn;
 			t->commit_time = rec->u.commit.commit_time;
@@ -479,7 +472,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 
 				if (a->block || a->cur)
 					return rp_fail(RP_HALT_PROTOCOL, "stream abort of xid %u inside a transaction at %s",
-								   xid, rp_lsn(a->frame_lsn, b));
+								   xid, rp_lsn_format(a->frame_lsn, b));
 				if (sub == xid || sub == 0)
 				{
 					t = rp_asm_stream_find(a, xid, true);
@@ -510,7 +503,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 			}
 	}
 	return rp_fail(RP_HALT_MALFORMED, "unexpected record tag 0x%02x at %s", rec->tag,
-				   rp_lsn(a->frame_lsn, b));
+				   rp_lsn_format(a->frame_lsn, b));
 }
 
 int
@@ -522,7 +515,7 @@ rp_asm_frame(RpAsm *a, const void *data, size_t len, uint64_t lsn)
 
 	a->frame_lsn = lsn;
 	if (!rp_decoder_frame(&a->dec, data, len))
-		return rp_fail(RP_HALT_MALFORMED, "frame at %s: %s", rp_lsn(lsn, b), a->dec.error);
+		return rp_fail(RP_HALT_MALFORMED, "frame at %s: %s", rp_lsn_format(lsn, b), a->dec.error);
 	while ((rc = rp_decoder_next(&a->dec, &rec)) > 0)
 	{
 		const unsigned char *raw = a->dec.frame_start + rec.offset;
@@ -534,8 +527,8 @@ rp_asm_frame(RpAsm *a, const void *data, size_t len, uint64_t lsn)
 	if (rc < 0)
 	{
 		if (strstr(a->dec.error, "which no relation record described"))
-			return rp_fail(RP_HALT_UNKNOWN_RELATION, "frame at %s: %s", rp_lsn(lsn, b), a->dec.error);
-		return rp_fail(RP_HALT_MALFORMED, "frame at %s: %s", rp_lsn(lsn, b), a->dec.error);
+			return rp_fail(RP_HALT_UNKNOWN_RELATION, "frame at %s: %s", rp_lsn_format(lsn, b), a->dec.error);
+		return rp_fail(RP_HALT_MALFORMED, "frame at %s: %s", rp_lsn_format(lsn, b), a->dec.error);
 	}
 	return 0;
 }

@@ -15,32 +15,6 @@
 #include "stream/rp_ckpt.h"
 #include "base/rp_status.h"
 
-/*
- * "X/Y" with 1 to 8 hex digits on each side and nothing else, as
- * PostgreSQL's pg_lsn input (no signs, spaces, 0x or trailing text).
- */
-bool
-rp_lsn_parse(const char *s, uint64_t *lsn)
-{
-	static const char hex[] = "0123456789abcdefABCDEF";
-	size_t		len1 = strspn(s, hex),
-				len2;
-
-	if (len1 < 1 || len1 > 8 || s[len1] != '/')
-		return false;
-	len2 = strspn(s + len1 + 1, hex);
-	if (len2 < 1 || len2 > 8 || s[len1 + 1 + len2] != '\0')
-		return false;
-	*lsn = ((uint64_t) strtoul(s, NULL, 16) << 32) | (uint64_t) strtoul(s + len1 + 1, NULL, 16);
-	return true;
-}
-
-void
-rp_lsn_format(uint64_t lsn, char *buf)
-{
-	snprintf(buf, 24, "%X/%X", (unsigned) (lsn >> 32), (unsigned) lsn);
-}
-
 int
 rp_ckpt_format(const RpCheckpoint *ck, char *buf, size_t len)
 {

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rp_lsn.h"				/* the positions a checkpoint holds, as text */
+
 #define RP_SLOT_NAME_MAX 64
 
 typedef struct RpCheckpoint
@@ -45,8 +47,5 @@ extern int	rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint
  * acknowledge positions the server does not have.  Halts (G3) naming both.
  */
 extern int	rp_ckpt_check_position(const RpCheckpoint *ck, uint64_t server_flush_lsn);
-
-extern bool rp_lsn_parse(const char *s, uint64_t *lsn);
-extern void rp_lsn_format(uint64_t lsn, char *buf);	/* buf: at least 24 bytes */
 
 #endif							/* RP_CKPT_H */

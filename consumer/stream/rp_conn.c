@@ -13,66 +13,58 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/time.h>
 
 #include "rp_buf.h"
 #include "stream/rp_ckpt.h"
 #include "stream/rp_conn.h"
 #include "rp_read.h"
+#include "base/rp_session.h"
 #include "base/rp_status.h"
 #include "rp_wire.h"
 
 
-int64_t
-rp_now_us(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return (int64_t) tv.tv_sec * 1000000 + tv.tv_usec;
-}
-
-/* The server's message, first line only: DETAIL and CONTEXT may carry values. */
+/*
+ * The server's message, first line only: DETAIL and CONTEXT may carry
+ * values.  conn_msg is the connection's message, for a result without one.
+ */
 static int
-rp_conn_fail(RpConn *c, RpHalt halt, const char *what, const PGresult *res)
+rp_conn_fail_result(RpHalt halt, const PGresult *res, const char *what, const char *conn_msg)
 {
 	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	char		line[512];
 
-	if (msg == NULL)
-		msg = PQerrorMessage(c->pg);
-	rp_error_first_line(line, sizeof(line), msg);
+	rp_error_first_line(line, sizeof(line), msg ? msg : conn_msg);
 	return rp_fail(halt, "%s failed: %s%s%s%s", what, line, state ? " (SQLSTATE " : "",
 				   state ? state : "", state ? ")" : "");
+}
+
+static int
+rp_conn_fail(RpConn *c, RpHalt halt, const char *what, const PGresult *res)
+{
+	return rp_conn_fail_result(halt, res, what, PQerrorMessage(c->pg));
 }
 
 int
 rp_conn_open(RpConn *c, const char *conninfo, const char *progname)
 {
-	const char *keys[4];
-	const char *vals[4];
-	int			n = 0;
+	RpSessionSpec spec = {
+		.conninfo = conninfo,
+		.replication = "database",
+		.fallback_application_name = progname,
+	};
+	RpSessionError err;
 
 	memset(c, 0, sizeof(*c));
-	/* expand_dbname: dbname may be a whole conninfo string or URI */
-	keys[n] = "dbname";
-	vals[n++] = conninfo ? conninfo : "";
-	keys[n] = "replication";
-	vals[n++] = "database";
-	keys[n] = "fallback_application_name";
-	vals[n++] = progname;
-	keys[n] = NULL;
-	vals[n] = NULL;
-	c->pg = PQconnectdbParams(keys, vals, 1);
-	if (PQstatus(c->pg) != CONNECTION_OK)
+	c->pg = rp_session_open(&spec, &err);
+	if (c->pg == NULL && err.result == NULL)
+		return rp_fail(RP_HALT_NONE, "could not connect: %s", err.message);
+	if (c->pg == NULL)
 	{
-		char		line[512];
+		int			rc = rp_conn_fail_result(RP_HALT_NONE, err.result, "session setup", err.message);
 
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(c->pg));
-		PQfinish(c->pg);
-		c->pg = NULL;
-		return rp_fail(RP_HALT_NONE, "could not connect: %s", line);
+		PQclear(err.result);
+		return rc;
 	}
 	c->dbname = rp_strndup(PQdb(c->pg), strlen(PQdb(c->pg)));
 	return 0;
@@ -94,7 +86,7 @@ static bool
 rp_conn_wait(RpConn *c, short events, int64_t deadline_us)
 {
 	struct pollfd pfd = {.fd = PQsocket(c->pg),.events = events};
-	int64_t		left = deadline_us - rp_now_us();
+	int64_t		left = deadline_us - rp_clock_wall_us();
 
 	if (left <= 0)
 		return false;
@@ -104,7 +96,7 @@ rp_conn_wait(RpConn *c, short events, int64_t deadline_us)
 void
 rp_conn_finish(RpConn *c, int timeout_ms)
 {
-	int64_t		deadline = rp_now_us() + (int64_t) timeout_ms * 1000;
+	int64_t		deadline = rp_clock_wall_us() + (int64_t) timeout_ms * 1000;
 	int			r;
 
 	if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK)
@@ -350,7 +342,7 @@ int
 rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply)
 {
 	unsigned char m[34];
-	int64_t		now = rp_now_us();
+	int64_t		now = rp_clock_wall_us();
 
 	rp_conn_status_message(c, flush_lsn, request_reply, now, m);
 	if (PQputCopyData(c->pg, (const char *) m, sizeof(m)) <= 0 || PQflush(c->pg) < 0)

@@ -12,6 +12,8 @@
 
 #include <libpq-fe.h>
 
+#include "base/rp_clock.h"
+
 typedef struct RpConn
 {
 	PGconn	   *pg;
@@ -81,6 +83,4 @@ extern int	rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply);
  */
 extern void rp_conn_status_message(const RpConn *c, uint64_t flush_lsn, bool request_reply,
 								   int64_t now_us, unsigned char m[34]);
-extern int64_t rp_now_us(void);
-
 #endif							/* RP_CONN_H */

@@ -10,6 +10,8 @@
 
 #include "base/rp_counter.h"
 #include "sinks/rp_sink.h"
+#include "stream/rp_cursor.h"
+#include "stream/rp_schemadiff.h"
 
 typedef struct RpBatchLimits
 {
@@ -63,13 +65,6 @@ struct RpDelivery
 	RpDlCounters own_count;
 };
 
-typedef struct RpCursor
-{
-	RpDelivery *dl;
-	RpTxn	   *txn;
-	RpStoreIter it;
-} RpCursor;
-
 /*
  * ckpt_path: the library-owned checkpoint file (NULL when the sink owns
  * it); view_path: where the relations the sink has seen are kept across
@@ -91,16 +86,5 @@ extern bool rp_deliver_pending(const RpDelivery *dl);
 extern void rp_deliver_idle(RpDelivery *dl);
 /* Nothing in flight: a state sink may record an idle-advanced position. */
 extern int	rp_deliver_advance(RpDelivery *dl, uint64_t lsn);
-
-/* Read a transaction's records; relation records are handled inside. */
-extern int	rp_cursor_open(RpCursor *c, RpDelivery *dl, RpTxn *txn);
-/* The same, past its first skip_bytes (records already read as chunks). */
-extern int	rp_cursor_open_at(RpCursor *c, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes);
-extern int	rp_cursor_next(RpCursor *c, RpRecord *rec);	/* 1, 0 end, -1 */
-extern void rp_cursor_close(RpCursor *c);
-
-/* How a new description differs from the old (NULL before: NEW). */
-extern RpSchemaChange rp_schema_diff(const RpRelation *before, const RpRelation *after,
-									 char *what, size_t whatlen);
 
 #endif							/* RP_DELIVER_H */

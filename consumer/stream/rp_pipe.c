@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "base/rp_clock.h"
 #include "stream/rp_conn.h"
 #include "stream/rp_pipe.h"
 
@@ -41,25 +42,6 @@ rp_pipe_install_wake(void)
 	sa.sa_flags = 0;			/* no SA_RESTART: the blocked call returns */
 	sigaction(RP_PIPE_WAKE_SIGNAL, &sa, NULL);
 	installed = true;
-}
-
-static int64_t
-rp_pipe_now_ms(void)
-{
-	return rp_now_us() / 1000;
-}
-
-static void
-rp_pipe_deadline(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long) (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L)
-	{
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
 }
 
 /* Record the outcome of one step of delivery work (lock held). */
@@ -109,7 +91,7 @@ rp_pipe_main(void *arg)
 			p->queued_bytes -= item->txn ? rp_store_length(&item->txn->store) : 0;
 			pthread_cond_broadcast(&p->drained);
 			pthread_mutex_unlock(&p->lock);
-			rc = rp_deliver_item(p->dl, item, rp_pipe_now_ms());
+			rc = rp_deliver_item(p->dl, item, rp_clock_wall_ms());
 			pthread_mutex_lock(&p->lock);
 			rp_pipe_publish(p, rc);
 			continue;
@@ -118,7 +100,7 @@ rp_pipe_main(void *arg)
 		{
 			p->flush_requested = false;
 			pthread_mutex_unlock(&p->lock);
-			rc = rp_deliver_flush(p->dl, true, rp_pipe_now_ms());
+			rc = rp_deliver_flush(p->dl, true, rp_clock_wall_ms());
 			pthread_mutex_lock(&p->lock);
 			rp_pipe_publish(p, rc);
 			if (p->stopping)
@@ -141,12 +123,12 @@ rp_pipe_main(void *arg)
 			struct timespec ts;
 
 			/* a batch is filling: deliver it when its time is up */
-			rp_pipe_deadline(&ts, 20);
+			rp_clock_deadline(&ts, 20);
 			pthread_cond_timedwait(&p->wake, &p->lock, &ts);
 			if (p->head == NULL && !p->flush_requested && !p->stopping && !p->abandoned)
 			{
 				pthread_mutex_unlock(&p->lock);
-				rc = rp_deliver_flush(p->dl, false, rp_pipe_now_ms());
+				rc = rp_deliver_flush(p->dl, false, rp_clock_wall_ms());
 				pthread_mutex_lock(&p->lock);
 				rp_pipe_publish(p, rc);
 			}
@@ -183,7 +165,7 @@ rp_pipe_wait(RpPipe *p)
 {
 	struct timespec ts;
 
-	rp_pipe_deadline(&ts, 100);
+	rp_clock_deadline(&ts, 100);
 	pthread_cond_timedwait(&p->drained, &p->lock, &ts);
 }
 

@@ -4,79 +4,20 @@
  */
 #include "rp_alloc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rp_read.h"
+#include "base/rp_counter.h"
 #include "base/rp_status.h"
 #include "stream/rp_store.h"
 #include "rp_wire.h"
 
-/*
- * The totals are shared by the receiving thread (which appends) and the
- * delivery thread (which reads back and frees): plain atomic counters.
- */
-#define RP_ADD(x, n) __atomic_add_fetch(&(x), (n), __ATOMIC_RELAXED)
-#define RP_SUB(x, n) __atomic_sub_fetch(&(x), (n), __ATOMIC_RELAXED)
-#define RP_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-
-#define RP_SPILL_PREFIX "replicant-spill-"
 #define RP_SPILL_WRITE_BEHIND (1024 * 1024)
 #define RP_SPILL_READ_CHUNK (1024 * 1024)
-
-int
-rp_spill_init(RpSpill *sp, const char *dir, size_t max_memory, uint64_t max_spill)
-{
-	DIR		   *d;
-	struct dirent *de;
-
-	memset(sp, 0, sizeof(*sp));
-	sp->dir = rp_strndup(dir, strlen(dir));
-	sp->max_memory = max_memory;
-	sp->max_spill = max_spill;
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return rp_fail(RP_HALT_NONE, "could not create spill directory \"%s\": %s", dir,
-					   strerror(errno));
-	if (chmod(dir, 0700) != 0)
-		return rp_fail(RP_HALT_NONE, "could not set mode of spill directory \"%s\": %s", dir,
-					   strerror(errno));
-	/* spill files of an earlier run are garbage: their data is re-sent */
-	d = opendir(dir);
-	if (d == NULL)
-		return rp_fail(RP_HALT_NONE, "could not open spill directory \"%s\": %s", dir,
-					   strerror(errno));
-	while ((de = readdir(d)) != NULL)
-	{
-		char		path[4096];
-
-		if (strncmp(de->d_name, RP_SPILL_PREFIX, strlen(RP_SPILL_PREFIX)) != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	return 0;
-}
-
-void
-rp_spill_charge(RpSpill *sp, int64_t n)
-{
-	if (n >= 0)
-	{
-		RP_ADD(sp->sink_in_use, (size_t) n);
-		RP_ADD(sp->mem_in_use, (size_t) n);
-	}
-	else
-	{
-		RP_SUB(sp->sink_in_use, (size_t) -n);
-		RP_SUB(sp->mem_in_use, (size_t) -n);
-	}
-}
 
 void
 rp_store_init(RpStore *st, RpSpill *sp)
@@ -115,15 +56,15 @@ rp_store_drain(RpStore *st)
 
 	if (n == 0)
 		return 0;
-	if (RP_LOAD(st->sp->disk_in_use) + n > st->sp->max_spill)
+	if (RP_COUNT_LOAD(st->sp->disk_in_use) + n > st->sp->max_spill)
 		return rp_fail(RP_HALT_SPILL_LIMIT,
 					   "spilled transactions would exceed --max-spill (%llu bytes)",
 					   (unsigned long long) st->sp->max_spill);
 	if (rp_store_write_all(st, st->mem.data, n) < 0)
 		return -1;
 	st->file_len += n;
-	RP_ADD(st->sp->disk_in_use, n);
-	RP_SUB(st->sp->mem_in_use, n);
+	RP_COUNT_ADD(st->sp->disk_in_use, n);
+	RP_COUNT_SUB(st->sp->mem_in_use, n);
 	rp_buf_reset(&st->mem);
 	/*
 	 * The buffer grew to the whole in-memory part before the first drain:
@@ -143,14 +84,12 @@ rp_store_spill(RpStore *st)
 {
 	char		path[4096];
 
-	snprintf(path, sizeof(path), "%s/" RP_SPILL_PREFIX "%d-%u", st->sp->dir, (int) getpid(),
-			 RP_ADD(st->sp->seq, 1));
+	rp_spill_next_path(st->sp, path, sizeof(path));
 	st->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0600);
 	if (st->fd < 0)
 		return rp_fail(RP_HALT_NONE, "could not create spill file \"%s\": %s", path,
 					   strerror(errno));
 	st->path = rp_strndup(path, strlen(path));
-	RP_ADD(st->sp->spills, 1);
 	return rp_store_drain(st);
 }
 
@@ -164,14 +103,14 @@ rp_store_append_direct(RpStore *st, const void *rec, size_t len)
 {
 	if ((st->fd < 0 ? rp_store_spill(st) : rp_store_drain(st)) < 0)
 		return -1;
-	if (RP_LOAD(st->sp->disk_in_use) + len > st->sp->max_spill)
+	if (RP_COUNT_LOAD(st->sp->disk_in_use) + len > st->sp->max_spill)
 		return rp_fail(RP_HALT_SPILL_LIMIT,
 					   "spilled transactions would exceed --max-spill (%llu bytes)",
 					   (unsigned long long) st->sp->max_spill);
 	if (rp_store_write_all(st, rec, len) < 0)
 		return -1;
 	st->file_len += len;
-	RP_ADD(st->sp->disk_in_use, len);
+	RP_COUNT_ADD(st->sp->disk_in_use, len);
 	return 0;
 }
 
@@ -179,17 +118,17 @@ int
 rp_store_append(RpStore *st, const void *rec, size_t len)
 {
 	if (len >= RP_SPILL_WRITE_BEHIND &&
-		(st->fd >= 0 || RP_LOAD(st->sp->mem_in_use) + len > st->sp->max_memory))
+		(st->fd >= 0 || RP_COUNT_LOAD(st->sp->mem_in_use) + len > st->sp->max_memory))
 		return rp_store_append_direct(st, rec, len);
 	rp_buf_put_bytes(&st->mem, rec, len);
-	RP_ADD(st->sp->mem_in_use, len);
+	RP_COUNT_ADD(st->sp->mem_in_use, len);
 	if (st->fd >= 0)
 	{
 		if (st->mem.len >= RP_SPILL_WRITE_BEHIND)
 			return rp_store_drain(st);
 		return 0;
 	}
-	if (RP_LOAD(st->sp->mem_in_use) > st->sp->max_memory)
+	if (RP_COUNT_LOAD(st->sp->mem_in_use) > st->sp->max_memory)
 		return rp_store_spill(st);
 	return 0;
 }
@@ -209,17 +148,17 @@ rp_store_truncate(RpStore *st, uint64_t len)
 
 		if (keep < st->mem.len)
 		{
-			RP_SUB(st->sp->mem_in_use, st->mem.len - keep);
+			RP_COUNT_SUB(st->sp->mem_in_use, st->mem.len - keep);
 			st->mem.len = keep;
 		}
 		return 0;
 	}
-	RP_SUB(st->sp->mem_in_use, st->mem.len);
+	RP_COUNT_SUB(st->sp->mem_in_use, st->mem.len);
 	rp_buf_reset(&st->mem);
 	if (ftruncate(st->fd, (off_t) len) != 0 || lseek(st->fd, (off_t) len, SEEK_SET) < 0)
 		return rp_fail(RP_HALT_NONE, "could not truncate spill file \"%s\": %s", st->path,
 					   strerror(errno));
-	RP_SUB(st->sp->disk_in_use, st->file_len - len);
+	RP_COUNT_SUB(st->sp->disk_in_use, st->file_len - len);
 	st->file_len = len;
 	return 0;
 }
@@ -228,13 +167,13 @@ void
 rp_store_free(RpStore *st)
 {
 	if (st->sp)
-		RP_SUB(st->sp->mem_in_use, st->mem.len);
+		RP_COUNT_SUB(st->sp->mem_in_use, st->mem.len);
 	rp_buf_free(&st->mem);
 	if (st->fd >= 0)
 	{
 		close(st->fd);
 		unlink(st->path);
-		RP_SUB(st->sp->disk_in_use, st->file_len);
+		RP_COUNT_SUB(st->sp->disk_in_use, st->file_len);
 		st->fd = -1;
 	}
 	if (st->path)

@@ -2,9 +2,9 @@
  * rp_store.h
  *    Where an assembled transaction's records live until delivery: in
  *    memory while the consumer's total stays under --max-memory, then in a
- *    private spill file (0600, in a 0700 folder) that is read back once at
- *    delivery and deleted on commit, abort, restart and exit (G5).  Past
- *    --max-spill bytes on disk the run halts.
+ *    private spill file (0600, in the spill folder: stream/rp_spill.h) that
+ *    is read back once at delivery and deleted on commit, abort, restart
+ *    and exit (G5).  Past --max-spill bytes on disk the run halts.
  */
 #ifndef RP_STORE_H
 #define RP_STORE_H
@@ -13,18 +13,7 @@
 #include <stdio.h>
 
 #include "rp_buf.h"
-
-typedef struct RpSpill
-{
-	char	   *dir;
-	size_t		max_memory;		/* bytes held in memory across all stores */
-	uint64_t	max_spill;		/* bytes on disk across all stores */
-	size_t		mem_in_use;		/* the stores' bytes plus sink_in_use */
-	size_t		sink_in_use;	/* the sink's working state (rp_spill_charge) */
-	uint64_t	disk_in_use;
-	uint64_t	spills;			/* stores that went to disk (a counter) */
-	unsigned	seq;
-} RpSpill;
+#include "stream/rp_spill.h"
 
 typedef struct RpStore
 {
@@ -43,17 +32,6 @@ typedef struct RpStoreIter
 	RpBuf		rbuf;			/* file read-back buffer */
 	size_t		rpos;
 } RpStoreIter;
-
-/* Create the spill folder (0700) and remove spill files of earlier runs. */
-extern int	rp_spill_init(RpSpill *sp, const char *dir, size_t max_memory, uint64_t max_spill);
-
-/*
- * The sink's working state (the mirror's net-effect map) is charged to the
- * same budget as the stores: what it holds makes the stores spill sooner,
- * so the two together stay under --max-memory.  n > 0 charges, n < 0
- * returns; the sink bounds its own share (docs/operations.md).
- */
-extern void rp_spill_charge(RpSpill *sp, int64_t n);
 
 extern void rp_store_init(RpStore *st, RpSpill *sp);
 extern int	rp_store_append(RpStore *st, const void *rec, size_t len);

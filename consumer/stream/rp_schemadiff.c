@@ -1,0 +1,74 @@
+/*
+ * rp_schemadiff.c
+ *    How a relation's new description differs from the one the sink has
+ *    (see rp_deliver.h: rp_schema_diff).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "stream/rp_schemadiff.h"
+
+static const RpColumn *
+rp_col_by_attnum(const RpRelation *rel, int16_t attnum)
+{
+	for (uint16_t i = 0; i < rel->natts; i++)
+		if (rel->cols[i].attnum == attnum)
+			return &rel->cols[i];
+	return NULL;
+}
+
+RpSchemaChange
+rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, size_t whatlen)
+{
+	const uint8_t keyflags = RP_COL_PRIMARY_KEY | RP_COL_IDENTITY;
+	bool		added = false;
+
+	what[0] = '\0';
+	if (before == NULL)
+		return RP_SCHEMA_NEW;
+	if (strcmp(before->schema, after->schema) != 0 || strcmp(before->name, after->name) != 0)
+	{
+		snprintf(what, whatlen, "table renamed to \"%s\".\"%s\"", after->schema, after->name);
+		return RP_SCHEMA_DESTRUCTIVE;
+	}
+	if (before->identity != after->identity)
+	{
+		snprintf(what, whatlen, "replica identity changed");
+		return RP_SCHEMA_DESTRUCTIVE;
+	}
+	for (uint16_t i = 0; i < before->natts; i++)
+	{
+		const RpColumn *b = &before->cols[i];
+		const RpColumn *a = rp_col_by_attnum(after, b->attnum);
+
+		if (a == NULL)
+		{
+			snprintf(what, whatlen, "column \"%s\" dropped", b->name);
+			return RP_SCHEMA_DESTRUCTIVE;
+		}
+		if (strcmp(a->name, b->name) != 0)
+		{
+			snprintf(what, whatlen, "column \"%s\" renamed to \"%s\"", b->name, a->name);
+			return RP_SCHEMA_DESTRUCTIVE;
+		}
+		if (a->type_oid != b->type_oid || a->typmod != b->typmod)
+		{
+			snprintf(what, whatlen, "column \"%s\" changed type from %s to %s", b->name,
+					 b->type_name, a->type_name);
+			return RP_SCHEMA_DESTRUCTIVE;
+		}
+		if ((a->flags & keyflags) != (b->flags & keyflags))
+		{
+			snprintf(what, whatlen, "key or identity of column \"%s\" changed", b->name);
+			return RP_SCHEMA_DESTRUCTIVE;
+		}
+	}
+	for (uint16_t i = 0; i < after->natts; i++)
+		if (rp_col_by_attnum(before, after->cols[i].attnum) == NULL)
+		{
+			if (!added)
+				snprintf(what, whatlen, "column \"%s\" added", after->cols[i].name);
+			added = true;
+		}
+	return added ? RP_SCHEMA_ADDITIVE : RP_SCHEMA_SAME;
+}
