@@ -48,6 +48,8 @@ typedef struct RpEnvelope
 	char	   *dlq_path;			/* NULL: no dead-letter copies */
 	int			dlq_fd;				/* opened on the first oversize row */
 	bool		dlq_dirty;			/* written since the last fsync */
+	RpUuid7Gen *ids;			/* rp_env_begin's snapshot_ids (its own, on the heap:
+								 * an envelope may be moved, a mutex may not) */
 
 	/* the current dump */
 	RpEnvState	state;
@@ -74,7 +76,7 @@ extern void rp_env_free(RpEnvelope *env);
 
 /*
  * Begin a dump of store ("schema.table"): mints snapshot_id at
- * snapshot_at_ms (rp_uuid7_at) and appends the begin frame.  total: the
+ * snapshot_at_ms (rp_uuid7_at, the envelope's generator) and appends the begin frame.  total: the
  * table's row count or an estimate, or -1 when unknown (then omitted).
  * Allowed when no dump is open (IDLE, ENDED or FAILED).
  */

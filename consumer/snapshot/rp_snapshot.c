@@ -127,6 +127,7 @@ int
 rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 {
 	RpSnapRun	run;
+	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run's snapshot_ids */
 	RpConn		repl;
 	bool		repl_open = false;
 	PGconn	   *coord = NULL;
@@ -315,7 +316,7 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 		}
 		if (job->snapshot_id[0] == '\0')
 		{
-			if (rp_uuid7_at(&u, job->at_ms) < 0)
+			if (rp_uuid7_at(&ids, &u, job->at_ms) < 0)
 				goto done;
 			rp_uuid_text(&u, job->snapshot_id);
 		}
@@ -395,5 +396,6 @@ done:
 	if (repl_open)
 		rp_conn_close(&repl);
 	pthread_mutex_destroy(&run.lock);
+	rp_uuid7_gen_free(&ids);
 	return rc;
 }
