@@ -39,6 +39,8 @@
 static const char *progname = "replicant";
 
 static volatile sig_atomic_t reopen_requested = 0;
+/* SIGINT, SIGTERM: the library's threads read it (rp_stop_watch) */
+static atomic_int stop_requested;
 
 /* --decoding-work-mem: "server" leaves the server's setting alone */
 #define RP_DECODING_WORK_MEM_SERVER UINT64_MAX
@@ -231,7 +233,7 @@ static void
 on_stop_signal(int signo)
 {
 	/* async-signal-safe: every thread's waits look at it (rp_status.h) */
-	rp_stop_request();
+	atomic_store(&stop_requested, 1);
 }
 
 static void
@@ -1347,6 +1349,7 @@ main(int argc, char **argv)
 		rp_agg_attach(cli.agg, cli.agg_only);
 	}
 
+	rp_stop_watch(&stop_requested);
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	signal(SIGHUP, on_hup_signal);
