@@ -25,6 +25,7 @@
 #include "stream/rp_deliver.h"
 #include "base/rp_lock.h"
 #include "base/rp_metrics.h"
+#include "cli/rp_cli_metrics.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "sinks/mirror/rp_mirror_backfill.h"
 #include "stream/rp_pipe.h"
@@ -114,7 +115,9 @@ typedef struct RpRun
 	RpPipe		pipe;
 	RpSink	   *sink;
 	RpMetrics	metrics;
+	RpCliMetrics metrics_src;	/* what the metrics page reads */
 	RpDlCounters counters;		/* the deliveries' telemetry, for the process's life */
+	RpSnapStats snap;			/* the initial snapshot's counters */
 	bool		connected;
 	int64_t		last_progress_us;
 	uint64_t	last_progress_changes;
@@ -676,7 +679,7 @@ plugin_option(const RpCli *cli, const char *name)
  * sink that already holds a checkpoint has its snapshot: nothing to do.
  */
 static int
-run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
+run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *stats)
 {
 	RpSnapOptions so;
 	RpCheckpoint ck;
@@ -700,6 +703,7 @@ run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
 	so.create_slot = cli->create_slot;
 	so.progress = true;			/* shown when stderr is a terminal */
 	so.verbose = cli->verbose;
+	so.stats = stats;
 	rc = rp_snapshot_run(&so, sink, &ck);
 	if (rc < 0)
 		return -1;
@@ -708,7 +712,7 @@ run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
 		char		lsn[24];
 
 		rp_lsn_format(ck.end_lsn, lsn);
-		pg_log_info(cli, "snapshot complete: %" PRIu64 " rows; streaming from %s", rp_snap_stats.rows, lsn);
+		pg_log_info(cli, "snapshot complete: %" PRIu64 " rows; streaming from %s", stats->rows, lsn);
 		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
 			return -1;
 	}
@@ -781,7 +785,7 @@ run_stream(RpCli *cli)
 
 	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
-	if (cli->snapshot && run_snapshot(cli, run.sink, path) < 0)
+	if (cli->snapshot && run_snapshot(cli, run.sink, path, &run.snap) < 0)
 	{
 		/* a stop: what was stored is where the next run resumes (exit 0) */
 		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
@@ -812,7 +816,14 @@ run_stream(RpCli *cli)
 		goto fail;
 	rp_deliver_count_into(&run.dl, &run.counters);
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
-	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.counters, &run.asm_, &run.spill) < 0)
+	run.metrics_src.m = &run.metrics;
+	run.metrics_src.count = &run.counters;
+	run.metrics_src.snap = &run.snap;
+	run.metrics_src.asm_ = &run.asm_;
+	run.metrics_src.spill = &run.spill;
+	run.metrics_src.agg = cli->agg;
+	if (rp_cli_metrics_register(&run.metrics, &run.metrics_src) < 0 ||
+		rp_metrics_start(&run.metrics, cli->metrics_port) < 0)
 		goto fail;
 	if (cli->nbackfill > 0)
 	{
@@ -912,6 +923,7 @@ run_stream(RpCli *cli)
 	rp_pipe_stop(&run.pipe);
 	rp_backfill_stop();			/* after the delivery thread: it may hold a chunk */
 	rp_metrics_stop(&run.metrics);
+	rp_snap_stats_free(&run.snap);
 	pg_log_info(cli, "delivered %" PRIu64 " transactions in %" PRIu64 " batches; %" PRIu64
 				" streamed transactions applied early (%" PRIu64 " blocks, %" PRIu64 " dropped)",
 				run.counters.txns, run.counters.batches, run.counters.early_commits,
@@ -934,6 +946,7 @@ fail:
 	rp_pipe_stop(&run.pipe);
 	rp_backfill_stop();
 	rp_metrics_stop(&run.metrics);
+	rp_snap_stats_free(&run.snap);
 	/* every exit path closes its sink: the exec child reaped, the destination session ended */
 	run.sink->close(run.sink);
 	/* spill files are private garbage now */
