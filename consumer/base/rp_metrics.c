@@ -7,9 +7,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#ifdef RP_HAVE_MICROHTTPD
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <microhttpd.h>
+#endif
 
 #include "base/rp_counter.h"
 #include "base/rp_metrics.h"
@@ -105,6 +107,14 @@ rp_metrics_render(const RpMetrics *m)
 	return b.data;
 }
 
+#ifdef RP_HAVE_MICROHTTPD
+
+bool
+rp_metrics_available(void)
+{
+	return true;
+}
+
 static enum MHD_Result
 rp_metrics_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **state)
@@ -149,3 +159,28 @@ rp_metrics_stop(RpMetrics *m)
 		MHD_stop_daemon(m->daemon);
 	m->daemon = NULL;
 }
+
+#else							/* !RP_HAVE_MICROHTTPD */
+
+/* Built without libmicrohttpd: the counters are kept, no page is served. */
+bool
+rp_metrics_available(void)
+{
+	return false;
+}
+
+int
+rp_metrics_start(RpMetrics *m, int port)
+{
+	if (port == 0)
+		return 0;
+	/* RP_HALT_CONFIG: retrying cannot help */
+	return rp_fail(RP_HALT_CONFIG, "this replicant was built without metrics (libmicrohttpd)");
+}
+
+void
+rp_metrics_stop(RpMetrics *m)
+{
+}
+
+#endif							/* RP_HAVE_MICROHTTPD */

@@ -1,7 +1,7 @@
 /*
  * rp_metrics.h
  *    Telemetry served in Prometheus text format on 127.0.0.1:PORT
- *    (libmicrohttpd).
+ *    (libmicrohttpd, when built with it: RP_HAVE_MICROHTTPD).
  *
  * The page is a base module: it knows no stage.  The program registers
  * sources, each a callback that appends its samples (rp_metrics_sample) to
@@ -52,6 +52,8 @@ typedef struct RpMetrics
 extern void rp_metrics_init(RpMetrics *m);
 /* Append a source (before rp_metrics_start); -1 after rp_fail when full. */
 extern int	rp_metrics_add(RpMetrics *m, RpMetricsSourceFn fn, const void *arg);
+/* True when this build can serve the page (libmicrohttpd). */
+extern bool rp_metrics_available(void);
 /* port 0: no endpoint, counters only.  -1 after rp_fail. */
 extern int	rp_metrics_start(RpMetrics *m, int port);
 extern void rp_metrics_stop(RpMetrics *m);

@@ -1166,6 +1166,11 @@ main(int argc, char **argv)
 			case 14:
 				if (!rp_parse_int(optarg, 1, 65535, &cli.metrics_port))
 					return bad_value("metrics-port", optarg, "1 to 65535");
+				if (!rp_metrics_available())
+				{
+					pg_log_error("this replicant was built without metrics (libmicrohttpd)");
+					return RP_EXIT_ERROR;
+				}
 				break;
 			case 15:
 				cli.pg.create_tables = true;

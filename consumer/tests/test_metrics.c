@@ -5,7 +5,9 @@
  *    byte, the one the consumer served before the page became a registry
  *    (the text below was rendered by the code of commit 028be18: names,
  *    labels, HELP and TYPE lines, order, label escaping); sources render in
- *    registration order, and a full registry refuses one more.
+ *    registration order, and a full registry refuses one more.  Built
+ *    without libmicrohttpd (make MHD=no), the page is still rendered but
+ *    serving it fails with the message --metrics-port prints.
  *    Guarantee: dashboards and the e2e scrapers keep reading the same page.
  */
 #include "ct_util.h"
@@ -241,6 +243,24 @@ START_TEST(test_registry)
 }
 END_TEST
 
+START_TEST(test_build)
+{
+	RpMetrics	m;
+
+	rp_metrics_init(&m);
+	rp_error_clear();
+#ifdef RP_HAVE_MICROHTTPD
+	ck_assert(rp_metrics_available());
+#else
+	ck_assert(!rp_metrics_available());
+	ck_assert_int_eq(rp_metrics_start(&m, 9187), -1);
+	ck_assert_str_eq(rp_error(), "this replicant was built without metrics (libmicrohttpd)");
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_CONFIG);
+	rp_metrics_stop(&m);
+#endif
+}
+END_TEST
+
 static Suite *
 metrics_suite(void)
 {
@@ -250,6 +270,7 @@ metrics_suite(void)
 	tcase_add_test(tc, test_page_identical);
 	tcase_add_test(tc, test_page_parts);
 	tcase_add_test(tc, test_registry);
+	tcase_add_test(tc, test_build);
 	suite_add_tcase(s, tc);
 	return s;
 }
