@@ -43,7 +43,10 @@ typedef enum RpAggReason
 
 extern const char *rp_agg_reason_name(RpAggReason r);
 
-/* Value-free counters, read by the metrics endpoint. */
+/*
+ * Value-free counters of one RpAgg (its stats), written by the delivery
+ * thread with relaxed atomics (rp_counter.h), read by the metrics page.
+ */
 typedef struct RpAggStats
 {
 	uint64_t	rebuilds[RP_AGG_REASON__COUNT];
@@ -52,8 +55,6 @@ typedef struct RpAggStats
 	uint64_t	skipped;		/* changes a seed had already seen */
 	uint64_t	state_bytes;	/* every binding's fold state after the last batch (a gauge) */
 } RpAggStats;
-
-extern RpAggStats rp_agg_stats;
 
 typedef enum RpAggOutKind
 {
@@ -131,6 +132,7 @@ typedef struct RpAgg
 	RpBuf		coord;
 	RpBuf		label;
 	RpBuf		sql;
+	RpAggStats	stats;
 } RpAgg;
 
 /* rp_agg.c: bindings and the fold of a batch */

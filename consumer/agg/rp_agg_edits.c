@@ -149,7 +149,7 @@ rp_agg_edits_batch(RpAgg *agg, RpAggBinding *b, uint64_t lsn)
 				rp_buf_put_text(out, "null");
 		}
 		rp_buf_put_text(out, "}\n");
-		RP_COUNT_ADD(rp_agg_stats.cell_edits, 1);
+		RP_COUNT_ADD(agg->stats.cell_edits, 1);
 	}
 	rp_buf_free(&value);
 }

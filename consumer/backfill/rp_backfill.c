@@ -515,13 +515,17 @@ int
 rp_backfill_start(const RpBackfillOptions *opts)
 {
 	RpUuid		u;
+	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run id: its one mint */
+	int			rc;
 
 	if (rp_bf.started)
 		return rp_fail(RP_HALT_CONFIG, "backfill: already running");
 	rp_bf.opts = *opts;
 	rp_bf.stop = false;
 	rp_bf.pending = NULL;
-	if (rp_uuid7_now(&u) < 0)
+	rc = rp_uuid7_now(&ids, &u);
+	rp_uuid7_gen_free(&ids);
+	if (rc < 0)
 		return -1;
 	rp_uuid_text(&u, rp_bf.run);
 	rp_bf.run[RP_BFMSG_RUN_LEN] = '\0';

@@ -3,7 +3,6 @@
  *    The consumer's error slot (see rp_status.h).
  */
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -63,19 +62,19 @@ rp_halt_name(RpHalt halt)
 	return halt < RP_HALT__COUNT ? names[halt] : "unknown";
 }
 
-/* lock-free, so a signal handler may store it */
-static atomic_int rp_stop_flag;
+/* The program's signal flag (rp_status.h): set once, before the threads start. */
+static const atomic_int *rp_stop_watched;
 
 void
-rp_stop_request(void)
+rp_stop_watch(const atomic_int *flag)
 {
-	atomic_store(&rp_stop_flag, 1);
+	rp_stop_watched = flag;
 }
 
 bool
 rp_stop_requested(void)
 {
-	return atomic_load(&rp_stop_flag) != 0;
+	return rp_stop_watched != NULL && atomic_load(rp_stop_watched) != 0;
 }
 
 bool

@@ -7,6 +7,7 @@
 #ifndef RP_STATUS_H
 #define RP_STATUS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -45,12 +46,15 @@ extern const char *rp_halt_name(RpHalt halt);
 extern void rp_error_first_line(char *dst, size_t len, const char *msg);
 
 /*
- * A stop was asked for (SIGINT, SIGTERM): one flag for the process, set
- * from the signal handler (async-signal-safe) and read by every thread
- * that waits on something outside the consumer (an exec child's
- * acknowledgement, a retry pause), so that none of them waits for ever.
+ * A stop was asked for (SIGINT, SIGTERM).  The flag is the program's (the
+ * CLI's signal flag, set by its handler: lock-free, so async-signal-safe);
+ * it hands the flag over once, before any thread starts (rp_stop_watch),
+ * and every thread that waits on something outside the consumer (an exec
+ * child's acknowledgement, a retry pause) reads it here, so that none of
+ * them waits for ever.  With none handed over (unit tests, tools), no stop
+ * is ever requested.
  */
-extern void rp_stop_request(void);
+extern void rp_stop_watch(const atomic_int *flag);
 extern bool rp_stop_requested(void);
 /* Sleep ms, or less once a stop is requested; true when it slept it all. */
 extern bool rp_pause_ms(int ms);

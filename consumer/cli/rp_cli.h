@@ -18,6 +18,7 @@
 #include "agg/rp_agg.h"
 #include "sinks/rp_sink.h"
 #include "sinks/mirror/rp_mirror_int.h"
+#include "snapshot/rp_snapshot.h"
 #include "stream/rp_deliver.h"
 
 #define RP_CLI_PROGNAME "replicant"
@@ -124,7 +125,8 @@ extern int	rp_cli_run_stream(RpCli *cli);
  * --snapshot: copy (or finish copying) the selected tables into sink
  * before the stream starts; 0 or -1 (rp_error).
  */
-extern int	rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path);
+extern int	rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path,
+							 RpSnapStats *stats);
 /* --backfill: start the copies that run beside the stream; 0 or -1. */
 extern int	rp_cli_backfill_start(RpCli *cli, RpSink *sink);
 

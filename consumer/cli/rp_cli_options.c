@@ -19,6 +19,7 @@
 #include <libpq-fe.h>
 
 #include "backfill/rp_bfmsg.h"
+#include "base/rp_metrics.h"
 #include "base/rp_status.h"
 #include "cli/rp_cli.h"
 #include "cli/rp_cliparse.h"
@@ -436,6 +437,12 @@ opt_tuning(RpCli *cli, int c, const char *arg)
 		case RP_OPT_METRICS_PORT:
 			if (!rp_parse_int(arg, 1, 65535, &cli->metrics_port))
 				return bad_value("metrics-port", arg, "1 to 65535");
+			if (!rp_metrics_available())
+			{
+				/* the build lacks it, not the command line: no --help hint */
+				pg_log_error("this replicant was built without metrics (libmicrohttpd)");
+				return RP_EXIT_ERROR;
+			}
 			return OPT_TAKEN;
 	}
 	return OPT_OTHER;

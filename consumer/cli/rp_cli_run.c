@@ -18,6 +18,7 @@
 #include "base/rp_lock.h"
 #include "base/rp_metrics.h"
 #include "base/rp_status.h"
+#include "cli/rp_cli_metrics.h"
 #include "backfill/rp_backfill.h"
 #include "cli/rp_cli.h"
 #include "cli/rp_cliparse.h"
@@ -39,6 +40,8 @@ static const char *const progname = RP_CLI_PROGNAME;
 
 /* SIGHUP: the sink reopens its output (log rotation) */
 static volatile sig_atomic_t reopen_requested = 0;
+/* SIGINT, SIGTERM: the library's threads read it (rp_stop_watch) */
+static atomic_int stop_requested;
 
 typedef struct RpRun
 {
@@ -50,7 +53,9 @@ typedef struct RpRun
 	RpPipe		pipe;
 	RpSink	   *sink;
 	RpMetrics	metrics;
+	RpCliMetrics metrics_src;	/* what the metrics page reads */
 	RpDlCounters counters;		/* the deliveries' telemetry, for the process's life */
+	RpSnapStats snap;			/* the initial snapshot's counters */
 	bool		connected;
 	int64_t		last_progress_us;
 	uint64_t	last_progress_changes;
@@ -64,7 +69,7 @@ static void
 on_stop_signal(int signo)
 {
 	/* async-signal-safe: every thread's waits look at it (rp_status.h) */
-	rp_stop_request();
+	atomic_store(&stop_requested, 1);
 }
 
 static void
@@ -76,6 +81,7 @@ on_hup_signal(int signo)
 void
 rp_cli_signals_install(void)
 {
+	rp_stop_watch(&stop_requested);
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	signal(SIGHUP, on_hup_signal);
@@ -597,7 +603,14 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 		return -1;
 	rp_deliver_count_into(&run->dl, &run->counters);
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
-	if (rp_metrics_start(&run->metrics, cli->metrics_port, &run->counters, &run->asm_, &run->spill) < 0)
+	run->metrics_src.m = &run->metrics;
+	run->metrics_src.count = &run->counters;
+	run->metrics_src.snap = &run->snap;
+	run->metrics_src.asm_ = &run->asm_;
+	run->metrics_src.spill = &run->spill;
+	run->metrics_src.agg = cli->agg;
+	if (rp_cli_metrics_register(&run->metrics, &run->metrics_src) < 0 ||
+		rp_metrics_start(&run->metrics, cli->metrics_port) < 0)
 		return -1;
 	if (cli->nbackfill > 0 && rp_cli_backfill_start(cli, run->sink) < 0)
 		return -1;
@@ -708,6 +721,7 @@ run_stop_threads(RpRun *run)
 	rp_pipe_stop(&run->pipe);
 	rp_backfill_stop();			/* after the delivery thread: it may hold a chunk */
 	rp_metrics_stop(&run->metrics);
+	rp_snap_stats_free(&run->snap);
 }
 
 /* A run that failed: reported, stopped, the sink closed; the exit status. */
@@ -755,7 +769,7 @@ rp_cli_run_stream(RpCli *cli)
 
 	snprintf(run.ckpt_path, sizeof(run.ckpt_path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(run.view_path, sizeof(run.view_path), "%s/%s.relations", cli->state_dir, cli->slot);
-	if (cli->snapshot && rp_cli_snapshot(cli, run.sink, run.ckpt_path) < 0)
+	if (cli->snapshot && rp_cli_snapshot(cli, run.sink, run.ckpt_path, &run.snap) < 0)
 	{
 		/* a stop: what was stored is where the next run resumes (exit 0) */
 		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)

@@ -23,7 +23,7 @@ static const char *const progname = RP_CLI_PROGNAME;
  * sink that already holds a checkpoint has its snapshot: nothing to do.
  */
 int
-rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
+rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *stats)
 {
 	RpSnapOptions so;
 	RpCheckpoint ck;
@@ -47,6 +47,7 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
 	so.create_slot = cli->create_slot;
 	so.progress = true;			/* shown when stderr is a terminal */
 	so.verbose = cli->verbose;
+	so.stats = stats;
 	rc = rp_snapshot_run(&so, sink, &ck);
 	if (rc < 0)
 		return -1;
@@ -55,7 +56,7 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
 		char		lsn[24];
 
 		rp_lsn_format(ck.end_lsn, lsn);
-		pg_log_info("snapshot complete: %" PRIu64 " rows; streaming from %s", rp_snap_stats.rows, lsn);
+		pg_log_info("snapshot complete: %" PRIu64 " rows; streaming from %s", stats->rows, lsn);
 		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
 			return -1;
 	}

@@ -51,6 +51,8 @@ rp_env_init(RpEnvelope *env, size_t max_record_bytes, size_t max_dlq_bytes,
 	env->max_dlq_bytes = max_dlq_bytes;
 	env->dlq_path = dlq_path ? rp_strndup(dlq_path, strlen(dlq_path)) : NULL;
 	env->dlq_fd = -1;
+	env->ids = rp_malloc(sizeof(RpUuid7Gen));
+	rp_uuid7_gen_init(env->ids);
 	env->state = RP_ENV_IDLE;
 	rp_buf_init(&env->head, 256);
 }
@@ -77,6 +79,11 @@ rp_env_free(RpEnvelope *env)
 	}
 	rp_free(env->dlq_path);
 	rp_free(env->store);
+	if (env->ids)
+	{
+		rp_uuid7_gen_free(env->ids);
+		rp_free(env->ids);
+	}
 	rp_buf_free(&env->head);
 	memset(env, 0, sizeof(*env));
 	env->dlq_fd = -1;
@@ -139,7 +146,7 @@ rp_env_begin(RpEnvelope *env, RpBuf *out, const char *store, int64_t snapshot_at
 		return rp_fail(RP_HALT_NONE, "snapshot envelope: begin while a dump is open");
 	}
 	env->state = RP_ENV_FAILED;
-	if (rp_uuid7_at(&id, snapshot_at_ms) < 0)
+	if (rp_uuid7_at(env->ids, &id, snapshot_at_ms) < 0)
 		return -1;
 	rp_uuid_text(&id, text);
 	if (env_start(env, store, text, snapshot_at_ms) < 0)

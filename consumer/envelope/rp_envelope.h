@@ -48,6 +48,8 @@ typedef struct RpEnvelope
 	char	   *dlq_path;			/* NULL: no dead-letter copies */
 	int			dlq_fd;				/* opened on the first oversize row */
 	bool		dlq_dirty;			/* written since the last fsync */
+	RpUuid7Gen *ids;			/* rp_env_begin's snapshot_ids (its own, on the heap:
+								 * an envelope may be moved, a mutex may not) */
 
 	/* the current dump */
 	RpEnvState	state;
@@ -74,9 +76,10 @@ extern void rp_env_free(RpEnvelope *env);
 
 /*
  * Begin a dump of store ("schema.table"): mints snapshot_id at
- * snapshot_at_ms (rp_uuid7_at) and appends the begin frame.  total: the
- * table's row count or an estimate, or -1 when unknown (then omitted).
- * Allowed when no dump is open (IDLE, ENDED or FAILED).
+ * snapshot_at_ms (rp_uuid7_at, from the envelope's own generator) and
+ * appends the begin frame.  total: the table's row count or an estimate,
+ * or -1 when unknown (then omitted).  Allowed when no dump is open (IDLE,
+ * ENDED or FAILED).
  */
 extern int	rp_env_begin(RpEnvelope *env, RpBuf *out, const char *store,
 						 int64_t snapshot_at_ms, int64_t total);

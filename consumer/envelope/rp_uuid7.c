@@ -15,10 +15,6 @@
 #define COUNTER_BITS 42
 #define COUNTER_MAX ((UINT64_C(1) << COUNTER_BITS) - 1)
 
-static pthread_mutex_t uuid7_lock = PTHREAD_MUTEX_INITIALIZER;
-static int64_t uuid7_last_ms = -1;
-static uint64_t uuid7_counter;
-
 static int
 uuid7_random(void *buf, size_t n)
 {
@@ -50,12 +46,26 @@ load_be(const unsigned char *p, int n)
 	return v;
 }
 
+void
+rp_uuid7_gen_init(RpUuid7Gen *g)
+{
+	pthread_mutex_init(&g->lock, NULL);
+	g->last_ms = -1;
+	g->counter = 0;
+}
+
+void
+rp_uuid7_gen_free(RpUuid7Gen *g)
+{
+	pthread_mutex_destroy(&g->lock);
+}
+
 /*
  * Mint for ms; clamp: an ms before the last one minted is replaced by it
- * (the clock path).  Caller holds the lock.
+ * (the clock path).  Caller holds g->lock.
  */
 static int
-uuid7_mint(RpUuid *u, int64_t ms, bool clamp)
+uuid7_mint(RpUuid7Gen *g, RpUuid *u, int64_t ms, bool clamp)
 {
 	unsigned char rnd[10];
 	uint64_t	counter;
@@ -63,16 +73,16 @@ uuid7_mint(RpUuid *u, int64_t ms, bool clamp)
 
 	if (ms < 0 || ms > RP_UUID7_MAX_MS)
 		return rp_fail(RP_HALT_NONE, "UUIDv7 timestamp out of range");
-	if (clamp && ms < uuid7_last_ms)
-		ms = uuid7_last_ms;
+	if (clamp && ms < g->last_ms)
+		ms = g->last_ms;
 	if (uuid7_random(rnd, sizeof(rnd)) < 0)
 		return -1;
 	tail = (uint32_t) load_be(rnd + 6, 4);
-	if (ms == uuid7_last_ms && uuid7_counter < COUNTER_MAX)
-		counter = uuid7_counter + 1;
+	if (ms == g->last_ms && g->counter < COUNTER_MAX)
+		counter = g->counter + 1;
 	else
 	{
-		if (ms == uuid7_last_ms)
+		if (ms == g->last_ms)
 		{
 			/* counter overflow: borrow the next millisecond */
 			if (ms == RP_UUID7_MAX_MS)
@@ -82,8 +92,8 @@ uuid7_mint(RpUuid *u, int64_t ms, bool clamp)
 		/* a fresh seed, its top bit clear: the rollover guard */
 		counter = load_be(rnd, 6) & (COUNTER_MAX >> 1);
 	}
-	uuid7_last_ms = ms;
-	uuid7_counter = counter;
+	g->last_ms = ms;
+	g->counter = counter;
 
 	u->b[0] = (unsigned char) (ms >> 40);
 	u->b[1] = (unsigned char) (ms >> 32);
@@ -107,24 +117,24 @@ uuid7_mint(RpUuid *u, int64_t ms, bool clamp)
 }
 
 int
-rp_uuid7_at(RpUuid *u, int64_t unix_ms)
+rp_uuid7_at(RpUuid7Gen *g, RpUuid *u, int64_t unix_ms)
 {
 	int			rc;
 
-	pthread_mutex_lock(&uuid7_lock);
-	rc = uuid7_mint(u, unix_ms, false);
-	pthread_mutex_unlock(&uuid7_lock);
+	pthread_mutex_lock(&g->lock);
+	rc = uuid7_mint(g, u, unix_ms, false);
+	pthread_mutex_unlock(&g->lock);
 	return rc;
 }
 
 int
-rp_uuid7_now(RpUuid *u)
+rp_uuid7_now(RpUuid7Gen *g, RpUuid *u)
 {
 	int			rc;
 
-	pthread_mutex_lock(&uuid7_lock);
-	rc = uuid7_mint(u, rp_clock_wall_ms(), true);
-	pthread_mutex_unlock(&uuid7_lock);
+	pthread_mutex_lock(&g->lock);
+	rc = uuid7_mint(g, u, rp_clock_wall_ms(), true);
+	pthread_mutex_unlock(&g->lock);
 	return rc;
 }
 

@@ -20,11 +20,18 @@
  * getrandom(2) or from a counter seeded by it.  Should the counter ever
  * overflow, the timestamp is moved one millisecond ahead (RFC 9562 6.2).
  *
- * The generator state is per process and guarded by a mutex.
+ * The counter and the last millisecond live in a generator (RpUuid7Gen)
+ * that its caller owns (a snapshot run, an envelope writer, the backfill),
+ * guarded by its own mutex: UUIDs minted by one generator, from any number
+ * of threads sharing it, are strictly increasing in the order they were
+ * minted.  Two generators know nothing of each other: their UUIDs are
+ * unique (74 random or randomly seeded bits) but not ordered within one
+ * millisecond.
  */
 #ifndef RP_UUID7_H
 #define RP_UUID7_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,20 +48,35 @@ typedef struct RpUuid
 /* Largest timestamp that fits the 48-bit field. */
 #define RP_UUID7_MAX_MS ((INT64_C(1) << 48) - 1)
 
+/* The state of RFC 9562 Method 1: one counter for the mints of a generator. */
+typedef struct RpUuid7Gen
+{
+	pthread_mutex_t lock;		/* last_ms and counter */
+	int64_t		last_ms;		/* -1: nothing minted yet */
+	uint64_t	counter;
+} RpUuid7Gen;
+
+/* A fresh generator, for static or automatic storage (or rp_uuid7_gen_init). */
+#define RP_UUID7_GEN_INIT {PTHREAD_MUTEX_INITIALIZER, -1, 0}
+
+extern void rp_uuid7_gen_init(RpUuid7Gen *g);
+/* No thread may be minting from it any more. */
+extern void rp_uuid7_gen_free(RpUuid7Gen *g);
+
 /*
  * A UUIDv7 for the given Unix milliseconds (0 .. RP_UUID7_MAX_MS).  Its
  * timestamp field is ms exactly (but for a counter overflow, see above);
  * successive calls with non-decreasing ms yield strictly increasing UUIDs.
  * 0, or -1 after rp_fail (ms out of range, getrandom failed).
  */
-extern int	rp_uuid7_at(RpUuid *u, int64_t unix_ms);
+extern int	rp_uuid7_at(RpUuid7Gen *g, RpUuid *u, int64_t unix_ms);
 
 /*
  * A UUIDv7 for the current time (CLOCK_REALTIME).  Strictly increasing
- * within the process even when the wall clock steps back: a timestamp
- * earlier than the last one minted is replaced by the last one.
+ * within the generator even when the wall clock steps back: a timestamp
+ * earlier than the last one it minted is replaced by the last one.
  */
-extern int	rp_uuid7_now(RpUuid *u);
+extern int	rp_uuid7_now(RpUuid7Gen *g, RpUuid *u);
 
 /* The 48-bit timestamp field. */
 extern int64_t rp_uuid7_ms(const RpUuid *u);

@@ -70,6 +70,7 @@ typedef struct RpSnapshotCtx
 	size_t		frame_len;
 	const unsigned char *copy_data; /* raw: binary COPY tuples */
 	size_t		copy_len;
+	uint64_t   *oversize;		/* the run's count of oversize stubs (RP_COUNT_ADD), or NULL */
 } RpSnapshotCtx;
 
 struct RpSink

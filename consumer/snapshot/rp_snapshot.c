@@ -15,7 +15,6 @@
 #include "stream/rp_conn.h"
 #include "snapshot/rp_snapwork.h"
 
-RpSnapStats rp_snap_stats;
 RpCheckpoint rp_snap_origin;
 
 static void
@@ -124,10 +123,26 @@ rp_snap_job_cmp(const void *a, const void *b)
 	return x->t->rel->relid < y->t->rel->relid ? -1 : x->t->rel->relid > y->t->rel->relid;
 }
 
+void
+rp_snap_stats_free(RpSnapStats *st)
+{
+	for (int i = 0; i < st->nstores; i++)
+		rp_free(st->stores[i]);
+	if (st->stores)
+		rp_free(st->stores);
+	if (st->complete)
+		rp_free(st->complete);
+	st->stores = NULL;
+	st->complete = NULL;
+	st->nstores = 0;
+}
+
 int
 rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 {
 	RpSnapRun	run;
+	RpSnapStats own_stats;		/* when the caller does not count */
+	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run's snapshot_ids */
 	RpConn		repl;
 	bool		repl_open = false;
 	PGconn	   *coord = NULL;
@@ -145,8 +160,10 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	int			have_ck;
 
 	memset(&run, 0, sizeof(run));
+	memset(&own_stats, 0, sizeof(own_stats));
 	run.opts = o;
 	run.sink = sink;
+	run.stats = o->stats ? o->stats : &own_stats;
 	pthread_mutex_init(&run.lock, NULL);
 
 	if (sink->handle_snapshot == NULL || sink->handle_snapshot_complete == NULL)
@@ -316,7 +333,7 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 		}
 		if (job->snapshot_id[0] == '\0')
 		{
-			if (rp_uuid7_at(&u, job->at_ms) < 0)
+			if (rp_uuid7_at(&ids, &u, job->at_ms) < 0)
 				goto done;
 			rp_uuid_text(&u, job->snapshot_id);
 		}
@@ -396,5 +413,7 @@ done:
 	if (repl_open)
 		rp_conn_close(&repl);
 	pthread_mutex_destroy(&run.lock);
+	rp_uuid7_gen_free(&ids);
+	rp_snap_stats_free(&own_stats);
 	return rc;
 }

@@ -26,6 +26,29 @@
 #include "sinks/rp_sink.h"
 #include "snapshot/rp_snapcat.h"
 
+/*
+ * What a snapshot run counts (value-free), for the metrics page: the
+ * caller's (RpSnapOptions.stats), zeroed by it, final when the run
+ * returns.  The copying threads add with relaxed atomics (rp_counter.h);
+ * stores is appended under the run's lock and read only after the run.
+ */
+typedef struct RpSnapStats
+{
+	uint64_t	tables_complete;
+	uint64_t	tables_aborted;
+	uint64_t	rows;
+	uint64_t	chunks;
+	uint64_t	oversize;		/* oversize stubs written by the log sinks
+								 * (through RpSnapshotCtx.oversize) */
+	/* per table: "schema.table" and its status (complete, aborted) */
+	int			nstores;
+	char	  **stores;
+	bool	   *complete;
+} RpSnapStats;
+
+/* Free the per-table lists (the counters stay). */
+extern void rp_snap_stats_free(RpSnapStats *st);
+
 typedef struct RpSnapOptions
 {
 	const char *conninfo;		/* the source (a plain session is opened from it) */
@@ -38,23 +61,8 @@ typedef struct RpSnapOptions
 	bool		create_slot;	/* a fresh snapshot may create the slot */
 	bool		progress;		/* progress line when stderr is a terminal */
 	int			verbose;
+	RpSnapStats *stats;			/* where the run counts (the caller's), or NULL */
 } RpSnapOptions;
-
-/* Counters for rp_metrics (value-free). */
-typedef struct RpSnapStats
-{
-	uint64_t	tables_complete;
-	uint64_t	tables_aborted;
-	uint64_t	rows;
-	uint64_t	chunks;
-	uint64_t	oversize;		/* oversize stubs written by the log sinks */
-	/* per table: "schema.table" and its status (complete, aborted) */
-	int			nstores;
-	char	  **stores;
-	bool	   *complete;
-} RpSnapStats;
-
-extern RpSnapStats rp_snap_stats;
 
 /* The source's system id, timeline and slot of the running snapshot (for sinks'
  * checkpoints at completion). */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "rp_encode.h"
+#include "base/rp_counter.h"
 #include "snapshot/rp_copybin.h"
 #include "snapshot/rp_snaphandoff.h"
 #include "snapshot/rp_snapsql.h"
@@ -153,6 +154,7 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool
 	ctx.progress_token = token;
 	ctx.worker = w->id;
 	ctx.origin = &run->origin;
+	ctx.oversize = &run->stats->oversize;
 	ctx.snapshot_id = job->snapshot_id;
 	ctx.snapshot_at_ms = job->at_ms;
 	ctx.total = job->t->estimate;
@@ -197,8 +199,8 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool
 			p += strlen(p) + 1;
 		}
 	}
-	atomic_fetch_add(&rp_snap_stats.rows, ch->rows);
-	atomic_fetch_add(&rp_snap_stats.chunks, 1);
+	RP_COUNT_ADD(run->stats->rows, ch->rows);
+	RP_COUNT_ADD(run->stats->chunks, 1);
 	ch->rows = 0;
 	ch->data.len = ch->head_len;
 	return 0;
@@ -623,7 +625,7 @@ static void
 rp_snap_note_store(RpSnapRun *run, const RpSnapTable *t, bool complete)
 {
 	char		store[512];
-	RpSnapStats *st = &rp_snap_stats;
+	RpSnapStats *st = run->stats;
 
 	snprintf(store, sizeof(store), "%s.%s", t->rel->schema, t->rel->name);
 	pthread_mutex_lock(&run->lock);
@@ -675,12 +677,12 @@ rp_snap_worker_main(void *arg)
 				atomic_store(&run->failed, true);
 			}
 			pthread_mutex_unlock(&run->lock);
-			atomic_fetch_add(&rp_snap_stats.tables_aborted, 1);
+			RP_COUNT_ADD(run->stats->tables_aborted, 1);
 			rp_snap_note_store(run, job->t, false);
 			break;
 		}
 		atomic_store(&job->state, 2);
-		atomic_fetch_add(&rp_snap_stats.tables_complete, 1);
+		RP_COUNT_ADD(run->stats->tables_complete, 1);
 		rp_snap_note_store(run, job->t, true);
 	}
 	return NULL;

@@ -35,6 +35,7 @@ typedef struct RpSnapRun
 {
 	const RpSnapOptions *opts;
 	RpSink	   *sink;
+	RpSnapStats *stats;			/* opts->stats, or the run's own */
 	RpCheckpoint origin;
 	uint64_t	lsn;			/* consistent point */
 	char		snapname[128];	/* exported snapshot to import */

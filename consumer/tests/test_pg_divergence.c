@@ -9,6 +9,7 @@
 
 #include "rp_alloc.h"
 #include "base/rp_metrics.h"
+#include "cli/rp_cli_metrics.h"
 #include "sinks/mirror/rp_mirror_int.h"
 
 static RpPgTable *
@@ -65,7 +66,8 @@ START_TEST(test_divergence)
 	uint64_t	n;
 
 	memset(&pg, 0, sizeof(pg));
-	memset(&m, 0, sizeof(m));
+	rp_metrics_init(&m);
+	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_divergences, NULL), 0);
 	/* halt: fail-closed, naming the table */
 	rp_error_clear();
 	ck_assert_int_eq(rp_pg_divergence(&pg, t1, "a delete matched no row"), -1);

@@ -11,6 +11,7 @@
 #include "rp_render.h"
 #include "snapshot/rp_snapshot.h"
 #include "sinks/log/rp_snaplog.h"
+#include "base/rp_counter.h"
 #include "base/rp_status.h"
 #include "envelope/rp_uuid7.h"
 
@@ -112,7 +113,8 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 		if (rp_env_oversize(env, row.len))
 		{
 			rp_snaplog_key(&key, rec.u.change.rel, &rec.u.change.new_tuple);
-			atomic_fetch_add(&rp_snap_stats.oversize, 1);
+			if (ctx->oversize)
+				RP_COUNT_ADD(*ctx->oversize, 1);
 		}
 		if (rp_env_row(env, out, row.data, row.len, key.len ? key.data : NULL, key.len) < 0 ||
 			(out->len >= RP_SNAPLOG_FLUSH && flush && flush(arg, out) < 0))

@@ -1,0 +1,144 @@
+/*
+ * rp_cli_metrics.c
+ *    The metrics page's sources (see rp_cli_metrics.h).  Names, labels and
+ *    HELP texts are an interface (docs/operations.md, dashboards): changing
+ *    one breaks its readers.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "base/rp_counter.h"
+#include "cli/rp_cli_metrics.h"
+#include "sinks/mirror/rp_mirror_int.h"
+#include "stream/rp_conn.h"
+
+void
+rp_cli_metrics_delivery(RpBuf *out, const void *arg)
+{
+	const RpCliMetrics *cm = arg;
+	const RpDlCounters *c = cm->count;
+	uint64_t	ck = RP_COUNT_LOAD(c->checkpoint_lsn);
+	uint64_t	wal_end = RP_COUNT_LOAD(cm->m->server_wal_end);
+	uint64_t	lag = wal_end > ck ? wal_end - ck : 0;
+	char		line[256];
+	int			n;
+
+	rp_metrics_sample(out, "replicant_transactions_total", "counter", "Transactions delivered to the sink.", NULL, RP_COUNT_LOAD(c->txns));
+	rp_metrics_sample(out, "replicant_changes_total", "counter", "Rows, truncates and messages delivered.", NULL, RP_COUNT_LOAD(c->changes));
+	rp_metrics_sample(out, "replicant_batches_total", "counter", "Batches delivered.", NULL, RP_COUNT_LOAD(c->batches));
+	rp_metrics_sample(out, "replicant_messages_total", "counter", "Non-transactional messages delivered.", NULL, RP_COUNT_LOAD(c->messages));
+	rp_metrics_sample(out, "replicant_schema_changes_total", "counter", "Schema changes seen.", NULL, RP_COUNT_LOAD(c->schema_changes));
+	rp_metrics_sample(out, "replicant_early_chunks_total", "counter", "Stream blocks applied before their transaction committed.", NULL, RP_COUNT_LOAD(c->early_chunks));
+	rp_metrics_sample(out, "replicant_early_commits_total", "counter", "Streamed transactions committed after an early apply.", NULL, RP_COUNT_LOAD(c->early_commits));
+	rp_metrics_sample(out, "replicant_early_drops_total", "counter", "Early applies dropped (abort, or another commit first).", NULL, RP_COUNT_LOAD(c->early_drops));
+	rp_metrics_sample(out, "replicant_checkpoint_lsn", "gauge", "End LSN of the last durable unit.", NULL, ck);
+	rp_metrics_sample(out, "replicant_lag_bytes", "gauge", "Server WAL position minus the checkpoint.", NULL, lag);
+	n = snprintf(line, sizeof(line),
+				 "# HELP replicant_lag_seconds Age of the last delivered commit while WAL is pending.\n"
+				 "# TYPE replicant_lag_seconds gauge\nreplicant_lag_seconds %.3f\n",
+				 rp_metrics_lag_seconds(cm->m, lag, rp_now_us()));
+	rp_buf_put_bytes(out, line, (size_t) n);
+}
+
+void
+rp_cli_metrics_snapshot(RpBuf *out, const void *arg)
+{
+	const RpSnapStats *st = ((const RpCliMetrics *) arg)->snap;
+
+	rp_metrics_sample(out, "replicant_snapshot_rows_total", "counter", "Rows copied by the initial snapshot.", NULL, RP_COUNT_LOAD(st->rows));
+	rp_metrics_sample(out, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, RP_COUNT_LOAD(st->oversize));
+	/* the per-table list is complete: the page is served after the snapshot */
+	for (int i = 0; i < st->nstores; i++)
+	{
+		RpBuf		labels;
+
+		rp_buf_init(&labels, 128);
+		rp_buf_put_text(&labels, "{store=\"");
+		/* a relation name, never a value */
+		rp_metrics_label_value(&labels, st->stores[i]);
+		rp_buf_put_text(&labels, st->complete[i] ? "\",status=\"complete\"}" : "\",status=\"aborted\"}");
+		rp_buf_put_char(&labels, '\0');
+		rp_metrics_sample(out, "replicant_snapshots_total", "counter",
+						  i == 0 ? "Table dumps of the initial snapshot by store and status." : NULL, labels.data, 1);
+		rp_buf_free(&labels);
+	}
+}
+
+/* The assembler's dedup and the spill store with the memory budget. */
+void
+rp_cli_metrics_stream(RpBuf *out, const void *arg)
+{
+	const RpCliMetrics *cm = arg;
+
+	if (cm->asm_)
+		rp_metrics_sample(out, "replicant_dedup_skipped_total", "counter", "Transactions skipped at or below the watermark.", NULL, RP_COUNT_LOAD(cm->asm_->skipped));
+	if (cm->spill)
+	{
+		rp_metrics_sample(out, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, RP_COUNT_LOAD(cm->spill->spills));
+		rp_metrics_sample(out, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, RP_COUNT_LOAD(cm->spill->disk_in_use));
+		rp_metrics_sample(out, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, RP_COUNT_LOAD(cm->spill->mem_in_use));
+		rp_metrics_sample(out, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, RP_COUNT_LOAD(cm->spill->sink_in_use));
+	}
+}
+
+/* Live aggregates (agg/rp_agg.h): rebuilds by reason, never by value. */
+void
+rp_cli_metrics_aggregates(RpBuf *out, const void *arg)
+{
+	const RpAggStats *st = &((const RpCliMetrics *) arg)->agg->stats;
+
+	for (int r = 0; r < RP_AGG_REASON__COUNT; r++)
+	{
+		char		labels[64];
+
+		snprintf(labels, sizeof(labels), "{reason=\"%s\"}", rp_agg_reason_name((RpAggReason) r));
+		rp_metrics_sample(out, "replicant_aggregate_rebuilds_total", "counter",
+						  r == 0 ? "Aggregate bindings built from the source, by reason." : NULL,
+						  labels, RP_COUNT_LOAD(st->rebuilds[r]));
+	}
+	rp_metrics_sample(out, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, RP_COUNT_LOAD(st->cell_edits));
+	rp_metrics_sample(out, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, RP_COUNT_LOAD(st->changes));
+	rp_metrics_sample(out, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, RP_COUNT_LOAD(st->skipped));
+	rp_metrics_sample(out, "replicant_aggregate_state_bytes", "gauge", "Bytes of every binding's fold state.", NULL,
+					  RP_COUNT_LOAD(st->state_bytes));
+}
+
+/* The mirror: changes the destination had no row for, by table name. */
+void
+rp_cli_metrics_divergences(RpBuf *out, const void *arg)
+{
+	char		table[256];
+	uint64_t	count;
+
+	for (int i = 0; rp_pg_divergence_get(i, table, sizeof(table), &count); i++)
+	{
+		RpBuf		labels;
+
+		rp_buf_init(&labels, 128);
+		rp_buf_put_text(&labels, "{table=\"");
+		rp_metrics_label_value(&labels, table);
+		rp_buf_put_text(&labels, "\"}");
+		rp_buf_put_char(&labels, '\0');
+		rp_metrics_sample(out, "replicant_divergences_total", "counter",
+						  i == 0 ? "Mirror updates and deletes that matched no destination row, by table." : NULL,
+						  labels.data, count);
+		rp_buf_free(&labels);
+	}
+}
+
+int
+rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
+{
+	/* the page's order as it always was */
+	if ((cm->count && rp_metrics_add(m, rp_cli_metrics_delivery, cm) < 0) ||
+		(cm->snap && rp_metrics_add(m, rp_cli_metrics_snapshot, cm) < 0) ||
+		rp_metrics_add(m, rp_metrics_received, m) < 0 ||
+		rp_metrics_add(m, rp_cli_metrics_stream, cm) < 0 ||
+		(cm->agg && rp_metrics_add(m, rp_cli_metrics_aggregates, cm) < 0) ||
+		rp_metrics_add(m, rp_cli_metrics_divergences, NULL) < 0 ||
+		rp_metrics_add(m, rp_metrics_halts, m) < 0)
+		return -1;
+	return 0;
+}
