@@ -127,12 +127,12 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_aggregate_state_bytes", "gauge", "Bytes of every binding's fold state.", NULL,
 				  RP_COUNT_LOAD(rp_agg_stats.state_bytes));
 	}
-	/* the mirror (rp_sink_pg.c): changes the destination had no row for, by table name */
+	/* the mirror (rp_mirror.c): changes the destination had no row for, by table name */
 	{
 		char		table[256];
 		uint64_t	count;
 
-		for (int i = 0; rp_pg_divergence_get(i, table, sizeof(table), &count); i++)
+		for (int i = 0; rp_mirror_divergence_get(i, table, sizeof(table), &count); i++)
 		{
 			RpBuf		labels;
 

@@ -85,7 +85,7 @@ typedef struct RpCli
 	RpBatchLimits limits;
 	bool		progress;
 	int			metrics_port;
-	RpPgOptions pg;				/* mirror sink */
+	RpMirrorOptions pg;				/* mirror sink */
 	bool		no_early_apply;
 	uint64_t	decoding_work_mem_kb;	/* 0: default (see set_decoding_work_mem) */
 	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
@@ -651,7 +651,7 @@ open_sink(RpCli *cli)
 		cli->pg.conninfo = strncmp(cli->sink, "postgres:", 9) == 0 && cli->sink[9] != '/'
 			? cli->sink + 9 : cli->sink;
 		cli->pg.slot = cli->slot;
-		return rp_sink_pg_open(&cli->pg);
+		return rp_mirror_open(&cli->pg);
 	}
 	rp_fail(RP_HALT_CONFIG, "unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
 			cli->sink);
@@ -825,7 +825,7 @@ run_stream(RpCli *cli)
 		bo.include = plugin_option(cli, "include_tables");
 		bo.exclude = plugin_option(cli, "exclude_tables");
 		bo.chunk_rows = cli->backfill_chunk_rows;
-		bo.progress = rp_pg_backfill_progress;
+		bo.progress = rp_mirror_backfill_progress;
 		bo.progress_arg = run.sink;
 		bo.verbose = cli->verbose > 0;
 		if (rp_backfill_start(&bo) < 0)
@@ -1172,10 +1172,10 @@ main(int argc, char **argv)
 				cli.pg.schema_prefix = optarg;
 				break;
 			case 70:
-				if (optarg[0] == '\0' || strlen(optarg) > RP_PG_MAX_IDENT)
+				if (optarg[0] == '\0' || strlen(optarg) > RP_MIRROR_MAX_IDENT)
 				{
 					pg_log_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
-								 optarg, RP_PG_MAX_IDENT);
+								 optarg, RP_MIRROR_MAX_IDENT);
 					return RP_EXIT_USAGE;
 				}
 				cli.pg.bookkeeping_schema = optarg;

@@ -1,5 +1,5 @@
 /*
- * rp_pg_apply.c
+ * rp_mirror_apply.c
  *    Net effects and bulk apply for the mirror sink.
  *
  * Within a batch every change is folded into one effect per key (insert
@@ -38,7 +38,7 @@
  * A datum kind of the sink's own effect rows (never on the wire): the
  * destination's text of a value, read back from the destination.
  */
-#define RP_PG_DATUM_TEXT 't'
+#define RP_MIRROR_DATUM_TEXT 't'
 
 /* ---- serialized rows: per column kind u8, len u32, bytes ------------------ */
 
@@ -53,20 +53,20 @@ rp_row_put(RpBuf *b, const RpDatum *d)
 
 /*
  * A value this large is not copied into the arena: the row holds where it
- * lies in the record being applied (kind RP_PG_DATUM_REF, its address and
+ * lies in the record being applied (kind RP_MIRROR_DATUM_REF, its address and
  * length), and the map is applied before the next record is read
  * (rp_effects_bound), while that address is still good.  One large value
  * is then held by the record alone.
  */
 #define RP_ROW_REF_MIN (1024 * 1024)
-#define RP_PG_DATUM_REF 'r'
+#define RP_MIRROR_DATUM_REF 'r'
 
 static void
 rp_row_put_ref(RpBuf *b, const RpDatum *d)
 {
 	uint32_t	len = d->len;
 
-	rp_buf_put_u8(b, RP_PG_DATUM_REF);
+	rp_buf_put_u8(b, RP_MIRROR_DATUM_REF);
 	rp_buf_put_u32(b, (uint32_t) (sizeof(d->data) + sizeof(len)));
 	rp_buf_put_bytes(b, &d->data, sizeof(d->data));
 	rp_buf_put_bytes(b, &len, sizeof(len));
@@ -87,7 +87,7 @@ rp_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d)
 			d->kind = p[0];
 			d->len = len;
 			d->data = p + 5;
-			if (d->kind == RP_PG_DATUM_REF)
+			if (d->kind == RP_MIRROR_DATUM_REF)
 			{
 				d->kind = RP_DATUM_VALUE;
 				memcpy(&d->data, p + 5, sizeof(d->data));
@@ -122,7 +122,7 @@ rp_hash(const unsigned char *p, size_t n)
 /* ---- the effect map --------------------------------------------------------- */
 
 static void
-rp_effects_grow(RpPgTable *t)
+rp_effects_grow(RpMirrorTable *t)
 {
 	int			n = t->nslots ? t->nslots * 2 : 1024;
 
@@ -141,7 +141,7 @@ rp_effects_grow(RpPgTable *t)
 }
 
 static RpEffect *
-rp_effect_for(RpPg *pg, RpPgTable *t, const RpBuf *key)
+rp_effect_for(RpMirror *pg, RpMirrorTable *t, const RpBuf *key)
 {
 	uint64_t	h = rp_hash((const unsigned char *) key->data, key->len);
 	int			s;
@@ -177,7 +177,7 @@ rp_effect_for(RpPg *pg, RpPgTable *t, const RpBuf *key)
 
 /* The batch's effect on key, or NULL. */
 static RpEffect *
-rp_effect_find(RpPgTable *t, const RpBuf *key)
+rp_effect_find(RpMirrorTable *t, const RpBuf *key)
 {
 	uint64_t	h = rp_hash((const unsigned char *) key->data, key->len);
 	int			s;
@@ -198,7 +198,7 @@ rp_effect_find(RpPgTable *t, const RpBuf *key)
 }
 
 static void
-rp_key_of(const RpPgTable *t, const RpTuple *tup, RpBuf *key)
+rp_key_of(const RpMirrorTable *t, const RpTuple *tup, RpBuf *key)
 {
 	rp_buf_reset(key);
 	for (int k = 0; k < t->nkey; k++)
@@ -206,7 +206,7 @@ rp_key_of(const RpPgTable *t, const RpTuple *tup, RpBuf *key)
 }
 
 static void
-rp_effect_delete(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key)
+rp_effect_delete(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key)
 {
 	RpEffect   *e;
 
@@ -219,7 +219,7 @@ rp_effect_delete(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key)
 }
 
 static void
-rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref)
+rp_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref)
 {
 	RpEffect   *e;
 	bool		partial = false;
@@ -299,20 +299,20 @@ rp_effect_upsert(RpPg *pg, RpPgTable *t, const RpTuple *tup, RpBuf *key, bool in
  * get the rest.  A row holding a large value by reference (rp_row_put_ref)
  * is applied at once, before the record it points into goes.
  */
-#define RP_PG_BOUND_DEFAULT ((size_t) 64 << 20)	/* no budget: the default's quarter */
-#define RP_PG_ARENA_INITIAL (64 * 1024)
+#define RP_MIRROR_BOUND_DEFAULT ((size_t) 64 << 20)	/* no budget: the default's quarter */
+#define RP_MIRROR_ARENA_INITIAL (64 * 1024)
 
 static size_t
-rp_effects_limit(const RpPg *pg)
+rp_effects_limit(const RpMirror *pg)
 {
 	const RpSpill *sp = pg->sink ? pg->sink->spill : NULL;
 
-	return sp ? sp->max_memory / 4 : RP_PG_BOUND_DEFAULT;
+	return sp ? sp->max_memory / 4 : RP_MIRROR_BOUND_DEFAULT;
 }
 
 /* Charge what t's map holds now (more or less than before). */
 static void
-rp_effects_account(RpPg *pg, RpPgTable *t)
+rp_effects_account(RpMirror *pg, RpMirrorTable *t)
 {
 	size_t		now = t->arena.cap + sizeof(RpEffect) * (size_t) t->capeffects +
 		sizeof(int) * (size_t) t->nslots;
@@ -328,11 +328,11 @@ rp_effects_account(RpPg *pg, RpPgTable *t)
 }
 
 void
-rp_pg_apply_release(RpPg *pg)
+rp_mirror_apply_release(RpMirror *pg)
 {
 	for (int i = 0; i < pg->ntables; i++)
 	{
-		RpPgTable  *t = pg->tables[i];
+		RpMirrorTable *t = pg->tables[i];
 
 		if (t->effects)
 			rp_free(t->effects);
@@ -342,10 +342,10 @@ rp_pg_apply_release(RpPg *pg)
 		t->slots = NULL;
 		t->neffects = t->capeffects = t->nslots = 0;
 		pg->refs = false;
-		if (t->arena.cap > RP_PG_ARENA_INITIAL)
+		if (t->arena.cap > RP_MIRROR_ARENA_INITIAL)
 		{
 			rp_buf_free(&t->arena);
-			rp_buf_init(&t->arena, RP_PG_ARENA_INITIAL);
+			rp_buf_init(&t->arena, RP_MIRROR_ARENA_INITIAL);
 		}
 		rp_buf_reset(&t->arena);
 		rp_effects_account(pg, t);
@@ -354,16 +354,16 @@ rp_pg_apply_release(RpPg *pg)
 
 /* After a change of t: past the maps' share, apply them now and go on. */
 static int
-rp_effects_bound(RpPg *pg, RpPgTable *t)
+rp_effects_bound(RpMirror *pg, RpMirrorTable *t)
 {
 	rp_effects_account(pg, t);
 	if (pg->held < rp_effects_limit(pg) && !pg->refs)
 		return 0;
 	pg->refs = false;
-	if (rp_pg_apply_flush(pg) < 0)
+	if (rp_mirror_apply_flush(pg) < 0)
 		return -1;
 	pg->bound_flushes++;
-	rp_pg_apply_release(pg);
+	rp_mirror_apply_release(pg);
 	return 0;
 }
 
@@ -405,7 +405,7 @@ rp_params_datum(RpParams *p, uint8_t enc, const RpDatum *d)
 {
 	int			no = rp_params_slot(p);
 
-	if (d->kind == RP_PG_DATUM_TEXT)
+	if (d->kind == RP_MIRROR_DATUM_TEXT)
 	{
 		rp_buf_put_bytes(&p->strings, d->data, d->len);
 		rp_buf_put_char(&p->strings, '\0');
@@ -431,21 +431,21 @@ rp_params_text(RpParams *p, const char *s)
 }
 
 static int
-rp_params_exec(RpPg *pg, RpPgTable *t, const char *sql, RpParams *p, const char *what)
+rp_params_exec(RpMirror *pg, RpMirrorTable *t, const char *sql, RpParams *p, const char *what)
 {
 	const char **vals = rp_malloc0(sizeof(char *) * (size_t) (p->n ? p->n : 1));
 	int			rc;
 
 	for (int i = 0; i < p->n; i++)
 		vals[i] = p->isnull[i] ? NULL : p->strings.data + p->offs[i];
-	rc = rp_pg_exec_params(pg, sql, p->n, vals, what, t);
+	rc = rp_mirror_exec_params(pg, sql, p->n, vals, what, t);
 	rp_free(vals);
 	return rc;
 }
 
 /* Like rp_params_exec; returns the number of rows the command affected. */
 static int
-rp_params_exec_count(RpPg *pg, RpPgTable *t, const char *sql, RpParams *p, const char *what)
+rp_params_exec_count(RpMirror *pg, RpMirrorTable *t, const char *sql, RpParams *p, const char *what)
 {
 	const char **vals = rp_malloc0(sizeof(char *) * (size_t) (p->n ? p->n : 1));
 	PGresult   *res;
@@ -455,7 +455,7 @@ rp_params_exec_count(RpPg *pg, RpPgTable *t, const char *sql, RpParams *p, const
 		vals[i] = p->isnull[i] ? NULL : p->strings.data + p->offs[i];
 	res = PQexecParams(pg->conn, sql, p->n, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = rp_pg_fail_result(pg, res, what, t);
+		rc = rp_mirror_fail_result(pg, res, what, t);
 	else
 		rc = atoi(PQcmdTuples(res));
 	PQclear(res);
@@ -475,18 +475,18 @@ rp_params_free(RpParams *p)
 
 /*
  * "send(o.c) IS NOT DISTINCT FROM send($n::type)": the old row's value
- * exactly, not one the type's "=" calls equal (rp_pg_read_match); a type
+ * exactly, not one the type's "=" calls equal (rp_mirror_read_match); a type
  * without a send function compares its text output, and also works for
  * types without "=" (json, point ...).
  */
 static void
-rp_match_expr(RpPg *pg, RpBuf *sql, const RpPgTable *t, int col, int param, const char *alias)
+rp_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, int param, const char *alias)
 {
 	const RpColumn *c = &t->rel->cols[col];
 	const char *fn = t->match_send ? t->match_send[col] : NULL;
 	const char *type = t->match_type && t->match_type[col] ? t->match_type[col] : c->type_name;
 	const char *close = fn ? ")" : ")::text";
-	char	   *qc = rp_pg_ident(pg, c->name);
+	char	   *qc = rp_mirror_ident(pg, c->name);
 	char		tmp[32];
 
 	rp_buf_put_text(sql, fn ? fn : "");
@@ -509,7 +509,7 @@ rp_match_expr(RpPg *pg, RpBuf *sql, const RpPgTable *t, int col, int param, cons
 
 /* Execute sql with datums as its text parameters ($1..$n). */
 static int
-rp_exec_datums(RpPg *pg, RpPgTable *t, const char *sql, int n, const RpDatum *datums,
+rp_exec_datums(RpMirror *pg, RpMirrorTable *t, const char *sql, int n, const RpDatum *datums,
 			   const uint8_t *encs, const char *what)
 {
 	RpParams	p;
@@ -525,7 +525,7 @@ rp_exec_datums(RpPg *pg, RpPgTable *t, const char *sql, int n, const RpDatum *da
 
 /* Columns of tup as datums/encodings for the applied columns (skip_unchanged). */
 static int
-rp_collect(const RpPgTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
+rp_collect(const RpMirrorTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
 		   uint8_t *encs, int *which)
 {
 	int			n = 0;
@@ -547,7 +547,7 @@ rp_collect(const RpPgTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum 
 }
 
 static void
-rp_sql_insert_values(RpPg *pg, RpBuf *sql, const RpPgTable *t, const int *which, int n,
+rp_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const int *which, int n,
 					 const char *extra_cols, const char *extra_vals)
 {
 	char		tmp[32];
@@ -557,7 +557,7 @@ rp_sql_insert_values(RpPg *pg, RpBuf *sql, const RpPgTable *t, const int *which,
 	rp_buf_put_text(sql, " (");
 	for (int i = 0; i < n; i++)
 	{
-		char	   *qc = rp_pg_ident(pg, t->rel->cols[which[i]].name);
+		char	   *qc = rp_mirror_ident(pg, t->rel->cols[which[i]].name);
 
 		if (i)
 			rp_buf_put_text(sql, ", ");
@@ -580,7 +580,7 @@ rp_sql_insert_values(RpPg *pg, RpBuf *sql, const RpPgTable *t, const int *which,
 /* ---- REPLICA IDENTITY FULL without a key: change by change ---------------------- */
 
 static int
-rp_apply_full_match(RpPg *pg, RpPgTable *t, const RpRecord *rec)
+rp_apply_full_match(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 {
 	const RpRelation *rel = t->rel;
 	int			natts = rel->natts;
@@ -617,7 +617,7 @@ rp_apply_full_match(RpPg *pg, RpPgTable *t, const RpRecord *rec)
 			rp_buf_put_text(&sql, " SET ");
 			for (int i = 0; i < nset; i++)
 			{
-				char	   *qc = rp_pg_ident(pg, rel->cols[which[i]].name);
+				char	   *qc = rp_mirror_ident(pg, rel->cols[which[i]].name);
 
 				snprintf(tmp, sizeof(tmp), " = $%d", i + 1);
 				if (i)
@@ -661,9 +661,9 @@ rp_apply_full_match(RpPg *pg, RpPgTable *t, const RpRecord *rec)
 		rc = rp_params_exec_count(pg, t, sql.data, &p, "applying a change");
 		rp_params_free(&p);
 		if (rc == 0)
-			rc = rp_pg_divergence(pg, t, rec->tag == RP_TAG_UPDATE ? "an update matched no row" : "a delete matched no row");
+			rc = rp_mirror_divergence(pg, t, rec->tag == RP_TAG_UPDATE ? "an update matched no row" : "a delete matched no row");
 		else if (rc > 1)		/* a partitioned table: ctid is per partition */
-			rc = rp_pg_divergence(pg, t, rec->tag == RP_TAG_UPDATE ? "an update matched more than one row" : "a delete matched more than one row");
+			rc = rp_mirror_divergence(pg, t, rec->tag == RP_TAG_UPDATE ? "an update matched more than one row" : "a delete matched more than one row");
 		else if (rc == 1)
 			rc = 0;
 	}
@@ -682,7 +682,7 @@ done:
  * of oldkey (a key row) or else of newt's key (history: the open version).
  */
 static PGresult *
-rp_moved_read(RpPg *pg, RpPgTable *t, const RpTuple *out, const RpBuf *oldkey, const RpTuple *newt)
+rp_moved_read(RpMirror *pg, RpMirrorTable *t, const RpTuple *out, const RpBuf *oldkey, const RpTuple *newt)
 {
 	RpBuf		sql;
 	RpParams	p;
@@ -700,7 +700,7 @@ rp_moved_read(RpPg *pg, RpPgTable *t, const RpTuple *out, const RpBuf *oldkey, c
 
 		if (out->datums[i].kind != RP_DATUM_UNCHANGED)
 			continue;
-		qc = rp_pg_ident(pg, t->rel->cols[i].name);
+		qc = rp_mirror_ident(pg, t->rel->cols[i].name);
 		if (!first)
 			rp_buf_put_text(&sql, ", ");
 		first = false;
@@ -714,7 +714,7 @@ rp_moved_read(RpPg *pg, RpPgTable *t, const RpTuple *out, const RpBuf *oldkey, c
 	for (int k = 0; k < t->nkey; k++)
 	{
 		RpDatum		d;
-		char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+		char	   *qc = rp_mirror_ident(pg, t->rel->cols[t->keycols[k]].name);
 
 		if (oldkey)
 			rp_row_get(oldkey, 0, k, &d);
@@ -752,7 +752,7 @@ rp_moved_read(RpPg *pg, RpPgTable *t, const RpTuple *out, const RpBuf *oldkey, c
  * UPDATE of a row that does not exist, and the row would be lost.
  */
 static int
-rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, RpTuple *out,
+rp_fill_moved(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec, const RpBuf *oldkey, RpTuple *out,
 			  RpBuf *hold)
 {
 	const RpTuple *nt = &rec->u.change.new_tuple;
@@ -797,7 +797,7 @@ rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, 
 			res = rp_moved_read(pg, t, out, NULL, nt);
 		}
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-			rc = rp_pg_fail_result(pg, res, "reading the unchanged TOAST values of a moved row", t);
+			rc = rp_mirror_fail_result(pg, res, "reading the unchanged TOAST values of a moved row", t);
 		else if (PQntuples(res) != 1)
 			rc = rp_fail(RP_HALT_SINK, "update on table %s changes the key of a row the destination does not hold, and its unchanged TOAST values are only there",
 						 t->qname);
@@ -817,7 +817,7 @@ rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, 
 				}
 				else
 				{
-					out->datums[i].kind = RP_PG_DATUM_TEXT;
+					out->datums[i].kind = RP_MIRROR_DATUM_TEXT;
 					t->text_datums = true;	/* this batch's COPYs go as text */
 					out->datums[i].len = (uint32_t) PQgetlength(res, 0, f);
 					rp_buf_put_bytes(hold, PQgetvalue(res, 0, f), out->datums[i].len);
@@ -838,7 +838,7 @@ rp_fill_moved(RpPg *pg, RpPgTable *t, const RpRecord *rec, const RpBuf *oldkey, 
 
 /* A change of a keyed table folded into its effect map. */
 static int
-rp_apply_keyed(RpPg *pg, RpPgTable *t, const RpRecord *rec)
+rp_apply_keyed(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 {
 	RpBuf		key;
 
@@ -905,15 +905,15 @@ rp_apply_keyed(RpPg *pg, RpPgTable *t, const RpRecord *rec)
 }
 
 int
-rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
+rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec)
 {
-	RpPgTable  *t = rp_pg_table_get(pg, rec->u.change.rel);
+	RpMirrorTable *t = rp_mirror_table_get(pg, rec->u.change.rel);
 	uint8_t		tag = rec->tag;
 
-	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 		return -1;
-	/* ---- backfill (rp_pg_backfill.c): a key changed inside a window ---- */
-	rp_pg_backfill_note(pg, t, rec);
+	/* ---- backfill (rp_mirror_backfill.c): a key changed inside a window ---- */
+	rp_mirror_backfill_note(pg, t, rec);
 	if (tag != RP_TAG_INSERT && (t->no_identity || (rec->u.change.flags & RP_CHANGE_NO_IDENTITY)))
 		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
 					   rp_tag_name(tag), t->qname);
@@ -930,21 +930,21 @@ rp_pg_apply_change(RpPg *pg, const RpRecord *rec)
  * the history still says what was there before.
  */
 int
-rp_pg_apply_truncate(RpPg *pg, const RpRecord *rec, const RpRelMap *rels)
+rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels)
 {
 	RpBuf		sql;
 	int			rc = 0;
 	int			nplain = 0;
 
-	if (rp_pg_apply_flush(pg) < 0)
+	if (rp_mirror_apply_flush(pg) < 0)
 		return -1;
 	rp_buf_init(&sql, 256);
 	rp_buf_put_text(&sql, "TRUNCATE ");
 	for (uint32_t i = 0; i < rec->u.truncate.nrels && rc == 0; i++)
 	{
-		RpPgTable  *t = rp_pg_table_get(pg, rp_relmap_get(rels, rp_truncate_relid(rec, i)));
+		RpMirrorTable *t = rp_mirror_table_get(pg, rp_relmap_get(rels, rp_truncate_relid(rec, i)));
 
-		if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+		if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 			rc = -1;
 		else if (t->history)
 		{
@@ -982,7 +982,7 @@ rp_pg_apply_truncate(RpPg *pg, const RpRecord *rec, const RpRelMap *rels)
 		if (rec->u.truncate.flags & RP_TRUNCATE_RESTART_SEQS)
 			rp_buf_put_text(&sql, " RESTART IDENTITY");
 		rp_buf_put_char(&sql, '\0');
-		rc = rp_pg_exec(pg, sql.data, "TRUNCATE", NULL);
+		rc = rp_mirror_exec(pg, sql.data, "TRUNCATE", NULL);
 	}
 	rp_buf_free(&sql);
 	return rc;
@@ -991,26 +991,26 @@ rp_pg_apply_truncate(RpPg *pg, const RpRecord *rec, const RpRelMap *rels)
 /* ---- bulk apply ----------------------------------------------------------------- */
 
 static int
-rp_copy_send(RpPg *pg, RpBuf *buf, const RpPgTable *t)
+rp_copy_send(RpMirror *pg, RpBuf *buf, const RpMirrorTable *t)
 {
 	if (buf->len && PQputCopyData(pg->conn, buf->data, (int) buf->len) != 1)
-		return rp_pg_fail_result(pg, NULL, "COPY", t);
+		return rp_mirror_fail_result(pg, NULL, "COPY", t);
 	rp_buf_reset(buf);
 	return 0;
 }
 
 static int
-rp_copy_end(RpPg *pg, RpBuf *buf, const RpPgTable *t)
+rp_copy_end(RpMirror *pg, RpBuf *buf, const RpMirrorTable *t)
 {
 	PGresult   *res;
 	int			rc = rp_copy_send(pg, buf, t);
 
 	if (PQputCopyEnd(pg->conn, NULL) != 1 && rc == 0)
-		rc = rp_pg_fail_result(pg, NULL, "COPY", t);
+		rc = rp_mirror_fail_result(pg, NULL, "COPY", t);
 	while ((res = PQgetResult(pg->conn)) != NULL)
 	{
 		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
-			rc = rp_pg_fail_result(pg, res, "COPY", t);
+			rc = rp_mirror_fail_result(pg, res, "COPY", t);
 		PQclear(res);
 	}
 	return rc;
@@ -1022,7 +1022,7 @@ rp_copy_end(RpPg *pg, RpBuf *buf, const RpPgTable *t)
  * 0 sent, 1 not such a value, -1 on error.
  */
 static int
-rp_copy_field_direct(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, const RpDatum *d)
+rp_copy_field_direct(RpMirror *pg, RpBuf *out, const RpMirrorTable *t, uint8_t enc, const RpDatum *d)
 {
 	RpReader	r;
 	const char *s;
@@ -1048,11 +1048,11 @@ rp_copy_field_direct(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, cons
 }
 
 static int
-rp_copy_field(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, const RpDatum *d)
+rp_copy_field(RpMirror *pg, RpBuf *out, const RpMirrorTable *t, uint8_t enc, const RpDatum *d)
 {
 	int			direct;
 
-	if (d->kind == RP_PG_DATUM_TEXT)
+	if (d->kind == RP_MIRROR_DATUM_TEXT)
 	{
 		rp_pgtext_copy_escape(out, (const char *) d->data, d->len);
 		return 0;
@@ -1104,7 +1104,7 @@ rp_copy_wants(const RpEffect *ef, RpCopyWhich which)
  * caller copies it), -1 on error (reported).
  */
 static int
-rp_copy_direct(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, const RpDatum *d)
+rp_copy_direct(RpMirror *pg, RpBuf *out, const RpMirrorTable *t, uint8_t enc, const RpDatum *d)
 {
 	const unsigned char *body;
 	uint32_t	len;
@@ -1118,7 +1118,7 @@ rp_copy_direct(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, const RpDa
 		uint32_t	n = len - off < RP_COPY_CHUNK ? len - off : RP_COPY_CHUNK;
 
 		if (PQputCopyData(pg->conn, (const char *) body + off, (int) n) != 1)
-			return rp_pg_fail_result(pg, NULL, "COPY", t);
+			return rp_mirror_fail_result(pg, NULL, "COPY", t);
 		off += n;
 	}
 	return 0;
@@ -1127,11 +1127,11 @@ rp_copy_direct(RpPg *pg, RpBuf *out, const RpPgTable *t, uint8_t enc, const RpDa
 /*
  * One effect as a binary COPY tuple: the key columns in column order, or
  * every applied column.  A value with no binary form cannot get here
- * (rp_pg_table_resolve only sets t->binary when every column has one), so
+ * (rp_mirror_table_resolve only sets t->binary when every column has one), so
  * one is a broken invariant, reported rather than sent.
  */
 static int
-rp_copy_row_binary(RpPg *pg, RpBuf *out, const RpPgTable *t, const RpEffect *ef, bool keys_only,
+rp_copy_row_binary(RpMirror *pg, RpBuf *out, const RpMirrorTable *t, const RpEffect *ef, bool keys_only,
 				   int nfields)
 {
 	int			direct;
@@ -1174,7 +1174,7 @@ rp_copy_row_binary(RpPg *pg, RpBuf *out, const RpPgTable *t, const RpEffect *ef,
 
 /* COPY the selected effects into a staging table (or the table itself). */
 static int
-rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
+rp_copy_effects(RpMirror *pg, RpMirrorTable *t, const char *stage, RpCopyWhich which)
 {
 	bool		keys_only = which == RP_COPY_DELETES;
 	bool		binary = t->binary && !t->text_datums;
@@ -1185,13 +1185,13 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 	int			rc = 0;
 
 	rp_buf_init(&cols, 256);
-	nfields = rp_pg_sql_cols(pg, &cols, t->rel, keys_only ? t->keycols : NULL, t->nkey, NULL);
+	nfields = rp_mirror_sql_cols(pg, &cols, t->rel, keys_only ? t->keycols : NULL, t->nkey, NULL);
 	rp_buf_put_char(&cols, '\0');
-	rc = rp_pg_copy_start(pg->conn, stage, cols.data, binary, &res);
+	rc = rp_mirror_copy_start(pg->conn, stage, cols.data, binary, &res);
 	rp_buf_free(&cols);
 	if (rc < 0)
 	{
-		rc = rp_pg_fail_result(pg, res, "COPY", t);
+		rc = rp_mirror_fail_result(pg, res, "COPY", t);
 		PQclear(res);
 		return rc;
 	}
@@ -1255,7 +1255,7 @@ rp_copy_effects(RpPg *pg, RpPgTable *t, const char *stage, RpCopyWhich which)
 }
 
 static int
-rp_apply_deletes(RpPg *pg, RpPgTable *t)
+rp_apply_deletes(RpMirror *pg, RpMirrorTable *t)
 {
 	RpBuf		sql;
 	int			rc;
@@ -1268,11 +1268,11 @@ rp_apply_deletes(RpPg *pg, RpPgTable *t)
 	rp_buf_put_text(&sql, " d USING ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_text(&sql, " s WHERE ");
-	rp_pg_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
+	rp_mirror_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
 	rp_buf_put_text(&sql, "; TRUNCATE ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_char(&sql, '\0');
-	rc = rp_pg_exec(pg, sql.data, "applying deletes", t);
+	rc = rp_mirror_exec(pg, sql.data, "applying deletes", t);
 	rp_buf_free(&sql);
 	return rc;
 }
@@ -1285,27 +1285,27 @@ rp_apply_deletes(RpPg *pg, RpPgTable *t)
  * Returns 1 when the rows went in, 0 to fall back, -1 on error.
  */
 static int
-rp_apply_fresh(RpPg *pg, RpPgTable *t)
+rp_apply_fresh(RpMirror *pg, RpMirrorTable *t)
 {
 	PGresult   *res;
 	int			rc;
 
-	if (rp_pg_exec(pg, "SAVEPOINT rp_fresh", "SAVEPOINT", t) < 0)
+	if (rp_mirror_exec(pg, "SAVEPOINT rp_fresh", "SAVEPOINT", t) < 0)
 		return -1;
 	rc = rp_copy_effects(pg, t, t->qname, RP_COPY_FRESH);
 	if (rc == 0)
-		return rp_pg_exec(pg, "RELEASE SAVEPOINT rp_fresh", "RELEASE SAVEPOINT", t) < 0 ? -1 : 1;
+		return rp_mirror_exec(pg, "RELEASE SAVEPOINT rp_fresh", "RELEASE SAVEPOINT", t) < 0 ? -1 : 1;
 	if (rp_error_halt() != RP_HALT_SINK || strstr(rp_error(), "SQLSTATE 23505") == NULL)
 		return -1;
 	res = PQexec(pg->conn, "ROLLBACK TO SAVEPOINT rp_fresh");
-	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : rp_pg_fail_result(pg, res, "ROLLBACK TO SAVEPOINT", t);
+	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : rp_mirror_fail_result(pg, res, "ROLLBACK TO SAVEPOINT", t);
 	PQclear(res);
 	rp_error_clear();
 	return rc;
 }
 
 static int
-rp_apply_upserts(RpPg *pg, RpPgTable *t, RpCopyWhich which)
+rp_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpCopyWhich which)
 {
 	RpBuf		sql;
 	int			rc;
@@ -1316,23 +1316,23 @@ rp_apply_upserts(RpPg *pg, RpPgTable *t, RpCopyWhich which)
 	rp_buf_put_text(&sql, "INSERT INTO ");
 	rp_buf_put_text(&sql, t->qname);
 	rp_buf_put_text(&sql, " (");
-	rp_pg_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
+	rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
 	rp_buf_put_text(&sql, ") SELECT ");
-	rp_pg_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
+	rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
 	rp_buf_put_text(&sql, " FROM ");
 	rp_buf_put_text(&sql, t->stage_ups);
-	rp_pg_sql_on_conflict(pg, &sql, t->rel, t->keycols, t->nkey);
+	rp_mirror_sql_on_conflict(pg, &sql, t->rel, t->keycols, t->nkey);
 	rp_buf_put_text(&sql, "; TRUNCATE ");
 	rp_buf_put_text(&sql, t->stage_ups);
 	rp_buf_put_char(&sql, '\0');
-	rc = rp_pg_exec(pg, sql.data, "applying upserts", t);
+	rc = rp_mirror_exec(pg, sql.data, "applying upserts", t);
 	rp_buf_free(&sql);
 	return rc;
 }
 
 /* Rows with unchanged TOAST columns: UPDATE only the columns they carry. */
 static int
-rp_apply_partial(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *extra_where)
+rp_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, const char *extra_where)
 {
 	int			natts = t->rel->natts;
 	RpDatum    *datums = rp_malloc0(sizeof(RpDatum) * (size_t) (natts + t->nkey + 1));
@@ -1359,7 +1359,7 @@ rp_apply_partial(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *extra_w
 			continue;
 		datums[n] = d;
 		encs[n] = t->rel->cols[i].encoding;
-		qc = rp_pg_ident(pg, t->rel->cols[i].name);
+		qc = rp_mirror_ident(pg, t->rel->cols[i].name);
 		snprintf(tmp, sizeof(tmp), " = $%d", n + 1);
 		if (n)
 			rp_buf_put_text(&sql, ", ");
@@ -1378,7 +1378,7 @@ rp_apply_partial(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *extra_w
 	rp_buf_put_text(&sql, " WHERE ");
 	for (int k = 0; k < t->nkey; k++)
 	{
-		char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+		char	   *qc = rp_mirror_ident(pg, t->rel->cols[t->keycols[k]].name);
 
 		rp_row_get(&t->arena, ef->key_off, k, &datums[n]);
 		encs[n] = t->rel->cols[t->keycols[k]].encoding;
@@ -1404,13 +1404,13 @@ rp_apply_partial(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *extra_w
 
 /* " AND o.k = $n" for every key column (the first without AND). */
 static void
-rp_history_key_match(RpPg *pg, RpPgTable *t, const RpEffect *ef, RpBuf *sql, RpParams *p)
+rp_history_key_match(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, RpBuf *sql, RpParams *p)
 {
 	for (int k = 0; k < t->nkey; k++)
 	{
 		RpDatum		d;
 		char		tmp[32];
-		char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+		char	   *qc = rp_mirror_ident(pg, t->rel->cols[t->keycols[k]].name);
 		int			no;
 
 		rp_row_get(&t->arena, ef->key_off, k, &d);
@@ -1432,7 +1432,7 @@ rp_history_key_match(RpPg *pg, RpPgTable *t, const RpEffect *ef, RpBuf *sql, RpP
  * versions revised: 0 means go on the usual way.
  */
 static int
-rp_history_revise(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *lsn, const char *ts)
+rp_history_revise(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, const char *lsn, const char *ts)
 {
 	RpBuf		sql;
 	RpParams	p;
@@ -1455,7 +1455,7 @@ rp_history_revise(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *lsn, c
 			rp_row_get(&t->arena, ef->row_off, i, &d);
 			if ((c->flags & RP_COL_GENERATED) || d.kind == RP_DATUM_UNCHANGED)
 				continue;
-			qc = rp_pg_ident(pg, c->name);
+			qc = rp_mirror_ident(pg, c->name);
 			rp_buf_put_text(&sql, qc);
 			snprintf(tmp, sizeof(tmp), " = $%d::", rp_params_datum(&p, c->encoding, &d));
 			rp_buf_put_text(&sql, tmp);
@@ -1490,7 +1490,7 @@ rp_history_revise(RpPg *pg, RpPgTable *t, const RpEffect *ef, const char *lsn, c
  * the version being closed.
  */
 static int
-rp_apply_history(RpPg *pg, RpPgTable *t)
+rp_apply_history(RpMirror *pg, RpMirrorTable *t)
 {
 	char		lsn[24];
 	RpBuf		tsb;
@@ -1529,7 +1529,7 @@ rp_apply_history(RpPg *pg, RpPgTable *t)
 			rp_buf_put_text(&sql, "INSERT INTO ");
 			rp_buf_put_text(&sql, t->qname);
 			rp_buf_put_text(&sql, " (");
-			rp_pg_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
+			rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
 			rp_buf_put_text(&sql, ", valid_from_lsn, valid_from_time) SELECT ");
 			for (int i = 0, out = 0; i < t->rel->natts; i++)
 			{
@@ -1544,7 +1544,7 @@ rp_apply_history(RpPg *pg, RpPgTable *t)
 					rp_buf_put_text(&sql, ", ");
 				if (d.kind == RP_DATUM_UNCHANGED)
 				{
-					qc = rp_pg_ident(pg, c->name);
+					qc = rp_mirror_ident(pg, c->name);
 					rp_buf_put_text(&sql, "o.");
 					rp_buf_put_text(&sql, qc);
 					rp_free(qc);
@@ -1597,7 +1597,7 @@ rp_apply_history(RpPg *pg, RpPgTable *t)
 }
 
 static void
-rp_effects_clear(RpPgTable *t)
+rp_effects_clear(RpMirrorTable *t)
 {
 	t->neffects = 0;
 	t->text_datums = false;
@@ -1608,11 +1608,11 @@ rp_effects_clear(RpPgTable *t)
 }
 
 int
-rp_pg_apply_end_txn(RpPg *pg)
+rp_mirror_apply_end_txn(RpMirror *pg)
 {
 	for (int i = 0; i < pg->ntables; i++)
 	{
-		RpPgTable  *t = pg->tables[i];
+		RpMirrorTable *t = pg->tables[i];
 
 		if (!t->history || t->neffects == 0)
 			continue;
@@ -1624,13 +1624,13 @@ rp_pg_apply_end_txn(RpPg *pg)
 }
 
 int
-rp_pg_apply_flush(RpPg *pg)
+rp_mirror_apply_flush(RpMirror *pg)
 {
 	bool		history = false;
 
 	for (int i = 0; i < pg->ntables; i++)
 		history |= pg->tables[i]->history && pg->tables[i]->neffects > 0;
-	if (rp_pg_apply_end_txn(pg) < 0)
+	if (rp_mirror_apply_end_txn(pg) < 0)
 		return -1;
 	/* versions of a transaction not ended yet: a barrier inside it */
 	if (history)
@@ -1639,7 +1639,7 @@ rp_pg_apply_flush(RpPg *pg)
 	for (int ord = 1; ord <= pg->touched; ord++)
 		for (int i = 0; i < pg->ntables; i++)
 		{
-			RpPgTable  *t = pg->tables[i];
+			RpMirrorTable *t = pg->tables[i];
 			bool		any_del = false,
 						any_full = false,
 						any_fresh = false;
@@ -1653,7 +1653,7 @@ rp_pg_apply_flush(RpPg *pg)
 				any_full |= rp_copy_wants(&t->effects[e], RP_COPY_UPSERTS);
 				any_fresh |= rp_copy_wants(&t->effects[e], RP_COPY_FRESH);
 			}
-			if ((any_del || any_full || any_fresh) && rp_pg_table_ensure_stage(pg, t) < 0)
+			if ((any_del || any_full || any_fresh) && rp_mirror_table_ensure_stage(pg, t) < 0)
 				return -1;
 			if (any_del && rp_apply_deletes(pg, t) < 0)
 				return -1;

@@ -1,11 +1,11 @@
 /*
- * rp_pg.h
- *    The PostgreSQL mirror sink's shared state (rp_sink_pg.c: sessions,
- *    checkpoints and transactions; rp_pg_table.c: destination tables;
- *    rp_pg_apply.c: net effects and bulk apply).
+ * rp_mirror_int.h
+ *    The PostgreSQL mirror sink's shared state (rp_mirror.c: sessions,
+ *    checkpoints and transactions; rp_mirror_table.c: destination tables;
+ *    rp_mirror_apply.c: net effects and bulk apply).
  */
-#ifndef RP_PG_H
-#define RP_PG_H
+#ifndef RP_MIRROR_INT_H
+#define RP_MIRROR_INT_H
 
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -21,7 +21,7 @@ typedef enum RpDestructive
 	RP_DESTRUCTIVE_APPLY
 } RpDestructive;
 
-typedef struct RpPgOptions
+typedef struct RpMirrorOptions
 {
 	const char *conninfo;
 	const char *slot;
@@ -36,11 +36,11 @@ typedef struct RpPgOptions
 	int			nignore;
 	const char *bookkeeping_schema; /* the mirror's own tables (NULL: "replicant") */
 	bool		divergence_skip;	/* --on-divergence=skip: count, do not halt */
-} RpPgOptions;
+} RpMirrorOptions;
 
 /* Identifiers longer than this are truncated by a default server (NAMEDATALEN - 1). */
-#define RP_PG_MAX_IDENT 63
-#define RP_PG_DEFAULT_BOOKKEEPING "replicant"
+#define RP_MIRROR_MAX_IDENT 63
+#define RP_MIRROR_DEFAULT_BOOKKEEPING "replicant"
 
 typedef enum RpEffectOp
 {
@@ -64,7 +64,7 @@ typedef struct RpEffect
 	uint64_t	hash;
 } RpEffect;
 
-typedef struct RpPgTable
+typedef struct RpMirrorTable
 {
 	uint32_t	relid;
 	RpRelation *rel;			/* the description we apply with */
@@ -79,7 +79,7 @@ typedef struct RpPgTable
 	bool		resolved;
 	bool		txn_dirty;		/* resolved (created, altered) or staged in the open transaction */
 	bool		binary;			/* COPY in binary: every column qualifies (rp_pgbin.h) */
-	/* full_match: per column, the destination's send function and type (rp_pg_table.c) */
+	/* full_match: per column, the destination's send function and type (rp_mirror_table.c) */
 	char	  **match_send;		/* quoted, qualified; NULL: the type has none */
 	char	  **match_type;		/* format_type() of the destination column */
 	/* the destination's constraint and index names: errors name only these (G4) */
@@ -96,15 +96,15 @@ typedef struct RpPgTable
 	int			nslots;
 	RpBuf		arena;
 	int			order;			/* first touch in the batch (apply order) */
-	size_t		held;			/* bytes of the above, as charged (rp_pg_apply.c) */
-} RpPgTable;
+	size_t		held;			/* bytes of the above, as charged (rp_mirror_apply.c) */
+} RpMirrorTable;
 
-typedef struct RpPg
+typedef struct RpMirror
 {
-	RpPgOptions opts;
+	RpMirrorOptions opts;
 	RpSink	   *sink;			/* ours: its spill is the memory budget */
 	PGconn	   *conn;
-	RpPgTable **tables;
+	RpMirrorTable **tables;
 	int			ntables;
 	int			captables;
 	int			touched;		/* tables with pending effects */
@@ -121,12 +121,12 @@ typedef struct RpPg
 	bool		early;
 	uint64_t	early_done;		/* the checkpoint's commit LSN when it began */
 	RpBuf		scratch;
-	bool		slot_locked;	/* a session held the slot's advisory lock (rp_sink_pg.c) */
+	bool		slot_locked;	/* a session held the slot's advisory lock (rp_mirror.c) */
 	/* a stop's cancel request comes from another thread (RpSink.interrupt) */
 	pthread_mutex_t cancel_lock;
 	PGcancel   *cancel;			/* of conn, or NULL */
 	int			max_ident;		/* the destination's max_identifier_length */
-	/* the bookkeeping schema, quoted, and SQL expanded with it (rp_pg_bk) */
+	/* the bookkeeping schema, quoted, and SQL expanded with it (rp_mirror_bk) */
 	char	   *bk;
 	const char **bk_tmpl;
 	char	  **bk_sql;
@@ -136,73 +136,73 @@ typedef struct RpPg
 	struct RpSpill *budget;		/* where held is charged (sink->spill when it began) */
 	uint64_t	bound_flushes;	/* effect maps applied early to stay in the budget */
 	bool		refs;			/* a row points into the record being applied */
-} RpPg;
+} RpMirror;
 
-/* rp_sink_pg.c */
-extern RpSink *rp_sink_pg_open(const RpPgOptions *opts);
-extern int	rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const RpPgTable *t);
-extern int	rp_pg_exec(RpPg *pg, const char *sql, const char *what, const RpPgTable *t);
-extern int	rp_pg_exec_params(RpPg *pg, const char *sql, int n, const char *const *vals,
-							  const char *what, const RpPgTable *t);
+/* rp_mirror.c */
+extern RpSink *rp_mirror_open(const RpMirrorOptions *opts);
+extern int	rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMirrorTable *t);
+extern int	rp_mirror_exec(RpMirror *pg, const char *sql, const char *what, const RpMirrorTable *t);
+extern int	rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *vals,
+							  const char *what, const RpMirrorTable *t);
 /*
  * tmpl with every "@bk" replaced by the quoted bookkeeping schema; the
  * string lives as long as the sink (tmpl must be a literal).  Thread-safe.
  */
-extern const char *rp_pg_bk(RpPg *pg, const char *tmpl);
+extern const char *rp_mirror_bk(RpMirror *pg, const char *tmpl);
 /*
  * " on table T column "c" constraint "k"": the names of an error that the
  * consumer knows itself (t's table, columns and constraints); a name the
  * server reports that is not one of them is left out, since a trigger can
  * put anything there (G4).
  */
-extern void rp_pg_diag_where(const PGresult *res, const RpPgTable *t, char *where, size_t len);
+extern void rp_mirror_diag_where(const PGresult *res, const RpMirrorTable *t, char *where, size_t len);
 /* A change that matched no destination row: halts, or is counted (--on-divergence). */
-extern int	rp_pg_divergence(RpPg *pg, const RpPgTable *t, const char *what);
+extern int	rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char *what);
 /* Divergences by destination table, for the metrics page: 0 past the last. */
-extern int	rp_pg_divergence_get(int i, char *table, size_t len, uint64_t *count);
+extern int	rp_mirror_divergence_get(int i, char *table, size_t len, uint64_t *count);
 
-/* rp_pg_table.c */
-extern RpPgTable *rp_pg_table_get(RpPg *pg, const RpRelation *rel);
-extern int	rp_pg_table_resolve(RpPg *pg, RpPgTable *t);
-extern int	rp_pg_table_schema_change(RpPg *pg, const RpRelation *before, const RpRelation *after,
+/* rp_mirror_table.c */
+extern RpMirrorTable *rp_mirror_table_get(RpMirror *pg, const RpRelation *rel);
+extern int	rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t);
+extern int	rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRelation *after,
 									  RpSchemaChange change);
-extern int	rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t);
-extern char *rp_pg_ident(RpPg *pg, const char *name);
-extern void rp_pg_table_free(RpPgTable *t);
+extern int	rp_mirror_table_ensure_stage(RpMirror *pg, RpMirrorTable *t);
+extern char *rp_mirror_ident(RpMirror *pg, const char *name);
+extern void rp_mirror_table_free(RpMirrorTable *t);
 /* name is one of the destination table's constraints or indexes (read at resolve) */
-extern bool rp_pg_known_constraint(const RpPgTable *t, const char *name);
+extern bool rp_mirror_known_constraint(const RpMirrorTable *t, const char *name);
 /*
  * SQL pieces shared by the apply, snapshot and backfill paths.  Column
  * names are quoted; idx NULL means every column but generated ones, qual
  * (or NULL) prefixes each ("s.").
  */
-extern int	rp_pg_sql_cols(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n,
+extern int	rp_mirror_sql_cols(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n,
 						   const char *qual);	/* returns how many it wrote */
 /* "a.k1 = b.k1 AND a.k2 = b.k2": the key columns matched between two aliases */
-extern void rp_pg_sql_key_match(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
+extern void rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
 								int nkey, const char *a, const char *b);
 /* " ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, ..." (DO NOTHING for a table of keys only) */
-extern void rp_pg_sql_on_conflict(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
+extern void rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
 								  int nkey);
 /*
  * COPY into (cols) FROM STDIN [(FORMAT binary)] on conn: 0 once the server
  * takes data, else -1 with *res its answer (the caller reports it and
  * clears it).
  */
-extern int	rp_pg_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res);
+extern int	rp_mirror_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res);
 /* End a COPY started so: 0, or -1 with *res the first result (the caller reports and clears). */
-extern int	rp_pg_copy_end(PGconn *conn, PGresult **res);
+extern int	rp_mirror_copy_end(PGconn *conn, PGresult **res);
 /* After a rollback: what the open transaction made for t (staging, the table) is gone. */
-extern void rp_pg_table_forget(RpPgTable *t);
+extern void rp_mirror_table_forget(RpMirrorTable *t);
 
-/* rp_pg_apply.c */
-extern int	rp_pg_apply_change(RpPg *pg, const RpRecord *rec);
-extern int	rp_pg_apply_truncate(RpPg *pg, const RpRecord *rec, const RpRelMap *rels);
+/* rp_mirror_apply.c */
+extern int	rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec);
+extern int	rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels);
 /* Apply every pending net effect (end of batch, or a barrier). */
-extern int	rp_pg_apply_flush(RpPg *pg);
+extern int	rp_mirror_apply_flush(RpMirror *pg);
 /* History tables apply per source transaction. */
-extern int	rp_pg_apply_end_txn(RpPg *pg);
+extern int	rp_mirror_apply_end_txn(RpMirror *pg);
 /* Give back every effect map's memory (nothing pending: after a flush, an abort, at close). */
-extern void rp_pg_apply_release(RpPg *pg);
+extern void rp_mirror_apply_release(RpMirror *pg);
 
-#endif							/* RP_PG_H */
+#endif							/* RP_MIRROR_INT_H */

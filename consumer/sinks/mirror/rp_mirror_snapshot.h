@@ -1,13 +1,13 @@
 /*
- * rp_pg_snapshot.h
- *    The mirror's initial-snapshot callbacks (rp_pg_snapshot.c).
+ * rp_mirror_snapshot.h
+ *    The mirror's initial-snapshot callbacks (rp_mirror_snapshot.c).
  */
-#ifndef RP_PG_SNAPSHOT_H
-#define RP_PG_SNAPSHOT_H
+#ifndef RP_MIRROR_SNAPSHOT_H
+#define RP_MIRROR_SNAPSHOT_H
 
 #include "sinks/rp_sink.h"
 
-/* Set the snapshot callbacks of a mirror sink (s->priv is its RpPg). */
-extern void rp_pg_snapshot_install(RpSink *s);
+/* Set the snapshot callbacks of a mirror sink (s->priv is its RpMirror). */
+extern void rp_mirror_snapshot_install(RpSink *s);
 
-#endif							/* RP_PG_SNAPSHOT_H */
+#endif							/* RP_MIRROR_SNAPSHOT_H */
