@@ -13,7 +13,6 @@
 #include "agg/rp_agg.h"
 #include "stream/rp_conn.h"
 #include "base/rp_metrics.h"
-#include "sinks/mirror/rp_mirror_int.h"
 #include "snapshot/rp_snapshot.h"
 
 static void
@@ -128,11 +127,12 @@ rp_metrics_render(const RpMetrics *m)
 				  RP_COUNT_LOAD(rp_agg_stats.state_bytes));
 	}
 	/* the mirror (rp_mirror.c): changes the destination had no row for, by table name */
+	if (m->divergences)
 	{
 		char		table[256];
 		uint64_t	count;
 
-		for (int i = 0; rp_mirror_divergence_get(i, table, sizeof(table), &count); i++)
+		for (int i = 0; m->divergences(m->divergences_sink, i, table, sizeof(table), &count); i++)
 		{
 			RpBuf		labels;
 

@@ -28,6 +28,9 @@ typedef struct RpMetrics
 	const RpDlCounters *count;	/* the run's, for the process's life */
 	const RpAsm *asm_;
 	const RpSpill *spill;
+	/* a sink's divergences by table (rp_mirror_divergence_get), or NULL */
+	int			(*divergences) (const void *sink, int i, char *table, size_t len, uint64_t *count);
+	const void *divergences_sink;
 	void	   *daemon;
 } RpMetrics;
 

@@ -25,8 +25,7 @@
 #include "stream/rp_deliver.h"
 #include "base/rp_lock.h"
 #include "base/rp_metrics.h"
-#include "sinks/mirror/rp_mirror_int.h"
-#include "sinks/mirror/rp_mirror_backfill.h"
+#include "sinks/mirror/rp_mirror.h"
 #include "stream/rp_pipe.h"
 #include "sinks/log/rp_snaplog.h"
 #include "snapshot/rp_snapshot.h"
@@ -810,6 +809,9 @@ run_stream(RpCli *cli)
 		goto fail;
 	rp_deliver_count_into(&run.dl, &run.counters);
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
+	/* the mirror's divergences by table (none for other sinks) */
+	run.metrics.divergences = rp_mirror_divergence_get;
+	run.metrics.divergences_sink = run.sink;
 	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.counters, &run.asm_, &run.spill) < 0)
 		goto fail;
 	if (cli->nbackfill > 0)

@@ -57,6 +57,8 @@ END_TEST
 START_TEST(test_divergence)
 {
 	RpMirror	pg;
+	RpSink		sink,
+				other;
 	RpMetrics	m;
 	RpMirrorTable *t1 = table("public", "full_t", "\"public\".\"full_t\"");
 	RpMirrorTable *t2 = table("odd", "q\"t", "\"odd\".\"q\"\"t\"");
@@ -65,7 +67,16 @@ START_TEST(test_divergence)
 	uint64_t	n;
 
 	memset(&pg, 0, sizeof(pg));
+	pthread_mutex_init(&pg.div.lock, NULL);
+	memset(&sink, 0, sizeof(sink));
+	sink.name = RP_MIRROR_SINK_NAME;
+	sink.priv = &pg;
+	memset(&other, 0, sizeof(other));
+	other.name = "stdout";
+	other.priv = &pg;
 	memset(&m, 0, sizeof(m));
+	m.divergences = rp_mirror_divergence_get;
+	m.divergences_sink = &sink;
 	/* halt: fail-closed, naming the table */
 	rp_error_clear();
 	ck_assert_int_eq(rp_mirror_divergence(&pg, t1, "a delete matched no row"), -1);
@@ -77,18 +88,22 @@ START_TEST(test_divergence)
 	ck_assert_int_eq(rp_mirror_divergence(&pg, t1, "an update matched no row"), 0);
 	ck_assert_int_eq(rp_mirror_divergence(&pg, t2, "a delete matched no row"), 0);
 	ck_assert_int_eq(rp_mirror_divergence(&pg, t2, "a delete matched no row"), 0);
-	ck_assert_int_eq(rp_mirror_divergence_get(0, name, sizeof(name), &n), 1);
+	ck_assert_int_eq(rp_mirror_divergence_get(&sink, 0, name, sizeof(name), &n), 1);
 	ck_assert_str_eq(name, "public.full_t");
 	ck_assert_uint_eq(n, 2);
-	ck_assert_int_eq(rp_mirror_divergence_get(1, name, sizeof(name), &n), 1);
+	ck_assert_int_eq(rp_mirror_divergence_get(&sink, 1, name, sizeof(name), &n), 1);
 	ck_assert_str_eq(name, "odd.q\"t");
 	ck_assert_uint_eq(n, 2);
-	ck_assert_int_eq(rp_mirror_divergence_get(2, name, sizeof(name), &n), 0);
+	ck_assert_int_eq(rp_mirror_divergence_get(&sink, 2, name, sizeof(name), &n), 0);
+	/* another kind of sink has none */
+	ck_assert_int_eq(rp_mirror_divergence_get(&other, 0, name, sizeof(name), &n), 0);
 	page = rp_metrics_render(&m);
 	ck_assert_ptr_nonnull(strstr(page, "# TYPE replicant_divergences_total counter\n"));
 	ck_assert_ptr_nonnull(strstr(page, "replicant_divergences_total{table=\"public.full_t\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(page, "replicant_divergences_total{table=\"odd.q\\\"t\"} 2\n"));
 	rp_free(page);
+	for (int i = 0; i < pg.div.n; i++)
+		rp_free(pg.div.table[i]);
 	table_free(t1);
 	table_free(t2);
 }

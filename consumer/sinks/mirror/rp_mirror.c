@@ -47,8 +47,6 @@ static const char *const rp_mirror_setup_sql =
 
 /* ---- the bookkeeping schema ---------------------------------------------------- */
 
-static pthread_mutex_t rp_mirror_bk_lock = PTHREAD_MUTEX_INITIALIZER;
-
 /* "name" with embedded quotes doubled: an identifier, needing no session. */
 static char *
 rp_mirror_quote_name(const char *name)
@@ -74,7 +72,7 @@ rp_mirror_bk(RpMirror *pg, const char *tmpl)
 {
 	const char *out = NULL;
 
-	pthread_mutex_lock(&rp_mirror_bk_lock);
+	pthread_mutex_lock(&pg->bk_lock);
 	for (int i = 0; i < pg->nbk && out == NULL; i++)
 		if (pg->bk_tmpl[i] == tmpl)
 			out = pg->bk_sql[i];
@@ -104,54 +102,57 @@ rp_mirror_bk(RpMirror *pg, const char *tmpl)
 		pg->bk_sql[pg->nbk++] = b.data;
 		out = b.data;
 	}
-	pthread_mutex_unlock(&rp_mirror_bk_lock);
+	pthread_mutex_unlock(&pg->bk_lock);
 	return out;
 }
 
 /* ---- divergences: a change the destination has no row for ----------------------- */
 
-#define RP_MIRROR_DIVERGENCE_TABLES 256
-
-static struct
-{
-	pthread_mutex_t lock;
-	int			n;
-	char	   *table[RP_MIRROR_DIVERGENCE_TABLES];
-	uint64_t	count[RP_MIRROR_DIVERGENCE_TABLES];
-}			rp_mirror_div = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
+/* Count one divergence of t (a table beyond the first RP_MIRROR_DIVERGENCE_TABLES is not shown). */
 static void
-rp_mirror_divergence_count(const RpMirrorTable *t)
+rp_mirror_divergence_count(RpMirror *pg, const RpMirrorTable *t)
 {
+	RpMirrorDivergences *div = &pg->div;
 	char		name[512];
 	int			i;
 
 	snprintf(name, sizeof(name), "%s.%s", t->dest_schema, t->dest_name);
-	pthread_mutex_lock(&rp_mirror_div.lock);
-	for (i = 0; i < rp_mirror_div.n; i++)
-		if (strcmp(rp_mirror_div.table[i], name) == 0)
+	pthread_mutex_lock(&div->lock);
+	for (i = 0; i < div->n; i++)
+		if (strcmp(div->table[i], name) == 0)
 			break;
-	if (i == rp_mirror_div.n && i < RP_MIRROR_DIVERGENCE_TABLES)
-		rp_mirror_div.table[rp_mirror_div.n++] = rp_strndup(name, strlen(name));
-	if (i < rp_mirror_div.n)
-		rp_mirror_div.count[i]++;
-	pthread_mutex_unlock(&rp_mirror_div.lock);
+	if (i == div->n && i < RP_MIRROR_DIVERGENCE_TABLES)
+		div->table[div->n++] = rp_strndup(name, strlen(name));
+	if (i < div->n)
+		div->count[i]++;
+	pthread_mutex_unlock(&div->lock);
 }
 
 int
-rp_mirror_divergence_get(int i, char *table, size_t len, uint64_t *count)
+rp_mirror_divergence_at(RpMirror *pg, int i, char *table, size_t len, uint64_t *count)
 {
+	RpMirrorDivergences *div = &pg->div;
 	int			rc = 0;
 
-	pthread_mutex_lock(&rp_mirror_div.lock);
-	if (i >= 0 && i < rp_mirror_div.n)
+	pthread_mutex_lock(&div->lock);
+	if (i >= 0 && i < div->n)
 	{
-		snprintf(table, len, "%s", rp_mirror_div.table[i]);
-		*count = rp_mirror_div.count[i];
+		snprintf(table, len, "%s", div->table[i]);
+		*count = div->count[i];
 		rc = 1;
 	}
-	pthread_mutex_unlock(&rp_mirror_div.lock);
+	pthread_mutex_unlock(&div->lock);
 	return rc;
+}
+
+int
+rp_mirror_divergence_get(const void *sink, int i, char *table, size_t len, uint64_t *count)
+{
+	const RpSink *s = sink;
+
+	if (s == NULL || s->name == NULL || strcmp(s->name, RP_MIRROR_SINK_NAME) != 0)
+		return 0;
+	return rp_mirror_divergence_at(s->priv, i, table, len, count);
 }
 
 /*
@@ -161,7 +162,7 @@ rp_mirror_divergence_get(int i, char *table, size_t len, uint64_t *count)
 int
 rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char *what)
 {
-	rp_mirror_divergence_count(t);
+	rp_mirror_divergence_count(pg, t);
 	if (pg->opts.divergence_skip)
 		return 0;
 	return rp_fail(RP_HALT_SINK, "destination table %s has diverged: %s holding the source's old row (halting; --on-divergence=skip counts it and goes on)",
@@ -738,7 +739,7 @@ rp_mirror_chunk(RpSink *s, RpDelivery *dl, RpTxn *chunk)
 	int			rc;
 
 	/* ---- backfill: inside a window only committed transactions may count ---- */
-	if (!pg->early && rp_mirror_backfill_window_open())
+	if (!pg->early && rp_mirror_backfill_window_open(pg))
 		return 1;
 	if (!pg->early)
 	{
@@ -864,7 +865,9 @@ rp_mirror_close(RpSink *s)
 {
 	RpMirror   *pg = s->priv;
 
-	rp_mirror_abort(pg);				/* gives the effect maps' memory back too */
+	rp_mirror_abort(pg);			/* gives the effect maps' memory back too */
+	rp_mirror_snapshot_free(pg);
+	rp_mirror_backfill_free(pg);
 	if (pg->conn)
 		PQfinish(pg->conn);
 	pg->conn = NULL;
@@ -883,6 +886,10 @@ rp_mirror_close(RpSink *s)
 		rp_free(pg->bk_tmpl);
 	}
 	rp_free(pg->bk);
+	pthread_mutex_destroy(&pg->bk_lock);
+	for (int i = 0; i < pg->div.n; i++)
+		rp_free(pg->div.table[i]);
+	pthread_mutex_destroy(&pg->div.lock);
 	rp_free(pg);
 	rp_free(s);
 }
@@ -895,12 +902,14 @@ rp_mirror_open(const RpMirrorOptions *opts)
 
 	pg->opts = *opts;
 	pthread_mutex_init(&pg->cancel_lock, NULL);
+	pthread_mutex_init(&pg->bk_lock, NULL);
+	pthread_mutex_init(&pg->div.lock, NULL);
 	if (pg->opts.bookkeeping_schema == NULL)
 		pg->opts.bookkeeping_schema = RP_MIRROR_DEFAULT_BOOKKEEPING;
 	pg->bk = rp_mirror_quote_name(pg->opts.bookkeeping_schema);
 	pg->sink = s;
 	rp_buf_init(&pg->scratch, 4096);
-	s->name = "postgresql";
+	s->name = RP_MIRROR_SINK_NAME;
 	s->kind = RP_SINK_STATE;
 	s->owns_checkpoint = true;
 	s->priv = pg;
@@ -916,6 +925,7 @@ rp_mirror_open(const RpMirrorOptions *opts)
 	s->close = rp_mirror_close;
 	s->interrupt = rp_mirror_interrupt;
 	rp_mirror_snapshot_install(s);
+	rp_mirror_backfill_init(pg);
 	if (rp_mirror_connect(pg) < 0)
 	{
 		rp_mirror_close(s);

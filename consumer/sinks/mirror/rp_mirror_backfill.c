@@ -54,19 +54,34 @@ typedef struct RpMirrorBf
 	RpBackfillChunk *applied;	/* applied in the open destination transaction */
 } RpMirrorBf;
 
-static RpMirrorBf rp_mirror_bf;
+void
+rp_mirror_backfill_init(RpMirror *pg)
+{
+	pg->bf = rp_malloc0(sizeof(RpMirrorBf));
+}
+
+void
+rp_mirror_backfill_free(RpMirror *pg)
+{
+	if (pg->bf == NULL)
+		return;
+	if (pg->bf->keys.data)
+		rp_buf_free(&pg->bf->keys);
+	rp_free(pg->bf);
+	pg->bf = NULL;
+}
 
 bool
-rp_mirror_backfill_window_open(void)
+rp_mirror_backfill_window_open(const RpMirror *pg)
 {
-	return rp_mirror_bf.open;
+	return pg->bf->open;
 }
 
 /* One key (t's key columns of tup) as a COPY text line. */
 static void
-rp_mirror_bf_key_line(const RpMirrorTable *t, const RpTuple *tup)
+rp_mirror_bf_key_line(RpMirrorBf *bf, const RpMirrorTable *t, const RpTuple *tup)
 {
-	RpBuf	   *out = &rp_mirror_bf.keys;
+	RpBuf	   *out = &bf->keys;
 	RpBuf		v;
 
 	for (int k = 0; k < t->nkey; k++)
@@ -90,50 +105,50 @@ rp_mirror_bf_key_line(const RpMirrorTable *t, const RpTuple *tup)
 	}
 	rp_buf_put_char(out, '\n');
 	rp_buf_free(&v);
-	rp_mirror_bf.nkeys++;
+	bf->nkeys++;
 }
 
 void
 rp_mirror_backfill_note(RpMirror *pg, const RpMirrorTable *t, const RpRecord *rec)
 {
-	if (!rp_mirror_bf.open || rp_mirror_bf.applied || t->relid != rp_mirror_bf.low.relid || t->nkey == 0)
+	if (!pg->bf->open || pg->bf->applied || t->relid != pg->bf->low.relid || t->nkey == 0)
 		return;
 	if (rec->u.change.has_old)
-		rp_mirror_bf_key_line(t, &rec->u.change.old_tuple);
+		rp_mirror_bf_key_line(pg->bf, t, &rec->u.change.old_tuple);
 	if (rec->u.change.has_new && rec->tag != RP_TAG_DELETE)
-		rp_mirror_bf_key_line(t, &rec->u.change.new_tuple);
+		rp_mirror_bf_key_line(pg->bf, t, &rec->u.change.new_tuple);
 }
 
 void
 rp_mirror_backfill_truncate(RpMirror *pg, const RpRecord *rec)
 {
-	if (!rp_mirror_bf.open || rp_mirror_bf.applied)
+	if (!pg->bf->open || pg->bf->applied)
 		return;
 	for (uint32_t i = 0; i < rec->u.truncate.nrels; i++)
-		if (rp_truncate_relid(rec, i) == rp_mirror_bf.low.relid)
-			rp_mirror_bf.truncated = true;
+		if (rp_truncate_relid(rec, i) == pg->bf->low.relid)
+			pg->bf->truncated = true;
 }
 
 void
 rp_mirror_backfill_committed(RpMirror *pg)
 {
-	if (rp_mirror_bf.applied == NULL)
+	if (pg->bf->applied == NULL)
 		return;
-	rp_backfill_release(rp_mirror_bf.applied, true);
-	rp_mirror_bf.applied = NULL;
-	rp_mirror_bf.open = false;
-	rp_buf_reset(&rp_mirror_bf.keys);
-	rp_mirror_bf.nkeys = 0;
+	rp_backfill_release(pg->bf->applied, true);
+	pg->bf->applied = NULL;
+	pg->bf->open = false;
+	rp_buf_reset(&pg->bf->keys);
+	pg->bf->nkeys = 0;
 }
 
 void
 rp_mirror_backfill_aborted(RpMirror *pg)
 {
-	if (rp_mirror_bf.applied == NULL)
+	if (pg->bf->applied == NULL)
 		return;
 	/* the window stays: the replay brings its high watermark again */
-	rp_backfill_release(rp_mirror_bf.applied, false);
-	rp_mirror_bf.applied = NULL;
+	rp_backfill_release(pg->bf->applied, false);
+	pg->bf->applied = NULL;
 }
 
 /* COPY len bytes of text-format lines into into (cols). */
@@ -224,10 +239,10 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 	cols = rp_mirror_bf_take_buf(&b);
 	rp_mirror_sql_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
 	wcols = rp_mirror_bf_take_buf(&b);
-	if (!rp_mirror_bf.truncated && ch->nrows > 0)
+	if (!pg->bf->truncated && ch->nrows > 0)
 	{
-		if (rp_mirror_bf.nkeys > 0 &&
-			rp_mirror_bf_copy(pg, t, win, wcols, rp_mirror_bf.keys.data, rp_mirror_bf.keys.len,
+		if (pg->bf->nkeys > 0 &&
+			rp_mirror_bf_copy(pg, t, win, wcols, pg->bf->keys.data, pg->bf->keys.len,
 						  "loading a backfill window") < 0)
 			goto out;
 		if (rp_mirror_bf_copy(pg, t, stage, cols, ch->rows.data, ch->rows.len, "loading a backfill chunk") < 0)
@@ -312,18 +327,18 @@ rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
 	if (m.mark == RP_BF_LOW)
 	{
 		/* the same low watermark again (a replay after a rollback): the window goes on */
-		if (rp_mirror_bf.open && rp_bfmsg_same_chunk(&rp_mirror_bf.low, &m))
+		if (pg->bf->open && rp_bfmsg_same_chunk(&pg->bf->low, &m))
 			return 1;
-		if (rp_mirror_bf.keys.data == NULL)
-			rp_buf_init(&rp_mirror_bf.keys, 4096);
-		rp_buf_reset(&rp_mirror_bf.keys);
-		rp_mirror_bf.nkeys = 0;
-		rp_mirror_bf.truncated = false;
-		rp_mirror_bf.low = m;
-		rp_mirror_bf.open = true;
+		if (pg->bf->keys.data == NULL)
+			rp_buf_init(&pg->bf->keys, 4096);
+		rp_buf_reset(&pg->bf->keys);
+		pg->bf->nkeys = 0;
+		pg->bf->truncated = false;
+		pg->bf->low = m;
+		pg->bf->open = true;
 		return 1;
 	}
-	if (!rp_mirror_bf.open || !rp_bfmsg_same_chunk(&rp_mirror_bf.low, &m) || rp_mirror_bf.applied)
+	if (!pg->bf->open || !rp_bfmsg_same_chunk(&pg->bf->low, &m) || pg->bf->applied)
 		return 1;
 	if ((ch = rp_backfill_take(&m)) == NULL)
 		return 1;
@@ -332,7 +347,7 @@ rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
 		rp_backfill_release(ch, false);
 		return -1;
 	}
-	rp_mirror_bf.applied = ch;
+	pg->bf->applied = ch;
 	return 1;
 }
 

@@ -10,6 +10,9 @@
 
 #include "sinks/mirror/rp_mirror_int.h"
 
+/* The mirror's backfill state (pg->bf), made at open and freed at close. */
+extern void rp_mirror_backfill_init(RpMirror *pg);
+extern void rp_mirror_backfill_free(RpMirror *pg);
 /*
  * A logical message: 1 when it is a backfill watermark (handled, no other
  * routing), 0 when it is not, -1 after rp_fail().
@@ -21,11 +24,9 @@ extern void rp_mirror_backfill_note(RpMirror *pg, const RpMirrorTable *t, const 
 /* A TRUNCATE is being applied: a window on one of its tables keeps none of its chunk. */
 extern void rp_mirror_backfill_truncate(RpMirror *pg, const RpRecord *rec);
 /* Is a window open (early apply declines then: an aborted transaction's keys must not count)? */
-extern bool rp_mirror_backfill_window_open(void);
+extern bool rp_mirror_backfill_window_open(const RpMirror *pg);
 /* The destination transaction committed / rolled back. */
 extern void rp_mirror_backfill_committed(RpMirror *pg);
 extern void rp_mirror_backfill_aborted(RpMirror *pg);
-/* RpBackfillOptions.progress: arg is the mirror's RpSink; its own session. */
-extern int	rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token);
 
 #endif							/* RP_MIRROR_BACKFILL_H */

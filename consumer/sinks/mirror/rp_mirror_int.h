@@ -13,34 +13,12 @@
 #include "rp_buf.h"
 #include "rp_decode.h"
 #include "sinks/rp_sink.h"
+#include "sinks/mirror/rp_mirror.h"
 
-typedef enum RpDestructive
-{
-	RP_DESTRUCTIVE_HALT,
-	RP_DESTRUCTIVE_SKIP,
-	RP_DESTRUCTIVE_APPLY
-} RpDestructive;
-
-typedef struct RpMirrorOptions
-{
-	const char *conninfo;
-	const char *slot;
-	bool		create_tables;
-	RpDestructive on_destructive;
-	const char *schema_prefix;	/* destination schema = prefix || source schema */
-	char	  **history;		/* "schema.table" of tables kept as history */
-	int			nhistory;
-	char	  **route_prefixes; /* messages written to replicant.messages */
-	int			nroute;
-	char	  **ignore_prefixes;	/* messages acknowledged with no effect */
-	int			nignore;
-	const char *bookkeeping_schema; /* the mirror's own tables (NULL: "replicant") */
-	bool		divergence_skip;	/* --on-divergence=skip: count, do not halt */
-} RpMirrorOptions;
-
-/* Identifiers longer than this are truncated by a default server (NAMEDATALEN - 1). */
-#define RP_MIRROR_MAX_IDENT 63
-#define RP_MIRROR_DEFAULT_BOOKKEEPING "replicant"
+/* RpSink.name of a mirror: how rp_mirror_divergence_get knows one */
+#define RP_MIRROR_SINK_NAME "postgresql"
+/* the most tables whose divergences are counted, by name */
+#define RP_MIRROR_DIVERGENCE_TABLES 256
 
 typedef enum RpEffectOp
 {
@@ -99,6 +77,15 @@ typedef struct RpMirrorTable
 	size_t		held;			/* bytes of the above, as charged (rp_mirror_apply.c) */
 } RpMirrorTable;
 
+/* Changes the destination had no row for, by destination table (rp_mirror.c). */
+typedef struct RpMirrorDivergences
+{
+	pthread_mutex_t lock;		/* the metrics thread reads them */
+	int			n;
+	char	   *table[RP_MIRROR_DIVERGENCE_TABLES];	/* "schema.name" */
+	uint64_t	count[RP_MIRROR_DIVERGENCE_TABLES];
+} RpMirrorDivergences;
+
 typedef struct RpMirror
 {
 	RpMirrorOptions opts;
@@ -127,6 +114,7 @@ typedef struct RpMirror
 	PGcancel   *cancel;			/* of conn, or NULL */
 	int			max_ident;		/* the destination's max_identifier_length */
 	/* the bookkeeping schema, quoted, and SQL expanded with it (rp_mirror_bk) */
+	pthread_mutex_t bk_lock;	/* snapshot workers expand too */
 	char	   *bk;
 	const char **bk_tmpl;
 	char	  **bk_sql;
@@ -136,10 +124,12 @@ typedef struct RpMirror
 	struct RpSpill *budget;		/* where held is charged (sink->spill when it began) */
 	uint64_t	bound_flushes;	/* effect maps applied early to stay in the budget */
 	bool		refs;			/* a row points into the record being applied */
+	RpMirrorDivergences div;
+	struct RpMirrorSnap *snap;	/* the initial snapshot's state (rp_mirror_snapshot.c) */
+	struct RpMirrorBf *bf;		/* the open backfill window (rp_mirror_backfill.c) */
 } RpMirror;
 
 /* rp_mirror.c */
-extern RpSink *rp_mirror_open(const RpMirrorOptions *opts);
 extern int	rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMirrorTable *t);
 extern int	rp_mirror_exec(RpMirror *pg, const char *sql, const char *what, const RpMirrorTable *t);
 extern int	rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *vals,
@@ -158,8 +148,8 @@ extern const char *rp_mirror_bk(RpMirror *pg, const char *tmpl);
 extern void rp_mirror_diag_where(const PGresult *res, const RpMirrorTable *t, char *where, size_t len);
 /* A change that matched no destination row: halts, or is counted (--on-divergence). */
 extern int	rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char *what);
-/* Divergences by destination table, for the metrics page: 0 past the last. */
-extern int	rp_mirror_divergence_get(int i, char *table, size_t len, uint64_t *count);
+/* The i-th table's divergences: 1, or 0 past the last. */
+extern int	rp_mirror_divergence_at(RpMirror *pg, int i, char *table, size_t len, uint64_t *count);
 
 /* rp_mirror_table.c */
 extern RpMirrorTable *rp_mirror_table_get(RpMirror *pg, const RpRelation *rel);

@@ -70,8 +70,6 @@ typedef struct RpMirrorSnap
 	bool		setup_done;
 } RpMirrorSnap;
 
-/* One mirror sink per process; its snapshot state lives here. */
-static RpMirrorSnap rp_mirror_snap;
 
 static int
 rp_mirror_snap_fail(PGresult *res, const char *what, const RpMirrorTable *t)
@@ -496,7 +494,7 @@ rp_mirror_snap_copy(PGconn *conn, const RpMirrorSnapTable *st, const char *into,
 static int
 rp_mirror_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 {
-	RpMirrorSnap *s = &rp_mirror_snap;
+	RpMirrorSnap *s = ((RpMirror *) sink->priv)->snap;
 	RpMirrorSnapTable *st;
 	PGconn	   *conn;
 	char		relid[16],
@@ -594,7 +592,7 @@ fail:
 static int
 rp_mirror_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
 {
-	RpMirrorSnap *s = &rp_mirror_snap;
+	RpMirrorSnap *s = ((RpMirror *) sink->priv)->snap;
 	RpMirror   *pg = s->pg;
 	char		relid[16];
 	const char *vals[2] = {pg->opts.slot, relid};
@@ -630,7 +628,7 @@ rp_mirror_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
 static int
 rp_mirror_snap_complete(RpSink *sink, uint64_t lsn)
 {
-	RpMirrorSnap *s = &rp_mirror_snap;
+	RpMirrorSnap *s = ((RpMirror *) sink->priv)->snap;
 	RpMirror   *pg = s->pg;
 	const char *vals[5];
 	PGresult   *res;
@@ -717,13 +715,43 @@ fail:
 void
 rp_mirror_snapshot_install(RpSink *sink)
 {
-	memset(&rp_mirror_snap, 0, sizeof(rp_mirror_snap));
-	rp_mirror_snap.pg = sink->priv;
-	pthread_mutex_init(&rp_mirror_snap.lock, NULL);
+	RpMirror   *pg = sink->priv;
+
+	pg->snap = rp_malloc0(sizeof(RpMirrorSnap));
+	pg->snap->pg = pg;
+	pthread_mutex_init(&pg->snap->lock, NULL);
 	sink->handle_snapshot = rp_mirror_snap_chunk;
 	sink->handle_snapshot_complete = rp_mirror_snap_complete;
 	sink->snapshot_progress = rp_mirror_snap_progress;
 	sink->snapshot_raw = true;
 	sink->snapshot_parallel = true;
 	sink->snapshot_heap_order = true;
+}
+
+void
+rp_mirror_snapshot_free(RpMirror *pg)
+{
+	RpMirrorSnap *s = pg->snap;
+
+	if (s == NULL)
+		return;
+	for (int i = 0; i < RP_MIRROR_SNAP_MAX_WORKERS; i++)
+		if (s->conns[i])
+			PQfinish(s->conns[i]);
+	for (int i = 0; i < s->ntables; i++)
+	{
+		RpMirrorSnapTable *st = s->tables[i];
+		char	   *strs[] = {st->qname, st->cols, st->into, st->after, st->stage, st->stage_ddl,
+		st->upsert_ddl, st->upsert_after, st->retire_sql};
+
+		for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++)
+			if (strs[k])
+				rp_free(strs[k]);
+		rp_free(st);
+	}
+	if (s->tables)
+		rp_free(s->tables);
+	pthread_mutex_destroy(&s->lock);
+	rp_free(s);
+	pg->snap = NULL;
 }

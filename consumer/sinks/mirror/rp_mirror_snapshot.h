@@ -9,5 +9,7 @@
 
 /* Set the snapshot callbacks of a mirror sink (s->priv is its RpMirror). */
 extern void rp_mirror_snapshot_install(RpSink *s);
+/* Free what the snapshot kept (its sessions, its tables' plans): at close. */
+extern void rp_mirror_snapshot_free(struct RpMirror *pg);
 
 #endif							/* RP_MIRROR_SNAPSHOT_H */
