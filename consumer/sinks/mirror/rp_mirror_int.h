@@ -1,10 +1,9 @@
 /*
  * rp_mirror_int.h
- *    The PostgreSQL mirror sink's shared state (rp_mirror.c: sessions,
- *    checkpoints and transactions; rp_mirror_table.c: destination tables;
- *    rp_mirror_apply.c: net effects and bulk apply).
- */
-#ifndef RP_MIRROR_INT_H
+ *    The PostgreSQL mirror sink's own state and the functions its files
+ *    share, by file, top down (see rp_mirror.c for the order: a file calls
+ *    only those below it).  Callers outside the package use rp_mirror.h.
+ */#ifndef RP_MIRROR_INT_H
 #define RP_MIRROR_INT_H
 
 #include <libpq-fe.h>
@@ -19,6 +18,12 @@
 #define RP_MIRROR_SINK_NAME "postgresql"
 /* the most tables whose divergences are counted, by name */
 #define RP_MIRROR_DIVERGENCE_TABLES 256
+
+/*
+ * A datum kind of the sink's own effect rows (never on the wire): the
+ * destination's text of a value, read back from the destination.
+ */
+#define RP_MIRROR_DATUM_TEXT 't'
 
 typedef enum RpEffectOp
 {
@@ -129,38 +134,87 @@ typedef struct RpMirror
 	struct RpMirrorBf *bf;		/* the open backfill window (rp_mirror_backfill.c) */
 } RpMirror;
 
-/* rp_mirror.c */
-extern int	rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMirrorTable *t);
-extern int	rp_mirror_exec(RpMirror *pg, const char *sql, const char *what, const RpMirrorTable *t);
-extern int	rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *vals,
-							  const char *what, const RpMirrorTable *t);
-/*
- * tmpl with every "@bk" replaced by the quoted bookkeeping schema; the
- * string lives as long as the sink (tmpl must be a literal).  Thread-safe.
- */
-extern const char *rp_mirror_bk(RpMirror *pg, const char *tmpl);
-/*
- * " on table T column "c" constraint "k"": the names of an error that the
- * consumer knows itself (t's table, columns and constraints); a name the
- * server reports that is not one of them is left out, since a trigger can
- * put anything there (G4).
- */
-extern void rp_mirror_diag_where(const PGresult *res, const RpMirrorTable *t, char *where, size_t len);
-/* A change that matched no destination row: halts, or is counted (--on-divergence). */
-extern int	rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char *what);
-/* The i-th table's divergences: 1, or 0 past the last. */
-extern int	rp_mirror_divergence_at(RpMirror *pg, int i, char *table, size_t len, uint64_t *count);
+/* Query parameters as text, built up one by one. */
+typedef struct RpMirrorParams
+{
+	RpBuf		strings;
+	size_t	   *offs;
+	bool	   *isnull;
+	int			n;
+	int			cap;
+} RpMirrorParams;
 
-/* rp_mirror_table.c */
-extern RpMirrorTable *rp_mirror_table_get(RpMirror *pg, const RpRelation *rel);
-extern int	rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t);
+/* Which effects a COPY takes. */
+typedef enum RpMirrorStageWhich
+{
+	RP_MIRROR_STAGE_DELETES,			/* keys of deletes */
+	RP_MIRROR_STAGE_UPSERTS,			/* full rows of upserts that are not fresh */
+	RP_MIRROR_STAGE_FRESH,				/* full rows of fresh upserts */
+	RP_MIRROR_STAGE_ALL_UPSERTS			/* full rows of every upsert */
+} RpMirrorStageWhich;
+
+/* Columns that are applied: generated columns are the destination's business. */
+static inline bool
+rp_mirror_applied(const RpColumn *c)
+{
+	return (c->flags & RP_COL_GENERATED) == 0;
+}
+
+/* rp_mirror_schema.c */
 extern int	rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRelation *after,
 									  RpSchemaChange change);
-extern int	rp_mirror_table_ensure_stage(RpMirror *pg, RpMirrorTable *t);
-extern char *rp_mirror_ident(RpMirror *pg, const char *name);
+
+/* rp_mirror_change.c */
+extern int	rp_mirror_effects_bound(RpMirror *pg, RpMirrorTable *t);
+extern int	rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec);
+extern int	rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels);
+
+/* rp_mirror_apply.c */
+/* History tables apply per source transaction. */
+extern int	rp_mirror_apply_end_txn(RpMirror *pg);
+/* Apply every pending net effect (end of batch, or a barrier). */
+extern int	rp_mirror_apply_flush(RpMirror *pg);
+
+/* rp_mirror_history.c */
+extern int	rp_mirror_apply_history(RpMirror *pg, RpMirrorTable *t);
+
+/* rp_mirror_stage.c */
+/*
+ * COPY into (cols) FROM STDIN [(FORMAT binary)] on conn: 0 once the server
+ * takes data, else -1 with *res its answer (the caller reports it and
+ * clears it).
+ */
+extern int	rp_mirror_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res);
+/* End a COPY started so: 0, or -1 with *res the first result (the caller reports and clears). */
+extern int	rp_mirror_copy_end(PGconn *conn, PGresult **res);
+extern int	rp_mirror_stage_ensure(RpMirror *pg, RpMirrorTable *t);
+extern bool	rp_mirror_stage_wants(const RpEffect *ef, RpMirrorStageWhich which);
+extern int	rp_mirror_stage_effects(RpMirror *pg, RpMirrorTable *t, const char *stage, RpMirrorStageWhich which);
+
+/* rp_mirror_effect.c */
+extern void	rp_mirror_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d);
+extern RpEffect *rp_mirror_effect_find(RpMirrorTable *t, const RpBuf *key);
+extern void	rp_mirror_key_of(const RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
+extern void	rp_mirror_effect_delete(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
+extern void	rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref);
+extern void	rp_mirror_effects_clear(RpMirrorTable *t);
+extern size_t	rp_mirror_effects_limit(const RpMirror *pg);
+extern void	rp_mirror_effects_account(RpMirror *pg, RpMirrorTable *t);
+/* Give back every effect map's memory (nothing pending: after a flush, an abort, at close). */
+extern void rp_mirror_effects_release(RpMirror *pg);
+
+/* rp_mirror_table.c */
+extern void	rp_mirror_table_reset_stage(RpMirrorTable *t);
+/* After a rollback: what the open transaction made for t (staging, the table) is gone. */
+extern void rp_mirror_table_forget(RpMirrorTable *t);
+extern void	rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel);
+extern RpMirrorTable *rp_mirror_table_get(RpMirror *pg, const RpRelation *rel);
 extern void rp_mirror_table_free(RpMirrorTable *t);
-/* name is one of the destination table's constraints or indexes (read at resolve) */
-extern bool rp_mirror_known_constraint(const RpMirrorTable *t, const char *name);
+extern int	rp_mirror_read_match(RpMirror *pg, RpMirrorTable *t);
+extern int	rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t);
+
+/* rp_mirror_sql.c */
+extern char *rp_mirror_ident(RpMirror *pg, const char *name);
 /*
  * SQL pieces shared by the apply, snapshot and backfill paths.  Column
  * names are quoted; idx NULL means every column but generated ones, qual
@@ -174,25 +228,50 @@ extern void rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *
 /* " ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, ..." (DO NOTHING for a table of keys only) */
 extern void rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
 								  int nkey);
-/*
- * COPY into (cols) FROM STDIN [(FORMAT binary)] on conn: 0 once the server
- * takes data, else -1 with *res its answer (the caller reports it and
- * clears it).
- */
-extern int	rp_mirror_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res);
-/* End a COPY started so: 0, or -1 with *res the first result (the caller reports and clears). */
-extern int	rp_mirror_copy_end(PGconn *conn, PGresult **res);
-/* After a rollback: what the open transaction made for t (staging, the table) is gone. */
-extern void rp_mirror_table_forget(RpMirrorTable *t);
+extern void	rp_mirror_params_init(RpMirrorParams *p);
+extern int	rp_mirror_params_datum(RpMirrorParams *p, uint8_t enc, const RpDatum *d);
+extern int	rp_mirror_params_text(RpMirrorParams *p, const char *s);
+extern int	rp_mirror_params_exec(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what);
+extern int	rp_mirror_params_exec_count(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what);
+extern void	rp_mirror_params_free(RpMirrorParams *p);
+extern void	rp_mirror_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, int param, const char *alias);
+extern int	rp_mirror_exec_datums(RpMirror *pg, RpMirrorTable *t, const char *sql, int n, const RpDatum *datums,
+			   const uint8_t *encs, const char *what);
+extern int	rp_mirror_collect(const RpMirrorTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
+		   uint8_t *encs, int *which);
+extern void	rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const int *which, int n,
+					 const char *extra_cols, const char *extra_vals);
 
-/* rp_mirror_apply.c */
-extern int	rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec);
-extern int	rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels);
-/* Apply every pending net effect (end of batch, or a barrier). */
-extern int	rp_mirror_apply_flush(RpMirror *pg);
-/* History tables apply per source transaction. */
-extern int	rp_mirror_apply_end_txn(RpMirror *pg);
-/* Give back every effect map's memory (nothing pending: after a flush, an abort, at close). */
-extern void rp_mirror_apply_release(RpMirror *pg);
+/* rp_mirror_divergence.c */
+/* The i-th table's divergences: 1, or 0 past the last. */
+extern int	rp_mirror_divergence_at(RpMirror *pg, int i, char *table, size_t len, uint64_t *count);
+/* A change that matched no destination row: halts, or is counted (--on-divergence). */
+extern int	rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char *what);
+
+/* rp_mirror_session.c */
+extern char *rp_mirror_quote_name(const char *name);
+/*
+ * tmpl with every "@bk" replaced by the quoted bookkeeping schema; the
+ * string lives as long as the sink (tmpl must be a literal).  Thread-safe.
+ */
+extern const char *rp_mirror_bk(RpMirror *pg, const char *tmpl);
+/* name is one of the destination table's constraints or indexes (read at resolve) */
+extern bool rp_mirror_known_constraint(const RpMirrorTable *t, const char *name);
+/*
+ * " on table T column "c" constraint "k"": the names of an error that the
+ * consumer knows itself (t's table, columns and constraints); a name the
+ * server reports that is not one of them is left out, since a trigger can
+ * put anything there (G4).
+ */
+extern void rp_mirror_diag_where(const PGresult *res, const RpMirrorTable *t, char *where, size_t len);
+extern int	rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMirrorTable *t);
+extern int	rp_mirror_exec(RpMirror *pg, const char *sql, const char *what, const RpMirrorTable *t);
+extern int	rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *vals,
+							  const char *what, const RpMirrorTable *t);
+extern void	rp_mirror_set_cancel(RpMirror *pg);
+extern int	rp_mirror_connect(RpMirror *pg);
+extern int	rp_mirror_read_checkpoint(RpMirror *pg, RpCheckpoint *ck);
+extern int	rp_mirror_begin(RpMirror *pg, const RpCheckpoint *ck, uint64_t *done);
+extern int	rp_mirror_session_commit(RpMirror *pg, const RpCheckpoint *ck);
 
 #endif							/* RP_MIRROR_INT_H */

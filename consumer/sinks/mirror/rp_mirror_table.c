@@ -1,7 +1,7 @@
 /*
  * rp_mirror_table.c
- *    Destination tables of the mirror sink: mapping, checks, creation,
- *    schema changes and staging tables.
+ *    Destination tables of the mirror sink: mapping, checks and creation
+ *    (schema changes: rp_mirror_schema.c; staging: rp_mirror_stage.c).
  *
  * A source table maps to the destination table of the same schema (after
  * --schema-prefix) and name.  It must have every replicated column and a
@@ -25,26 +25,6 @@
 #include "sinks/mirror/rp_mirror_int.h"
 #include "values/rp_pgbin.h"
 #include "base/rp_status.h"
-
-char *
-rp_mirror_ident(RpMirror *pg, const char *name)
-{
-	char	   *q = PQescapeIdentifier(pg->conn, name, strlen(name));
-	char	   *copy;
-
-	if (q == NULL)
-		return rp_strndup("\"?\"", 3);
-	copy = rp_strndup(q, strlen(q));
-	PQfreemem(q);
-	return copy;
-}
-
-/* Columns that are applied: generated columns are the destination's business. */
-static inline bool
-rp_mirror_applied(const RpColumn *c)
-{
-	return (c->flags & RP_COL_GENERATED) == 0;
-}
 
 static bool
 rp_mirror_is_history(RpMirror *pg, const RpRelation *rel)
@@ -102,7 +82,7 @@ rp_mirror_table_reset_catalog(RpMirrorTable *t, int natts)
 	t->nconstraints = 0;
 }
 
-static void
+void
 rp_mirror_table_reset_stage(RpMirrorTable *t)
 {
 	if (t->stage_ups)
@@ -110,120 +90,6 @@ rp_mirror_table_reset_stage(RpMirrorTable *t)
 	if (t->stage_del)
 		rp_free(t->stage_del);
 	t->stage_ups = t->stage_del = NULL;
-}
-
-int
-rp_mirror_sql_cols(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n, const char *qual)
-{
-	int			written = 0;
-	int			count = idx ? n : rel->natts;
-
-	for (int j = 0; j < count; j++)
-	{
-		int			i = idx ? idx[j] : j;
-		char	   *q;
-
-		if (!idx && (rel->cols[i].flags & RP_COL_GENERATED))
-			continue;
-		q = rp_mirror_ident(pg, rel->cols[i].name);
-		if (written++)
-			rp_buf_put_text(sql, ", ");
-		if (qual)
-			rp_buf_put_text(sql, qual);
-		rp_buf_put_text(sql, q);
-		rp_free(q);
-	}
-	return written;
-}
-
-void
-rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey,
-					const char *a, const char *b)
-{
-	for (int k = 0; k < nkey; k++)
-	{
-		char	   *q = rp_mirror_ident(pg, rel->cols[keycols[k]].name);
-
-		if (k)
-			rp_buf_put_text(sql, " AND ");
-		rp_buf_put_text(sql, a);
-		rp_buf_put_char(sql, '.');
-		rp_buf_put_text(sql, q);
-		rp_buf_put_text(sql, " = ");
-		rp_buf_put_text(sql, b);
-		rp_buf_put_char(sql, '.');
-		rp_buf_put_text(sql, q);
-		rp_free(q);
-	}
-}
-
-int
-rp_mirror_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res)
-{
-	RpBuf		sql;
-
-	rp_buf_init(&sql, 256);
-	rp_buf_put_text(&sql, "COPY ");
-	rp_buf_put_text(&sql, into);
-	rp_buf_put_text(&sql, " (");
-	rp_buf_put_text(&sql, cols);
-	rp_buf_put_text(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
-	rp_buf_put_char(&sql, '\0');
-	*res = PQexec(conn, sql.data);
-	rp_buf_free(&sql);
-	if (PQresultStatus(*res) != PGRES_COPY_IN)
-		return -1;
-	PQclear(*res);
-	*res = NULL;
-	return 0;
-}
-
-int
-rp_mirror_copy_end(PGconn *conn, PGresult **res)
-{
-	int			rc = PQputCopyEnd(conn, NULL) == 1 ? 0 : -1;
-	PGresult   *more;
-
-	*res = PQgetResult(conn);
-	if (PQresultStatus(*res) != PGRES_COMMAND_OK)
-		rc = -1;
-	while ((more = PQgetResult(conn)) != NULL)
-		PQclear(more);
-	if (rc == 0)
-	{
-		PQclear(*res);
-		*res = NULL;
-	}
-	return rc;
-}
-
-void
-rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey)
-{
-	bool		any = false;
-
-	rp_buf_put_text(sql, " ON CONFLICT (");
-	rp_mirror_sql_cols(pg, sql, rel, keycols, nkey, NULL);
-	rp_buf_put_text(sql, ") DO ");
-	for (int i = 0; i < rel->natts; i++)
-	{
-		bool		key = false;
-		char	   *q;
-
-		for (int k = 0; k < nkey; k++)
-			key |= keycols[k] == i;
-		if (key || (rel->cols[i].flags & RP_COL_GENERATED))
-			continue;
-		q = rp_mirror_ident(pg, rel->cols[i].name);
-		rp_buf_put_text(sql, any ? ", " : "UPDATE SET ");
-		rp_buf_put_text(sql, q);
-		rp_buf_put_text(sql, " = EXCLUDED.");
-		rp_buf_put_text(sql, q);
-		rp_free(q);
-		any = true;
-	}
-	if (!any)
-		rp_buf_put_text(sql, "NOTHING");
 }
 
 void
@@ -236,7 +102,7 @@ rp_mirror_table_forget(RpMirrorTable *t)
 	t->txn_dirty = false;
 }
 
-static void
+void
 rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel)
 {
 	char		schema[256];
@@ -535,7 +401,7 @@ rp_mirror_read_constraints(RpMirror *pg, RpMirrorTable *t)
  * function and its type (with typmod) to cast the parameter to.  A type
  * with no send function falls back to its text output.
  */
-static int
+int
 rp_mirror_read_match(RpMirror *pg, RpMirrorTable *t)
 {
 	const char *vals[1] = {t->qname};
@@ -676,159 +542,4 @@ rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t)
 		t->txn_dirty = true;
 	}
 	return rc;
-}
-
-int
-rp_mirror_table_ensure_stage(RpMirror *pg, RpMirrorTable *t)
-{
-	RpBuf		sql;
-	char		name[64];
-	int			rc = 0;
-
-	if (t->stage_ups)
-		return 0;
-	rp_buf_init(&sql, 512);
-	for (int pass = 0; pass < 2 && rc == 0; pass++)
-	{
-		snprintf(name, sizeof(name), "pg_temp.rp_stage_%llu_%s",
-				 (unsigned long long) ++pg->stage_seq, pass == 0 ? "u" : "d");
-		rp_buf_reset(&sql);
-		rp_buf_put_text(&sql, "CREATE TEMP TABLE ");
-		rp_buf_put_text(&sql, name + strlen("pg_temp."));
-		rp_buf_put_text(&sql, " ON COMMIT DELETE ROWS AS SELECT ");
-		rp_mirror_sql_cols(pg, &sql, t->rel, pass == 1 ? t->keycols : NULL, t->nkey, NULL);
-		rp_buf_put_text(&sql, " FROM ");
-		rp_buf_put_text(&sql, t->qname);
-		rp_buf_put_text(&sql, " WITH NO DATA");
-		rp_buf_put_char(&sql, '\0');
-		rc = rp_mirror_exec(pg, sql.data, "creating a staging table", t);
-		if (pass == 0)
-			t->stage_ups = rp_strndup(name, strlen(name));
-		else
-			t->stage_del = rp_strndup(name, strlen(name));
-		t->txn_dirty = true;
-	}
-	rp_buf_free(&sql);
-	if (rc < 0)
-		rp_mirror_table_reset_stage(t);
-	return rc;
-}
-
-static int
-rp_mirror_alter(RpMirror *pg, RpMirrorTable *t, const char *action, const RpColumn *c, const char *extra)
-{
-	RpBuf		sql;
-	char	   *qc = rp_mirror_ident(pg, c->name);
-	int			rc;
-
-	rp_buf_init(&sql, 256);
-	rp_buf_put_text(&sql, "ALTER TABLE ");
-	rp_buf_put_text(&sql, t->qname);
-	rp_buf_put_char(&sql, ' ');
-	rp_buf_put_text(&sql, action);
-	rp_buf_put_char(&sql, ' ');
-	rp_buf_put_text(&sql, qc);
-	if (extra)
-	{
-		rp_buf_put_char(&sql, ' ');
-		rp_buf_put_text(&sql, extra);
-	}
-	rp_buf_put_char(&sql, '\0');
-	rc = rp_mirror_exec(pg, sql.data, "ALTER TABLE", t);
-	rp_buf_free(&sql);
-	rp_free(qc);
-	return rc;
-}
-
-static const RpColumn *
-rp_mirror_col(const RpRelation *rel, int16_t attnum)
-{
-	for (uint16_t i = 0; i < rel->natts; i++)
-		if (rel->cols[i].attnum == attnum)
-			return &rel->cols[i];
-	return NULL;
-}
-
-/*
- * Additive changes are applied in the destination transaction of the data
- * that follows them; destructive ones halt unless --on-destructive says
- * apply (drop or retype the column) or skip (go on without it).
- */
-int
-rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRelation *after,
-						  RpSchemaChange change)
-{
-	RpMirrorTable *t;
-	char		what[256];
-
-	if (change == RP_SCHEMA_SAME)
-		return 0;
-	if (!pg->in_txn)
-		return 0;				/* tables are resolved when their rows come */
-	t = rp_mirror_table_get(pg, before ? before : after);
-	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
-		return -1;
-	if (change == RP_SCHEMA_NEW)
-		return 0;
-
-	/* a schema change is a barrier: what came before is applied first */
-	if (rp_mirror_apply_flush(pg) < 0)
-		return -1;
-	rp_schema_diff(before, after, what, sizeof(what));
-	if (change == RP_SCHEMA_DESTRUCTIVE)
-	{
-		if (pg->opts.on_destructive == RP_DESTRUCTIVE_HALT)
-			return rp_fail(RP_HALT_SCHEMA, "destructive schema change of table %s: %s (halting; --on-destructive=apply or skip overrides)",
-						   t->qname, what);
-		if (strcmp(before->schema, after->schema) != 0 || strcmp(before->name, after->name) != 0 ||
-			before->identity != after->identity)
-			return rp_fail(RP_HALT_SCHEMA, "schema change of table %s cannot be applied: %s",
-						   t->qname, what);
-	}
-	if (change == RP_SCHEMA_ADDITIVE || pg->opts.on_destructive == RP_DESTRUCTIVE_APPLY)
-	{
-		for (uint16_t i = 0; i < before->natts; i++)
-		{
-			const RpColumn *b = &before->cols[i];
-			const RpColumn *a = rp_mirror_col(after, b->attnum);
-
-			if (!rp_mirror_applied(b))
-				continue;
-			if (a == NULL)
-			{
-				if (rp_mirror_alter(pg, t, "DROP COLUMN IF EXISTS", b, NULL) < 0)
-					return -1;
-			}
-			else if (strcmp(a->name, b->name) != 0)
-			{
-				char	   *qn = rp_mirror_ident(pg, a->name);
-				char		extra[512];
-
-				snprintf(extra, sizeof(extra), "TO %s", qn);
-				rp_free(qn);
-				if (rp_mirror_alter(pg, t, "RENAME COLUMN", b, extra) < 0)
-					return -1;
-			}
-			else if (a->type_oid != b->type_oid || a->typmod != b->typmod)
-			{
-				char	   *qc = rp_mirror_ident(pg, a->name);
-				char		extra[1024];
-
-				snprintf(extra, sizeof(extra), "TYPE %s USING %s::%s", a->type_name, qc, a->type_name);
-				rp_free(qc);
-				if (rp_mirror_alter(pg, t, "ALTER COLUMN", a, extra) < 0)
-					return -1;
-			}
-		}
-		for (uint16_t i = 0; i < after->natts; i++)
-		{
-			const RpColumn *a = &after->cols[i];
-
-			if (rp_mirror_applied(a) && rp_mirror_col(before, a->attnum) == NULL &&
-				rp_mirror_alter(pg, t, "ADD COLUMN IF NOT EXISTS", a, a->type_name) < 0)
-				return -1;
-		}
-	}
-	rp_mirror_table_describe(pg, t, after);
-	return rp_mirror_table_resolve(pg, t);
 }
