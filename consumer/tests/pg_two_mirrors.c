@@ -218,6 +218,8 @@ START_TEST(test_apart)
 	dst_expect("SELECT count(*) FROM a_public.t WHERE id >= 50", "0");
 	side_ck(&a, 0x2000);
 	side_ck(&b, 0x4000);
+	/* both sessions open side by side, named by the one opener (rp_mirror_session_open) */
+	dst_expect("SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE application_name = 'replicant'", "2");
 }
 END_TEST
 

@@ -351,33 +351,21 @@ rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
 	return 1;
 }
 
-static void
-rp_mirror_bf_notice(void *arg, const PGresult *res)
-{
-}
-
 int
 rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token)
 {
 	RpSink	   *s = arg;
 	RpMirror   *pg = s->priv;
-	PGconn	   *conn = PQconnectdb(pg->opts.conninfo);
+	PGconn	   *conn;
 	char		rel[16];
 	const char *vals[2] = {pg->opts.slot, rel};
 	PGresult   *res;
 	int			rc = 0;
 
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		char		line[256];
-
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
-		PQfinish(conn);
-		return rp_fail(RP_HALT_NONE, "backfill: could not connect to the destination: %s", line);
-	}
-	/* notices may quote values: keep them off stderr */
-	PQsetNoticeReceiver(conn, rp_mirror_bf_notice, NULL);
-	res = PQexec(conn, rp_mirror_bk(pg, "SET search_path = ''; CREATE SCHEMA IF NOT EXISTS @bk"));
+	conn = rp_mirror_session_open(pg->opts.conninfo, "replicant backfill", true, "backfill: ");
+	if (conn == NULL)
+		return -1;
+	res = PQexec(conn, rp_mirror_bk(pg, "CREATE SCHEMA IF NOT EXISTS @bk"));
 	PQclear(res);
 	res = PQexec(conn, rp_mirror_bk(pg, rp_mirror_bf_setup_sql));
 	PQclear(res);

@@ -249,6 +249,19 @@ extern int	rp_mirror_divergence_at(RpMirror *pg, int i, char *table, size_t len,
 extern int	rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char *what);
 
 /* rp_mirror_session.c */
+/*
+ * A destination session on conninfo (a connection string or URI): its
+ * application_name falls back to appname, notices are dropped (they can
+ * quote values, G4), search_path is pinned to '' (every name we send is
+ * qualified and quoted), synchronous_commit is as asked, and on PostgreSQL
+ * 14+ a statement of a consumer that died ends within a second
+ * (client_connection_check_interval).  NULL after rp_fail(), its message
+ * prefixed with who ("" or "backfill: ").  The caller PQfinish()es it.
+ */
+extern PGconn *rp_mirror_session_open(const char *conninfo, const char *appname,
+									  bool synchronous_commit, const char *who);
+/* rp_mirror_fail_result for a session other than pg->conn */
+extern int	rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirrorTable *t);
 extern char *rp_mirror_quote_name(const char *name);
 /*
  * tmpl with every "@bk" replaced by the quoted bookkeeping schema; the

@@ -158,6 +158,12 @@ rp_mirror_diag_where(const PGresult *res, const RpMirrorTable *t, char *where, s
 int
 rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMirrorTable *t)
 {
+	return rp_mirror_fail_conn(pg->conn, res, what, t);
+}
+
+int
+rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirrorTable *t)
+{
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	char		where[512];
 
@@ -173,7 +179,7 @@ rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMir
 				  strcmp(state, "57014") == 0 || strncmp(state, "53", 2) == 0))
 		return rp_fail(RP_HALT_NONE, "destination %s failed: SQLSTATE %s (%s), will retry", what,
 					   state, rp_mirror_sqlstate_name(state));
-	if (pg->conn == NULL || PQstatus(pg->conn) != CONNECTION_OK || state == NULL ||
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK || state == NULL ||
 		strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
 		return rp_fail(RP_HALT_NONE, "destination connection lost during %s (SQLSTATE %s)", what,
 					   state ? state : "none");
@@ -213,6 +219,49 @@ rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *v
 static void
 rp_mirror_notice(void *arg, const PGresult *res)
 {
+}
+
+PGconn *
+rp_mirror_session_open(const char *conninfo, const char *appname, bool synchronous_commit,
+					   const char *who)
+{
+	const char *keywords[] = {"dbname", "fallback_application_name", NULL};
+	const char *values[] = {conninfo, appname, NULL};
+	PGconn	   *conn = PQconnectdbParams(keywords, values, 1);
+	PGresult   *res;
+
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char		line[256];
+
+		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
+		PQfinish(conn);
+		rp_fail(RP_HALT_NONE, "%scould not connect to the destination: %s", who, line);
+		return NULL;
+	}
+	PQsetNoticeReceiver(conn, rp_mirror_notice, NULL);
+	/* pinned search_path: every name we send is schema-qualified and quoted */
+	res = PQexec(conn, synchronous_commit
+				 ? "SET search_path = ''; SET synchronous_commit = on"
+				 : "SET search_path = ''; SET synchronous_commit = off");
+	/*
+	 * A statement running for a consumer that died ends within a second
+	 * (PostgreSQL 14+), so the session and its slot lock go with it.
+	 */
+	if (PQresultStatus(res) == PGRES_COMMAND_OK && PQserverVersion(conn) >= 140000)
+	{
+		PQclear(res);
+		res = PQexec(conn, "SET client_connection_check_interval = '1s'");
+	}
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		rp_mirror_fail_conn(conn, res, "session setup", NULL);
+		PQclear(res);
+		PQfinish(conn);
+		return NULL;
+	}
+	PQclear(res);
+	return conn;
 }
 
 /*
@@ -329,29 +378,10 @@ rp_mirror_connect(RpMirror *pg)
 		pg->tables[i]->stage_ups = pg->tables[i]->stage_del = NULL;
 	}
 	pg->in_txn = false;
-	pg->conn = PQconnectdb(pg->opts.conninfo);
-	if (PQstatus(pg->conn) != CONNECTION_OK)
-	{
-		char		line[256];
-
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(pg->conn));
-		PQfinish(pg->conn);
-		pg->conn = NULL;
-		return rp_fail(RP_HALT_NONE, "could not connect to the destination: %s", line);
-	}
-	PQsetNoticeReceiver(pg->conn, rp_mirror_notice, NULL);
+	pg->conn = rp_mirror_session_open(pg->opts.conninfo, "replicant", true, "");
+	if (pg->conn == NULL)
+		return -1;
 	rp_mirror_set_cancel(pg);
-	/* pinned search_path: every name we send is schema-qualified and quoted */
-	if (rp_mirror_exec(pg, "SET search_path = ''; SET application_name = 'replicant';"
-				   " SET synchronous_commit = on", "session setup", NULL) < 0)
-		return -1;
-	/*
-	 * A statement running for a consumer that died ends within a second
-	 * (PostgreSQL 14+), so the session and its slot lock go with it.
-	 */
-	if (PQserverVersion(pg->conn) >= 140000 &&
-		rp_mirror_exec(pg, "SET client_connection_check_interval = '1s'", "session setup", NULL) < 0)
-		return -1;
 	if (rp_mirror_lock_slot(pg) < 0)
 		return -1;
 	if (rp_mirror_read_max_ident(pg) < 0)

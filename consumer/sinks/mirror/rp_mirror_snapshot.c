@@ -105,11 +105,6 @@ rp_mirror_snap_exec(PGconn *conn, const char *sql, int n, const char *const *val
 	return rc;
 }
 
-static void
-rp_mirror_snap_notice(void *arg, const PGresult *res)
-{
-}
-
 static PGconn *
 rp_mirror_snap_conn(RpMirrorSnap *s, int worker)
 {
@@ -125,23 +120,10 @@ rp_mirror_snap_conn(RpMirrorSnap *s, int worker)
 	if (s->conns[worker])
 		PQfinish(s->conns[worker]);
 	s->conns[worker] = NULL;
-	conn = PQconnectdb(s->pg->opts.conninfo);
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		char		line[256];
-
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
-		PQfinish(conn);
-		rp_fail(RP_HALT_NONE, "could not connect to the destination: %s", line);
+	/* chunks commit asynchronously: the completion's commit is synchronous (see above) */
+	conn = rp_mirror_session_open(s->pg->opts.conninfo, "replicant snapshot", false, "");
+	if (conn == NULL)
 		return NULL;
-	}
-	PQsetNoticeReceiver(conn, rp_mirror_snap_notice, NULL);
-	if (rp_mirror_snap_exec(conn, "SET search_path = ''; SET application_name = 'replicant snapshot';"
-						" SET synchronous_commit = off", 0, NULL, "session setup", NULL) < 0)
-	{
-		PQfinish(conn);
-		return NULL;
-	}
 	for (int i = 0; i < s->ntables; i++)
 		s->tables[i]->staged[worker] = false;
 	s->conns[worker] = conn;
