@@ -36,8 +36,6 @@
 #include "stream/rp_ckpt.h"
 #include "stream/rp_deliver.h"
 #include "sinks/mirror/rp_mirror_int.h"
-#include "sinks/mirror/rp_mirror_backfill.h"
-#include "sinks/mirror/rp_mirror_snapshot.h"
 #include "base/rp_status.h"
 
 

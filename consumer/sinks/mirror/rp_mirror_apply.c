@@ -20,7 +20,6 @@
 #include "stream/rp_ckpt.h"
 #include "rp_format.h"
 #include "sinks/mirror/rp_mirror_int.h"
-#include "sinks/mirror/rp_mirror_backfill.h"
 #include "values/rp_pgbin.h"
 #include "values/rp_pgtext.h"
 #include "rp_read.h"

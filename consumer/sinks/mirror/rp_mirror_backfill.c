@@ -1,6 +1,6 @@
 /*
  * rp_mirror_backfill.c
- *    The mirror's side of a backfill (rp_mirror_backfill.h; the DBLog method).
+ *    The mirror's side of a backfill (the DBLog method).
  *
  * The watermarks arrive inside the stream, in commit order, on the
  * delivery thread.  At chunk k's low watermark a window opens on its
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 
 #include "backfill/rp_backfill.h"
-#include "sinks/mirror/rp_mirror_backfill.h"
+#include "sinks/mirror/rp_mirror_int.h"
 #include "values/rp_pgtext.h"
 #include "base/rp_status.h"
 

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 
 #include "sinks/mirror/rp_mirror_int.h"
-#include "sinks/mirror/rp_mirror_backfill.h"
 #include "rp_format.h"
 #include "base/rp_status.h"
 

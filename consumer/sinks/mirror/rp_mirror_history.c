@@ -96,6 +96,103 @@ rp_mirror_history_revise(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, con
 }
 
 /*
+ * Open the new version of ef's key at the commit (lsn, ts): its columns
+ * from the effect, unchanged TOAST ones from the version it replaces.
+ */
+static int
+rp_mirror_history_open(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, const char *lsn,
+					   const char *ts)
+{
+	RpBuf		sql;
+	RpMirrorParams p;
+	char		tmp[64];
+	int			lno,
+				tno,
+				rc;
+
+	rp_buf_init(&sql, 1024);
+	rp_mirror_params_init(&p);
+	rp_buf_put_text(&sql, "INSERT INTO ");
+	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, " (");
+	rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
+	rp_buf_put_text(&sql, ", valid_from_lsn, valid_from_time) SELECT ");
+	for (int i = 0, out = 0; i < t->rel->natts; i++)
+	{
+		const RpColumn *c = &t->rel->cols[i];
+		RpDatum		d;
+		char	   *qc;
+
+		if (c->flags & RP_COL_GENERATED)
+			continue;
+		rp_mirror_row_get(&t->arena, ef->row_off, i, &d);
+		if (out++)
+			rp_buf_put_text(&sql, ", ");
+		if (d.kind == RP_DATUM_UNCHANGED)
+		{
+			qc = rp_mirror_ident(pg, c->name);
+			rp_buf_put_text(&sql, "o.");
+			rp_buf_put_text(&sql, qc);
+			rp_free(qc);
+		}
+		else
+		{
+			/* the column's own type: SELECT lists do not infer it */
+			snprintf(tmp, sizeof(tmp), "$%d::", rp_mirror_params_datum(&p, c->encoding, &d));
+			rp_buf_put_text(&sql, tmp);
+			rp_buf_put_text(&sql, c->type_name);
+		}
+	}
+	lno = rp_mirror_params_text(&p, lsn);
+	tno = rp_mirror_params_text(&p, ts);
+	snprintf(tmp, sizeof(tmp), ", $%d::pg_catalog.pg_lsn, $%d::timestamptz", lno, tno);
+	rp_buf_put_text(&sql, tmp);
+	if (ef->partial)
+	{
+		rp_buf_put_text(&sql, " FROM ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " o WHERE ");
+		rp_mirror_history_key_match(pg, t, ef, &sql, &p);
+		rp_buf_put_text(&sql, " AND o.valid_to_lsn IS NULL");
+	}
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_mirror_params_exec(pg, t, sql.data, &p, "opening a history version");
+	rp_mirror_params_free(&p);
+	rp_buf_free(&sql);
+	return rc;
+}
+
+/* Close the version of ef's key open before the commit (lsn, ts). */
+static int
+rp_mirror_history_close(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, const char *lsn,
+						const char *ts)
+{
+	RpBuf		sql;
+	RpMirrorParams p;
+	char		tmp[64];
+	int			lno,
+				tno,
+				rc;
+
+	rp_buf_init(&sql, 1024);
+	rp_mirror_params_init(&p);
+	lno = rp_mirror_params_text(&p, lsn);
+	tno = rp_mirror_params_text(&p, ts);
+	rp_buf_put_text(&sql, "UPDATE ");
+	rp_buf_put_text(&sql, t->qname);
+	snprintf(tmp, sizeof(tmp), " o SET valid_to_lsn = $%d, valid_to_time = $%d WHERE ", lno, tno);
+	rp_buf_put_text(&sql, tmp);
+	rp_mirror_history_key_match(pg, t, ef, &sql, &p);
+	snprintf(tmp, sizeof(tmp), " AND o.valid_to_lsn IS NULL AND o.valid_from_lsn <> $%d", lno);
+	rp_buf_put_text(&sql, tmp);
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_mirror_params_exec(pg, t, sql.data, &p, "closing a history version");
+	rp_mirror_params_free(&p);
+	rp_buf_free(&sql);
+	return rc;
+}
+
+/*
  * One source transaction's net effect per key becomes a new version opened
  * at the commit LSN (unless the key was deleted), then the version open
  * before it closed at that LSN.  Unchanged TOAST columns are copied from
@@ -116,11 +213,6 @@ rp_mirror_apply_history(RpMirror *pg, RpMirrorTable *t)
 	for (int e = 0; e < t->neffects && rc == 0; e++)
 	{
 		const RpEffect *ef = &t->effects[e];
-		RpBuf		sql;
-		RpMirrorParams	p;
-		char		tmp[64];
-		int			lno,
-					tno;
 
 		if (pg->history_barrier_lsn == pg->cur_commit_lsn)
 		{
@@ -134,75 +226,10 @@ rp_mirror_apply_history(RpMirror *pg, RpMirrorTable *t)
 			if (revised > 0)
 				continue;
 		}
-		rp_buf_init(&sql, 1024);
 		if (ef->op == RP_EFFECT_UPSERT)
-		{
-			rp_mirror_params_init(&p);
-			rp_buf_put_text(&sql, "INSERT INTO ");
-			rp_buf_put_text(&sql, t->qname);
-			rp_buf_put_text(&sql, " (");
-			rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
-			rp_buf_put_text(&sql, ", valid_from_lsn, valid_from_time) SELECT ");
-			for (int i = 0, out = 0; i < t->rel->natts; i++)
-			{
-				const RpColumn *c = &t->rel->cols[i];
-				RpDatum		d;
-				char	   *qc;
-
-				if (c->flags & RP_COL_GENERATED)
-					continue;
-				rp_mirror_row_get(&t->arena, ef->row_off, i, &d);
-				if (out++)
-					rp_buf_put_text(&sql, ", ");
-				if (d.kind == RP_DATUM_UNCHANGED)
-				{
-					qc = rp_mirror_ident(pg, c->name);
-					rp_buf_put_text(&sql, "o.");
-					rp_buf_put_text(&sql, qc);
-					rp_free(qc);
-				}
-				else
-				{
-					/* the column's own type: SELECT lists do not infer it */
-					snprintf(tmp, sizeof(tmp), "$%d::", rp_mirror_params_datum(&p, c->encoding, &d));
-					rp_buf_put_text(&sql, tmp);
-					rp_buf_put_text(&sql, c->type_name);
-				}
-			}
-			lno = rp_mirror_params_text(&p, lsn);
-			tno = rp_mirror_params_text(&p, tsb.data);
-			snprintf(tmp, sizeof(tmp), ", $%d::pg_catalog.pg_lsn, $%d::timestamptz", lno, tno);
-			rp_buf_put_text(&sql, tmp);
-			if (ef->partial)
-			{
-				rp_buf_put_text(&sql, " FROM ");
-				rp_buf_put_text(&sql, t->qname);
-				rp_buf_put_text(&sql, " o WHERE ");
-				rp_mirror_history_key_match(pg, t, ef, &sql, &p);
-				rp_buf_put_text(&sql, " AND o.valid_to_lsn IS NULL");
-			}
-			rp_buf_put_char(&sql, '\0');
-			rc = rp_mirror_params_exec(pg, t, sql.data, &p, "opening a history version");
-			rp_mirror_params_free(&p);
-			rp_buf_reset(&sql);
-		}
+			rc = rp_mirror_history_open(pg, t, ef, lsn, tsb.data);
 		if (rc == 0)
-		{
-			rp_mirror_params_init(&p);
-			lno = rp_mirror_params_text(&p, lsn);
-			tno = rp_mirror_params_text(&p, tsb.data);
-			rp_buf_put_text(&sql, "UPDATE ");
-			rp_buf_put_text(&sql, t->qname);
-			snprintf(tmp, sizeof(tmp), " o SET valid_to_lsn = $%d, valid_to_time = $%d WHERE ", lno, tno);
-			rp_buf_put_text(&sql, tmp);
-			rp_mirror_history_key_match(pg, t, ef, &sql, &p);
-			snprintf(tmp, sizeof(tmp), " AND o.valid_to_lsn IS NULL AND o.valid_from_lsn <> $%d", lno);
-			rp_buf_put_text(&sql, tmp);
-			rp_buf_put_char(&sql, '\0');
-			rc = rp_mirror_params_exec(pg, t, sql.data, &p, "closing a history version");
-			rp_mirror_params_free(&p);
-		}
-		rp_buf_free(&sql);
+			rc = rp_mirror_history_close(pg, t, ef, lsn, tsb.data);
 	}
 	rp_buf_free(&tsb);
 	return rc;

@@ -160,6 +160,12 @@ rp_mirror_applied(const RpColumn *c)
 	return (c->flags & RP_COL_GENERATED) == 0;
 }
 
+/* rp_mirror_snapshot.c: the initial snapshot's callbacks */
+/* Set the snapshot callbacks of a mirror sink (s->priv is its RpMirror). */
+extern void rp_mirror_snapshot_install(RpSink *s);
+/* Free what the snapshot kept (its sessions, its tables' plans): at close. */
+extern void rp_mirror_snapshot_free(RpMirror *pg);
+
 /* rp_mirror_schema.c */
 extern int	rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRelation *after,
 									  RpSchemaChange change);
@@ -168,6 +174,31 @@ extern int	rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before,
 extern int	rp_mirror_effects_bound(RpMirror *pg, RpMirrorTable *t);
 extern int	rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec);
 extern int	rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels);
+
+/*
+ * rp_mirror_backfill.c: the mirror's side of a backfill (backfill/rp_backfill.h):
+ * the watermark messages in the stream, the window of keys the stream
+ * changes between them, and each chunk applied less those keys, with its
+ * progress token, in the destination transaction of the batch.
+ */
+/* The mirror's backfill state (pg->bf), made at open and freed at close. */
+extern void rp_mirror_backfill_init(RpMirror *pg);
+extern void rp_mirror_backfill_free(RpMirror *pg);
+/*
+ * A logical message: 1 when it is a backfill watermark (handled, no other
+ * routing), 0 when it is not, -1 after rp_fail().
+ */
+extern int	rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
+								   size_t prefix_len, const unsigned char *content, uint32_t len);
+/* A row change of t is being applied: remember its key if t has an open window. */
+extern void rp_mirror_backfill_note(RpMirror *pg, const RpMirrorTable *t, const RpRecord *rec);
+/* A TRUNCATE is being applied: a window on one of its tables keeps none of its chunk. */
+extern void rp_mirror_backfill_truncate(RpMirror *pg, const RpRecord *rec);
+/* Is a window open (early apply declines then: an aborted transaction's keys must not count)? */
+extern bool rp_mirror_backfill_window_open(const RpMirror *pg);
+/* The destination transaction committed / rolled back. */
+extern void rp_mirror_backfill_committed(RpMirror *pg);
+extern void rp_mirror_backfill_aborted(RpMirror *pg);
 
 /* rp_mirror_apply.c */
 /* History tables apply per source transaction. */

@@ -26,7 +26,6 @@
 #include <stdlib.h>
 
 #include "sinks/mirror/rp_mirror_int.h"
-#include "sinks/mirror/rp_mirror_snapshot.h"
 #include "values/rp_pgbin.h"
 #include "values/rp_pgtext.h"
 #include "snapshot/rp_snapshot.h"
