@@ -184,6 +184,37 @@ rp_mirror_bf_take_buf(RpBuf *b)
 	return s;
 }
 
+/* Store ch's progress token (and its rows' count) for t, in the open transaction. */
+static int
+rp_mirror_bf_store_token(RpMirror *pg, const RpMirrorTable *t, const RpBackfillChunk *ch,
+						 const char *relid)
+{
+	char		sysid[24],
+				rows[24];
+	const char *vals[7];
+
+	if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_bf_setup_sql), "creating the backfill progress table", NULL) < 0)
+		return -1;
+	snprintf(sysid, sizeof(sysid), "%" PRIu64, pg->ck.system_id);
+	snprintf(rows, sizeof(rows), "%" PRIu64, ch->nrows);
+	vals[0] = sysid;
+	vals[1] = pg->opts.slot;
+	vals[2] = relid;
+	vals[3] = t->qname;
+	vals[4] = ch->token;
+	vals[5] = rows;
+	vals[6] = ch->last ? "t" : "f";
+	if (rp_mirror_exec_params(pg,
+						  rp_mirror_bk(pg, "INSERT INTO @bk.backfill_progress AS p (system_id, slot, relid, dest_table, token, rows, done)"
+								   " VALUES ($1, $2, $3::oid, $4, $5, $6::bigint, $7::boolean)"
+								   " ON CONFLICT (system_id, slot, relid) DO UPDATE SET dest_table = EXCLUDED.dest_table,"
+								   " token = EXCLUDED.token, rows = p.rows + EXCLUDED.rows, done = EXCLUDED.done,"
+								   " updated_at = pg_catalog.now()"),
+						  7, vals, "storing backfill progress", t) < 0)
+		return -1;
+	return 0;
+}
+
 /* Apply chunk ch less the window, and its token, in the open destination transaction. */
 static int
 rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
@@ -193,12 +224,9 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 	RpBuf		b;
 	char		stage[64],
 				win[64],
-				relid[16],
-				sysid[24],
-				rows[24];
+				relid[16];
 	char	   *cols = NULL,
 			   *wcols = NULL;
-	const char *vals[7];
 	int			rc = -1;
 
 	/* the stream's changes up to here are in the table first */
@@ -272,24 +300,7 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 	}
 
 	/* the token commits with the rows it vouches for, and with the batch's checkpoint */
-	if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_bf_setup_sql), "creating the backfill progress table", NULL) < 0)
-		goto out;
-	snprintf(sysid, sizeof(sysid), "%" PRIu64, pg->ck.system_id);
-	snprintf(rows, sizeof(rows), "%" PRIu64, ch->nrows);
-	vals[0] = sysid;
-	vals[1] = pg->opts.slot;
-	vals[2] = relid;
-	vals[3] = t->qname;
-	vals[4] = ch->token;
-	vals[5] = rows;
-	vals[6] = ch->last ? "t" : "f";
-	if (rp_mirror_exec_params(pg,
-						  rp_mirror_bk(pg, "INSERT INTO @bk.backfill_progress AS p (system_id, slot, relid, dest_table, token, rows, done)"
-								   " VALUES ($1, $2, $3::oid, $4, $5, $6::bigint, $7::boolean)"
-								   " ON CONFLICT (system_id, slot, relid) DO UPDATE SET dest_table = EXCLUDED.dest_table,"
-								   " token = EXCLUDED.token, rows = p.rows + EXCLUDED.rows, done = EXCLUDED.done,"
-								   " updated_at = pg_catalog.now()"),
-						  7, vals, "storing backfill progress", t) < 0)
+	if (rp_mirror_bf_store_token(pg, t, ch, relid) < 0)
 		goto out;
 	rc = 0;
 out:

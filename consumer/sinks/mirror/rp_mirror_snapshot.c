@@ -147,11 +147,6 @@ rp_mirror_snap_find(RpMirrorSnap *s, uint32_t relid)
 	return NULL;
 }
 
-/*
- * The table's plan: destination name and columns, and the mode, decided
- * by whether the destination held rows when its copy began (first chunk)
- * or read back from the progress row (a resumed copy).  Under s->lock.
- */
 /* "CREATE TEMP TABLE IF NOT EXISTS <the session stage> (LIKE table)" */
 static void
 rp_mirror_snap_stage_ddl(RpBuf *b, const RpMirrorSnapTable *st)
@@ -178,36 +173,16 @@ rp_mirror_snap_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorSnapTable *st, c
 	rp_mirror_sql_on_conflict(pg, b, rel, t->keycols, t->nkey);
 }
 
-static RpMirrorSnapTable *
-rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
+/*
+ * The mode of rel's copy: a resumed copy keeps the one it started with (its
+ * progress row); a new one is "copy" into an empty table, else "merge" when
+ * it has a key, "replace" when not.  NULL after rp_fail().
+ */
+static char *
+rp_mirror_snap_mode(RpMirror *pg, const RpSnapshotCtx *ctx, const RpMirrorTable *t, const char *relid)
 {
-	RpMirror   *pg = s->pg;
-	const RpRelation *rel = ctx->rel;
-	RpMirrorTable *t;
-	RpMirrorSnapTable *st;
-	RpBuf		b;
-	char		relid[16];
 	char	   *mode = NULL;
 	PGresult   *res;
-	bool		first = true;
-
-	if ((st = rp_mirror_snap_find(s, rel->relid)) != NULL)
-		return st;
-	if (!s->setup_done)
-	{
-		if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
-			return NULL;
-		s->setup_done = true;
-	}
-	t = rp_mirror_table_get(pg, rel);
-	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
-		return NULL;
-	if (t->history)
-	{
-		rp_fail(RP_HALT_CONFIG, "snapshot into history table %s is not supported", t->qname);
-		return NULL;
-	}
-	snprintf(relid, sizeof(relid), "%u", rel->relid);
 
 	/* a resumed copy keeps the mode it started with */
 	if (!ctx->first_chunk)
@@ -253,6 +228,123 @@ rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
 			mode = t->nkey > 0 ? rp_strndup("merge", 5) : rp_strndup("replace", 7);
 		}
 	}
+	return mode;
+}
+
+/* "replace" (no key, rows there): chunks go into snapnew_<relid>, swapped in at completion. */
+static void
+rp_mirror_snap_plan_replace(RpMirror *pg, RpMirrorSnapTable *st, RpBuf *bp)
+{
+	char		n[192];
+
+	snprintf(n, sizeof(n), "%s.snapnew_%u", pg->bk, st->relid);
+	st->into = rp_strndup(n, strlen(n));
+	rp_buf_put_text(bp, "CREATE TABLE IF NOT EXISTS ");
+	rp_buf_put_text(bp, n);
+	rp_buf_put_text(bp, " (LIKE ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, ")");
+	st->stage_ddl = rp_dupbuf(bp);
+	rp_buf_put_text(bp, "DELETE FROM ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, "; INSERT INTO ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, " (");
+	rp_buf_put_text(bp, st->cols);
+	rp_buf_put_text(bp, ") SELECT ");
+	rp_buf_put_text(bp, st->cols);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, n);
+	rp_buf_put_text(bp, "; DROP TABLE ");
+	rp_buf_put_text(bp, n);
+	st->retire_sql = rp_dupbuf(bp);
+}
+
+/*
+ * "merge" (a key, rows there): chunks are upserted from the session's
+ * stage, their keys kept in snapseen_<relid>; rows not seen are retired at
+ * completion.
+ */
+static void
+rp_mirror_snap_plan_merge(RpMirror *pg, RpMirrorSnapTable *st, const RpRelation *rel,
+						  const RpMirrorTable *t, RpBuf *bp)
+{
+	char		seen[192];
+
+	snprintf(seen, sizeof(seen), "%s.snapseen_%u", pg->bk, rel->relid);
+	st->into = rp_strndup(st->stage, strlen(st->stage));
+	/* the session's staging table, and the seen keys (kept across sessions) */
+	rp_mirror_snap_stage_ddl(bp, st);
+	rp_buf_put_text(bp, "; CREATE TABLE IF NOT EXISTS ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " AS SELECT ");
+	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, " WITH NO DATA");
+	st->stage_ddl = rp_dupbuf(bp);
+
+	/* after each chunk: upsert, remember the keys, empty the stage */
+	rp_mirror_snap_upsert_sql(pg, bp, st, rel, t);
+	rp_buf_put_text(bp, "; INSERT INTO ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " SELECT ");
+	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, st->stage);
+	rp_buf_put_text(bp, "; TRUNCATE ");
+	rp_buf_put_text(bp, st->stage);
+	st->after = rp_dupbuf(bp);
+
+	/* at completion: retire what the snapshot did not see */
+	rp_buf_put_text(bp, "DELETE FROM ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, " d WHERE NOT EXISTS (SELECT 1 FROM ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " s WHERE ");
+	rp_mirror_sql_key_match(pg, bp, rel, t->keycols, t->nkey, "s", "d");
+	rp_buf_put_text(bp, "); DROP TABLE ");
+	rp_buf_put_text(bp, seen);
+	st->retire_sql = rp_dupbuf(bp);
+}
+
+/*
+ * The table's plan: destination name and columns, and the mode, decided
+ * by whether the destination held rows when its copy began (first chunk)
+ * or read back from the progress row (a resumed copy).  Under s->lock.
+ */
+static RpMirrorSnapTable *
+rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
+{
+	RpMirror   *pg = s->pg;
+	const RpRelation *rel = ctx->rel;
+	RpMirrorTable *t;
+	RpMirrorSnapTable *st;
+	RpBuf		b;
+	char		relid[16];
+	char	   *mode;
+	bool		first = true;
+
+	if ((st = rp_mirror_snap_find(s, rel->relid)) != NULL)
+		return st;
+	if (!s->setup_done)
+	{
+		if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
+			return NULL;
+		s->setup_done = true;
+	}
+	t = rp_mirror_table_get(pg, rel);
+	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
+		return NULL;
+	if (t->history)
+	{
+		rp_fail(RP_HALT_CONFIG, "snapshot into history table %s is not supported", t->qname);
+		return NULL;
+	}
+	snprintf(relid, sizeof(relid), "%u", rel->relid);
+
+	if ((mode = rp_mirror_snap_mode(pg, ctx, t, relid)) == NULL)
+		return NULL;
 
 	st = rp_malloc0(sizeof(RpMirrorSnapTable));
 	st->relid = rel->relid;
@@ -298,71 +390,9 @@ rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
 		}
 	}
 	else if (strcmp(mode, "replace") == 0)
-	{
-		char		n[192];
-
-		snprintf(n, sizeof(n), "%s.snapnew_%u", pg->bk, rel->relid);
-		st->into = rp_strndup(n, strlen(n));
-		rp_buf_put_text(&b, "CREATE TABLE IF NOT EXISTS ");
-		rp_buf_put_text(&b, n);
-		rp_buf_put_text(&b, " (LIKE ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, ")");
-		st->stage_ddl = rp_dupbuf(&b);
-		rp_buf_put_text(&b, "DELETE FROM ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, "; INSERT INTO ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, " (");
-		rp_buf_put_text(&b, st->cols);
-		rp_buf_put_text(&b, ") SELECT ");
-		rp_buf_put_text(&b, st->cols);
-		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, n);
-		rp_buf_put_text(&b, "; DROP TABLE ");
-		rp_buf_put_text(&b, n);
-		st->retire_sql = rp_dupbuf(&b);
-	}
+		rp_mirror_snap_plan_replace(pg, st, &b);
 	else
-	{
-		char		seen[192];
-
-		snprintf(seen, sizeof(seen), "%s.snapseen_%u", pg->bk, rel->relid);
-		st->into = rp_strndup(st->stage, strlen(st->stage));
-		/* the session's staging table, and the seen keys (kept across sessions) */
-		rp_mirror_snap_stage_ddl(&b, st);
-		rp_buf_put_text(&b, "; CREATE TABLE IF NOT EXISTS ");
-		rp_buf_put_text(&b, seen);
-		rp_buf_put_text(&b, " AS SELECT ");
-		rp_mirror_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
-		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, " WITH NO DATA");
-		st->stage_ddl = rp_dupbuf(&b);
-
-		/* after each chunk: upsert, remember the keys, empty the stage */
-		rp_mirror_snap_upsert_sql(pg, &b, st, rel, t);
-		rp_buf_put_text(&b, "; INSERT INTO ");
-		rp_buf_put_text(&b, seen);
-		rp_buf_put_text(&b, " SELECT ");
-		rp_mirror_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
-		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, st->stage);
-		rp_buf_put_text(&b, "; TRUNCATE ");
-		rp_buf_put_text(&b, st->stage);
-		st->after = rp_dupbuf(&b);
-
-		/* at completion: retire what the snapshot did not see */
-		rp_buf_put_text(&b, "DELETE FROM ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, " d WHERE NOT EXISTS (SELECT 1 FROM ");
-		rp_buf_put_text(&b, seen);
-		rp_buf_put_text(&b, " s WHERE ");
-		rp_mirror_sql_key_match(pg, &b, rel, t->keycols, t->nkey, "s", "d");
-		rp_buf_put_text(&b, "); DROP TABLE ");
-		rp_buf_put_text(&b, seen);
-		st->retire_sql = rp_dupbuf(&b);
-	}
+		rp_mirror_snap_plan_merge(pg, st, rel, t, &b);
 	rp_buf_free(&b);
 	s->tables = rp_realloc(s->tables, sizeof(*s->tables) * (size_t) (s->ntables + 1));
 	s->tables[s->ntables++] = st;
@@ -722,7 +752,7 @@ rp_mirror_snapshot_free(RpMirror *pg)
 	for (int i = 0; i < s->ntables; i++)
 	{
 		RpMirrorSnapTable *st = s->tables[i];
-		char	   *strs[] = {st->qname, st->cols, st->into, st->after, st->stage, st->stage_ddl,
+		char	   *strs[] = {st->qname, st->cols, st->mode, st->into, st->after, st->stage, st->stage_ddl,
 		st->upsert_ddl, st->upsert_after, st->retire_sql};
 
 		for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++)
