@@ -274,7 +274,7 @@ rp_mirror_fill_moved(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec, const 
 /* ---- changes ---------------------------------------------------------------------- */
 
 /* After a change of t: past the maps' share, apply them now and go on. */
-int
+static int
 rp_mirror_effects_bound(RpMirror *pg, RpMirrorTable *t)
 {
 	rp_mirror_effects_account(pg, t);

@@ -35,7 +35,7 @@ rp_mirror_divergence_count(RpMirror *pg, const RpMirrorTable *t)
 	pthread_mutex_unlock(&div->lock);
 }
 
-int
+static int
 rp_mirror_divergence_at(RpMirror *pg, int i, char *table, size_t len, uint64_t *count)
 {
 	RpMirrorDivergences *div = &pg->div;

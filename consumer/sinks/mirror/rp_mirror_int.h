@@ -3,7 +3,8 @@
  *    The PostgreSQL mirror sink's own state and the functions its files
  *    share, by file, top down (see rp_mirror.c for the order: a file calls
  *    only those below it).  Callers outside the package use rp_mirror.h.
- */#ifndef RP_MIRROR_INT_H
+ */
+#ifndef RP_MIRROR_INT_H
 #define RP_MIRROR_INT_H
 
 #include <libpq-fe.h>
@@ -167,12 +168,13 @@ extern void rp_mirror_snapshot_install(RpSink *s);
 extern void rp_mirror_snapshot_free(RpMirror *pg);
 
 /* rp_mirror_schema.c */
+/* RpSink.handle_schema_change, inside the open destination transaction. */
 extern int	rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRelation *after,
 									  RpSchemaChange change);
 
-/* rp_mirror_change.c */
-extern int	rp_mirror_effects_bound(RpMirror *pg, RpMirrorTable *t);
+/* A row change of the transaction being applied. */
 extern int	rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec);
+/* A TRUNCATE: a barrier; history tables close their versions instead. */
 extern int	rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels);
 
 /*
@@ -207,6 +209,7 @@ extern int	rp_mirror_apply_end_txn(RpMirror *pg);
 extern int	rp_mirror_apply_flush(RpMirror *pg);
 
 /* rp_mirror_history.c */
+/* One source transaction's effects on history table t: versions closed and opened. */
 extern int	rp_mirror_apply_history(RpMirror *pg, RpMirrorTable *t);
 
 /* rp_mirror_stage.c */
@@ -218,33 +221,49 @@ extern int	rp_mirror_apply_history(RpMirror *pg, RpMirrorTable *t);
 extern int	rp_mirror_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res);
 /* End a COPY started so: 0, or -1 with *res the first result (the caller reports and clears). */
 extern int	rp_mirror_copy_end(PGconn *conn, PGresult **res);
+/* t's staging tables (temporary, one pair per session), made when missing. */
 extern int	rp_mirror_stage_ensure(RpMirror *pg, RpMirrorTable *t);
-extern bool	rp_mirror_stage_wants(const RpEffect *ef, RpMirrorStageWhich which);
+/* Does a COPY of which take ef? */
+extern bool rp_mirror_stage_wants(const RpEffect *ef, RpMirrorStageWhich which);
+/* COPY t's pending effects of kind which into the staging table stage. */
 extern int	rp_mirror_stage_effects(RpMirror *pg, RpMirrorTable *t, const char *stage, RpMirrorStageWhich which);
 
 /* rp_mirror_effect.c */
-extern void	rp_mirror_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d);
+/* Column i of the row serialized at off in arena. */
+extern void rp_mirror_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d);
+/* The pending effect of key in t, or NULL. */
 extern RpEffect *rp_mirror_effect_find(RpMirrorTable *t, const RpBuf *key);
-extern void	rp_mirror_key_of(const RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
-extern void	rp_mirror_effect_delete(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
-extern void	rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref);
-extern void	rp_mirror_effects_clear(RpMirrorTable *t);
-extern size_t	rp_mirror_effects_limit(const RpMirror *pg);
-extern void	rp_mirror_effects_account(RpMirror *pg, RpMirrorTable *t);
+/* t's key columns of tup, serialized into key. */
+extern void rp_mirror_key_of(const RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
+/* Fold a delete of tup's key into t's map (key: scratch). */
+extern void rp_mirror_effect_delete(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
+/* Fold an insert or update into t's map; may_ref: a large value may stay in the record. */
+extern void rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref);
+/* Forget t's pending effects (applied), keeping the memory. */
+extern void rp_mirror_effects_clear(RpMirrorTable *t);
+/* What the effect maps may hold before they are applied early (G5). */
+extern size_t rp_mirror_effects_limit(const RpMirror *pg);
+/* Charge what t's map holds now to the memory budget. */
+extern void rp_mirror_effects_account(RpMirror *pg, RpMirrorTable *t);
 /* Give back every effect map's memory (nothing pending: after a flush, an abort, at close). */
 extern void rp_mirror_effects_release(RpMirror *pg);
 
 /* rp_mirror_table.c */
-extern void	rp_mirror_table_reset_stage(RpMirrorTable *t);
+/* Forget t's staging tables (the session that had them is gone). */
+extern void rp_mirror_table_reset_stage(RpMirrorTable *t);
 /* After a rollback: what the open transaction made for t (staging, the table) is gone. */
 extern void rp_mirror_table_forget(RpMirrorTable *t);
-extern void	rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel);
+/* Take rel as t's description (its key, its history mode). */
+extern void rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel);
+/* The mapping of rel, made on first use (not yet resolved). */
 extern RpMirrorTable *rp_mirror_table_get(RpMirror *pg, const RpRelation *rel);
+/* Free t and everything it holds. */
 extern void rp_mirror_table_free(RpMirrorTable *t);
-extern int	rp_mirror_read_match(RpMirror *pg, RpMirrorTable *t);
+/* Check (or create, --create-tables) t's destination table and read its catalog facts. */
 extern int	rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t);
 
 /* rp_mirror_sql.c */
+/* name quoted as an identifier (caller frees). */
 extern char *rp_mirror_ident(RpMirror *pg, const char *name);
 /*
  * SQL pieces shared by the apply, snapshot and backfill paths.  Column
@@ -259,23 +278,26 @@ extern void rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *
 /* " ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, ..." (DO NOTHING for a table of keys only) */
 extern void rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
 								  int nkey);
-extern void	rp_mirror_params_init(RpMirrorParams *p);
+/* Statement parameters as text (RpMirrorParams): build, run, free. */
+extern void rp_mirror_params_init(RpMirrorParams *p);
 extern int	rp_mirror_params_datum(RpMirrorParams *p, uint8_t enc, const RpDatum *d);
 extern int	rp_mirror_params_text(RpMirrorParams *p, const char *s);
 extern int	rp_mirror_params_exec(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what);
 extern int	rp_mirror_params_exec_count(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what);
-extern void	rp_mirror_params_free(RpMirrorParams *p);
-extern void	rp_mirror_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, int param, const char *alias);
+extern void rp_mirror_params_free(RpMirrorParams *p);
+/* "alias.col IS NOT DISTINCT FROM $param", as the type compares (full_match tables). */
+extern void rp_mirror_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, int param, const char *alias);
+/* Run sql with n datums as its parameters. */
 extern int	rp_mirror_exec_datums(RpMirror *pg, RpMirrorTable *t, const char *sql, int n, const RpDatum *datums,
 			   const uint8_t *encs, const char *what);
+/* The columns of tup to write (skip_unchanged: not unchanged TOAST): how many. */
 extern int	rp_mirror_collect(const RpMirrorTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
 		   uint8_t *encs, int *which);
-extern void	rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const int *which, int n,
+/* "INSERT INTO t (cols) VALUES ($1, ...)" for the columns which. */
+extern void rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const int *which, int n,
 					 const char *extra_cols, const char *extra_vals);
 
 /* rp_mirror_divergence.c */
-/* The i-th table's divergences: 1, or 0 past the last. */
-extern int	rp_mirror_divergence_at(RpMirror *pg, int i, char *table, size_t len, uint64_t *count);
 /* A change that matched no destination row: halts, or is counted (--on-divergence). */
 extern int	rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char *what);
 
@@ -293,6 +315,7 @@ extern PGconn *rp_mirror_session_open(const char *conninfo, const char *appname,
 									  bool synchronous_commit, const char *who);
 /* rp_mirror_fail_result for a session other than pg->conn */
 extern int	rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirrorTable *t);
+/* "name" with embedded quotes doubled (caller frees): needs no session. */
 extern char *rp_mirror_quote_name(const char *name);
 /*
  * tmpl with every "@bk" replaced by the quoted bookkeeping schema; the
@@ -312,10 +335,15 @@ extern int	rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, 
 extern int	rp_mirror_exec(RpMirror *pg, const char *sql, const char *what, const RpMirrorTable *t);
 extern int	rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *vals,
 							  const char *what, const RpMirrorTable *t);
-extern void	rp_mirror_set_cancel(RpMirror *pg);
+/* Keep the cancel handle of the session now open (RpSink.interrupt). */
+extern void rp_mirror_set_cancel(RpMirror *pg);
+/* The session, opened (again) when it is not: slot locked, bookkeeping tables there. */
 extern int	rp_mirror_connect(RpMirror *pg);
+/* The checkpoint stored for our slot: 1 with *ck, 0 when none. */
 extern int	rp_mirror_read_checkpoint(RpMirror *pg, RpCheckpoint *ck);
+/* BEGIN and lock the checkpoint row; *done gets the commit LSN it holds. */
 extern int	rp_mirror_begin(RpMirror *pg, const RpCheckpoint *ck, uint64_t *done);
+/* Advance the checkpoint (never backwards) and COMMIT. */
 extern int	rp_mirror_session_commit(RpMirror *pg, const RpCheckpoint *ck);
 
 #endif							/* RP_MIRROR_INT_H */

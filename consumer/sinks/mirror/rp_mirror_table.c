@@ -401,7 +401,7 @@ rp_mirror_read_constraints(RpMirror *pg, RpMirrorTable *t)
  * function and its type (with typmod) to cast the parameter to.  A type
  * with no send function falls back to its text output.
  */
-int
+static int
 rp_mirror_read_match(RpMirror *pg, RpMirrorTable *t)
 {
 	const char *vals[1] = {t->qname};
