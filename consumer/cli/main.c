@@ -84,7 +84,7 @@ typedef struct RpCli
 	RpBatchLimits limits;
 	bool		progress;
 	int			metrics_port;
-	RpMirrorOptions pg;				/* mirror sink */
+	RpMirrorOptions pg;			/* mirror sink */
 	bool		no_early_apply;
 	uint64_t	decoding_work_mem_kb;	/* 0: default (see set_decoding_work_mem) */
 	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
