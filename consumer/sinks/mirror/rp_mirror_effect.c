@@ -32,13 +32,12 @@ rp_mirror_row_put(RpBuf *b, const RpDatum *d)
 
 /*
  * A value this large is not copied into the arena: the row holds where it
- * lies in the record being applied (kind RP_MIRROR_DATUM_REF, its address and
- * length), and the map is applied before the next record is read
+ * lies in the record being applied (kind RP_MIRROR_DATUM_REF, rp_mirror_int.h: its
+ * address and length), and the map is applied before the next record is read
  * (rp_mirror_effects_bound), while that address is still good.  One large value
  * is then held by the record alone.
  */
 #define RP_ROW_REF_MIN (1024 * 1024)
-#define RP_MIRROR_DATUM_REF 'r'
 
 static void
 rp_mirror_row_put_ref(RpBuf *b, const RpDatum *d)
@@ -49,33 +48,6 @@ rp_mirror_row_put_ref(RpBuf *b, const RpDatum *d)
 	rp_buf_put_u32(b, (uint32_t) (sizeof(d->data) + sizeof(len)));
 	rp_buf_put_bytes(b, &d->data, sizeof(d->data));
 	rp_buf_put_bytes(b, &len, sizeof(len));
-}
-
-/* Column i of a serialized row. */
-void
-rp_mirror_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d)
-{
-	const unsigned char *p = (const unsigned char *) arena->data + off;
-
-	for (;;)
-	{
-		uint32_t	len = rp_load_u32(p + 1);
-
-		if (i-- == 0)
-		{
-			d->kind = p[0];
-			d->len = len;
-			d->data = p + 5;
-			if (d->kind == RP_MIRROR_DATUM_REF)
-			{
-				d->kind = RP_DATUM_VALUE;
-				memcpy(&d->data, p + 5, sizeof(d->data));
-				memcpy(&d->len, p + 5 + sizeof(d->data), sizeof(d->len));
-			}
-			return;
-		}
-		p += 5 + len;
-	}
 }
 
 /* ---- the effect map --------------------------------------------------------- */

@@ -12,6 +12,7 @@
 
 #include "rp_buf.h"
 #include "rp_decode.h"
+#include "rp_read.h"
 #include "sinks/rp_sink.h"
 #include "sinks/mirror/rp_mirror.h"
 
@@ -161,6 +162,58 @@ rp_mirror_applied(const RpColumn *c)
 	return (c->flags & RP_COL_GENERATED) == 0;
 }
 
+/* A row's datum kind (never on the wire): a large value left where it lies, by address */
+#define RP_MIRROR_DATUM_REF 'r'
+
+/*
+ * Column i of a serialized row (per column: kind u8, len u32, bytes; kind
+ * RP_MIRROR_DATUM_REF holds a pointer and length instead).  Inline: the
+ * staging COPY calls it for every column of every row.
+ */
+static inline void
+rp_mirror_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d)
+{
+	const unsigned char *p = (const unsigned char *) arena->data + off;
+
+	for (;;)
+	{
+		uint32_t	len = rp_load_u32(p + 1);
+
+		if (i-- == 0)
+		{
+			d->kind = p[0];
+			d->len = len;
+			d->data = p + 5;
+			if (d->kind == RP_MIRROR_DATUM_REF)
+			{
+				d->kind = RP_DATUM_VALUE;
+				memcpy(&d->data, p + 5, sizeof(d->data));
+				memcpy(&d->len, p + 5 + sizeof(d->data), sizeof(d->len));
+			}
+			return;
+		}
+		p += 5 + len;
+	}
+}
+
+/* Does a COPY of which take ef? */
+static inline bool
+rp_mirror_stage_wants(const RpEffect *ef, RpMirrorStageWhich which)
+{
+	switch (which)
+	{
+		case RP_MIRROR_STAGE_DELETES:
+			return ef->op == RP_EFFECT_DELETE;
+		case RP_MIRROR_STAGE_UPSERTS:
+			return ef->op == RP_EFFECT_UPSERT && !ef->partial && !ef->fresh;
+		case RP_MIRROR_STAGE_FRESH:
+			return ef->op == RP_EFFECT_UPSERT && !ef->partial && ef->fresh;
+		case RP_MIRROR_STAGE_ALL_UPSERTS:
+			return ef->op == RP_EFFECT_UPSERT && !ef->partial;
+	}
+	return false;
+}
+
 /* rp_mirror_snapshot.c: the initial snapshot's callbacks */
 /* Set the snapshot callbacks of a mirror sink (s->priv is its RpMirror). */
 extern void rp_mirror_snapshot_install(RpSink *s);
@@ -223,14 +276,10 @@ extern int	rp_mirror_copy_start(PGconn *conn, const char *into, const char *cols
 extern int	rp_mirror_copy_end(PGconn *conn, PGresult **res);
 /* t's staging tables (temporary, one pair per session), made when missing. */
 extern int	rp_mirror_stage_ensure(RpMirror *pg, RpMirrorTable *t);
-/* Does a COPY of which take ef? */
-extern bool rp_mirror_stage_wants(const RpEffect *ef, RpMirrorStageWhich which);
 /* COPY t's pending effects of kind which into the staging table stage. */
 extern int	rp_mirror_stage_effects(RpMirror *pg, RpMirrorTable *t, const char *stage, RpMirrorStageWhich which);
 
 /* rp_mirror_effect.c */
-/* Column i of the row serialized at off in arena. */
-extern void rp_mirror_row_get(const RpBuf *arena, size_t off, int i, RpDatum *d);
 /* The pending effect of key in t, or NULL. */
 extern RpEffect *rp_mirror_effect_find(RpMirrorTable *t, const RpBuf *key);
 /* t's key columns of tup, serialized into key. */

@@ -174,23 +174,6 @@ rp_mirror_stage_field(RpMirror *pg, RpBuf *out, const RpMirrorTable *t, uint8_t 
 	return 0;
 }
 
-bool
-rp_mirror_stage_wants(const RpEffect *ef, RpMirrorStageWhich which)
-{
-	switch (which)
-	{
-		case RP_MIRROR_STAGE_DELETES:
-			return ef->op == RP_EFFECT_DELETE;
-		case RP_MIRROR_STAGE_UPSERTS:
-			return ef->op == RP_EFFECT_UPSERT && !ef->partial && !ef->fresh;
-		case RP_MIRROR_STAGE_FRESH:
-			return ef->op == RP_EFFECT_UPSERT && !ef->partial && ef->fresh;
-		case RP_MIRROR_STAGE_ALL_UPSERTS:
-			return ef->op == RP_EFFECT_UPSERT && !ef->partial;
-	}
-	return false;
-}
-
 /*
  * A large value goes to the destination from the arena, in slices (COPY
  * data may be split anywhere), rather than through out and libpq's output
