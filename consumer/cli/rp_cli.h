@@ -17,7 +17,7 @@
 
 #include "agg/rp_agg.h"
 #include "sinks/rp_sink.h"
-#include "sinks/mirror/rp_mirror_int.h"
+#include "sinks/mirror/rp_mirror.h"
 #include "snapshot/rp_snapshot.h"
 #include "stream/rp_deliver.h"
 
@@ -60,7 +60,7 @@ typedef struct RpCli
 	RpBatchLimits limits;
 	bool		progress;
 	int			metrics_port;
-	RpPgOptions pg;				/* mirror sink */
+	RpMirrorOptions pg;				/* mirror sink */
 	bool		no_early_apply;
 	uint64_t	decoding_work_mem_kb;	/* 0: default (see set_decoding_work_mem) */
 	RpAgg	   *agg;			/* live aggregate bindings, or NULL */

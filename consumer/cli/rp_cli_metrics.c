@@ -11,7 +11,7 @@
 
 #include "base/rp_counter.h"
 #include "cli/rp_cli_metrics.h"
-#include "sinks/mirror/rp_mirror_int.h"
+#include "sinks/mirror/rp_mirror.h"
 #include "stream/rp_conn.h"
 
 void
@@ -105,14 +105,14 @@ rp_cli_metrics_aggregates(RpBuf *out, const void *arg)
 					  RP_COUNT_LOAD(st->state_bytes));
 }
 
-/* The mirror: changes the destination had no row for, by table name. */
+/* The mirror: changes the destination had no row for, by table name (none for other sinks). */
 void
 rp_cli_metrics_divergences(RpBuf *out, const void *arg)
 {
 	char		table[256];
 	uint64_t	count;
 
-	for (int i = 0; rp_pg_divergence_get(i, table, sizeof(table), &count); i++)
+	for (int i = 0; rp_mirror_divergence_get(arg, i, table, sizeof(table), &count); i++)
 	{
 		RpBuf		labels;
 
@@ -137,7 +137,7 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		rp_metrics_add(m, rp_metrics_received, m) < 0 ||
 		rp_metrics_add(m, rp_cli_metrics_stream, cm) < 0 ||
 		(cm->agg && rp_metrics_add(m, rp_cli_metrics_aggregates, cm) < 0) ||
-		rp_metrics_add(m, rp_cli_metrics_divergences, NULL) < 0 ||
+		(cm->sink && rp_metrics_add(m, rp_cli_metrics_divergences, cm->sink) < 0) ||
 		rp_metrics_add(m, rp_metrics_halts, m) < 0)
 		return -1;
 	return 0;

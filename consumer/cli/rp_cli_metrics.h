@@ -25,6 +25,7 @@ typedef struct RpCliMetrics
 	const RpAsm *asm_;
 	const RpSpill *spill;
 	const RpAgg *agg;			/* live aggregates */
+	const RpSink *sink;			/* the run's sink: a mirror's divergences */
 } RpCliMetrics;
 
 /*
@@ -33,7 +34,7 @@ typedef struct RpCliMetrics
  */
 extern int	rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm);
 
-/* The sources, one per stage (arg: the RpCliMetrics, or NULL for divergences). */
+/* The sources, one per stage (arg: the RpCliMetrics; for divergences, the sink). */
 extern void rp_cli_metrics_delivery(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_snapshot(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_stream(RpBuf *out, const void *arg);

@@ -534,9 +534,9 @@ opt_mirror(RpCli *cli, int c, const char *arg)
 			cli->pg.schema_prefix = (char *) arg;
 			return OPT_TAKEN;
 		case RP_OPT_BOOKKEEPING_SCHEMA:
-			if (arg[0] == '\0' || strlen(arg) > RP_PG_MAX_IDENT)
+			if (arg[0] == '\0' || strlen(arg) > RP_MIRROR_MAX_IDENT)
 				return rp_cli_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
-										  arg, RP_PG_MAX_IDENT);
+										  arg, RP_MIRROR_MAX_IDENT);
 			cli->pg.bookkeeping_schema = (char *) arg;
 			return OPT_TAKEN;
 		case RP_OPT_ON_DIVERGENCE:

@@ -498,7 +498,7 @@ open_sink(RpCli *cli)
 		cli->pg.conninfo = strncmp(cli->sink, "postgres:", 9) == 0 && cli->sink[9] != '/'
 			? cli->sink + 9 : cli->sink;
 		cli->pg.slot = cli->slot;
-		return rp_sink_pg_open(&cli->pg);
+		return rp_mirror_open(&cli->pg);
 	}
 	rp_fail(RP_HALT_CONFIG, "unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
 			cli->sink);
@@ -609,6 +609,7 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	run->metrics_src.asm_ = &run->asm_;
 	run->metrics_src.spill = &run->spill;
 	run->metrics_src.agg = cli->agg;
+	run->metrics_src.sink = run->sink;
 	if (rp_cli_metrics_register(&run->metrics, &run->metrics_src) < 0 ||
 		rp_metrics_start(&run->metrics, cli->metrics_port) < 0)
 		return -1;

@@ -11,7 +11,7 @@
 
 #include "backfill/rp_backfill.h"
 #include "cli/rp_cli.h"
-#include "sinks/mirror/rp_mirror_backfill.h"
+#include "sinks/mirror/rp_mirror.h"
 #include "snapshot/rp_snapshot.h"
 #include "stream/rp_ckpt.h"
 
@@ -76,7 +76,7 @@ rp_cli_backfill_start(RpCli *cli, RpSink *sink)
 	bo.include = rp_cli_plugin_option(cli, "include_tables");
 	bo.exclude = rp_cli_plugin_option(cli, "exclude_tables");
 	bo.chunk_rows = cli->backfill_chunk_rows;
-	bo.progress = rp_pg_backfill_progress;
+	bo.progress = rp_mirror_backfill_progress;
 	bo.progress_arg = sink;
 	bo.verbose = cli->verbose > 0;
 	return rp_backfill_start(&bo);

@@ -162,6 +162,7 @@ START_TEST(test_page_identical)
 	agg->stats.skipped = 32;
 	agg->stats.state_bytes = 33;
 
+	memset(&cm, 0, sizeof(cm));
 	cm.m = &m;
 	cm.count = &c;
 	cm.snap = &st;

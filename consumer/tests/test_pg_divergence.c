@@ -1,6 +1,6 @@
 /*
  * test_pg_divergence.c
- *    The mirror's pure bookkeeping helpers (consumer/sinks/rp_sink_pg.c):
+ *    The mirror's pure bookkeeping helpers (consumer/sinks/rp_mirror.c):
  *    SQL expanded with the bookkeeping schema (--bookkeeping-schema), and
  *    divergences (--on-divergence): a halt naming the table by default, a
  *    count by destination table name on the metrics page with skip.
@@ -12,10 +12,10 @@
 #include "cli/rp_cli_metrics.h"
 #include "sinks/mirror/rp_mirror_int.h"
 
-static RpPgTable *
+static RpMirrorTable *
 table(const char *schema, const char *name, const char *qname)
 {
-	RpPgTable  *t = rp_malloc0(sizeof(RpPgTable));
+	RpMirrorTable *t = rp_malloc0(sizeof(RpMirrorTable));
 
 	t->dest_schema = rp_strndup(schema, strlen(schema));
 	t->dest_name = rp_strndup(name, strlen(name));
@@ -24,7 +24,7 @@ table(const char *schema, const char *name, const char *qname)
 }
 
 static void
-table_free(RpPgTable *t)
+table_free(RpMirrorTable *t)
 {
 	rp_free(t->dest_schema);
 	rp_free(t->dest_name);
@@ -35,18 +35,18 @@ table_free(RpPgTable *t)
 START_TEST(test_bk_expand)
 {
 	static const char *const tmpl = "SELECT 1 FROM @bk.checkpoint JOIN @bk.messages USING (slot)";
-	RpPg		pg;
+	RpMirror	pg;
 	const char *a,
 			   *b;
 
 	memset(&pg, 0, sizeof(pg));
 	pg.bk = rp_strndup("\"my\"\"bk\"", 8);
-	a = rp_pg_bk(&pg, tmpl);
+	a = rp_mirror_bk(&pg, tmpl);
 	ck_assert_str_eq(a, "SELECT 1 FROM \"my\"\"bk\".checkpoint JOIN \"my\"\"bk\".messages USING (slot)");
 	/* the same template is expanded once: the string stays valid */
-	b = rp_pg_bk(&pg, tmpl);
+	b = rp_mirror_bk(&pg, tmpl);
 	ck_assert_ptr_eq(a, b);
-	ck_assert_str_eq(rp_pg_bk(&pg, "no schema here"), "no schema here");
+	ck_assert_str_eq(rp_mirror_bk(&pg, "no schema here"), "no schema here");
 	for (int i = 0; i < pg.nbk; i++)
 		rp_free(pg.bk_sql[i]);
 	rp_free(pg.bk_sql);
@@ -57,40 +57,53 @@ END_TEST
 
 START_TEST(test_divergence)
 {
-	RpPg		pg;
+	RpMirror	pg;
+	RpSink		sink,
+				other;
 	RpMetrics	m;
-	RpPgTable  *t1 = table("public", "full_t", "\"public\".\"full_t\"");
-	RpPgTable  *t2 = table("odd", "q\"t", "\"odd\".\"q\"\"t\"");
+	RpMirrorTable *t1 = table("public", "full_t", "\"public\".\"full_t\"");
+	RpMirrorTable *t2 = table("odd", "q\"t", "\"odd\".\"q\"\"t\"");
 	char	   *page;
 	char		name[256];
 	uint64_t	n;
 
 	memset(&pg, 0, sizeof(pg));
+	pthread_mutex_init(&pg.div.lock, NULL);
+	memset(&sink, 0, sizeof(sink));
+	sink.name = RP_MIRROR_SINK_NAME;
+	sink.priv = &pg;
+	memset(&other, 0, sizeof(other));
+	other.name = "stdout";
+	other.priv = &pg;
 	rp_metrics_init(&m);
-	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_divergences, NULL), 0);
+	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_divergences, &sink), 0);
 	/* halt: fail-closed, naming the table */
 	rp_error_clear();
-	ck_assert_int_eq(rp_pg_divergence(&pg, t1, "a delete matched no row"), -1);
+	ck_assert_int_eq(rp_mirror_divergence(&pg, t1, "a delete matched no row"), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
 	ck_assert_ptr_nonnull(strstr(rp_error(), "destination table \"public\".\"full_t\" has diverged: a delete matched no row"));
 	/* skip: counted, by table */
 	pg.opts.divergence_skip = true;
 	rp_error_clear();
-	ck_assert_int_eq(rp_pg_divergence(&pg, t1, "an update matched no row"), 0);
-	ck_assert_int_eq(rp_pg_divergence(&pg, t2, "a delete matched no row"), 0);
-	ck_assert_int_eq(rp_pg_divergence(&pg, t2, "a delete matched no row"), 0);
-	ck_assert_int_eq(rp_pg_divergence_get(0, name, sizeof(name), &n), 1);
+	ck_assert_int_eq(rp_mirror_divergence(&pg, t1, "an update matched no row"), 0);
+	ck_assert_int_eq(rp_mirror_divergence(&pg, t2, "a delete matched no row"), 0);
+	ck_assert_int_eq(rp_mirror_divergence(&pg, t2, "a delete matched no row"), 0);
+	ck_assert_int_eq(rp_mirror_divergence_get(&sink, 0, name, sizeof(name), &n), 1);
 	ck_assert_str_eq(name, "public.full_t");
 	ck_assert_uint_eq(n, 2);
-	ck_assert_int_eq(rp_pg_divergence_get(1, name, sizeof(name), &n), 1);
+	ck_assert_int_eq(rp_mirror_divergence_get(&sink, 1, name, sizeof(name), &n), 1);
 	ck_assert_str_eq(name, "odd.q\"t");
 	ck_assert_uint_eq(n, 2);
-	ck_assert_int_eq(rp_pg_divergence_get(2, name, sizeof(name), &n), 0);
+	ck_assert_int_eq(rp_mirror_divergence_get(&sink, 2, name, sizeof(name), &n), 0);
+	/* another kind of sink has none */
+	ck_assert_int_eq(rp_mirror_divergence_get(&other, 0, name, sizeof(name), &n), 0);
 	page = rp_metrics_render(&m);
 	ck_assert_ptr_nonnull(strstr(page, "# TYPE replicant_divergences_total counter\n"));
 	ck_assert_ptr_nonnull(strstr(page, "replicant_divergences_total{table=\"public.full_t\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(page, "replicant_divergences_total{table=\"odd.q\\\"t\"} 2\n"));
 	rp_free(page);
+	for (int i = 0; i < pg.div.n; i++)
+		rp_free(pg.div.table[i]);
 	table_free(t1);
 	table_free(t2);
 }

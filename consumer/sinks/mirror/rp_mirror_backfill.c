@@ -1,6 +1,6 @@
 /*
- * rp_pg_backfill.c
- *    The mirror's side of a backfill (rp_pg_backfill.h; the DBLog method).
+ * rp_mirror_backfill.c
+ *    The mirror's side of a backfill (the DBLog method).
  *
  * The watermarks arrive inside the stream, in commit order, on the
  * delivery thread.  At chunk k's low watermark a window opens on its
@@ -33,18 +33,18 @@
 #include <stdlib.h>
 
 #include "backfill/rp_backfill.h"
-#include "sinks/mirror/rp_mirror_backfill.h"
+#include "sinks/mirror/rp_mirror_int.h"
 #include "values/rp_pgtext.h"
 #include "base/rp_status.h"
 
-static const char *const rp_pg_bf_setup_sql =
+static const char *const rp_mirror_bf_setup_sql =
 "CREATE TABLE IF NOT EXISTS @bk.backfill_progress ("
 "  system_id text NOT NULL, slot text NOT NULL, relid oid NOT NULL, dest_table text NOT NULL,"
 "  token text NOT NULL, rows bigint NOT NULL, done boolean NOT NULL,"
 "  updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),"
 "  PRIMARY KEY (system_id, slot, relid))";
 
-typedef struct RpPgBf
+typedef struct RpMirrorBf
 {
 	bool		open;			/* a window is open */
 	RpBfMsg		low;			/* its low watermark */
@@ -52,21 +52,36 @@ typedef struct RpPgBf
 	uint64_t	nkeys;
 	bool		truncated;		/* the stream truncated the table inside the window */
 	RpBackfillChunk *applied;	/* applied in the open destination transaction */
-} RpPgBf;
+} RpMirrorBf;
 
-static RpPgBf rp_pg_bf;
+void
+rp_mirror_backfill_init(RpMirror *pg)
+{
+	pg->bf = rp_malloc0(sizeof(RpMirrorBf));
+}
+
+void
+rp_mirror_backfill_free(RpMirror *pg)
+{
+	if (pg->bf == NULL)
+		return;
+	if (pg->bf->keys.data)
+		rp_buf_free(&pg->bf->keys);
+	rp_free(pg->bf);
+	pg->bf = NULL;
+}
 
 bool
-rp_pg_backfill_window_open(void)
+rp_mirror_backfill_window_open(const RpMirror *pg)
 {
-	return rp_pg_bf.open;
+	return pg->bf->open;
 }
 
 /* One key (t's key columns of tup) as a COPY text line. */
 static void
-rp_pg_bf_key_line(const RpPgTable *t, const RpTuple *tup)
+rp_mirror_bf_key_line(RpMirrorBf *bf, const RpMirrorTable *t, const RpTuple *tup)
 {
-	RpBuf	   *out = &rp_pg_bf.keys;
+	RpBuf	   *out = &bf->keys;
 	RpBuf		v;
 
 	for (int k = 0; k < t->nkey; k++)
@@ -90,76 +105,76 @@ rp_pg_bf_key_line(const RpPgTable *t, const RpTuple *tup)
 	}
 	rp_buf_put_char(out, '\n');
 	rp_buf_free(&v);
-	rp_pg_bf.nkeys++;
+	bf->nkeys++;
 }
 
 void
-rp_pg_backfill_note(RpPg *pg, const RpPgTable *t, const RpRecord *rec)
+rp_mirror_backfill_note(RpMirror *pg, const RpMirrorTable *t, const RpRecord *rec)
 {
-	if (!rp_pg_bf.open || rp_pg_bf.applied || t->relid != rp_pg_bf.low.relid || t->nkey == 0)
+	if (!pg->bf->open || pg->bf->applied || t->relid != pg->bf->low.relid || t->nkey == 0)
 		return;
 	if (rec->u.change.has_old)
-		rp_pg_bf_key_line(t, &rec->u.change.old_tuple);
+		rp_mirror_bf_key_line(pg->bf, t, &rec->u.change.old_tuple);
 	if (rec->u.change.has_new && rec->tag != RP_TAG_DELETE)
-		rp_pg_bf_key_line(t, &rec->u.change.new_tuple);
+		rp_mirror_bf_key_line(pg->bf, t, &rec->u.change.new_tuple);
 }
 
 void
-rp_pg_backfill_truncate(RpPg *pg, const RpRecord *rec)
+rp_mirror_backfill_truncate(RpMirror *pg, const RpRecord *rec)
 {
-	if (!rp_pg_bf.open || rp_pg_bf.applied)
+	if (!pg->bf->open || pg->bf->applied)
 		return;
 	for (uint32_t i = 0; i < rec->u.truncate.nrels; i++)
-		if (rp_truncate_relid(rec, i) == rp_pg_bf.low.relid)
-			rp_pg_bf.truncated = true;
+		if (rp_truncate_relid(rec, i) == pg->bf->low.relid)
+			pg->bf->truncated = true;
 }
 
 void
-rp_pg_backfill_committed(RpPg *pg)
+rp_mirror_backfill_committed(RpMirror *pg)
 {
-	if (rp_pg_bf.applied == NULL)
+	if (pg->bf->applied == NULL)
 		return;
-	rp_backfill_release(rp_pg_bf.applied, true);
-	rp_pg_bf.applied = NULL;
-	rp_pg_bf.open = false;
-	rp_buf_reset(&rp_pg_bf.keys);
-	rp_pg_bf.nkeys = 0;
+	rp_backfill_release(pg->bf->applied, true);
+	pg->bf->applied = NULL;
+	pg->bf->open = false;
+	rp_buf_reset(&pg->bf->keys);
+	pg->bf->nkeys = 0;
 }
 
 void
-rp_pg_backfill_aborted(RpPg *pg)
+rp_mirror_backfill_aborted(RpMirror *pg)
 {
-	if (rp_pg_bf.applied == NULL)
+	if (pg->bf->applied == NULL)
 		return;
 	/* the window stays: the replay brings its high watermark again */
-	rp_backfill_release(rp_pg_bf.applied, false);
-	rp_pg_bf.applied = NULL;
+	rp_backfill_release(pg->bf->applied, false);
+	pg->bf->applied = NULL;
 }
 
 /* COPY len bytes of text-format lines into into (cols). */
 static int
-rp_pg_bf_copy(RpPg *pg, const RpPgTable *t, const char *into, const char *cols, const char *data,
+rp_mirror_bf_copy(RpMirror *pg, const RpMirrorTable *t, const char *into, const char *cols, const char *data,
 			  size_t len, const char *what)
 {
 	PGresult   *res;
 	int			rc = 0;
 
-	if (rp_pg_copy_start(pg->conn, into, cols, false, &res) < 0)
+	if (rp_mirror_copy_start(pg->conn, into, cols, false, &res) < 0)
 	{
-		rc = rp_pg_fail_result(pg, res, what, t);
+		rc = rp_mirror_fail_result(pg, res, what, t);
 		PQclear(res);
 		return rc;
 	}
 	if (len > 0 && PQputCopyData(pg->conn, data, (int) len) != 1)
 		rc = -1;
-	if (rp_pg_copy_end(pg->conn, &res) < 0 || rc < 0)
-		rc = rp_pg_fail_result(pg, res, what, t);
+	if (rp_mirror_copy_end(pg->conn, &res) < 0 || rc < 0)
+		rc = rp_mirror_fail_result(pg, res, what, t);
 	PQclear(res);
 	return rc;
 }
 
 static char *
-rp_pg_bf_take_buf(RpBuf *b)
+rp_mirror_bf_take_buf(RpBuf *b)
 {
 	char	   *s;
 
@@ -169,28 +184,56 @@ rp_pg_bf_take_buf(RpBuf *b)
 	return s;
 }
 
+/* Store ch's progress token (and its rows' count) for t, in the open transaction. */
+static int
+rp_mirror_bf_store_token(RpMirror *pg, const RpMirrorTable *t, const RpBackfillChunk *ch,
+						 const char *relid)
+{
+	char		sysid[24],
+				rows[24];
+	const char *vals[7];
+
+	if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_bf_setup_sql), "creating the backfill progress table", NULL) < 0)
+		return -1;
+	snprintf(sysid, sizeof(sysid), "%" PRIu64, pg->ck.system_id);
+	snprintf(rows, sizeof(rows), "%" PRIu64, ch->nrows);
+	vals[0] = sysid;
+	vals[1] = pg->opts.slot;
+	vals[2] = relid;
+	vals[3] = t->qname;
+	vals[4] = ch->token;
+	vals[5] = rows;
+	vals[6] = ch->last ? "t" : "f";
+	if (rp_mirror_exec_params(pg,
+						  rp_mirror_bk(pg, "INSERT INTO @bk.backfill_progress AS p (system_id, slot, relid, dest_table, token, rows, done)"
+								   " VALUES ($1, $2, $3::oid, $4, $5, $6::bigint, $7::boolean)"
+								   " ON CONFLICT (system_id, slot, relid) DO UPDATE SET dest_table = EXCLUDED.dest_table,"
+								   " token = EXCLUDED.token, rows = p.rows + EXCLUDED.rows, done = EXCLUDED.done,"
+								   " updated_at = pg_catalog.now()"),
+						  7, vals, "storing backfill progress", t) < 0)
+		return -1;
+	return 0;
+}
+
 /* Apply chunk ch less the window, and its token, in the open destination transaction. */
 static int
-rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
+rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 {
 	const RpRelation *rel = ch->rel;
-	RpPgTable  *t;
+	RpMirrorTable *t;
 	RpBuf		b;
 	char		stage[64],
 				win[64],
-				relid[16],
-				sysid[24],
-				rows[24];
+				relid[16];
 	char	   *cols = NULL,
 			   *wcols = NULL;
-	const char *vals[7];
 	int			rc = -1;
 
 	/* the stream's changes up to here are in the table first */
-	if (rp_pg_apply_flush(pg) < 0)
+	if (rp_mirror_apply_flush(pg) < 0)
 		return -1;
-	t = rp_pg_table_get(pg, rel);
-	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
+	t = rp_mirror_table_get(pg, rel);
+	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 		return -1;
 	if (t->nkey == 0 || t->full_match || t->history)
 		return rp_fail(RP_HALT_CONFIG, "backfill into table %s needs a key (its primary key as replica identity) and no --history",
@@ -208,7 +251,7 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 	rp_buf_put_text(&b, "); CREATE TEMP TABLE IF NOT EXISTS rp_bfw_");
 	rp_buf_put_text(&b, relid);
 	rp_buf_put_text(&b, " AS SELECT ");
-	rp_pg_sql_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
+	rp_mirror_sql_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
 	rp_buf_put_text(&b, " FROM ");
 	rp_buf_put_text(&b, t->qname);
 	rp_buf_put_text(&b, " WITH NO DATA; TRUNCATE ");
@@ -216,21 +259,21 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 	rp_buf_put_text(&b, ", ");
 	rp_buf_put_text(&b, win);
 	rp_buf_put_char(&b, '\0');
-	if (rp_pg_exec(pg, b.data, "preparing a backfill chunk", t) < 0)
+	if (rp_mirror_exec(pg, b.data, "preparing a backfill chunk", t) < 0)
 		goto out;
 	rp_buf_reset(&b);
 
-	rp_pg_sql_cols(pg, &b, rel, NULL, 0, NULL);
-	cols = rp_pg_bf_take_buf(&b);
-	rp_pg_sql_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
-	wcols = rp_pg_bf_take_buf(&b);
-	if (!rp_pg_bf.truncated && ch->nrows > 0)
+	rp_mirror_sql_cols(pg, &b, rel, NULL, 0, NULL);
+	cols = rp_mirror_bf_take_buf(&b);
+	rp_mirror_sql_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
+	wcols = rp_mirror_bf_take_buf(&b);
+	if (!pg->bf->truncated && ch->nrows > 0)
 	{
-		if (rp_pg_bf.nkeys > 0 &&
-			rp_pg_bf_copy(pg, t, win, wcols, rp_pg_bf.keys.data, rp_pg_bf.keys.len,
+		if (pg->bf->nkeys > 0 &&
+			rp_mirror_bf_copy(pg, t, win, wcols, pg->bf->keys.data, pg->bf->keys.len,
 						  "loading a backfill window") < 0)
 			goto out;
-		if (rp_pg_bf_copy(pg, t, stage, cols, ch->rows.data, ch->rows.len, "loading a backfill chunk") < 0)
+		if (rp_mirror_bf_copy(pg, t, stage, cols, ch->rows.data, ch->rows.len, "loading a backfill chunk") < 0)
 			goto out;
 		/* the chunk less the window: the stream's version of those keys stays */
 		rp_buf_put_text(&b, "INSERT INTO ");
@@ -238,43 +281,26 @@ rp_pg_bf_apply(RpPg *pg, RpBackfillChunk *ch)
 		rp_buf_put_text(&b, " (");
 		rp_buf_put_text(&b, cols);
 		rp_buf_put_text(&b, ") SELECT ");
-		rp_pg_sql_cols(pg, &b, rel, NULL, 0, "s.");
+		rp_mirror_sql_cols(pg, &b, rel, NULL, 0, "s.");
 		rp_buf_put_text(&b, " FROM ");
 		rp_buf_put_text(&b, stage);
 		rp_buf_put_text(&b, " s WHERE NOT EXISTS (SELECT 1 FROM ");
 		rp_buf_put_text(&b, win);
 		rp_buf_put_text(&b, " w WHERE ");
-		rp_pg_sql_key_match(pg, &b, t->rel, t->keycols, t->nkey, "w", "s");
+		rp_mirror_sql_key_match(pg, &b, t->rel, t->keycols, t->nkey, "w", "s");
 		rp_buf_put_char(&b, ')');
-		rp_pg_sql_on_conflict(pg, &b, rel, ch->keycols, ch->nkey);
+		rp_mirror_sql_on_conflict(pg, &b, rel, ch->keycols, ch->nkey);
 		rp_buf_put_text(&b, "; TRUNCATE ");
 		rp_buf_put_text(&b, stage);
 		rp_buf_put_text(&b, ", ");
 		rp_buf_put_text(&b, win);
 		rp_buf_put_char(&b, '\0');
-		if (rp_pg_exec(pg, b.data, "applying a backfill chunk", t) < 0)
+		if (rp_mirror_exec(pg, b.data, "applying a backfill chunk", t) < 0)
 			goto out;
 	}
 
 	/* the token commits with the rows it vouches for, and with the batch's checkpoint */
-	if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_bf_setup_sql), "creating the backfill progress table", NULL) < 0)
-		goto out;
-	snprintf(sysid, sizeof(sysid), "%" PRIu64, pg->ck.system_id);
-	snprintf(rows, sizeof(rows), "%" PRIu64, ch->nrows);
-	vals[0] = sysid;
-	vals[1] = pg->opts.slot;
-	vals[2] = relid;
-	vals[3] = t->qname;
-	vals[4] = ch->token;
-	vals[5] = rows;
-	vals[6] = ch->last ? "t" : "f";
-	if (rp_pg_exec_params(pg,
-						  rp_pg_bk(pg, "INSERT INTO @bk.backfill_progress AS p (system_id, slot, relid, dest_table, token, rows, done)"
-								   " VALUES ($1, $2, $3::oid, $4, $5, $6::bigint, $7::boolean)"
-								   " ON CONFLICT (system_id, slot, relid) DO UPDATE SET dest_table = EXCLUDED.dest_table,"
-								   " token = EXCLUDED.token, rows = p.rows + EXCLUDED.rows, done = EXCLUDED.done,"
-								   " updated_at = pg_catalog.now()"),
-						  7, vals, "storing backfill progress", t) < 0)
+	if (rp_mirror_bf_store_token(pg, t, ch, relid) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -287,7 +313,7 @@ out:
 }
 
 int
-rp_pg_backfill_message(RpPg *pg, bool transactional, const char *prefix, size_t prefix_len,
+rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix, size_t prefix_len,
 					   const unsigned char *content, uint32_t len)
 {
 	RpBfMsg		m;
@@ -312,62 +338,50 @@ rp_pg_backfill_message(RpPg *pg, bool transactional, const char *prefix, size_t 
 	if (m.mark == RP_BF_LOW)
 	{
 		/* the same low watermark again (a replay after a rollback): the window goes on */
-		if (rp_pg_bf.open && rp_bfmsg_same_chunk(&rp_pg_bf.low, &m))
+		if (pg->bf->open && rp_bfmsg_same_chunk(&pg->bf->low, &m))
 			return 1;
-		if (rp_pg_bf.keys.data == NULL)
-			rp_buf_init(&rp_pg_bf.keys, 4096);
-		rp_buf_reset(&rp_pg_bf.keys);
-		rp_pg_bf.nkeys = 0;
-		rp_pg_bf.truncated = false;
-		rp_pg_bf.low = m;
-		rp_pg_bf.open = true;
+		if (pg->bf->keys.data == NULL)
+			rp_buf_init(&pg->bf->keys, 4096);
+		rp_buf_reset(&pg->bf->keys);
+		pg->bf->nkeys = 0;
+		pg->bf->truncated = false;
+		pg->bf->low = m;
+		pg->bf->open = true;
 		return 1;
 	}
-	if (!rp_pg_bf.open || !rp_bfmsg_same_chunk(&rp_pg_bf.low, &m) || rp_pg_bf.applied)
+	if (!pg->bf->open || !rp_bfmsg_same_chunk(&pg->bf->low, &m) || pg->bf->applied)
 		return 1;
 	if ((ch = rp_backfill_take(&m)) == NULL)
 		return 1;
-	if (rp_pg_bf_apply(pg, ch) < 0)
+	if (rp_mirror_bf_apply(pg, ch) < 0)
 	{
 		rp_backfill_release(ch, false);
 		return -1;
 	}
-	rp_pg_bf.applied = ch;
+	pg->bf->applied = ch;
 	return 1;
 }
 
-static void
-rp_pg_bf_notice(void *arg, const PGresult *res)
-{
-}
-
 int
-rp_pg_backfill_progress(void *arg, uint32_t relid, char **token)
+rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token)
 {
 	RpSink	   *s = arg;
-	RpPg	   *pg = s->priv;
-	PGconn	   *conn = PQconnectdb(pg->opts.conninfo);
+	RpMirror   *pg = s->priv;
+	PGconn	   *conn;
 	char		rel[16];
 	const char *vals[2] = {pg->opts.slot, rel};
 	PGresult   *res;
 	int			rc = 0;
 
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		char		line[256];
-
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
-		PQfinish(conn);
-		return rp_fail(RP_HALT_NONE, "backfill: could not connect to the destination: %s", line);
-	}
-	/* notices may quote values: keep them off stderr */
-	PQsetNoticeReceiver(conn, rp_pg_bf_notice, NULL);
-	res = PQexec(conn, rp_pg_bk(pg, "SET search_path = ''; CREATE SCHEMA IF NOT EXISTS @bk"));
+	conn = rp_mirror_session_open(pg->opts.conninfo, "replicant backfill", true, "backfill: ");
+	if (conn == NULL)
+		return -1;
+	res = PQexec(conn, rp_mirror_bk(pg, "CREATE SCHEMA IF NOT EXISTS @bk"));
 	PQclear(res);
-	res = PQexec(conn, rp_pg_bk(pg, rp_pg_bf_setup_sql));
+	res = PQexec(conn, rp_mirror_bk(pg, rp_mirror_bf_setup_sql));
 	PQclear(res);
 	snprintf(rel, sizeof(rel), "%u", relid);
-	res = PQexecParams(conn, rp_pg_bk(pg, "SELECT token FROM @bk.backfill_progress WHERE slot = $1 AND relid = $2::oid"),
+	res = PQexecParams(conn, rp_mirror_bk(pg, "SELECT token FROM @bk.backfill_progress WHERE slot = $1 AND relid = $2::oid"),
 					   2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{

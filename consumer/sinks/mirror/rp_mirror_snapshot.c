@@ -1,5 +1,5 @@
 /*
- * rp_pg_snapshot.c
+ * rp_mirror_snapshot.c
  *    The mirror's initial snapshot: chunks of rows, each committed in one
  *    destination transaction with its progress token, from several copy
  *    workers at once (one destination session each).
@@ -26,15 +26,14 @@
 #include <stdlib.h>
 
 #include "sinks/mirror/rp_mirror_int.h"
-#include "sinks/mirror/rp_mirror_snapshot.h"
 #include "values/rp_pgbin.h"
 #include "values/rp_pgtext.h"
 #include "snapshot/rp_snapshot.h"
 #include "base/rp_status.h"
 
-#define RP_PG_SNAP_MAX_WORKERS 64
+#define RP_MIRROR_SNAP_MAX_WORKERS 64
 
-static const char *const rp_pg_snap_setup_sql =
+static const char *const rp_mirror_snap_setup_sql =
 "CREATE TABLE IF NOT EXISTS @bk.snapshot_progress ("
 "  system_id text NOT NULL, slot text NOT NULL, relid oid NOT NULL, timeline integer NOT NULL,"
 "  dest_table text NOT NULL, mode text NOT NULL, retire_sql text, token text NOT NULL,"
@@ -42,10 +41,10 @@ static const char *const rp_pg_snap_setup_sql =
 "  PRIMARY KEY (system_id, slot, relid))";
 
 /* What one table's chunks need, decided at its first chunk. */
-typedef struct RpPgSnapTable
+typedef struct RpMirrorSnapTable
 {
 	uint32_t	relid;
-	const RpPgTable *t;			/* the mirror's table (its names, for errors) */
+	const RpMirrorTable *t;			/* the mirror's table (its names, for errors) */
 	char	   *qname;			/* destination, quoted */
 	char	   *cols;			/* applied columns, quoted, comma-separated */
 	char	   *mode;			/* "copy", "merge" or "replace" */
@@ -57,24 +56,22 @@ typedef struct RpPgSnapTable
 	char	   *upsert_after;	/* ... and their upsert from it */
 	char	   *retire_sql;		/* run at completion, or NULL */
 	bool		keyless;		/* no key: a stopped copy starts over */
-	bool		staged[RP_PG_SNAP_MAX_WORKERS];	/* stage_ddl done on that session */
-} RpPgSnapTable;
+	bool		staged[RP_MIRROR_SNAP_MAX_WORKERS];	/* stage_ddl done on that session */
+} RpMirrorSnapTable;
 
-typedef struct RpPgSnap
+typedef struct RpMirrorSnap
 {
-	RpPg	   *pg;
+	RpMirror   *pg;
 	pthread_mutex_t lock;		/* pg->conn and the table list */
-	PGconn	   *conns[RP_PG_SNAP_MAX_WORKERS];
-	RpPgSnapTable **tables;
+	PGconn	   *conns[RP_MIRROR_SNAP_MAX_WORKERS];
+	RpMirrorSnapTable **tables;
 	int			ntables;
 	bool		setup_done;
-} RpPgSnap;
+} RpMirrorSnap;
 
-/* One mirror sink per process; its snapshot state lives here. */
-static RpPgSnap rp_pg_snap;
 
 static int
-rp_pg_snap_fail(PGresult *res, const char *what, const RpPgTable *t)
+rp_mirror_snap_fail(PGresult *res, const char *what, const RpMirrorTable *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	/* a lost or transient destination is retried by running again; the rest halts */
@@ -88,38 +85,33 @@ rp_pg_snap_fail(PGresult *res, const char *what, const RpPgTable *t)
 	 * can quote values, and a trigger can put anything in the table,
 	 * column and constraint fields (G4).
 	 */
-	rp_pg_diag_where(res, t, where, sizeof(where));
+	rp_mirror_diag_where(res, t, where, sizeof(where));
 	return rp_fail(halt, "destination %s failed: SQLSTATE %s%s", what,
 				   state ? state : "(connection lost)", where);
 }
 
 static int
-rp_pg_snap_exec(PGconn *conn, const char *sql, int n, const char *const *vals, const char *what,
-				const RpPgTable *t)
+rp_mirror_snap_exec(PGconn *conn, const char *sql, int n, const char *const *vals, const char *what,
+				const RpMirrorTable *t)
 {
 	PGresult   *res = n > 0 ? PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0) : PQexec(conn, sql);
 	ExecStatusType st = PQresultStatus(res);
 	int			rc = 0;
 
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_pg_snap_fail(res, what, t);
+		rc = rp_mirror_snap_fail(res, what, t);
 	PQclear(res);
 	return rc;
 }
 
-static void
-rp_pg_snap_notice(void *arg, const PGresult *res)
-{
-}
-
 static PGconn *
-rp_pg_snap_conn(RpPgSnap *s, int worker)
+rp_mirror_snap_conn(RpMirrorSnap *s, int worker)
 {
 	PGconn	   *conn;
 
-	if (worker < 0 || worker >= RP_PG_SNAP_MAX_WORKERS)
+	if (worker < 0 || worker >= RP_MIRROR_SNAP_MAX_WORKERS)
 	{
-		rp_fail(RP_HALT_CONFIG, "at most %d snapshot workers", RP_PG_SNAP_MAX_WORKERS);
+		rp_fail(RP_HALT_CONFIG, "at most %d snapshot workers", RP_MIRROR_SNAP_MAX_WORKERS);
 		return NULL;
 	}
 	if (s->conns[worker] && PQstatus(s->conns[worker]) == CONNECTION_OK)
@@ -127,23 +119,10 @@ rp_pg_snap_conn(RpPgSnap *s, int worker)
 	if (s->conns[worker])
 		PQfinish(s->conns[worker]);
 	s->conns[worker] = NULL;
-	conn = PQconnectdb(s->pg->opts.conninfo);
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		char		line[256];
-
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
-		PQfinish(conn);
-		rp_fail(RP_HALT_NONE, "could not connect to the destination: %s", line);
+	/* chunks commit asynchronously: the completion's commit is synchronous (see above) */
+	conn = rp_mirror_session_open(s->pg->opts.conninfo, "replicant snapshot", false, "");
+	if (conn == NULL)
 		return NULL;
-	}
-	PQsetNoticeReceiver(conn, rp_pg_snap_notice, NULL);
-	if (rp_pg_snap_exec(conn, "SET search_path = ''; SET application_name = 'replicant snapshot';"
-						" SET synchronous_commit = off", 0, NULL, "session setup", NULL) < 0)
-	{
-		PQfinish(conn);
-		return NULL;
-	}
 	for (int i = 0; i < s->ntables; i++)
 		s->tables[i]->staged[worker] = false;
 	s->conns[worker] = conn;
@@ -159,8 +138,8 @@ rp_dupbuf(RpBuf *b)
 	return s;
 }
 
-static RpPgSnapTable *
-rp_pg_snap_find(RpPgSnap *s, uint32_t relid)
+static RpMirrorSnapTable *
+rp_mirror_snap_find(RpMirrorSnap *s, uint32_t relid)
 {
 	for (int i = 0; i < s->ntables; i++)
 		if (s->tables[i]->relid == relid)
@@ -168,14 +147,9 @@ rp_pg_snap_find(RpPgSnap *s, uint32_t relid)
 	return NULL;
 }
 
-/*
- * The table's plan: destination name and columns, and the mode, decided
- * by whether the destination held rows when its copy began (first chunk)
- * or read back from the progress row (a resumed copy).  Under s->lock.
- */
 /* "CREATE TEMP TABLE IF NOT EXISTS <the session stage> (LIKE table)" */
 static void
-rp_pg_snap_stage_ddl(RpBuf *b, const RpPgSnapTable *st)
+rp_mirror_snap_stage_ddl(RpBuf *b, const RpMirrorSnapTable *st)
 {
 	rp_buf_put_text(b, "CREATE TEMP TABLE IF NOT EXISTS ");
 	rp_buf_put_text(b, st->stage);
@@ -186,7 +160,7 @@ rp_pg_snap_stage_ddl(RpBuf *b, const RpPgSnapTable *st)
 
 /* "INSERT INTO table (cols) SELECT cols FROM <the session stage> ON CONFLICT (key) DO UPDATE ..." */
 static void
-rp_pg_snap_upsert_sql(RpPg *pg, RpBuf *b, const RpPgSnapTable *st, const RpRelation *rel, const RpPgTable *t)
+rp_mirror_snap_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorSnapTable *st, const RpRelation *rel, const RpMirrorTable *t)
 {
 	rp_buf_put_text(b, "INSERT INTO ");
 	rp_buf_put_text(b, st->qname);
@@ -196,50 +170,30 @@ rp_pg_snap_upsert_sql(RpPg *pg, RpBuf *b, const RpPgSnapTable *st, const RpRelat
 	rp_buf_put_text(b, st->cols);
 	rp_buf_put_text(b, " FROM ");
 	rp_buf_put_text(b, st->stage);
-	rp_pg_sql_on_conflict(pg, b, rel, t->keycols, t->nkey);
+	rp_mirror_sql_on_conflict(pg, b, rel, t->keycols, t->nkey);
 }
 
-static RpPgSnapTable *
-rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
+/*
+ * The mode of rel's copy: a resumed copy keeps the one it started with (its
+ * progress row); a new one is "copy" into an empty table, else "merge" when
+ * it has a key, "replace" when not.  NULL after rp_fail().
+ */
+static char *
+rp_mirror_snap_mode(RpMirror *pg, const RpSnapshotCtx *ctx, const RpMirrorTable *t, const char *relid)
 {
-	RpPg	   *pg = s->pg;
-	const RpRelation *rel = ctx->rel;
-	RpPgTable  *t;
-	RpPgSnapTable *st;
-	RpBuf		b;
-	char		relid[16];
 	char	   *mode = NULL;
 	PGresult   *res;
-	bool		first = true;
-
-	if ((st = rp_pg_snap_find(s, rel->relid)) != NULL)
-		return st;
-	if (!s->setup_done)
-	{
-		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
-			return NULL;
-		s->setup_done = true;
-	}
-	t = rp_pg_table_get(pg, rel);
-	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
-		return NULL;
-	if (t->history)
-	{
-		rp_fail(RP_HALT_CONFIG, "snapshot into history table %s is not supported", t->qname);
-		return NULL;
-	}
-	snprintf(relid, sizeof(relid), "%u", rel->relid);
 
 	/* a resumed copy keeps the mode it started with */
 	if (!ctx->first_chunk)
 	{
 		const char *vals[2] = {pg->opts.slot, relid};
 
-		res = PQexecParams(pg->conn, rp_pg_bk(pg, "SELECT mode FROM @bk.snapshot_progress WHERE slot = $1 AND relid = $2::oid"),
+		res = PQexecParams(pg->conn, rp_mirror_bk(pg, "SELECT mode FROM @bk.snapshot_progress WHERE slot = $1 AND relid = $2::oid"),
 						   2, NULL, vals, NULL, NULL, 0);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		{
-			rp_pg_snap_fail(res, "reading snapshot progress", t);
+			rp_mirror_snap_fail(res, "reading snapshot progress", t);
 			PQclear(res);
 			return NULL;
 		}
@@ -261,7 +215,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		rp_buf_free(&q);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		{
-			rp_pg_snap_fail(res, "checking for rows", t);
+			rp_mirror_snap_fail(res, "checking for rows", t);
 			PQclear(res);
 			return NULL;
 		}
@@ -274,8 +228,125 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 			mode = t->nkey > 0 ? rp_strndup("merge", 5) : rp_strndup("replace", 7);
 		}
 	}
+	return mode;
+}
 
-	st = rp_malloc0(sizeof(RpPgSnapTable));
+/* "replace" (no key, rows there): chunks go into snapnew_<relid>, swapped in at completion. */
+static void
+rp_mirror_snap_plan_replace(RpMirror *pg, RpMirrorSnapTable *st, RpBuf *bp)
+{
+	char		n[192];
+
+	snprintf(n, sizeof(n), "%s.snapnew_%u", pg->bk, st->relid);
+	st->into = rp_strndup(n, strlen(n));
+	rp_buf_put_text(bp, "CREATE TABLE IF NOT EXISTS ");
+	rp_buf_put_text(bp, n);
+	rp_buf_put_text(bp, " (LIKE ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, ")");
+	st->stage_ddl = rp_dupbuf(bp);
+	rp_buf_put_text(bp, "DELETE FROM ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, "; INSERT INTO ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, " (");
+	rp_buf_put_text(bp, st->cols);
+	rp_buf_put_text(bp, ") SELECT ");
+	rp_buf_put_text(bp, st->cols);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, n);
+	rp_buf_put_text(bp, "; DROP TABLE ");
+	rp_buf_put_text(bp, n);
+	st->retire_sql = rp_dupbuf(bp);
+}
+
+/*
+ * "merge" (a key, rows there): chunks are upserted from the session's
+ * stage, their keys kept in snapseen_<relid>; rows not seen are retired at
+ * completion.
+ */
+static void
+rp_mirror_snap_plan_merge(RpMirror *pg, RpMirrorSnapTable *st, const RpRelation *rel,
+						  const RpMirrorTable *t, RpBuf *bp)
+{
+	char		seen[192];
+
+	snprintf(seen, sizeof(seen), "%s.snapseen_%u", pg->bk, rel->relid);
+	st->into = rp_strndup(st->stage, strlen(st->stage));
+	/* the session's staging table, and the seen keys (kept across sessions) */
+	rp_mirror_snap_stage_ddl(bp, st);
+	rp_buf_put_text(bp, "; CREATE TABLE IF NOT EXISTS ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " AS SELECT ");
+	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, " WITH NO DATA");
+	st->stage_ddl = rp_dupbuf(bp);
+
+	/* after each chunk: upsert, remember the keys, empty the stage */
+	rp_mirror_snap_upsert_sql(pg, bp, st, rel, t);
+	rp_buf_put_text(bp, "; INSERT INTO ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " SELECT ");
+	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, st->stage);
+	rp_buf_put_text(bp, "; TRUNCATE ");
+	rp_buf_put_text(bp, st->stage);
+	st->after = rp_dupbuf(bp);
+
+	/* at completion: retire what the snapshot did not see */
+	rp_buf_put_text(bp, "DELETE FROM ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, " d WHERE NOT EXISTS (SELECT 1 FROM ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " s WHERE ");
+	rp_mirror_sql_key_match(pg, bp, rel, t->keycols, t->nkey, "s", "d");
+	rp_buf_put_text(bp, "); DROP TABLE ");
+	rp_buf_put_text(bp, seen);
+	st->retire_sql = rp_dupbuf(bp);
+}
+
+/*
+ * The table's plan: destination name and columns, and the mode, decided
+ * by whether the destination held rows when its copy began (first chunk)
+ * or read back from the progress row (a resumed copy).  Under s->lock.
+ */
+static RpMirrorSnapTable *
+rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
+{
+	RpMirror   *pg = s->pg;
+	const RpRelation *rel = ctx->rel;
+	RpMirrorTable *t;
+	RpMirrorSnapTable *st;
+	RpBuf		b;
+	char		relid[16];
+	char	   *mode;
+	bool		first = true;
+
+	if ((st = rp_mirror_snap_find(s, rel->relid)) != NULL)
+		return st;
+	if (!s->setup_done)
+	{
+		if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
+			return NULL;
+		s->setup_done = true;
+	}
+	t = rp_mirror_table_get(pg, rel);
+	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
+		return NULL;
+	if (t->history)
+	{
+		rp_fail(RP_HALT_CONFIG, "snapshot into history table %s is not supported", t->qname);
+		return NULL;
+	}
+	snprintf(relid, sizeof(relid), "%u", rel->relid);
+
+	if ((mode = rp_mirror_snap_mode(pg, ctx, t, relid)) == NULL)
+		return NULL;
+
+	st = rp_malloc0(sizeof(RpMirrorSnapTable));
 	st->relid = rel->relid;
 	st->t = t;
 	st->keyless = t->nkey == 0;
@@ -288,7 +359,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 
 		if (rel->cols[i].flags & RP_COL_GENERATED)
 			continue;
-		q = rp_pg_ident(pg, rel->cols[i].name);
+		q = rp_mirror_ident(pg, rel->cols[i].name);
 		if (!first)
 			rp_buf_put_text(&b, ", ");
 		first = false;
@@ -310,80 +381,18 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 		if (t->nkey > 0)
 		{
 			/* a resumed heap-order copy may bring rows again: upsert those */
-			rp_pg_snap_stage_ddl(&b, st);
+			rp_mirror_snap_stage_ddl(&b, st);
 			st->upsert_ddl = rp_dupbuf(&b);
-			rp_pg_snap_upsert_sql(pg, &b, st, rel, t);
+			rp_mirror_snap_upsert_sql(pg, &b, st, rel, t);
 			rp_buf_put_text(&b, "; TRUNCATE ");
 			rp_buf_put_text(&b, st->stage);
 			st->upsert_after = rp_dupbuf(&b);
 		}
 	}
 	else if (strcmp(mode, "replace") == 0)
-	{
-		char		n[192];
-
-		snprintf(n, sizeof(n), "%s.snapnew_%u", pg->bk, rel->relid);
-		st->into = rp_strndup(n, strlen(n));
-		rp_buf_put_text(&b, "CREATE TABLE IF NOT EXISTS ");
-		rp_buf_put_text(&b, n);
-		rp_buf_put_text(&b, " (LIKE ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, ")");
-		st->stage_ddl = rp_dupbuf(&b);
-		rp_buf_put_text(&b, "DELETE FROM ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, "; INSERT INTO ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, " (");
-		rp_buf_put_text(&b, st->cols);
-		rp_buf_put_text(&b, ") SELECT ");
-		rp_buf_put_text(&b, st->cols);
-		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, n);
-		rp_buf_put_text(&b, "; DROP TABLE ");
-		rp_buf_put_text(&b, n);
-		st->retire_sql = rp_dupbuf(&b);
-	}
+		rp_mirror_snap_plan_replace(pg, st, &b);
 	else
-	{
-		char		seen[192];
-
-		snprintf(seen, sizeof(seen), "%s.snapseen_%u", pg->bk, rel->relid);
-		st->into = rp_strndup(st->stage, strlen(st->stage));
-		/* the session's staging table, and the seen keys (kept across sessions) */
-		rp_pg_snap_stage_ddl(&b, st);
-		rp_buf_put_text(&b, "; CREATE TABLE IF NOT EXISTS ");
-		rp_buf_put_text(&b, seen);
-		rp_buf_put_text(&b, " AS SELECT ");
-		rp_pg_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
-		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, " WITH NO DATA");
-		st->stage_ddl = rp_dupbuf(&b);
-
-		/* after each chunk: upsert, remember the keys, empty the stage */
-		rp_pg_snap_upsert_sql(pg, &b, st, rel, t);
-		rp_buf_put_text(&b, "; INSERT INTO ");
-		rp_buf_put_text(&b, seen);
-		rp_buf_put_text(&b, " SELECT ");
-		rp_pg_sql_cols(pg, &b, rel, t->keycols, t->nkey, NULL);
-		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, st->stage);
-		rp_buf_put_text(&b, "; TRUNCATE ");
-		rp_buf_put_text(&b, st->stage);
-		st->after = rp_dupbuf(&b);
-
-		/* at completion: retire what the snapshot did not see */
-		rp_buf_put_text(&b, "DELETE FROM ");
-		rp_buf_put_text(&b, st->qname);
-		rp_buf_put_text(&b, " d WHERE NOT EXISTS (SELECT 1 FROM ");
-		rp_buf_put_text(&b, seen);
-		rp_buf_put_text(&b, " s WHERE ");
-		rp_pg_sql_key_match(pg, &b, rel, t->keycols, t->nkey, "s", "d");
-		rp_buf_put_text(&b, "); DROP TABLE ");
-		rp_buf_put_text(&b, seen);
-		st->retire_sql = rp_dupbuf(&b);
-	}
+		rp_mirror_snap_plan_merge(pg, st, rel, t, &b);
 	rp_buf_free(&b);
 	s->tables = rp_realloc(s->tables, sizeof(*s->tables) * (size_t) (s->ntables + 1));
 	s->tables[s->ntables++] = st;
@@ -392,7 +401,7 @@ rp_pg_snap_plan(RpPgSnap *s, const RpSnapshotCtx *ctx)
 
 /* Frame records -> COPY text lines of the applied columns. */
 static int
-rp_pg_snap_text_rows(const RpSnapshotCtx *ctx, RpBuf *out)
+rp_mirror_snap_text_rows(const RpSnapshotCtx *ctx, RpBuf *out)
 {
 	RpDecoder	dec;
 	RpRecord	rec;
@@ -447,16 +456,16 @@ rp_pg_snap_text_rows(const RpSnapshotCtx *ctx, RpBuf *out)
 }
 
 static int
-rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const char *into, const RpSnapshotCtx *ctx)
+rp_mirror_snap_copy(PGconn *conn, const RpMirrorSnapTable *st, const char *into, const RpSnapshotCtx *ctx)
 {
 	bool		binary = ctx->copy_data != NULL;
 	RpBuf		data;
 	PGresult   *res;
 	int			rc;
 
-	if (rp_pg_copy_start(conn, into, st->cols, binary, &res) < 0)
+	if (rp_mirror_copy_start(conn, into, st->cols, binary, &res) < 0)
 	{
-		rc = rp_pg_snap_fail(res, "COPY", st->t);
+		rc = rp_mirror_snap_fail(res, "COPY", st->t);
 		PQclear(res);
 		return rc;
 	}
@@ -476,7 +485,7 @@ rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const char *into, const R
 	else
 	{
 		rp_buf_init(&data, ctx->frame_len + 1024);
-		if (rp_pg_snap_text_rows(ctx, &data) < 0)
+		if (rp_mirror_snap_text_rows(ctx, &data) < 0)
 		{
 			rp_buf_free(&data);
 			PQputCopyEnd(conn, "replicant: chunk does not decode");
@@ -487,17 +496,17 @@ rp_pg_snap_copy(PGconn *conn, const RpPgSnapTable *st, const char *into, const R
 		rc = data.len == 0 || PQputCopyData(conn, data.data, (int) data.len) == 1 ? 0 : -1;
 	}
 	rp_buf_free(&data);
-	if (rp_pg_copy_end(conn, &res) < 0 || rc < 0)
-		rc = rp_pg_snap_fail(res, "COPY", st->t);
+	if (rp_mirror_copy_end(conn, &res) < 0 || rc < 0)
+		rc = rp_mirror_snap_fail(res, "COPY", st->t);
 	PQclear(res);
 	return rc;
 }
 
 static int
-rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
+rp_mirror_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 {
-	RpPgSnap   *s = &rp_pg_snap;
-	RpPgSnapTable *st;
+	RpMirrorSnap *s = ((RpMirror *) sink->priv)->snap;
+	RpMirrorSnapTable *st;
 	PGconn	   *conn;
 	char		relid[16],
 				sysid[24],
@@ -509,8 +518,8 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 			   *ddl;
 
 	pthread_mutex_lock(&s->lock);
-	st = rp_pg_snap_plan(s, ctx);
-	conn = st ? rp_pg_snap_conn(s, ctx->worker) : NULL;
+	st = rp_mirror_snap_plan(s, ctx);
+	conn = st ? rp_mirror_snap_conn(s, ctx->worker) : NULL;
 	pthread_mutex_unlock(&s->lock);
 	if (conn == NULL)
 		return -1;
@@ -525,11 +534,11 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 		after = st->upsert_after;
 		ddl = st->upsert_ddl;
 	}
-	if (rp_pg_snap_exec(conn, "BEGIN", 0, NULL, "BEGIN", st->t) < 0)
+	if (rp_mirror_snap_exec(conn, "BEGIN", 0, NULL, "BEGIN", st->t) < 0)
 		goto fail;
 	if (ddl && !st->staged[ctx->worker])
 	{
-		if (rp_pg_snap_exec(conn, ddl, 0, NULL, "creating the snapshot staging table", st->t) < 0)
+		if (rp_mirror_snap_exec(conn, ddl, 0, NULL, "creating the snapshot staging table", st->t) < 0)
 			goto fail;
 		st->staged[ctx->worker] = true;
 	}
@@ -547,14 +556,14 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 		rp_buf_put_text(&del, "DELETE FROM ");
 		rp_buf_put_text(&del, st->into);
 		rp_buf_put_char(&del, '\0');
-		r = rp_pg_snap_exec(conn, del.data, 0, NULL, "restarting a keyless table's copy", st->t);
+		r = rp_mirror_snap_exec(conn, del.data, 0, NULL, "restarting a keyless table's copy", st->t);
 		rp_buf_free(&del);
 		if (r < 0)
 			goto fail;
 	}
-	if ((ctx->nrows > 0 && rp_pg_snap_copy(conn, st, into, ctx) < 0) ||
+	if ((ctx->nrows > 0 && rp_mirror_snap_copy(conn, st, into, ctx) < 0) ||
 		(ctx->nrows > 0 && after &&
-		 rp_pg_snap_exec(conn, after, 0, NULL, "merging a snapshot chunk", st->t) < 0))
+		 rp_mirror_snap_exec(conn, after, 0, NULL, "merging a snapshot chunk", st->t) < 0))
 		goto fail;
 
 	snprintf(relid, sizeof(relid), "%u", ctx->rel->relid);
@@ -571,14 +580,14 @@ rp_pg_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 	vals[7] = ctx->progress_token;
 	vals[8] = rows;
 	/* the token commits with the rows it vouches for */
-	if (rp_pg_snap_exec(conn,
-						rp_pg_bk(s->pg, "INSERT INTO @bk.snapshot_progress AS p (system_id, slot, relid, timeline,"
+	if (rp_mirror_snap_exec(conn,
+						rp_mirror_bk(s->pg, "INSERT INTO @bk.snapshot_progress AS p (system_id, slot, relid, timeline,"
 								 " dest_table, mode, retire_sql, token, rows) VALUES ($1, $2, $3::oid, $4::int, $5, $6, $7, $8, $9::bigint)"
 								 " ON CONFLICT (system_id, slot, relid) DO UPDATE SET token = EXCLUDED.token,"
 								 " rows = EXCLUDED.rows, updated_at = pg_catalog.now()"),
 						9, vals, "storing snapshot progress", st->t) < 0)
 		goto fail;
-	if (rp_pg_snap_exec(conn, "COMMIT", 0, NULL, "COMMIT", st->t) < 0)
+	if (rp_mirror_snap_exec(conn, "COMMIT", 0, NULL, "COMMIT", st->t) < 0)
 		goto fail;
 	return 0;
 
@@ -592,10 +601,10 @@ fail:
 }
 
 static int
-rp_pg_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
+rp_mirror_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
 {
-	RpPgSnap   *s = &rp_pg_snap;
-	RpPg	   *pg = s->pg;
+	RpMirrorSnap *s = ((RpMirror *) sink->priv)->snap;
+	RpMirror   *pg = s->pg;
 	char		relid[16];
 	const char *vals[2] = {pg->opts.slot, relid};
 	PGresult   *res;
@@ -603,15 +612,15 @@ rp_pg_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
 
 	if (!s->setup_done)
 	{
-		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
+		if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
 			return -1;
 		s->setup_done = true;
 	}
 	snprintf(relid, sizeof(relid), "%u", rel->relid);
-	res = PQexecParams(pg->conn, rp_pg_bk(pg, "SELECT token FROM @bk.snapshot_progress WHERE slot = $1 AND relid = $2::oid"),
+	res = PQexecParams(pg->conn, rp_mirror_bk(pg, "SELECT token FROM @bk.snapshot_progress WHERE slot = $1 AND relid = $2::oid"),
 					   2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		rc = rp_pg_snap_fail(res, "reading snapshot progress", NULL);
+		rc = rp_mirror_snap_fail(res, "reading snapshot progress", NULL);
 	else if (PQntuples(res) > 0)
 	{
 		*token = rp_strndup(PQgetvalue(res, 0, 0), strlen(PQgetvalue(res, 0, 0)));
@@ -628,10 +637,10 @@ rp_pg_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
  * stream's, so the dedup watermark is just below it).
  */
 static int
-rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
+rp_mirror_snap_complete(RpSink *sink, uint64_t lsn)
 {
-	RpPgSnap   *s = &rp_pg_snap;
-	RpPg	   *pg = s->pg;
+	RpMirrorSnap *s = ((RpMirror *) sink->priv)->snap;
+	RpMirror   *pg = s->pg;
 	const char *vals[5];
 	PGresult   *res;
 	char		commit[24],
@@ -640,27 +649,27 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 
 	if (!s->setup_done)
 	{
-		if (rp_pg_exec(pg, rp_pg_bk(pg, rp_pg_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
+		if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_snap_setup_sql), "creating the snapshot progress table", NULL) < 0)
 			return -1;
 		s->setup_done = true;
 	}
-	if (rp_pg_exec(pg, "BEGIN", "BEGIN", NULL) < 0)
+	if (rp_mirror_exec(pg, "BEGIN", "BEGIN", NULL) < 0)
 		return -1;
 	pg->in_txn = true;
 	vals[0] = pg->opts.slot;
 	res = PQexecParams(pg->conn,
-					   rp_pg_bk(pg, "SELECT retire_sql, dest_table, system_id, timeline FROM @bk.snapshot_progress"
+					   rp_mirror_bk(pg, "SELECT retire_sql, dest_table, system_id, timeline FROM @bk.snapshot_progress"
 								" WHERE slot = $1 ORDER BY relid FOR UPDATE"), 1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		rp_pg_snap_fail(res, "reading snapshot progress", NULL);
+		rp_mirror_snap_fail(res, "reading snapshot progress", NULL);
 		PQclear(res);
 		goto fail;
 	}
 	n = PQntuples(res);
 	for (int i = 0; i < n; i++)
 		if (!PQgetisnull(res, i, 0) &&
-			rp_pg_exec(pg, PQgetvalue(res, i, 0), "retiring rows the snapshot did not see", NULL) < 0)
+			rp_mirror_exec(pg, PQgetvalue(res, i, 0), "retiring rows the snapshot did not see", NULL) < 0)
 		{
 			PQclear(res);
 			goto fail;
@@ -679,7 +688,7 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 		vals[2] = n > 0 ? PQgetvalue(res, 0, 3) : tli;
 		vals[3] = commit;
 		vals[4] = end;
-		if (rp_pg_exec_params(pg, rp_pg_bk(pg, "INSERT INTO @bk.checkpoint AS c (system_id, slot, timeline, commit_lsn, end_lsn)"
+		if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "INSERT INTO @bk.checkpoint AS c (system_id, slot, timeline, commit_lsn, end_lsn)"
 											   " VALUES ($1, $2, $3::int, $4::pg_lsn, $5::pg_lsn)"
 											   " ON CONFLICT (system_id, slot) DO UPDATE SET timeline = EXCLUDED.timeline,"
 											   " commit_lsn = GREATEST(c.commit_lsn, EXCLUDED.commit_lsn),"
@@ -692,14 +701,14 @@ rp_pg_snap_complete(RpSink *sink, uint64_t lsn)
 	}
 	PQclear(res);
 	vals[0] = pg->opts.slot;
-	if (rp_pg_exec_params(pg, rp_pg_bk(pg, "DELETE FROM @bk.snapshot_progress WHERE slot = $1"), 1, vals,
+	if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "DELETE FROM @bk.snapshot_progress WHERE slot = $1"), 1, vals,
 						  "clearing snapshot progress", NULL) < 0)
 		goto fail;
-	if (rp_pg_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
+	if (rp_mirror_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
 		goto fail;
 	pg->in_txn = false;
 	/* the copy sessions are done */
-	for (int i = 0; i < RP_PG_SNAP_MAX_WORKERS; i++)
+	for (int i = 0; i < RP_MIRROR_SNAP_MAX_WORKERS; i++)
 		if (s->conns[i])
 		{
 			PQfinish(s->conns[i]);
@@ -715,15 +724,45 @@ fail:
 }
 
 void
-rp_pg_snapshot_install(RpSink *sink)
+rp_mirror_snapshot_install(RpSink *sink)
 {
-	memset(&rp_pg_snap, 0, sizeof(rp_pg_snap));
-	rp_pg_snap.pg = sink->priv;
-	pthread_mutex_init(&rp_pg_snap.lock, NULL);
-	sink->handle_snapshot = rp_pg_snap_chunk;
-	sink->handle_snapshot_complete = rp_pg_snap_complete;
-	sink->snapshot_progress = rp_pg_snap_progress;
+	RpMirror   *pg = sink->priv;
+
+	pg->snap = rp_malloc0(sizeof(RpMirrorSnap));
+	pg->snap->pg = pg;
+	pthread_mutex_init(&pg->snap->lock, NULL);
+	sink->handle_snapshot = rp_mirror_snap_chunk;
+	sink->handle_snapshot_complete = rp_mirror_snap_complete;
+	sink->snapshot_progress = rp_mirror_snap_progress;
 	sink->snapshot_raw = true;
 	sink->snapshot_parallel = true;
 	sink->snapshot_heap_order = true;
+}
+
+void
+rp_mirror_snapshot_free(RpMirror *pg)
+{
+	RpMirrorSnap *s = pg->snap;
+
+	if (s == NULL)
+		return;
+	for (int i = 0; i < RP_MIRROR_SNAP_MAX_WORKERS; i++)
+		if (s->conns[i])
+			PQfinish(s->conns[i]);
+	for (int i = 0; i < s->ntables; i++)
+	{
+		RpMirrorSnapTable *st = s->tables[i];
+		char	   *strs[] = {st->qname, st->cols, st->mode, st->into, st->after, st->stage, st->stage_ddl,
+		st->upsert_ddl, st->upsert_after, st->retire_sql};
+
+		for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++)
+			if (strs[k])
+				rp_free(strs[k]);
+		rp_free(st);
+	}
+	if (s->tables)
+		rp_free(s->tables);
+	pthread_mutex_destroy(&s->lock);
+	rp_free(s);
+	pg->snap = NULL;
 }

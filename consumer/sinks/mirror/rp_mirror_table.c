@@ -1,7 +1,7 @@
 /*
- * rp_pg_table.c
- *    Destination tables of the mirror sink: mapping, checks, creation,
- *    schema changes and staging tables.
+ * rp_mirror_table.c
+ *    Destination tables of the mirror sink: mapping, checks and creation
+ *    (schema changes: rp_mirror_schema.c; staging: rp_mirror_stage.c).
  *
  * A source table maps to the destination table of the same schema (after
  * --schema-prefix) and name.  It must have every replicated column and a
@@ -26,28 +26,8 @@
 #include "values/rp_pgbin.h"
 #include "base/rp_status.h"
 
-char *
-rp_pg_ident(RpPg *pg, const char *name)
-{
-	char	   *q = PQescapeIdentifier(pg->conn, name, strlen(name));
-	char	   *copy;
-
-	if (q == NULL)
-		return rp_strndup("\"?\"", 3);
-	copy = rp_strndup(q, strlen(q));
-	PQfreemem(q);
-	return copy;
-}
-
-/* Columns that are applied: generated columns are the destination's business. */
-static inline bool
-rp_pg_applied(const RpColumn *c)
-{
-	return (c->flags & RP_COL_GENERATED) == 0;
-}
-
 static bool
-rp_pg_is_history(RpPg *pg, const RpRelation *rel)
+rp_mirror_is_history(RpMirror *pg, const RpRelation *rel)
 {
 	char		name[512];
 
@@ -60,7 +40,7 @@ rp_pg_is_history(RpPg *pg, const RpRelation *rel)
 
 /* The key: replica identity columns, else the primary key, else none. */
 static void
-rp_pg_table_key(RpPgTable *t)
+rp_mirror_table_key(RpMirrorTable *t)
 {
 	const RpRelation *rel = t->rel;
 
@@ -81,7 +61,7 @@ rp_pg_table_key(RpPgTable *t)
 }
 
 static void
-rp_pg_free_names(char ***names, int n)
+rp_mirror_free_names(char ***names, int n)
 {
 	if (*names == NULL)
 		return;
@@ -94,16 +74,16 @@ rp_pg_free_names(char ***names, int n)
 
 /* What resolve read from the destination's catalog: stale once the table changes. */
 static void
-rp_pg_table_reset_catalog(RpPgTable *t, int natts)
+rp_mirror_table_reset_catalog(RpMirrorTable *t, int natts)
 {
-	rp_pg_free_names(&t->match_send, natts);
-	rp_pg_free_names(&t->match_type, natts);
-	rp_pg_free_names(&t->constraints, t->nconstraints);
+	rp_mirror_free_names(&t->match_send, natts);
+	rp_mirror_free_names(&t->match_type, natts);
+	rp_mirror_free_names(&t->constraints, t->nconstraints);
 	t->nconstraints = 0;
 }
 
-static void
-rp_pg_table_reset_stage(RpPgTable *t)
+void
+rp_mirror_table_reset_stage(RpMirrorTable *t)
 {
 	if (t->stage_ups)
 		rp_free(t->stage_ups);
@@ -112,138 +92,24 @@ rp_pg_table_reset_stage(RpPgTable *t)
 	t->stage_ups = t->stage_del = NULL;
 }
 
-int
-rp_pg_sql_cols(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n, const char *qual)
-{
-	int			written = 0;
-	int			count = idx ? n : rel->natts;
-
-	for (int j = 0; j < count; j++)
-	{
-		int			i = idx ? idx[j] : j;
-		char	   *q;
-
-		if (!idx && (rel->cols[i].flags & RP_COL_GENERATED))
-			continue;
-		q = rp_pg_ident(pg, rel->cols[i].name);
-		if (written++)
-			rp_buf_put_text(sql, ", ");
-		if (qual)
-			rp_buf_put_text(sql, qual);
-		rp_buf_put_text(sql, q);
-		rp_free(q);
-	}
-	return written;
-}
-
 void
-rp_pg_sql_key_match(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey,
-					const char *a, const char *b)
-{
-	for (int k = 0; k < nkey; k++)
-	{
-		char	   *q = rp_pg_ident(pg, rel->cols[keycols[k]].name);
-
-		if (k)
-			rp_buf_put_text(sql, " AND ");
-		rp_buf_put_text(sql, a);
-		rp_buf_put_char(sql, '.');
-		rp_buf_put_text(sql, q);
-		rp_buf_put_text(sql, " = ");
-		rp_buf_put_text(sql, b);
-		rp_buf_put_char(sql, '.');
-		rp_buf_put_text(sql, q);
-		rp_free(q);
-	}
-}
-
-int
-rp_pg_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res)
-{
-	RpBuf		sql;
-
-	rp_buf_init(&sql, 256);
-	rp_buf_put_text(&sql, "COPY ");
-	rp_buf_put_text(&sql, into);
-	rp_buf_put_text(&sql, " (");
-	rp_buf_put_text(&sql, cols);
-	rp_buf_put_text(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
-	rp_buf_put_char(&sql, '\0');
-	*res = PQexec(conn, sql.data);
-	rp_buf_free(&sql);
-	if (PQresultStatus(*res) != PGRES_COPY_IN)
-		return -1;
-	PQclear(*res);
-	*res = NULL;
-	return 0;
-}
-
-int
-rp_pg_copy_end(PGconn *conn, PGresult **res)
-{
-	int			rc = PQputCopyEnd(conn, NULL) == 1 ? 0 : -1;
-	PGresult   *more;
-
-	*res = PQgetResult(conn);
-	if (PQresultStatus(*res) != PGRES_COMMAND_OK)
-		rc = -1;
-	while ((more = PQgetResult(conn)) != NULL)
-		PQclear(more);
-	if (rc == 0)
-	{
-		PQclear(*res);
-		*res = NULL;
-	}
-	return rc;
-}
-
-void
-rp_pg_sql_on_conflict(RpPg *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey)
-{
-	bool		any = false;
-
-	rp_buf_put_text(sql, " ON CONFLICT (");
-	rp_pg_sql_cols(pg, sql, rel, keycols, nkey, NULL);
-	rp_buf_put_text(sql, ") DO ");
-	for (int i = 0; i < rel->natts; i++)
-	{
-		bool		key = false;
-		char	   *q;
-
-		for (int k = 0; k < nkey; k++)
-			key |= keycols[k] == i;
-		if (key || (rel->cols[i].flags & RP_COL_GENERATED))
-			continue;
-		q = rp_pg_ident(pg, rel->cols[i].name);
-		rp_buf_put_text(sql, any ? ", " : "UPDATE SET ");
-		rp_buf_put_text(sql, q);
-		rp_buf_put_text(sql, " = EXCLUDED.");
-		rp_buf_put_text(sql, q);
-		rp_free(q);
-		any = true;
-	}
-	if (!any)
-		rp_buf_put_text(sql, "NOTHING");
-}
-
-void
-rp_pg_table_forget(RpPgTable *t)
+rp_mirror_table_forget(RpMirrorTable *t)
 {
 	if (!t->txn_dirty)
 		return;					/* nothing of it was made in the rolled-back transaction */
-	rp_pg_table_reset_stage(t);
+	rp_mirror_table_reset_stage(t);
 	t->resolved = false;
 	t->txn_dirty = false;
 }
 
-static void
-rp_pg_table_describe(RpPg *pg, RpPgTable *t, const RpRelation *rel)
+void
+rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel)
 {
 	char		schema[256];
 
 	if (t->rel)
 	{
-		rp_pg_table_reset_catalog(t, t->rel->natts);
+		rp_mirror_table_reset_catalog(t, t->rel->natts);
 		rp_relation_free(t->rel);
 	}
 	t->rel = rp_relation_copy(rel);
@@ -258,8 +124,8 @@ rp_pg_table_describe(RpPg *pg, RpPgTable *t, const RpRelation *rel)
 	t->dest_schema = rp_strndup(schema, strlen(schema));
 	t->dest_name = rp_strndup(rel->name, strlen(rel->name));
 	{
-		char	   *qs = rp_pg_ident(pg, t->dest_schema);
-		char	   *qn = rp_pg_ident(pg, t->dest_name);
+		char	   *qs = rp_mirror_ident(pg, t->dest_schema);
+		char	   *qn = rp_mirror_ident(pg, t->dest_name);
 		size_t		n = strlen(qs) + strlen(qn) + 2;
 
 		t->qname = rp_malloc(n);
@@ -267,14 +133,14 @@ rp_pg_table_describe(RpPg *pg, RpPgTable *t, const RpRelation *rel)
 		rp_free(qs);
 		rp_free(qn);
 	}
-	t->history = rp_pg_is_history(pg, rel);
-	rp_pg_table_key(t);
-	rp_pg_table_reset_stage(t);
+	t->history = rp_mirror_is_history(pg, rel);
+	rp_mirror_table_key(t);
+	rp_mirror_table_reset_stage(t);
 	t->resolved = false;
 }
 
 static bool
-rp_pg_same_layout(const RpRelation *a, const RpRelation *b)
+rp_mirror_same_layout(const RpRelation *a, const RpRelation *b)
 {
 	if (a->natts != b->natts)
 		return false;
@@ -286,10 +152,10 @@ rp_pg_same_layout(const RpRelation *a, const RpRelation *b)
 		a->identity == b->identity;
 }
 
-RpPgTable *
-rp_pg_table_get(RpPg *pg, const RpRelation *rel)
+RpMirrorTable *
+rp_mirror_table_get(RpMirror *pg, const RpRelation *rel)
 {
-	RpPgTable  *t = NULL;
+	RpMirrorTable *t = NULL;
 
 	for (int i = 0; i < pg->ntables; i++)
 		if (pg->tables[i]->relid == rel->relid)
@@ -302,30 +168,30 @@ rp_pg_table_get(RpPg *pg, const RpRelation *rel)
 		if (pg->ntables == pg->captables)
 		{
 			pg->captables = pg->captables ? pg->captables * 2 : 16;
-			pg->tables = rp_realloc(pg->tables, sizeof(RpPgTable *) * (size_t) pg->captables);
+			pg->tables = rp_realloc(pg->tables, sizeof(RpMirrorTable *) * (size_t) pg->captables);
 		}
-		t = rp_malloc0(sizeof(RpPgTable));
+		t = rp_malloc0(sizeof(RpMirrorTable));
 		t->relid = rel->relid;
 		rp_buf_init(&t->arena, 64 * 1024);
 		pg->tables[pg->ntables++] = t;
-		rp_pg_table_describe(pg, t, rel);
+		rp_mirror_table_describe(pg, t, rel);
 	}
-	else if (!rp_pg_same_layout(t->rel, rel))
-		rp_pg_table_describe(pg, t, rel);
+	else if (!rp_mirror_same_layout(t->rel, rel))
+		rp_mirror_table_describe(pg, t, rel);
 	return t;
 }
 
 void
-rp_pg_table_free(RpPgTable *t)
+rp_mirror_table_free(RpMirrorTable *t)
 {
-	rp_pg_table_reset_catalog(t, t->rel->natts);
+	rp_mirror_table_reset_catalog(t, t->rel->natts);
 	rp_relation_free(t->rel);
 	rp_free(t->qname);
 	rp_free(t->dest_schema);
 	rp_free(t->dest_name);
 	if (t->keycols)
 		rp_free(t->keycols);
-	rp_pg_table_reset_stage(t);
+	rp_mirror_table_reset_stage(t);
 	if (t->effects)
 		rp_free(t->effects);
 	if (t->slots)
@@ -335,10 +201,10 @@ rp_pg_table_free(RpPgTable *t)
 }
 
 static int
-rp_pg_create_table(RpPg *pg, RpPgTable *t)
+rp_mirror_create_table(RpMirror *pg, RpMirrorTable *t)
 {
 	RpBuf		sql;
-	char	   *qs = rp_pg_ident(pg, t->dest_schema);
+	char	   *qs = rp_mirror_ident(pg, t->dest_schema);
 	int			rc;
 	bool		first = true;
 
@@ -353,9 +219,9 @@ rp_pg_create_table(RpPg *pg, RpPgTable *t)
 		const RpColumn *c = &t->rel->cols[i];
 		char	   *qc;
 
-		if (!rp_pg_applied(c))
+		if (!rp_mirror_applied(c))
 			continue;
-		qc = rp_pg_ident(pg, c->name);
+		qc = rp_mirror_ident(pg, c->name);
 		if (!first)
 			rp_buf_put_text(&sql, ", ");
 		first = false;
@@ -376,7 +242,7 @@ rp_pg_create_table(RpPg *pg, RpPgTable *t)
 		rp_buf_put_text(&sql, ", PRIMARY KEY (");
 		for (int k = 0; k < t->nkey; k++)
 		{
-			char	   *qc = rp_pg_ident(pg, t->rel->cols[t->keycols[k]].name);
+			char	   *qc = rp_mirror_ident(pg, t->rel->cols[t->keycols[k]].name);
 
 			if (k)
 				rp_buf_put_text(&sql, ", ");
@@ -389,7 +255,7 @@ rp_pg_create_table(RpPg *pg, RpPgTable *t)
 	}
 	rp_buf_put_text(&sql, ")");
 	rp_buf_put_char(&sql, '\0');
-	rc = rp_pg_exec(pg, sql.data, "CREATE TABLE", t);
+	rc = rp_mirror_exec(pg, sql.data, "CREATE TABLE", t);
 	rp_buf_free(&sql);
 	rp_free(qs);
 	return rc;
@@ -397,7 +263,7 @@ rp_pg_create_table(RpPg *pg, RpPgTable *t)
 
 /* '{"a","b"}': names as a text[] parameter. */
 static void
-rp_pg_name_array(RpBuf *out, const RpPgTable *t, bool key_only)
+rp_mirror_name_array(RpBuf *out, const RpMirrorTable *t, bool key_only)
 {
 	bool		first = true;
 
@@ -405,7 +271,7 @@ rp_pg_name_array(RpBuf *out, const RpPgTable *t, bool key_only)
 	for (uint16_t i = 0; i < t->rel->natts; i++)
 	{
 		const char *n = t->rel->cols[i].name;
-		bool		want = !key_only ? rp_pg_applied(&t->rel->cols[i]) : false;
+		bool		want = !key_only ? rp_mirror_applied(&t->rel->cols[i]) : false;
 
 		for (int k = 0; key_only && k < t->nkey; k++)
 			want |= t->keycols[k] == i;
@@ -429,10 +295,10 @@ rp_pg_name_array(RpBuf *out, const RpPgTable *t, bool key_only)
 
 /* Every applied column has a binary form (the destination's types aside). */
 static bool
-rp_pg_binary_candidate(const RpPgTable *t)
+rp_mirror_binary_candidate(const RpMirrorTable *t)
 {
 	for (uint16_t i = 0; i < t->rel->natts; i++)
-		if (rp_pg_applied(&t->rel->cols[i]) && !rp_pgbin_column_ok(&t->rel->cols[i]))
+		if (rp_mirror_applied(&t->rel->cols[i]) && !rp_pgbin_column_ok(&t->rel->cols[i]))
 			return false;
 	return true;
 }
@@ -444,13 +310,13 @@ rp_pg_binary_candidate(const RpPgTable *t)
  * for int4, text for varchar) keeps the text path, which does.
  */
 static int
-rp_pg_binary_check(RpPg *pg, RpPgTable *t, const char *oid)
+rp_mirror_binary_check(RpMirror *pg, RpMirrorTable *t, const char *oid)
 {
 	const char *vals[1] = {oid};
 	PGresult   *res;
 
 	t->binary = false;
-	if (!rp_pg_binary_candidate(t))
+	if (!rp_mirror_binary_candidate(t))
 		return 0;
 	res = PQexecParams(pg->conn,
 					   "SELECT a.attname, a.atttypid FROM pg_catalog.pg_attribute a"
@@ -458,7 +324,7 @@ rp_pg_binary_check(RpPg *pg, RpPgTable *t, const char *oid)
 					   1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		int			rc = rp_pg_fail_result(pg, res, "reading the column types", t);
+		int			rc = rp_mirror_fail_result(pg, res, "reading the column types", t);
 
 		PQclear(res);
 		return rc;
@@ -469,7 +335,7 @@ rp_pg_binary_check(RpPg *pg, RpPgTable *t, const char *oid)
 		const RpColumn *c = &t->rel->cols[i];
 		bool		same = false;
 
-		if (!rp_pg_applied(c))
+		if (!rp_mirror_applied(c))
 			continue;
 		for (int r = 0; r < PQntuples(res) && !same; r++)
 			same = strcmp(PQgetvalue(res, r, 0), c->name) == 0 &&
@@ -485,10 +351,10 @@ rp_pg_binary_check(RpPg *pg, RpPgTable *t, const char *oid)
  * identifier limit and outside the bookkeeping schema.
  */
 static int
-rp_pg_table_check_name(RpPg *pg, const RpPgTable *t)
+rp_mirror_table_check_name(RpMirror *pg, const RpMirrorTable *t)
 {
 	const RpRelation *rel = t->rel;
-	size_t		max = pg->max_ident > 0 ? (size_t) pg->max_ident : RP_PG_MAX_IDENT;
+	size_t		max = pg->max_ident > 0 ? (size_t) pg->max_ident : RP_MIRROR_MAX_IDENT;
 
 	if (strlen(t->dest_schema) > max || strlen(t->dest_name) > max)
 		return rp_fail(RP_HALT_SINK, "source table \"%s\".\"%s\" maps to destination %s, a name longer than %zu bytes: the server would truncate it, and two source tables could become one (shorten --schema-prefix)",
@@ -501,13 +367,13 @@ rp_pg_table_check_name(RpPg *pg, const RpPgTable *t)
 
 /* Rows of a one-column query as names (constraint and index names). */
 static int
-rp_pg_read_constraints(RpPg *pg, RpPgTable *t)
+rp_mirror_read_constraints(RpMirror *pg, RpMirrorTable *t)
 {
 	const char *vals[1] = {t->qname};
 	PGresult   *res;
 	int			rc = 0;
 
-	rp_pg_free_names(&t->constraints, t->nconstraints);
+	rp_mirror_free_names(&t->constraints, t->nconstraints);
 	t->nconstraints = 0;
 	res = PQexecParams(pg->conn,
 					   "SELECT conname::text FROM pg_catalog.pg_constraint WHERE conrelid = $1::regclass"
@@ -515,7 +381,7 @@ rp_pg_read_constraints(RpPg *pg, RpPgTable *t)
 					   " ON c.oid = i.indexrelid WHERE i.indrelid = $1::regclass",
 					   1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		rc = rp_pg_fail_result(pg, res, "reading the constraint names", t);
+		rc = rp_mirror_fail_result(pg, res, "reading the constraint names", t);
 	else if (PQntuples(res) > 0)
 	{
 		t->constraints = rp_malloc0(sizeof(char *) * (size_t) PQntuples(res));
@@ -536,15 +402,15 @@ rp_pg_read_constraints(RpPg *pg, RpPgTable *t)
  * with no send function falls back to its text output.
  */
 static int
-rp_pg_read_match(RpPg *pg, RpPgTable *t)
+rp_mirror_read_match(RpMirror *pg, RpMirrorTable *t)
 {
 	const char *vals[1] = {t->qname};
 	PGresult   *res;
 	int			natts = t->rel->natts;
 	int			rc = 0;
 
-	rp_pg_free_names(&t->match_send, natts);
-	rp_pg_free_names(&t->match_type, natts);
+	rp_mirror_free_names(&t->match_send, natts);
+	rp_mirror_free_names(&t->match_type, natts);
 	if (!t->full_match)
 		return 0;
 	res = PQexecParams(pg->conn,
@@ -558,7 +424,7 @@ rp_pg_read_match(RpPg *pg, RpPgTable *t)
 					   1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		rc = rp_pg_fail_result(pg, res, "reading the column types", t);
+		rc = rp_mirror_fail_result(pg, res, "reading the column types", t);
 		PQclear(res);
 		return rc;
 	}
@@ -579,15 +445,15 @@ rp_pg_read_match(RpPg *pg, RpPgTable *t)
 
 /* After the table is there: the catalog facts errors and matching need. */
 static int
-rp_pg_table_read_catalog(RpPg *pg, RpPgTable *t)
+rp_mirror_table_read_catalog(RpMirror *pg, RpMirrorTable *t)
 {
-	if (rp_pg_read_constraints(pg, t) < 0)
+	if (rp_mirror_read_constraints(pg, t) < 0)
 		return -1;
-	return rp_pg_read_match(pg, t);
+	return rp_mirror_read_match(pg, t);
 }
 
 int
-rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
+rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t)
 {
 	const char *vals[3];
 	PGresult   *res;
@@ -595,7 +461,7 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 	RpBuf		names;
 	int			rc = 0;
 
-	if (rp_pg_table_check_name(pg, t) < 0)
+	if (rp_mirror_table_check_name(pg, t) < 0)
 		return -1;
 
 	vals[0] = t->dest_schema;
@@ -606,7 +472,7 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 					   " AND c.relkind IN ('r', 'p')", 2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		rc = rp_pg_fail_result(pg, res, "looking up the table", t);
+		rc = rp_mirror_fail_result(pg, res, "looking up the table", t);
 		PQclear(res);
 		return rc;
 	}
@@ -616,10 +482,10 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 		if (!pg->opts.create_tables)
 			return rp_fail(RP_HALT_SINK, "destination table %s does not exist (create it, or run with --create-tables)",
 						   t->qname);
-		if (rp_pg_create_table(pg, t) < 0 || rp_pg_table_read_catalog(pg, t) < 0)
+		if (rp_mirror_create_table(pg, t) < 0 || rp_mirror_table_read_catalog(pg, t) < 0)
 			return -1;
 		/* created from the description: every column has the source's type */
-		t->binary = rp_pg_binary_candidate(t);
+		t->binary = rp_mirror_binary_candidate(t);
 		t->resolved = true;
 		t->txn_dirty = true;
 		return 0;
@@ -629,7 +495,7 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 
 	/* every replicated column must be there */
 	rp_buf_init(&names, 256);
-	rp_pg_name_array(&names, t, false);
+	rp_mirror_name_array(&names, t, false);
 	vals[0] = oid;
 	vals[1] = names.data;
 	res = PQexecParams(pg->conn,
@@ -638,7 +504,7 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 					   " AND a.attname = x AND a.attnum > 0 AND NOT a.attisdropped) LIMIT 1",
 					   2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		rc = rp_pg_fail_result(pg, res, "checking columns", t);
+		rc = rp_mirror_fail_result(pg, res, "checking columns", t);
 	else if (PQntuples(res) > 0)
 		rc = rp_fail(RP_HALT_SINK, "destination table %s has no column \"%s\"", t->qname,
 					 PQgetvalue(res, 0, 0));
@@ -648,7 +514,7 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 	if (rc == 0 && t->nkey > 0 && !t->history)
 	{
 		rp_buf_reset(&names);
-		rp_pg_name_array(&names, t, true);
+		rp_mirror_name_array(&names, t, true);
 		vals[1] = names.data;
 		res = PQexecParams(pg->conn,
 						   "SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = $1::oid"
@@ -659,7 +525,7 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 						   " = (SELECT pg_catalog.array_agg(x ORDER BY x) FROM pg_catalog.unnest($2::text[]) x)",
 						   2, NULL, vals, NULL, NULL, 0);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-			rc = rp_pg_fail_result(pg, res, "checking the key", t);
+			rc = rp_mirror_fail_result(pg, res, "checking the key", t);
 		else if (PQntuples(res) == 0)
 			rc = rp_fail(RP_HALT_SINK, "destination table %s has no primary key or unique index on the source's key %s",
 						 t->qname, names.data);
@@ -667,168 +533,13 @@ rp_pg_table_resolve(RpPg *pg, RpPgTable *t)
 	}
 	rp_buf_free(&names);
 	if (rc == 0)
-		rc = rp_pg_binary_check(pg, t, oid);
+		rc = rp_mirror_binary_check(pg, t, oid);
 	if (rc == 0)
-		rc = rp_pg_table_read_catalog(pg, t);
+		rc = rp_mirror_table_read_catalog(pg, t);
 	if (rc == 0)
 	{
 		t->resolved = true;
 		t->txn_dirty = true;
 	}
 	return rc;
-}
-
-int
-rp_pg_table_ensure_stage(RpPg *pg, RpPgTable *t)
-{
-	RpBuf		sql;
-	char		name[64];
-	int			rc = 0;
-
-	if (t->stage_ups)
-		return 0;
-	rp_buf_init(&sql, 512);
-	for (int pass = 0; pass < 2 && rc == 0; pass++)
-	{
-		snprintf(name, sizeof(name), "pg_temp.rp_stage_%llu_%s",
-				 (unsigned long long) ++pg->stage_seq, pass == 0 ? "u" : "d");
-		rp_buf_reset(&sql);
-		rp_buf_put_text(&sql, "CREATE TEMP TABLE ");
-		rp_buf_put_text(&sql, name + strlen("pg_temp."));
-		rp_buf_put_text(&sql, " ON COMMIT DELETE ROWS AS SELECT ");
-		rp_pg_sql_cols(pg, &sql, t->rel, pass == 1 ? t->keycols : NULL, t->nkey, NULL);
-		rp_buf_put_text(&sql, " FROM ");
-		rp_buf_put_text(&sql, t->qname);
-		rp_buf_put_text(&sql, " WITH NO DATA");
-		rp_buf_put_char(&sql, '\0');
-		rc = rp_pg_exec(pg, sql.data, "creating a staging table", t);
-		if (pass == 0)
-			t->stage_ups = rp_strndup(name, strlen(name));
-		else
-			t->stage_del = rp_strndup(name, strlen(name));
-		t->txn_dirty = true;
-	}
-	rp_buf_free(&sql);
-	if (rc < 0)
-		rp_pg_table_reset_stage(t);
-	return rc;
-}
-
-static int
-rp_pg_alter(RpPg *pg, RpPgTable *t, const char *action, const RpColumn *c, const char *extra)
-{
-	RpBuf		sql;
-	char	   *qc = rp_pg_ident(pg, c->name);
-	int			rc;
-
-	rp_buf_init(&sql, 256);
-	rp_buf_put_text(&sql, "ALTER TABLE ");
-	rp_buf_put_text(&sql, t->qname);
-	rp_buf_put_char(&sql, ' ');
-	rp_buf_put_text(&sql, action);
-	rp_buf_put_char(&sql, ' ');
-	rp_buf_put_text(&sql, qc);
-	if (extra)
-	{
-		rp_buf_put_char(&sql, ' ');
-		rp_buf_put_text(&sql, extra);
-	}
-	rp_buf_put_char(&sql, '\0');
-	rc = rp_pg_exec(pg, sql.data, "ALTER TABLE", t);
-	rp_buf_free(&sql);
-	rp_free(qc);
-	return rc;
-}
-
-static const RpColumn *
-rp_pg_col(const RpRelation *rel, int16_t attnum)
-{
-	for (uint16_t i = 0; i < rel->natts; i++)
-		if (rel->cols[i].attnum == attnum)
-			return &rel->cols[i];
-	return NULL;
-}
-
-/*
- * Additive changes are applied in the destination transaction of the data
- * that follows them; destructive ones halt unless --on-destructive says
- * apply (drop or retype the column) or skip (go on without it).
- */
-int
-rp_pg_table_schema_change(RpPg *pg, const RpRelation *before, const RpRelation *after,
-						  RpSchemaChange change)
-{
-	RpPgTable  *t;
-	char		what[256];
-
-	if (change == RP_SCHEMA_SAME)
-		return 0;
-	if (!pg->in_txn)
-		return 0;				/* tables are resolved when their rows come */
-	t = rp_pg_table_get(pg, before ? before : after);
-	if (!t->resolved && rp_pg_table_resolve(pg, t) < 0)
-		return -1;
-	if (change == RP_SCHEMA_NEW)
-		return 0;
-
-	/* a schema change is a barrier: what came before is applied first */
-	if (rp_pg_apply_flush(pg) < 0)
-		return -1;
-	rp_schema_diff(before, after, what, sizeof(what));
-	if (change == RP_SCHEMA_DESTRUCTIVE)
-	{
-		if (pg->opts.on_destructive == RP_DESTRUCTIVE_HALT)
-			return rp_fail(RP_HALT_SCHEMA, "destructive schema change of table %s: %s (halting; --on-destructive=apply or skip overrides)",
-						   t->qname, what);
-		if (strcmp(before->schema, after->schema) != 0 || strcmp(before->name, after->name) != 0 ||
-			before->identity != after->identity)
-			return rp_fail(RP_HALT_SCHEMA, "schema change of table %s cannot be applied: %s",
-						   t->qname, what);
-	}
-	if (change == RP_SCHEMA_ADDITIVE || pg->opts.on_destructive == RP_DESTRUCTIVE_APPLY)
-	{
-		for (uint16_t i = 0; i < before->natts; i++)
-		{
-			const RpColumn *b = &before->cols[i];
-			const RpColumn *a = rp_pg_col(after, b->attnum);
-
-			if (!rp_pg_applied(b))
-				continue;
-			if (a == NULL)
-			{
-				if (rp_pg_alter(pg, t, "DROP COLUMN IF EXISTS", b, NULL) < 0)
-					return -1;
-			}
-			else if (strcmp(a->name, b->name) != 0)
-			{
-				char	   *qn = rp_pg_ident(pg, a->name);
-				char		extra[512];
-
-				snprintf(extra, sizeof(extra), "TO %s", qn);
-				rp_free(qn);
-				if (rp_pg_alter(pg, t, "RENAME COLUMN", b, extra) < 0)
-					return -1;
-			}
-			else if (a->type_oid != b->type_oid || a->typmod != b->typmod)
-			{
-				char	   *qc = rp_pg_ident(pg, a->name);
-				char		extra[1024];
-
-				snprintf(extra, sizeof(extra), "TYPE %s USING %s::%s", a->type_name, qc, a->type_name);
-				rp_free(qc);
-				if (rp_pg_alter(pg, t, "ALTER COLUMN", a, extra) < 0)
-					return -1;
-			}
-		}
-		for (uint16_t i = 0; i < after->natts; i++)
-		{
-			const RpColumn *a = &after->cols[i];
-
-			if (rp_pg_applied(a) && rp_pg_col(before, a->attnum) == NULL &&
-				rp_pg_alter(pg, t, "ADD COLUMN IF NOT EXISTS", a, a->type_name) < 0)
-				return -1;
-		}
-	}
-	rp_pg_table_describe(pg, t, after);
-	return rp_pg_table_resolve(pg, t);
 }

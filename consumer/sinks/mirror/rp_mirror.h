@@ -1,0 +1,62 @@
+/*
+ * rp_mirror.h
+ *    The PostgreSQL mirror sink: what its callers need (the options, the
+ *    opener, and what the CLI wires to the metrics page and the backfill).
+ *    The package's own state is in rp_mirror_int.h.
+ */
+#ifndef RP_MIRROR_H
+#define RP_MIRROR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sinks/rp_sink.h"
+
+typedef enum RpDestructive
+{
+	RP_DESTRUCTIVE_HALT,
+	RP_DESTRUCTIVE_SKIP,
+	RP_DESTRUCTIVE_APPLY
+} RpDestructive;
+
+typedef struct RpMirrorOptions
+{
+	const char *conninfo;
+	const char *slot;
+	bool		create_tables;
+	RpDestructive on_destructive;
+	const char *schema_prefix;	/* destination schema = prefix || source schema */
+	char	  **history;		/* "schema.table" of tables kept as history */
+	int			nhistory;
+	char	  **route_prefixes; /* messages written to replicant.messages */
+	int			nroute;
+	char	  **ignore_prefixes;	/* messages acknowledged with no effect */
+	int			nignore;
+	const char *bookkeeping_schema; /* the mirror's own tables (NULL: "replicant") */
+	bool		divergence_skip;	/* --on-divergence=skip: count, do not halt */
+} RpMirrorOptions;
+
+/* Identifiers longer than this are truncated by a default server (NAMEDATALEN - 1). */
+#define RP_MIRROR_MAX_IDENT 63
+#define RP_MIRROR_DEFAULT_BOOKKEEPING "replicant"
+
+/*
+ * A mirror of the source in the destination opts->conninfo, connected;
+ * NULL after rp_fail().  The options' strings must outlive the sink; the
+ * caller closes it (RpSink.close).
+ */
+extern RpSink *rp_mirror_open(const RpMirrorOptions *opts);
+
+/*
+ * Divergences of mirror sink `sink` by destination table name, for the
+ * metrics page (RpMetrics.divergences): 1 with the i-th table's name and
+ * count, 0 past the last, and 0 when sink is not a mirror.  Thread-safe.
+ */
+extern int	rp_mirror_divergence_get(const void *sink, int i, char *table, size_t len,
+									 uint64_t *count);
+
+/* RpBackfillOptions.progress: arg is the mirror's RpSink; its own session. */
+extern int	rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token);
+
+#endif							/* RP_MIRROR_H */

@@ -1,0 +1,302 @@
+/*
+ * rp_mirror_sql.c
+ *    SQL builders of the mirror: quoted identifiers, column lists, key
+ *    matches, ON CONFLICT clauses, and statements with text parameters.
+ *    Every identifier goes through PQescapeIdentifier.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sinks/mirror/rp_mirror_int.h"
+#include "values/rp_pgtext.h"
+#include "base/rp_status.h"
+
+char *
+rp_mirror_ident(RpMirror *pg, const char *name)
+{
+	char	   *q = PQescapeIdentifier(pg->conn, name, strlen(name));
+	char	   *copy;
+
+	if (q == NULL)
+		return rp_strndup("\"?\"", 3);
+	copy = rp_strndup(q, strlen(q));
+	PQfreemem(q);
+	return copy;
+}
+
+int
+rp_mirror_sql_cols(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n, const char *qual)
+{
+	int			written = 0;
+	int			count = idx ? n : rel->natts;
+
+	for (int j = 0; j < count; j++)
+	{
+		int			i = idx ? idx[j] : j;
+		char	   *q;
+
+		if (!idx && (rel->cols[i].flags & RP_COL_GENERATED))
+			continue;
+		q = rp_mirror_ident(pg, rel->cols[i].name);
+		if (written++)
+			rp_buf_put_text(sql, ", ");
+		if (qual)
+			rp_buf_put_text(sql, qual);
+		rp_buf_put_text(sql, q);
+		rp_free(q);
+	}
+	return written;
+}
+
+void
+rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey,
+					const char *a, const char *b)
+{
+	for (int k = 0; k < nkey; k++)
+	{
+		char	   *q = rp_mirror_ident(pg, rel->cols[keycols[k]].name);
+
+		if (k)
+			rp_buf_put_text(sql, " AND ");
+		rp_buf_put_text(sql, a);
+		rp_buf_put_char(sql, '.');
+		rp_buf_put_text(sql, q);
+		rp_buf_put_text(sql, " = ");
+		rp_buf_put_text(sql, b);
+		rp_buf_put_char(sql, '.');
+		rp_buf_put_text(sql, q);
+		rp_free(q);
+	}
+}
+
+void
+rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey)
+{
+	bool		any = false;
+
+	rp_buf_put_text(sql, " ON CONFLICT (");
+	rp_mirror_sql_cols(pg, sql, rel, keycols, nkey, NULL);
+	rp_buf_put_text(sql, ") DO ");
+	for (int i = 0; i < rel->natts; i++)
+	{
+		bool		key = false;
+		char	   *q;
+
+		for (int k = 0; k < nkey; k++)
+			key |= keycols[k] == i;
+		if (key || (rel->cols[i].flags & RP_COL_GENERATED))
+			continue;
+		q = rp_mirror_ident(pg, rel->cols[i].name);
+		rp_buf_put_text(sql, any ? ", " : "UPDATE SET ");
+		rp_buf_put_text(sql, q);
+		rp_buf_put_text(sql, " = EXCLUDED.");
+		rp_buf_put_text(sql, q);
+		rp_free(q);
+		any = true;
+	}
+	if (!any)
+		rp_buf_put_text(sql, "NOTHING");
+}
+
+/* ---- statements with parameters ------------------------------------------------ */
+
+void
+rp_mirror_params_init(RpMirrorParams *p)
+{
+	memset(p, 0, sizeof(*p));
+	rp_buf_init(&p->strings, 256);
+}
+
+static int
+rp_mirror_params_slot(RpMirrorParams *p)
+{
+	if (p->n == p->cap)
+	{
+		p->cap = p->cap ? p->cap * 2 : 16;
+		p->offs = rp_realloc(p->offs, sizeof(size_t) * (size_t) p->cap);
+		p->isnull = rp_realloc(p->isnull, sizeof(bool) * (size_t) p->cap);
+	}
+	p->offs[p->n] = p->strings.len;
+	p->isnull[p->n] = false;
+	return ++p->n;
+}
+
+int
+rp_mirror_params_datum(RpMirrorParams *p, uint8_t enc, const RpDatum *d)
+{
+	int			no = rp_mirror_params_slot(p);
+
+	if (d->kind == RP_MIRROR_DATUM_TEXT)
+	{
+		rp_buf_put_bytes(&p->strings, d->data, d->len);
+		rp_buf_put_char(&p->strings, '\0');
+	}
+	else if (d->kind != RP_DATUM_VALUE)
+		p->isnull[no - 1] = true;
+	else
+	{
+		rp_pgtext_value(&p->strings, enc, d->data, d->len);
+		rp_buf_put_char(&p->strings, '\0');
+	}
+	return no;
+}
+
+int
+rp_mirror_params_text(RpMirrorParams *p, const char *s)
+{
+	int			no = rp_mirror_params_slot(p);
+
+	rp_buf_put_text(&p->strings, s);
+	rp_buf_put_char(&p->strings, '\0');
+	return no;
+}
+
+int
+rp_mirror_params_exec(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what)
+{
+	const char **vals = rp_malloc0(sizeof(char *) * (size_t) (p->n ? p->n : 1));
+	int			rc;
+
+	for (int i = 0; i < p->n; i++)
+		vals[i] = p->isnull[i] ? NULL : p->strings.data + p->offs[i];
+	rc = rp_mirror_exec_params(pg, sql, p->n, vals, what, t);
+	rp_free(vals);
+	return rc;
+}
+
+/* Like rp_mirror_params_exec; returns the number of rows the command affected. */
+int
+rp_mirror_params_exec_count(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what)
+{
+	const char **vals = rp_malloc0(sizeof(char *) * (size_t) (p->n ? p->n : 1));
+	PGresult   *res;
+	int			rc;
+
+	for (int i = 0; i < p->n; i++)
+		vals[i] = p->isnull[i] ? NULL : p->strings.data + p->offs[i];
+	res = PQexecParams(pg->conn, sql, p->n, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = rp_mirror_fail_result(pg, res, what, t);
+	else
+		rc = atoi(PQcmdTuples(res));
+	PQclear(res);
+	rp_free(vals);
+	return rc;
+}
+
+void
+rp_mirror_params_free(RpMirrorParams *p)
+{
+	rp_buf_free(&p->strings);
+	if (p->offs)
+		rp_free(p->offs);
+	if (p->isnull)
+		rp_free(p->isnull);
+}
+
+/*
+ * "send(o.c) IS NOT DISTINCT FROM send($n::type)": the old row's value
+ * exactly, not one the type's "=" calls equal (rp_mirror_read_match); a type
+ * without a send function compares its text output, and also works for
+ * types without "=" (json, point ...).
+ */
+void
+rp_mirror_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, int param, const char *alias)
+{
+	const RpColumn *c = &t->rel->cols[col];
+	const char *fn = t->match_send ? t->match_send[col] : NULL;
+	const char *type = t->match_type && t->match_type[col] ? t->match_type[col] : c->type_name;
+	const char *close = fn ? ")" : ")::text";
+	char	   *qc = rp_mirror_ident(pg, c->name);
+	char		tmp[32];
+
+	rp_buf_put_text(sql, fn ? fn : "");
+	rp_buf_put_char(sql, '(');
+	if (alias)
+	{
+		rp_buf_put_text(sql, alias);
+		rp_buf_put_char(sql, '.');
+	}
+	rp_buf_put_text(sql, qc);
+	rp_buf_put_text(sql, close);
+	rp_buf_put_text(sql, " IS NOT DISTINCT FROM ");
+	rp_buf_put_text(sql, fn ? fn : "");
+	snprintf(tmp, sizeof(tmp), "($%d::", param);
+	rp_buf_put_text(sql, tmp);
+	rp_buf_put_text(sql, type);
+	rp_buf_put_text(sql, close);
+	rp_free(qc);
+}
+
+/* Execute sql with datums as its text parameters ($1..$n). */
+int
+rp_mirror_exec_datums(RpMirror *pg, RpMirrorTable *t, const char *sql, int n, const RpDatum *datums,
+			   const uint8_t *encs, const char *what)
+{
+	RpMirrorParams	p;
+	int			rc;
+
+	rp_mirror_params_init(&p);
+	for (int i = 0; i < n; i++)
+		rp_mirror_params_datum(&p, encs[i], &datums[i]);
+	rc = rp_mirror_params_exec(pg, t, sql, &p, what);
+	rp_mirror_params_free(&p);
+	return rc;
+}
+
+/* Columns of tup as datums/encodings for the applied columns (skip_unchanged). */
+int
+rp_mirror_collect(const RpMirrorTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
+		   uint8_t *encs, int *which)
+{
+	int			n = 0;
+
+	for (uint16_t i = 0; i < tup->natts; i++)
+	{
+		const RpColumn *c = &t->rel->cols[i];
+
+		if (c->flags & RP_COL_GENERATED)
+			continue;
+		if (skip_unchanged && tup->datums[i].kind == RP_DATUM_UNCHANGED)
+			continue;
+		datums[n] = tup->datums[i];
+		encs[n] = c->encoding;
+		which[n] = i;
+		n++;
+	}
+	return n;
+}
+
+void
+rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const int *which, int n,
+					 const char *extra_cols, const char *extra_vals)
+{
+	char		tmp[32];
+
+	rp_buf_put_text(sql, "INSERT INTO ");
+	rp_buf_put_text(sql, t->qname);
+	rp_buf_put_text(sql, " (");
+	for (int i = 0; i < n; i++)
+	{
+		char	   *qc = rp_mirror_ident(pg, t->rel->cols[which[i]].name);
+
+		if (i)
+			rp_buf_put_text(sql, ", ");
+		rp_buf_put_text(sql, qc);
+		rp_free(qc);
+	}
+	if (extra_cols)
+		rp_buf_put_text(sql, extra_cols);
+	rp_buf_put_text(sql, ") VALUES (");
+	for (int i = 0; i < n; i++)
+	{
+		snprintf(tmp, sizeof(tmp), "%s$%d", i ? ", " : "", i + 1);
+		rp_buf_put_text(sql, tmp);
+	}
+	if (extra_vals)
+		rp_buf_put_text(sql, extra_vals);
+	rp_buf_put_char(sql, ')');
+}
