@@ -110,7 +110,7 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, RP_COUNT_LOAD(m->spill->mem_in_use));
 		rp_metric(&b, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, RP_COUNT_LOAD(m->spill->sink_in_use));
 	}
-	if (rp_agg_attached())
+	if (m->aggregates)
 	{
 		/* live aggregates (rp_agg.c): rebuilds by reason, never by value */
 		for (int r = 0; r < RP_AGG_REASON__COUNT; r++)

@@ -28,6 +28,7 @@ typedef struct RpMetrics
 	const RpDlCounters *count;	/* the run's, for the process's life */
 	const RpAsm *asm_;
 	const RpSpill *spill;
+	bool		aggregates;		/* live aggregates run: their counters are shown (set before start) */
 	void	   *daemon;
 } RpMetrics;
 

@@ -28,7 +28,6 @@
 #include "sinks/mirror/rp_mirror_int.h"
 #include "sinks/mirror/rp_mirror_backfill.h"
 #include "stream/rp_pipe.h"
-#include "sinks/log/rp_snaplog.h"
 #include "snapshot/rp_snapshot.h"
 #include "base/rp_status.h"
 #include "envelope/rp_verify.h"
@@ -97,6 +96,7 @@ typedef struct RpCli
 	uint64_t	max_dlq_bytes;
 	char	   *dlq_file;
 	char	  **backfill;		/* --backfill tables, "schema.table" */
+	RpBackfill *backfill_run;	/* their backfill (the sink gets it), or NULL */
 	int			nbackfill;
 	uint64_t	backfill_chunk_rows;
 	int			exec_ack_timeout_s; /* exec sink: 0 waits for ever */
@@ -637,21 +637,21 @@ disconnect(RpRun *run)
 }
 
 static RpSink *
-open_sink(RpCli *cli)
+open_sink(RpCli *cli, const RpSinkEnv *env)
 {
 	if (strcmp(cli->sink, "stdout") == 0 || strcmp(cli->sink, "-") == 0)
-		return rp_sink_stdout_open();
+		return rp_sink_stdout_open(env);
 	if (strncmp(cli->sink, "file:", 5) == 0)
-		return rp_sink_file_open(cli->sink + 5);
+		return rp_sink_file_open(cli->sink + 5, env);
 	if (strncmp(cli->sink, "exec:", 5) == 0)
-		return rp_sink_exec_open(cli->sink + 5, cli->exec_ack_timeout_s);
+		return rp_sink_exec_open(cli->sink + 5, cli->exec_ack_timeout_s, env);
 	if (strncmp(cli->sink, "postgresql://", 13) == 0 || strncmp(cli->sink, "postgres://", 11) == 0 ||
 		strncmp(cli->sink, "postgres:", 9) == 0)
 	{
 		cli->pg.conninfo = strncmp(cli->sink, "postgres:", 9) == 0 && cli->sink[9] != '/'
 			? cli->sink + 9 : cli->sink;
 		cli->pg.slot = cli->slot;
-		return rp_sink_pg_open(&cli->pg);
+		return rp_sink_pg_open(&cli->pg, env);
 	}
 	rp_fail(RP_HALT_CONFIG, "unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
 			cli->sink);
@@ -717,6 +717,7 @@ static int
 run_stream(RpCli *cli)
 {
 	RpRun		run;
+	RpSinkEnv	env;
 	RpCheckpoint ck;
 	int			have_ck;
 	char		path[4096],
@@ -737,8 +738,16 @@ run_stream(RpCli *cli)
 			snprintf(dlq, sizeof(dlq), "%s/%s.dead-letter", cli->state_dir, cli->slot);
 			cli->dlq_file = dlq;
 		}
-		rp_snaplog_configure((size_t) cli->max_record_bytes, (size_t) cli->max_dlq_bytes, cli->dlq_file);
 	}
+	/* what the sink is given (rp_sink.h): it keeps its own copy */
+	rp_sink_env_init(&env);
+	env.max_record_bytes = (size_t) cli->max_record_bytes;
+	env.max_dlq_bytes = (size_t) cli->max_dlq_bytes;
+	env.dlq_path = cli->dlq_file;
+	env.oversize_count = &rp_snap_stats.oversize;
+	env.backfill = cli->backfill_run;
+	if (cli->agg)
+		rp_agg_batch_hook(cli->agg, cli->agg_only, &env.batch_hook);
 
 	/*
 	 * One consumer per state dir and spill dir (rp_lock.h): a second one
@@ -758,7 +767,7 @@ run_stream(RpCli *cli)
 	}
 
 	/* a destination that is down at start is waited for, like a lost one */
-	while ((run.sink = open_sink(cli)) == NULL)
+	while ((run.sink = open_sink(cli, &env)) == NULL)
 	{
 		if (rp_error_halt() == RP_HALT_CONFIG || rp_error_halt() == RP_HALT_IN_USE)
 		{
@@ -810,6 +819,7 @@ run_stream(RpCli *cli)
 		goto fail;
 	rp_deliver_count_into(&run.dl, &run.counters);
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
+	run.metrics.aggregates = cli->agg != NULL;
 	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.counters, &run.asm_, &run.spill) < 0)
 		goto fail;
 	if (cli->nbackfill > 0)
@@ -828,7 +838,7 @@ run_stream(RpCli *cli)
 		bo.progress = rp_pg_backfill_progress;
 		bo.progress_arg = run.sink;
 		bo.verbose = cli->verbose > 0;
-		if (rp_backfill_start(&bo) < 0)
+		if (rp_backfill_start(cli->backfill_run, &bo) < 0)
 			goto fail;
 	}
 
@@ -908,7 +918,7 @@ run_stream(RpCli *cli)
 	if (rp_stop_requested())
 		rp_pipe_abandon(&run.pipe, NULL, NULL);
 	rp_pipe_stop(&run.pipe);
-	rp_backfill_stop();			/* after the delivery thread: it may hold a chunk */
+	rp_backfill_stop(cli->backfill_run);	/* after the delivery thread: it may hold a chunk */
 	rp_metrics_stop(&run.metrics);
 	pg_log_info(cli, "delivered %" PRIu64 " transactions in %" PRIu64 " batches; %" PRIu64
 				" streamed transactions applied early (%" PRIu64 " blocks, %" PRIu64 " dropped)",
@@ -930,7 +940,7 @@ fail:
 	if (rp_stop_requested())
 		rp_pipe_abandon(&run.pipe, NULL, NULL);
 	rp_pipe_stop(&run.pipe);
-	rp_backfill_stop();
+	rp_backfill_stop(cli->backfill_run);
 	rp_metrics_stop(&run.metrics);
 	/* every exit path closes its sink: the exec child reaped, the destination session ended */
 	run.sink->close(run.sink);
@@ -1344,8 +1354,10 @@ main(int argc, char **argv)
 			return RP_EXIT_USAGE;
 		}
 		rp_agg_set_source(cli.agg, cli.dbname ? cli.dbname : "");
-		rp_agg_attach(cli.agg, cli.agg_only);
 	}
+	/* the sink gets the handle when it opens; the thread starts once it runs */
+	if (cli.nbackfill > 0)
+		cli.backfill_run = rp_backfill_new();
 
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
@@ -1365,6 +1377,7 @@ main(int argc, char **argv)
 
 		/* closes the aggregate edit streams and waits for their children */
 		rp_agg_free(cli.agg);
+		rp_backfill_free(cli.backfill_run);
 		return rc;
 	}
 }

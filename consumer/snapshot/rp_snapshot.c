@@ -15,7 +15,6 @@
 #include "snapshot/rp_snapwork.h"
 
 RpSnapStats rp_snap_stats;
-RpCheckpoint rp_snap_origin;
 
 static void
 rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
@@ -141,6 +140,7 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	int			rc = -1;
 	bool		tty = o->progress && isatty(STDERR_FILENO);
 	RpCheckpoint have;
+	RpCheckpoint done_ck;
 	int			have_ck;
 
 	memset(&run, 0, sizeof(run));
@@ -169,7 +169,6 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	run.origin.system_id = repl.system_id;
 	run.origin.timeline = repl.timeline;
 	snprintf(run.origin.slot, sizeof(run.origin.slot), "%s", o->slot);
-	rp_snap_origin = run.origin;
 
 	if ((coord = rp_snap_connect(o)) == NULL)
 		goto done;
@@ -367,12 +366,13 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 		rp_fail(run.halt, "%s", run.error);
 		goto done;
 	}
-	if (sink->handle_snapshot_complete(sink, run.lsn) < 0)
+	/* the completed snapshot's checkpoint: the consistent point, bound to the source */
+	done_ck = run.origin;
+	done_ck.commit_lsn = run.lsn > 0 ? run.lsn - 1 : 0;
+	done_ck.end_lsn = run.lsn;
+	if (sink->handle_snapshot_complete(sink, &done_ck) < 0)
 		goto done;
-	memset(ck, 0, sizeof(*ck));
-	*ck = run.origin;
-	ck->commit_lsn = run.lsn > 0 ? run.lsn - 1 : 0;
-	ck->end_lsn = run.lsn;
+	*ck = done_ck;
 	rc = 1;
 
 done:

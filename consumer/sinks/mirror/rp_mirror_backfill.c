@@ -119,7 +119,7 @@ rp_pg_backfill_committed(RpPg *pg)
 {
 	if (rp_pg_bf.applied == NULL)
 		return;
-	rp_backfill_release(rp_pg_bf.applied, true);
+	rp_backfill_release(pg->backfill, rp_pg_bf.applied, true);
 	rp_pg_bf.applied = NULL;
 	rp_pg_bf.open = false;
 	rp_buf_reset(&rp_pg_bf.keys);
@@ -132,7 +132,7 @@ rp_pg_backfill_aborted(RpPg *pg)
 	if (rp_pg_bf.applied == NULL)
 		return;
 	/* the window stays: the replay brings its high watermark again */
-	rp_backfill_release(rp_pg_bf.applied, false);
+	rp_backfill_release(pg->backfill, rp_pg_bf.applied, false);
 	rp_pg_bf.applied = NULL;
 }
 
@@ -307,7 +307,7 @@ rp_pg_backfill_message(RpPg *pg, bool transactional, const char *prefix, size_t 
 		return -1;
 	}
 	/* another run's watermark (an earlier process's, replayed): no effect */
-	if (!rp_backfill_running() || strcmp(m.run, rp_backfill_run_id()) != 0)
+	if (!rp_backfill_running(pg->backfill) || strcmp(m.run, rp_backfill_run_id(pg->backfill)) != 0)
 		return 1;
 	if (m.mark == RP_BF_LOW)
 	{
@@ -325,11 +325,11 @@ rp_pg_backfill_message(RpPg *pg, bool transactional, const char *prefix, size_t 
 	}
 	if (!rp_pg_bf.open || !rp_bfmsg_same_chunk(&rp_pg_bf.low, &m) || rp_pg_bf.applied)
 		return 1;
-	if ((ch = rp_backfill_take(&m)) == NULL)
+	if ((ch = rp_backfill_take(pg->backfill, &m)) == NULL)
 		return 1;
 	if (rp_pg_bf_apply(pg, ch) < 0)
 	{
-		rp_backfill_release(ch, false);
+		rp_backfill_release(pg->backfill, ch, false);
 		return -1;
 	}
 	rp_pg_bf.applied = ch;

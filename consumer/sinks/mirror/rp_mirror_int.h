@@ -102,6 +102,9 @@ typedef struct RpPgTable
 typedef struct RpPg
 {
 	RpPgOptions opts;
+	/* from the caller's environment at open (rp_sink.h) */
+	RpBackfill *backfill;		/* or NULL */
+	RpSinkBatchHook batch_hook; /* before_commit NULL: none */
 	RpSink	   *sink;			/* ours: its spill is the memory budget */
 	PGconn	   *conn;
 	RpPgTable **tables;
@@ -139,7 +142,7 @@ typedef struct RpPg
 } RpPg;
 
 /* rp_sink_pg.c */
-extern RpSink *rp_sink_pg_open(const RpPgOptions *opts);
+extern RpSink *rp_sink_pg_open(const RpPgOptions *opts, const RpSinkEnv *env);
 extern int	rp_pg_fail_result(RpPg *pg, PGresult *res, const char *what, const RpPgTable *t);
 extern int	rp_pg_exec(RpPg *pg, const char *sql, const char *what, const RpPgTable *t);
 extern int	rp_pg_exec_params(RpPg *pg, const char *sql, int n, const char *const *vals,
