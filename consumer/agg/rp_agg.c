@@ -20,8 +20,6 @@
 #include "agg/rp_agg.h"
 #include "base/rp_status.h"
 
-RpAggStats	rp_agg_stats;
-
 static const char *const rp_agg_reason_names[RP_AGG_REASON__COUNT] = {
 	"seed", "collision", "unreadable", "no_old_row", "inconsistent", "retry"
 };
@@ -507,7 +505,7 @@ rp_agg_change(RpAgg *agg, RpAggBinding *b, const RpRecord *rec)
 			return 0;
 		}
 	}
-	RP_COUNT_ADD(rp_agg_stats.changes, 1);
+	RP_COUNT_ADD(agg->stats.changes, 1);
 	return 0;
 }
 
@@ -584,7 +582,7 @@ rp_agg_txn(RpAgg *agg, RpTxn *txn)
 							continue;
 						if (skip[i])
 						{
-							RP_COUNT_ADD(rp_agg_stats.skipped, (uint64_t) !b->need_seed);
+							RP_COUNT_ADD(agg->stats.skipped, (uint64_t) !b->need_seed);
 							continue;
 						}
 						rc = rp_agg_change(agg, b, &rec);
@@ -665,7 +663,7 @@ rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n, uint
 		b->replace = false;
 		state += rp_fold_bytes(&b->fold);
 	}
-	__atomic_store_n(&rp_agg_stats.state_bytes, state, __ATOMIC_RELAXED);
+	__atomic_store_n(&agg->stats.state_bytes, state, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -44,7 +44,7 @@ typedef enum RpAggReason
 
 extern const char *rp_agg_reason_name(RpAggReason r);
 
-/* Value-free counters, read by the metrics endpoint. */
+/* Value-free counters of one RpAgg, read by the metrics endpoint (another thread). */
 typedef struct RpAggStats
 {
 	uint64_t	rebuilds[RP_AGG_REASON__COUNT];
@@ -53,8 +53,6 @@ typedef struct RpAggStats
 	uint64_t	skipped;		/* changes a seed had already seen */
 	uint64_t	state_bytes;	/* every binding's fold state after the last batch (a gauge) */
 } RpAggStats;
-
-extern RpAggStats rp_agg_stats;
 
 typedef enum RpAggOutKind
 {
@@ -126,6 +124,7 @@ typedef struct RpAgg
 	char	   *source_conninfo;
 	PGconn	   *src;
 	bool		in_batch;		/* a batch began and was not committed */
+	RpAggStats	stats;			/* written here, read atomically (rp_counter.h) */
 	RpDecoder	dec;			/* the second pass reads records with its own */
 	RpAggVal	scratch[2];
 	RpBuf		coord;

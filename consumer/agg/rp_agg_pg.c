@@ -331,7 +331,7 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 		rc = rp_agg_pg_exec(b, dest, agg->sql.data, ncols, vals, "writing cells");
 	}
 	if (rc == 0)
-		RP_COUNT_ADD(rp_agg_stats.cell_edits, (uint64_t) (nups + ndels));
+		RP_COUNT_ADD(agg->stats.cell_edits, (uint64_t) (nups + ndels));
 	for (int i = 0; i < ncols; i++)
 	{
 		rp_buf_free(&ups[i]);

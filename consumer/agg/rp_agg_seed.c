@@ -408,7 +408,7 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 	PQclear(res);
 	if (rc < 0)
 		return -1;
-	RP_COUNT_ADD(rp_agg_stats.rebuilds[b->reason], 1);
+	RP_COUNT_ADD(agg->stats.rebuilds[b->reason], 1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* a table without its old rows rebuilds every batch: say so a few times, count always */
 	if (b->nlogged++ < 20)

@@ -47,6 +47,7 @@ rp_metrics_render(const RpMetrics *m)
 {
 	RpBuf		b;
 	const RpDlCounters *c = m->count;
+	const RpSnapStats *ss = m->snap_stats;
 
 	rp_buf_init(&b, 4096);
 	if (c)
@@ -77,16 +78,16 @@ rp_metrics_render(const RpMetrics *m)
 		}
 	}
 	/* the initial snapshot (rp_snapshot.h): its counters are final once streaming runs */
-	rp_metric(&b, "replicant_snapshot_rows_total", "counter", "Rows copied by the initial snapshot.", NULL, rp_snap_stats.rows);
-	rp_metric(&b, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, rp_snap_stats.oversize);
-	for (int i = 0; i < rp_snap_stats.nstores; i++)
+	rp_metric(&b, "replicant_snapshot_rows_total", "counter", "Rows copied by the initial snapshot.", NULL, ss ? ss->rows : 0);
+	rp_metric(&b, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, ss ? ss->oversize : 0);
+	for (int i = 0; ss && i < ss->nstores; i++)
 	{
 		RpBuf		labels;
 
 		rp_buf_init(&labels, 128);
 		rp_buf_put_text(&labels, "{store=\"");
 		/* a relation name, never a value; quotes and backslashes escaped for the exposition format */
-		for (const char *p = rp_snap_stats.stores[i]; *p; p++)
+		for (const char *p = ss->stores[i]; *p; p++)
 		{
 			if (*p == '"' || *p == '\\')
 				rp_buf_put_char(&labels, '\\');
@@ -94,7 +95,7 @@ rp_metrics_render(const RpMetrics *m)
 				continue;
 			rp_buf_put_char(&labels, *p);
 		}
-		rp_buf_put_text(&labels, rp_snap_stats.complete[i] ? "\",status=\"complete\"}" : "\",status=\"aborted\"}");
+		rp_buf_put_text(&labels, ss->complete[i] ? "\",status=\"complete\"}" : "\",status=\"aborted\"}");
 		rp_buf_put_char(&labels, '\0');
 		rp_metric(&b, "replicant_snapshots_total", "counter", i == 0 ? "Table dumps of the initial snapshot by store and status." : NULL,
 				  labels.data, 1);
@@ -110,7 +111,7 @@ rp_metrics_render(const RpMetrics *m)
 		rp_metric(&b, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, RP_COUNT_LOAD(m->spill->mem_in_use));
 		rp_metric(&b, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, RP_COUNT_LOAD(m->spill->sink_in_use));
 	}
-	if (m->aggregates)
+	if (m->agg_stats)
 	{
 		/* live aggregates (rp_agg.c): rebuilds by reason, never by value */
 		for (int r = 0; r < RP_AGG_REASON__COUNT; r++)
@@ -119,13 +120,13 @@ rp_metrics_render(const RpMetrics *m)
 
 			snprintf(labels, sizeof(labels), "{reason=\"%s\"}", rp_agg_reason_name((RpAggReason) r));
 			rp_metric(&b, "replicant_aggregate_rebuilds_total", "counter", r == 0 ? "Aggregate bindings built from the source, by reason." : NULL,
-					  labels, RP_COUNT_LOAD(rp_agg_stats.rebuilds[r]));
+					  labels, RP_COUNT_LOAD(m->agg_stats->rebuilds[r]));
 		}
-		rp_metric(&b, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, RP_COUNT_LOAD(rp_agg_stats.cell_edits));
-		rp_metric(&b, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, RP_COUNT_LOAD(rp_agg_stats.changes));
-		rp_metric(&b, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, RP_COUNT_LOAD(rp_agg_stats.skipped));
+		rp_metric(&b, "replicant_aggregate_cell_edits_total", "counter", "Aggregate cells written (set or removed).", NULL, RP_COUNT_LOAD(m->agg_stats->cell_edits));
+		rp_metric(&b, "replicant_aggregate_changes_total", "counter", "Row changes folded into aggregate bindings.", NULL, RP_COUNT_LOAD(m->agg_stats->changes));
+		rp_metric(&b, "replicant_aggregate_skipped_total", "counter", "Row changes a seed had already seen.", NULL, RP_COUNT_LOAD(m->agg_stats->skipped));
 		rp_metric(&b, "replicant_aggregate_state_bytes", "gauge", "Bytes of every binding's fold state.", NULL,
-				  RP_COUNT_LOAD(rp_agg_stats.state_bytes));
+				  RP_COUNT_LOAD(m->agg_stats->state_bytes));
 	}
 	/* the mirror (rp_sink_pg.c): changes the destination had no row for, by table name */
 	{

@@ -28,7 +28,8 @@ typedef struct RpMetrics
 	const RpDlCounters *count;	/* the run's, for the process's life */
 	const RpAsm *asm_;
 	const RpSpill *spill;
-	bool		aggregates;		/* live aggregates run: their counters are shown (set before start) */
+	const struct RpAggStats *agg_stats;	/* live aggregates' counters, or NULL (set before start) */
+	const struct RpSnapStats *snap_stats;	/* the initial snapshot's, or NULL (likewise) */
 	void	   *daemon;
 } RpMetrics;
 

@@ -113,6 +113,7 @@ typedef struct RpRun
 	RpSink	   *sink;
 	RpMetrics	metrics;
 	RpDlCounters counters;		/* the deliveries' telemetry, for the process's life */
+	RpSnapStats snap_stats;		/* the initial snapshot's (--snapshot) */
 	bool		connected;
 	int64_t		last_progress_us;
 	uint64_t	last_progress_changes;
@@ -674,7 +675,7 @@ plugin_option(const RpCli *cli, const char *name)
  * sink that already holds a checkpoint has its snapshot: nothing to do.
  */
 static int
-run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
+run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *stats)
 {
 	RpSnapOptions so;
 	RpCheckpoint ck;
@@ -698,6 +699,7 @@ run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
 	so.create_slot = cli->create_slot;
 	so.progress = true;			/* shown when stderr is a terminal */
 	so.verbose = cli->verbose;
+	so.stats = stats;
 	rc = rp_snapshot_run(&so, sink, &ck);
 	if (rc < 0)
 		return -1;
@@ -706,7 +708,7 @@ run_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path)
 		char		lsn[24];
 
 		rp_lsn_format(ck.end_lsn, lsn);
-		pg_log_info(cli, "snapshot complete: %" PRIu64 " rows; streaming from %s", rp_snap_stats.rows, lsn);
+		pg_log_info(cli, "snapshot complete: %" PRIu64 " rows; streaming from %s", stats->rows, lsn);
 		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
 			return -1;
 	}
@@ -744,7 +746,7 @@ run_stream(RpCli *cli)
 	env.max_record_bytes = (size_t) cli->max_record_bytes;
 	env.max_dlq_bytes = (size_t) cli->max_dlq_bytes;
 	env.dlq_path = cli->dlq_file;
-	env.oversize_count = &rp_snap_stats.oversize;
+	env.oversize_count = &run.snap_stats.oversize;
 	env.backfill = cli->backfill_run;
 	if (cli->agg)
 		rp_agg_batch_hook(cli->agg, cli->agg_only, &env.batch_hook);
@@ -788,7 +790,7 @@ run_stream(RpCli *cli)
 
 	snprintf(path, sizeof(path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(view, sizeof(view), "%s/%s.relations", cli->state_dir, cli->slot);
-	if (cli->snapshot && run_snapshot(cli, run.sink, path) < 0)
+	if (cli->snapshot && run_snapshot(cli, run.sink, path, &run.snap_stats) < 0)
 	{
 		/* a stop: what was stored is where the next run resumes (exit 0) */
 		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
@@ -819,7 +821,8 @@ run_stream(RpCli *cli)
 		goto fail;
 	rp_deliver_count_into(&run.dl, &run.counters);
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
-	run.metrics.aggregates = cli->agg != NULL;
+	run.metrics.agg_stats = cli->agg ? &cli->agg->stats : NULL;
+	run.metrics.snap_stats = &run.snap_stats;
 	if (rp_metrics_start(&run.metrics, cli->metrics_port, &run.counters, &run.asm_, &run.spill) < 0)
 		goto fail;
 	if (cli->nbackfill > 0)

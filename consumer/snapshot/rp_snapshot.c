@@ -14,8 +14,6 @@
 #include "stream/rp_conn.h"
 #include "snapshot/rp_snapwork.h"
 
-RpSnapStats rp_snap_stats;
-
 static void
 rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
 {
@@ -141,11 +139,14 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	bool		tty = o->progress && isatty(STDERR_FILENO);
 	RpCheckpoint have;
 	RpCheckpoint done_ck;
+	RpSnapStats uncounted;		/* the counters when the caller keeps none */
 	int			have_ck;
 
 	memset(&run, 0, sizeof(run));
+	memset(&uncounted, 0, sizeof(uncounted));
 	run.opts = o;
 	run.sink = sink;
+	run.stats = o->stats ? o->stats : &uncounted;
 	pthread_mutex_init(&run.lock, NULL);
 
 	if (sink->handle_snapshot == NULL || sink->handle_snapshot_complete == NULL)

@@ -39,9 +39,13 @@ typedef struct RpSnapOptions
 	bool		create_slot;	/* a fresh snapshot may create the slot */
 	bool		progress;		/* progress line when stderr is a terminal */
 	int			verbose;
+	struct RpSnapStats *stats;	/* where the copy is counted (the caller's), or NULL */
 } RpSnapOptions;
 
-/* Counters for rp_metrics (value-free). */
+/*
+ * Counters for rp_metrics (value-free), the caller's: the workers add to
+ * them while the copy runs (atomically; stores under the run's lock).
+ */
 typedef struct RpSnapStats
 {
 	uint64_t	tables_complete;
@@ -54,8 +58,6 @@ typedef struct RpSnapStats
 	char	  **stores;
 	bool	   *complete;
 } RpSnapStats;
-
-extern RpSnapStats rp_snap_stats;
 
 /*
  * Copy or resume.  1: done, ck holds the consistent point (commit_lsn just

@@ -333,8 +333,8 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpChunk *ch, bool raw, bool fir
 			p += strlen(p) + 1;
 		}
 	}
-	atomic_fetch_add(&rp_snap_stats.rows, ch->rows);
-	atomic_fetch_add(&rp_snap_stats.chunks, 1);
+	atomic_fetch_add(&run->stats->rows, ch->rows);
+	atomic_fetch_add(&run->stats->chunks, 1);
 	ch->rows = 0;
 	ch->data.len = ch->head_len;
 	return 0;
@@ -806,7 +806,7 @@ static void
 rp_snap_note_store(RpSnapRun *run, const RpSnapTable *t, bool complete)
 {
 	char		store[512];
-	RpSnapStats *st = &rp_snap_stats;
+	RpSnapStats *st = run->stats;
 
 	snprintf(store, sizeof(store), "%s.%s", t->rel->schema, t->rel->name);
 	pthread_mutex_lock(&run->lock);
@@ -858,12 +858,12 @@ rp_snap_worker_main(void *arg)
 				atomic_store(&run->failed, true);
 			}
 			pthread_mutex_unlock(&run->lock);
-			atomic_fetch_add(&rp_snap_stats.tables_aborted, 1);
+			atomic_fetch_add(&run->stats->tables_aborted, 1);
 			rp_snap_note_store(run, job->t, false);
 			break;
 		}
 		atomic_store(&job->state, 2);
-		atomic_fetch_add(&rp_snap_stats.tables_complete, 1);
+		atomic_fetch_add(&run->stats->tables_complete, 1);
 		rp_snap_note_store(run, job->t, true);
 	}
 	return NULL;

@@ -39,6 +39,7 @@ typedef struct RpSnapRun
 	char		snapname[128];	/* exported snapshot to import */
 	uint64_t	xmin;			/* the snapshot's xmin and xmax, full xids */
 	uint64_t	xmax;
+	RpSnapStats *stats;			/* opts->stats, or the run's own */
 	RpSnapJob  *jobs;
 	int			njobs;
 	pthread_mutex_t lock;		/* next, error, and the sink unless parallel */

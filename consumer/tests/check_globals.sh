@@ -21,8 +21,6 @@ rp_uuid7.o:uuid7_last_ms
 rp_uuid7.o:uuid7_counter
 rp_uuid7.o:uuid7_lock
 rp_pipe.o:installed.0
-rp_snapshot.o:rp_snap_stats
-rp_agg.o:rp_agg_stats
 rp_mirror.o:rp_pg_div
 rp_mirror.o:rp_pg_bk_lock
 rp_mirror_backfill.o:rp_pg_bf
@@ -34,7 +32,6 @@ rp_verify.o:long_options.0
 # uuid7_*: UUIDv7 stay monotonic across every generator of the process (RFC 9562 6.2).
 # installed.0 (rp_pipe.c): the stop's wake-up handler (SIGUSR2) is installed once per process.
 # Still to go (issue 12, other parts):
-#   rp_snap_stats, rp_agg_stats: metrics counters, to be handed to the metrics page;
 #   rp_pg_div, rp_pg_bk_lock, rp_pg_bf, rp_pg_snap: the mirror's statics (one mirror
 #   per process), going with the mirror package;
 #   long_options.0 (rp_verify.c): a getopt table that can be const.

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "sinks/log/rp_lines.h"
+#include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
 #include "sinks/rp_sink.h"
 #include "base/rp_status.h"
@@ -235,7 +236,7 @@ rp_exec_close(RpSink *s)
 	if (x->from_child >= 0)
 		close(x->from_child);
 	if (x->pid > 0)
-		rp_child_reap(x->pid, "exec sink's child", x->command);
+		rp_io_reap_child(x->pid, "exec sink's child", x->command);
 	rp_buf_free(&x->out);
 	rp_snaplog_free(&x->snaplog);
 	rp_free(x->command);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "sinks/log/rp_lines.h"
+#include "base/rp_io.h"
 #include "base/rp_lock.h"
 #include "sinks/log/rp_snaplog.h"
 #include "sinks/rp_sink.h"
@@ -338,7 +339,7 @@ rp_file_write(void *arg, RpBuf *out)
 {
 	RpFileSink *f = arg;
 
-	return rp_lines_write(f->fd, out, f->path);
+	return rp_io_write(f->fd, out, f->path);
 }
 
 /*

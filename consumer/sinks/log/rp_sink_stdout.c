@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sinks/log/rp_lines.h"
+#include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
 #include "sinks/rp_sink.h"
 #include "base/rp_status.h"
@@ -19,7 +20,7 @@
 static int
 rp_stdout_write(void *arg, RpBuf *out)
 {
-	return rp_lines_write(STDOUT_FILENO, out, "standard output");
+	return rp_io_write(STDOUT_FILENO, out, "standard output");
 }
 
 /* The sink's state: the lines being written, and the snapshot dumps. */
