@@ -330,6 +330,100 @@ rp_bf_describe(PGconn *conn, const char *name, RpSnapTable **all, int *nall)
 }
 
 /*
+ * Copy t's chunks after tok (which moves along) to the end: watermarks,
+ * read, hand-off, wait.  0 done, -1 error to retry, 1 stop requested.
+ */
+static int
+rp_bf_chunks(RpBackfill *bf, PGconn *conn, const RpSnapTable *t, RpSnapToken *tok)
+{
+	const RpBackfillOptions *o = &bf->opts;
+	uint64_t	chunk = 0;
+	int			rc = -1;
+
+	for (;;)
+	{
+		RpBackfillChunk ch;
+		char	   *s0;
+		PGresult   *res;
+		int			r;
+
+		if (rp_bf_stopping(bf))
+		{
+			rc = 1;
+			break;
+		}
+		memset(&ch, 0, sizeof(ch));
+		if (rp_bf_watermark(bf, conn, t, RP_BF_LOW, chunk) < 0)
+			break;
+		/* the transactions in flight now: the chunk's snapshot must see them all */
+		res = PQexec(conn, "SELECT pg_catalog.pg_current_snapshot()::text");
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			rp_snap_fail_res(res, "noting the snapshot after the low watermark", t);
+			PQclear(res);
+			break;
+		}
+		s0 = rp_strndup(PQgetvalue(res, 0, 0), strlen(PQgetvalue(res, 0, 0)));
+		PQclear(res);
+		rp_buf_init(&ch.rows, 64 * 1024);
+		while ((r = rp_bf_read(conn, t, s0, tok, o->chunk_rows, &ch)) == 0 && !rp_bf_stopping(bf))
+			usleep(20 * 1000);
+		rp_free(s0);
+		if (r <= 0)
+		{
+			rp_buf_free(&ch.rows);
+			if (r == 0)
+				rc = 1;
+			break;
+		}
+		ch.id.mark = RP_BF_HIGH;
+		memcpy(ch.id.run, bf->run, sizeof(ch.id.run));
+		ch.id.relid = t->rel->relid;
+		ch.id.chunk = chunk;
+		ch.rel = t->rel;
+		ch.keycols = t->keycols;
+		ch.nkey = t->nkey;
+		rp_bf_give(bf, &ch);
+		if (rp_bf_watermark(bf, conn, t, RP_BF_HIGH, chunk) < 0)
+		{
+			/* no high watermark committed: the sink cannot have taken it */
+			rp_bf_withdraw(bf);
+			rp_buf_free(&ch.rows);
+			rp_free(ch.token);
+			break;
+		}
+		r = rp_bf_wait_stored(bf);
+		rp_buf_free(&ch.rows);
+		if (r < 0)
+		{
+			rp_free(ch.token);
+			rc = 1;
+			break;
+		}
+		/* the next chunk continues after this one's last key */
+		rp_snaptoken_free(tok);
+		if (!rp_snaptoken_parse(ch.token, tok))
+		{
+			rp_free(ch.token);
+			rp_fail(RP_HALT_NONE, "backfill: a progress token does not parse");
+			break;
+		}
+		rp_free(ch.token);
+		if (o->verbose)
+			rp_bf_log(bf, "table \"%s\".\"%s\": chunk %" PRIu64 " stored (%" PRIu64 " rows so far)",
+					  t->rel->schema, t->rel->name, chunk, tok->rows);
+		chunk++;
+		if (tok->done)
+		{
+			rp_bf_log(bf, "table \"%s\".\"%s\" backfilled: %" PRIu64 " rows", t->rel->schema, t->rel->name, tok->rows);
+			rc = 0;
+			break;
+		}
+	}
+	return rc;
+}
+
+/*
  * Backfill one table to the end.  0 done (or skipped, logged), -1 error to
  * retry, 1 stop requested.
  */
@@ -344,7 +438,6 @@ rp_bf_table(RpBackfill *bf, const char *name, bool *skip)
 	int			nall = 0;
 	RpSnapToken tok;
 	char	   *stored = NULL;
-	uint64_t	chunk = 0;
 	int			rc = -1;
 
 	memset(&tok, 0, sizeof(tok));
@@ -399,86 +492,7 @@ rp_bf_table(RpBackfill *bf, const char *name, bool *skip)
 	if (tok.rows > 0)
 		rp_bf_log(bf, "table \"%s\".\"%s\": resuming after %" PRIu64 " rows", t->rel->schema, t->rel->name, tok.rows);
 
-	for (;;)
-	{
-		RpBackfillChunk ch;
-		char	   *s0;
-		PGresult   *res;
-		int			r;
-
-		if (rp_bf_stopping(bf))
-		{
-			rc = 1;
-			break;
-		}
-		memset(&ch, 0, sizeof(ch));
-		if (rp_bf_watermark(bf, conn, t, RP_BF_LOW, chunk) < 0)
-			break;
-		/* the transactions in flight now: the chunk's snapshot must see them all */
-		res = PQexec(conn, "SELECT pg_catalog.pg_current_snapshot()::text");
-		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		{
-			rp_snap_fail_res(res, "noting the snapshot after the low watermark", t);
-			PQclear(res);
-			break;
-		}
-		s0 = rp_strndup(PQgetvalue(res, 0, 0), strlen(PQgetvalue(res, 0, 0)));
-		PQclear(res);
-		rp_buf_init(&ch.rows, 64 * 1024);
-		while ((r = rp_bf_read(conn, t, s0, &tok, o->chunk_rows, &ch)) == 0 && !rp_bf_stopping(bf))
-			usleep(20 * 1000);
-		rp_free(s0);
-		if (r <= 0)
-		{
-			rp_buf_free(&ch.rows);
-			if (r == 0)
-				rc = 1;
-			break;
-		}
-		ch.id.mark = RP_BF_HIGH;
-		memcpy(ch.id.run, bf->run, sizeof(ch.id.run));
-		ch.id.relid = t->rel->relid;
-		ch.id.chunk = chunk;
-		ch.rel = t->rel;
-		ch.keycols = t->keycols;
-		ch.nkey = t->nkey;
-		rp_bf_give(bf, &ch);
-		if (rp_bf_watermark(bf, conn, t, RP_BF_HIGH, chunk) < 0)
-		{
-			/* no high watermark committed: the sink cannot have taken it */
-			rp_bf_withdraw(bf);
-			rp_buf_free(&ch.rows);
-			rp_free(ch.token);
-			break;
-		}
-		r = rp_bf_wait_stored(bf);
-		rp_buf_free(&ch.rows);
-		if (r < 0)
-		{
-			rp_free(ch.token);
-			rc = 1;
-			break;
-		}
-		/* the next chunk continues after this one's last key */
-		rp_snaptoken_free(&tok);
-		if (!rp_snaptoken_parse(ch.token, &tok))
-		{
-			rp_free(ch.token);
-			rp_fail(RP_HALT_NONE, "backfill: a progress token does not parse");
-			break;
-		}
-		rp_free(ch.token);
-		if (o->verbose)
-			rp_bf_log(bf, "table \"%s\".\"%s\": chunk %" PRIu64 " stored (%" PRIu64 " rows so far)",
-					  t->rel->schema, t->rel->name, chunk, tok.rows);
-		chunk++;
-		if (tok.done)
-		{
-			rp_bf_log(bf, "table \"%s\".\"%s\" backfilled: %" PRIu64 " rows", t->rel->schema, t->rel->name, tok.rows);
-			rc = 0;
-			break;
-		}
-	}
+	rc = rp_bf_chunks(bf, conn, t, &tok);
 out:
 	if (stored)
 		rp_free(stored);
