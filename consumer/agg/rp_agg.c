@@ -3,8 +3,9 @@
  *    Aggregate bindings: their declaration, and the fold of each delivered
  *    batch (see rp_agg.h, docs/aggregates.md).
  *
- * The mirror sink calls rp_agg_batch() inside its destination transaction
- * after it applied the batch's rows; this is a second pass over the
+ * The mirror sink calls rp_agg_batch() through the batch hook the CLI
+ * registers (rp_agg_batch_hook, RpSinkBatchHook in sinks/rp_sink.h) inside
+ * its destination transaction after it applied the batch's rows; this is a second pass over the
  * batch's stored records, with a decoder of its own so the delivery's
  * schema-change bookkeeping sees every relation once.  Messages name the
  * binding, table and column, never a value (G4).
@@ -19,8 +20,6 @@
 #include "agg/rp_agg.h"
 #include "base/rp_status.h"
 
-static RpAgg *rp_agg_current;
-
 static const char *const rp_agg_reason_names[RP_AGG_REASON__COUNT] = {
 	"seed", "collision", "unreadable", "no_old_row", "inconsistent", "retry"
 };
@@ -31,18 +30,26 @@ rp_agg_reason_name(RpAggReason r)
 	return r < RP_AGG_REASON__COUNT ? rp_agg_reason_names[r] : "?";
 }
 
-void
-rp_agg_attach(RpAgg *agg, bool only)
+static int
+rp_agg_hook_before(void *arg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n, uint64_t done)
 {
-	rp_agg_current = agg;
-	if (agg)
-		agg->only = only;
+	return rp_agg_batch(arg, dest, dl, txns, n, done);
 }
 
-RpAgg *
-rp_agg_attached(void)
+static int
+rp_agg_hook_after(void *arg)
 {
-	return rp_agg_current;
+	return rp_agg_committed(arg);
+}
+
+void
+rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook *hook)
+{
+	memset(hook, 0, sizeof(*hook));
+	hook->before_commit = rp_agg_hook_before;
+	hook->after_commit = rp_agg_hook_after;
+	hook->arg = agg;
+	hook->skip_rows = only;
 }
 
 RpAgg *
@@ -102,8 +109,6 @@ rp_agg_free(RpAgg *agg)
 {
 	if (agg == NULL)
 		return;
-	if (rp_agg_current == agg)
-		rp_agg_current = NULL;
 	for (int i = 0; i < agg->nb; i++)
 		rp_agg_binding_free(agg->b[i]);
 	if (agg->b)

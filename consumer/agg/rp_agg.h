@@ -26,6 +26,7 @@
 
 #include "agg/rp_aggval.h"
 #include "stream/rp_deliver.h"
+#include "sinks/rp_sink.h"
 #include "agg/rp_fold.h"
 #include "agg/rp_xidsnap.h"
 
@@ -125,14 +126,13 @@ typedef struct RpAgg
 	int			nstreams;
 	char	   *source_conninfo;
 	PGconn	   *src;
-	bool		only;			/* aggregates only: no mirrored tables */
 	bool		in_batch;		/* a batch began and was not committed */
+	RpAggStats	stats;			/* written here, read atomically (rp_counter.h) */
 	RpDecoder	dec;			/* the second pass reads records with its own */
 	RpAggVal	scratch[2];
 	RpBuf		coord;
 	RpBuf		label;
 	RpBuf		sql;
-	RpAggStats	stats;
 } RpAgg;
 
 /* rp_agg.c: bindings and the fold of a batch */
@@ -146,26 +146,30 @@ extern int	rp_agg_add_file(RpAgg *agg, const char *path);
 extern void rp_agg_set_source(RpAgg *agg, const char *conninfo);
 
 /*
- * The mirror sink's hook: inside the destination transaction of a batch,
- * before the checkpoint is written.  done is the commit LSN the
- * destination already held (those transactions are skipped).
+ * Inside the destination transaction of a batch, before the checkpoint is
+ * written.  done is the commit LSN the destination already held (those
+ * transactions are skipped).
  */
 extern int	rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n,
 						 uint64_t done);
 /* After that transaction committed: the edit streams get their lines. */
 extern int	rp_agg_committed(RpAgg *agg);
 
-/* The bindings the mirror sink runs, set by the CLI before it opens. */
-extern void rp_agg_attach(RpAgg *agg, bool only);
-extern RpAgg *rp_agg_attached(void);
+/*
+ * The batch hook that runs agg's bindings in a state sink's destination
+ * transaction (the two calls above), for the sink's environment
+ * (RpSinkEnv.batch_hook); only: --aggregates-only, the sink applies no
+ * row itself.  agg must outlive the sink.
+ */
+extern void rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook *hook);
 
 /* rp_agg_seed.c */
 extern int	rp_agg_seed(RpAgg *agg, RpAggBinding *b);
 
-/* sinks/rp_agg_pg.c: table outputs */
+/* rp_agg_pg.c: table outputs */
 extern int	rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest);
 
-/* sinks/rp_agg_edits.c: edit streams */
+/* rp_agg_edits.c: edit streams */
 extern int	rp_agg_edits_open(RpAggStream *s);
 extern void rp_agg_edits_close(RpAggStream *s);
 extern void rp_agg_edits_batch(RpAgg *agg, RpAggBinding *b, uint64_t lsn);

@@ -29,7 +29,7 @@
 #include "agg/rp_agg.h"
 #include "stream/rp_ckpt.h"
 #include "rp_json.h"
-#include "sinks/log/rp_lines.h"
+#include "base/rp_io.h"
 #include "base/rp_status.h"
 
 int
@@ -57,7 +57,7 @@ rp_agg_edits_open(RpAggStream *s)
 			return rp_fail(RP_HALT_SINK, "could not fork for aggregate edits: %s", strerror(errno));
 		if (s->pid == 0)
 		{
-			/* its own process group, as the exec sink's child (rp_child_reap) */
+			/* its own process group, as the exec sink's child (rp_io_reap_child) */
 			setpgid(0, 0);
 			dup2(p[0], STDIN_FILENO);
 			close(p[0]);
@@ -81,7 +81,7 @@ rp_agg_edits_close(RpAggStream *s)
 	s->fd = -1;
 	if (s->pid > 0)
 	{
-		rp_child_reap(s->pid, "aggregate edits child", s->target);
+		rp_io_reap_child(s->pid, "aggregate edits child", s->target);
 		s->pid = 0;
 	}
 }
@@ -165,7 +165,7 @@ rp_agg_edits_flush(RpAggStream *s)
 		return -1;
 	snprintf(what, sizeof(what), "aggregate edits %s%s", s->kind == RP_AGG_OUT_FILE ? "file " :
 			 s->kind == RP_AGG_OUT_EXEC ? "child " : "", s->kind == RP_AGG_OUT_STDOUT ? "stdout" : s->target);
-	if (rp_lines_write(s->fd, &s->pending, what) < 0)
+	if (rp_io_write(s->fd, &s->pending, what) < 0)
 		return -1;
 	if (s->kind == RP_AGG_OUT_FILE && fdatasync(s->fd) != 0)
 		return rp_fail(RP_HALT_SINK, "could not sync %s: %s", what, strerror(errno));

@@ -2,7 +2,8 @@
  * rp_agg_pg.c
  *    Table outputs of aggregate bindings: a destination table keyed by the
  *    dimensions, one row per cell, written inside the mirror's destination
- *    transaction of the batch, before its checkpoint (effect-once, G1).
+ *    transaction of the batch, before its checkpoint (effect-once, G1): the
+ *    mirror calls the batch hook (rp_agg_batch_hook) with its session.
  *
  * Cells go in two statements per batch, whatever their number: an upsert
  * from unnest() of one array parameter per column, and a delete of the

@@ -38,7 +38,7 @@
 #include "base/rp_status.h"
 #include "envelope/rp_uuid7.h"
 
-typedef struct RpBackfill
+struct RpBackfill
 {
 	RpBackfillOptions opts;
 	pthread_t	thread;
@@ -50,19 +50,17 @@ typedef struct RpBackfill
 	bool		taken;			/* the sink applied it in an open transaction */
 	bool		stored;			/* the sink committed it */
 	bool		stop;
-} RpBackfill;
-
-static RpBackfill rp_bf = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+};
 
 static void
-rp_bf_log(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+rp_bf_log(const RpBackfill *bf, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
 static void
-rp_bf_log(const char *fmt,...)
+rp_bf_log(const RpBackfill *bf, const char *fmt,...)
 {
 	va_list		ap;
 
-	fprintf(stderr, "%s: backfill: ", rp_bf.opts.progname ? rp_bf.opts.progname : "replicant");
+	fprintf(stderr, "%s: backfill: ", bf->opts.progname ? bf->opts.progname : "replicant");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -70,32 +68,32 @@ rp_bf_log(const char *fmt,...)
 }
 
 static bool
-rp_bf_stopping(void)
+rp_bf_stopping(RpBackfill *bf)
 {
 	bool		s;
 
-	pthread_mutex_lock(&rp_bf.mu);
-	s = rp_bf.stop;
-	pthread_mutex_unlock(&rp_bf.mu);
+	pthread_mutex_lock(&bf->mu);
+	s = bf->stop;
+	pthread_mutex_unlock(&bf->mu);
 	return s;
 }
 
 /* Sleep ms, or less when asked to stop. */
 static void
-rp_bf_pause(int ms)
+rp_bf_pause(RpBackfill *bf, int ms)
 {
 	struct timespec ts;
 
 	rp_clock_deadline(&ts, ms);
-	pthread_mutex_lock(&rp_bf.mu);
-	if (!rp_bf.stop)
-		pthread_cond_timedwait(&rp_bf.cv, &rp_bf.mu, &ts);
-	pthread_mutex_unlock(&rp_bf.mu);
+	pthread_mutex_lock(&bf->mu);
+	if (!bf->stop)
+		pthread_cond_timedwait(&bf->cv, &bf->mu, &ts);
+	pthread_mutex_unlock(&bf->mu);
 }
 
 /* Commit one watermark (its own transaction: it must be in the WAL in commit order). */
 static int
-rp_bf_watermark(PGconn *conn, const RpSnapTable *t, RpBfMark mark, uint64_t chunk)
+rp_bf_watermark(const RpBackfill *bf, PGconn *conn, const RpSnapTable *t, RpBfMark mark, uint64_t chunk)
 {
 	RpBfMsg		m;
 	char		text[256];
@@ -105,7 +103,7 @@ rp_bf_watermark(PGconn *conn, const RpSnapTable *t, RpBfMark mark, uint64_t chun
 
 	memset(&m, 0, sizeof(m));
 	m.mark = mark;
-	memcpy(m.run, rp_bf.run, sizeof(m.run));
+	memcpy(m.run, bf->run, sizeof(m.run));
 	m.relid = t->rel->relid;
 	m.chunk = chunk;
 	if (rp_bfmsg_format(&m, text, sizeof(text)) < 0)
@@ -265,41 +263,41 @@ fail:
 
 /* Hand ch over to the sink (before its high watermark is written). */
 static void
-rp_bf_give(RpBackfillChunk *ch)
+rp_bf_give(RpBackfill *bf, RpBackfillChunk *ch)
 {
-	pthread_mutex_lock(&rp_bf.mu);
-	rp_bf.pending = ch;
-	rp_bf.taken = false;
-	rp_bf.stored = false;
-	pthread_mutex_unlock(&rp_bf.mu);
+	pthread_mutex_lock(&bf->mu);
+	bf->pending = ch;
+	bf->taken = false;
+	bf->stored = false;
+	pthread_mutex_unlock(&bf->mu);
 }
 
 /* Take the chunk back if the sink has not started on it; true when withdrawn. */
 static bool
-rp_bf_withdraw(void)
+rp_bf_withdraw(RpBackfill *bf)
 {
 	bool		ok;
 
-	pthread_mutex_lock(&rp_bf.mu);
-	ok = !rp_bf.taken;
+	pthread_mutex_lock(&bf->mu);
+	ok = !bf->taken;
 	if (ok)
-		rp_bf.pending = NULL;
-	pthread_mutex_unlock(&rp_bf.mu);
+		bf->pending = NULL;
+	pthread_mutex_unlock(&bf->mu);
 	return ok;
 }
 
 /* Wait until the sink committed the chunk; -1 when asked to stop first. */
 static int
-rp_bf_wait_stored(void)
+rp_bf_wait_stored(RpBackfill *bf)
 {
 	int			rc;
 
-	pthread_mutex_lock(&rp_bf.mu);
-	while (!rp_bf.stored && !rp_bf.stop)
-		pthread_cond_wait(&rp_bf.cv, &rp_bf.mu);
-	rc = rp_bf.stored ? 0 : -1;
-	rp_bf.pending = NULL;
-	pthread_mutex_unlock(&rp_bf.mu);
+	pthread_mutex_lock(&bf->mu);
+	while (!bf->stored && !bf->stop)
+		pthread_cond_wait(&bf->cv, &bf->mu);
+	rc = bf->stored ? 0 : -1;
+	bf->pending = NULL;
+	pthread_mutex_unlock(&bf->mu);
 	return rc;
 }
 
@@ -326,13 +324,107 @@ rp_bf_describe(PGconn *conn, const char *name, RpSnapTable **all, int *nall)
 }
 
 /*
+ * Copy t's chunks after tok (which moves along) to the end: watermarks,
+ * read, hand-off, wait.  0 done, -1 error to retry, 1 stop requested.
+ */
+static int
+rp_bf_chunks(RpBackfill *bf, PGconn *conn, const RpSnapTable *t, RpSnapToken *tok)
+{
+	const RpBackfillOptions *o = &bf->opts;
+	uint64_t	chunk = 0;
+	int			rc = -1;
+
+	for (;;)
+	{
+		RpBackfillChunk ch;
+		char	   *s0;
+		PGresult   *res;
+		int			r;
+
+		if (rp_bf_stopping(bf))
+		{
+			rc = 1;
+			break;
+		}
+		memset(&ch, 0, sizeof(ch));
+		if (rp_bf_watermark(bf, conn, t, RP_BF_LOW, chunk) < 0)
+			break;
+		/* the transactions in flight now: the chunk's snapshot must see them all */
+		res = PQexec(conn, "SELECT pg_catalog.pg_current_snapshot()::text");
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			rp_snap_fail_res(res, "noting the snapshot after the low watermark", t);
+			PQclear(res);
+			break;
+		}
+		s0 = rp_strndup(PQgetvalue(res, 0, 0), strlen(PQgetvalue(res, 0, 0)));
+		PQclear(res);
+		rp_buf_init(&ch.rows, 64 * 1024);
+		while ((r = rp_bf_read(conn, t, s0, tok, o->chunk_rows, &ch)) == 0 && !rp_bf_stopping(bf))
+			usleep(20 * 1000);
+		rp_free(s0);
+		if (r <= 0)
+		{
+			rp_buf_free(&ch.rows);
+			if (r == 0)
+				rc = 1;
+			break;
+		}
+		ch.id.mark = RP_BF_HIGH;
+		memcpy(ch.id.run, bf->run, sizeof(ch.id.run));
+		ch.id.relid = t->rel->relid;
+		ch.id.chunk = chunk;
+		ch.rel = t->rel;
+		ch.keycols = t->keycols;
+		ch.nkey = t->nkey;
+		rp_bf_give(bf, &ch);
+		if (rp_bf_watermark(bf, conn, t, RP_BF_HIGH, chunk) < 0)
+		{
+			/* no high watermark committed: the sink cannot have taken it */
+			rp_bf_withdraw(bf);
+			rp_buf_free(&ch.rows);
+			rp_free(ch.token);
+			break;
+		}
+		r = rp_bf_wait_stored(bf);
+		rp_buf_free(&ch.rows);
+		if (r < 0)
+		{
+			rp_free(ch.token);
+			rc = 1;
+			break;
+		}
+		/* the next chunk continues after this one's last key */
+		rp_snaptoken_free(tok);
+		if (!rp_snaptoken_parse(ch.token, tok))
+		{
+			rp_free(ch.token);
+			rp_fail(RP_HALT_NONE, "backfill: a progress token does not parse");
+			break;
+		}
+		rp_free(ch.token);
+		if (o->verbose)
+			rp_bf_log(bf, "table \"%s\".\"%s\": chunk %" PRIu64 " stored (%" PRIu64 " rows so far)",
+					  t->rel->schema, t->rel->name, chunk, tok->rows);
+		chunk++;
+		if (tok->done)
+		{
+			rp_bf_log(bf, "table \"%s\".\"%s\" backfilled: %" PRIu64 " rows", t->rel->schema, t->rel->name, tok->rows);
+			rc = 0;
+			break;
+		}
+	}
+	return rc;
+}
+
+/*
  * Backfill one table to the end.  0 done (or skipped, logged), -1 error to
  * retry, 1 stop requested.
  */
 static int
-rp_bf_table(const char *name, bool *skip)
+rp_bf_table(RpBackfill *bf, const char *name, bool *skip)
 {
-	RpBackfillOptions *o = &rp_bf.opts;
+	RpBackfillOptions *o = &bf->opts;
 	RpSnapOptions so;
 	PGconn	   *conn;
 	RpSnapTable *all = NULL;
@@ -340,7 +432,6 @@ rp_bf_table(const char *name, bool *skip)
 	int			nall = 0;
 	RpSnapToken tok;
 	char	   *stored = NULL;
-	uint64_t	chunk = 0;
 	int			rc = -1;
 
 	memset(&tok, 0, sizeof(tok));
@@ -387,94 +478,15 @@ rp_bf_table(const char *name, bool *skip)
 	}
 	if (tok.done)
 	{
-		rp_bf_log("table \"%s\".\"%s\" is already backfilled (%" PRIu64 " rows)",
+		rp_bf_log(bf, "table \"%s\".\"%s\" is already backfilled (%" PRIu64 " rows)",
 				  t->rel->schema, t->rel->name, tok.rows);
 		rc = 0;
 		goto out;
 	}
 	if (tok.rows > 0)
-		rp_bf_log("table \"%s\".\"%s\": resuming after %" PRIu64 " rows", t->rel->schema, t->rel->name, tok.rows);
+		rp_bf_log(bf, "table \"%s\".\"%s\": resuming after %" PRIu64 " rows", t->rel->schema, t->rel->name, tok.rows);
 
-	for (;;)
-	{
-		RpBackfillChunk ch;
-		char	   *s0;
-		PGresult   *res;
-		int			r;
-
-		if (rp_bf_stopping())
-		{
-			rc = 1;
-			break;
-		}
-		memset(&ch, 0, sizeof(ch));
-		if (rp_bf_watermark(conn, t, RP_BF_LOW, chunk) < 0)
-			break;
-		/* the transactions in flight now: the chunk's snapshot must see them all */
-		res = PQexec(conn, "SELECT pg_catalog.pg_current_snapshot()::text");
-		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		{
-			rp_snap_fail_res(res, "noting the snapshot after the low watermark", t);
-			PQclear(res);
-			break;
-		}
-		s0 = rp_strndup(PQgetvalue(res, 0, 0), strlen(PQgetvalue(res, 0, 0)));
-		PQclear(res);
-		rp_buf_init(&ch.rows, 64 * 1024);
-		while ((r = rp_bf_read(conn, t, s0, &tok, o->chunk_rows, &ch)) == 0 && !rp_bf_stopping())
-			usleep(20 * 1000);
-		rp_free(s0);
-		if (r <= 0)
-		{
-			rp_buf_free(&ch.rows);
-			if (r == 0)
-				rc = 1;
-			break;
-		}
-		ch.id.mark = RP_BF_HIGH;
-		memcpy(ch.id.run, rp_bf.run, sizeof(ch.id.run));
-		ch.id.relid = t->rel->relid;
-		ch.id.chunk = chunk;
-		ch.rel = t->rel;
-		ch.keycols = t->keycols;
-		ch.nkey = t->nkey;
-		rp_bf_give(&ch);
-		if (rp_bf_watermark(conn, t, RP_BF_HIGH, chunk) < 0)
-		{
-			/* no high watermark committed: the sink cannot have taken it */
-			rp_bf_withdraw();
-			rp_buf_free(&ch.rows);
-			rp_free(ch.token);
-			break;
-		}
-		r = rp_bf_wait_stored();
-		rp_buf_free(&ch.rows);
-		if (r < 0)
-		{
-			rp_free(ch.token);
-			rc = 1;
-			break;
-		}
-		/* the next chunk continues after this one's last key */
-		rp_snaptoken_free(&tok);
-		if (!rp_snaptoken_parse(ch.token, &tok))
-		{
-			rp_free(ch.token);
-			rp_fail(RP_HALT_NONE, "backfill: a progress token does not parse");
-			break;
-		}
-		rp_free(ch.token);
-		if (o->verbose)
-			rp_bf_log("table \"%s\".\"%s\": chunk %" PRIu64 " stored (%" PRIu64 " rows so far)",
-					  t->rel->schema, t->rel->name, chunk, tok.rows);
-		chunk++;
-		if (tok.done)
-		{
-			rp_bf_log("table \"%s\".\"%s\" backfilled: %" PRIu64 " rows", t->rel->schema, t->rel->name, tok.rows);
-			rc = 0;
-			break;
-		}
-	}
+	rc = rp_bf_chunks(bf, conn, t, &tok);
 out:
 	if (stored)
 		rp_free(stored);
@@ -487,107 +499,130 @@ out:
 static void *
 rp_bf_main(void *arg)
 {
-	for (int i = 0; i < rp_bf.opts.ntables && !rp_bf_stopping(); i++)
+	RpBackfill *bf = arg;
+
+	for (int i = 0; i < bf->opts.ntables && !rp_bf_stopping(bf); i++)
 	{
 		int			backoff = 1;
 
 		for (;;)
 		{
 			bool		skip = false;
-			int			rc = rp_bf_table(rp_bf.opts.tables[i], &skip);
+			int			rc = rp_bf_table(bf, bf->opts.tables[i], &skip);
 
 			if (rc >= 0)
 				break;
-			rp_bf_log("%s", rp_error());
+			rp_bf_log(bf, "%s", rp_error());
 			if (skip)
 				break;
-			if (rp_bf_stopping())
+			if (rp_bf_stopping(bf))
 				break;
-			rp_bf_log("table %s: trying again in %d s", rp_bf.opts.tables[i], backoff);
-			rp_bf_pause(backoff * 1000);
+			rp_bf_log(bf, "table %s: trying again in %d s", bf->opts.tables[i], backoff);
+			rp_bf_pause(bf, backoff * 1000);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 		}
 	}
 	return NULL;
 }
 
+RpBackfill *
+rp_backfill_new(void)
+{
+	RpBackfill *bf = rp_malloc0(sizeof(RpBackfill));
+
+	pthread_mutex_init(&bf->mu, NULL);
+	pthread_cond_init(&bf->cv, NULL);
+	return bf;
+}
+
+void
+rp_backfill_free(RpBackfill *bf)
+{
+	if (bf == NULL)
+		return;
+	rp_backfill_stop(bf);
+	pthread_mutex_destroy(&bf->mu);
+	pthread_cond_destroy(&bf->cv);
+	rp_free(bf);
+}
+
 int
-rp_backfill_start(const RpBackfillOptions *opts)
+rp_backfill_start(RpBackfill *bf, const RpBackfillOptions *opts)
 {
 	RpUuid		u;
 	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run id: its one mint */
 	int			rc;
 
-	if (rp_bf.started)
+	if (bf->started)
 		return rp_fail(RP_HALT_CONFIG, "backfill: already running");
-	rp_bf.opts = *opts;
-	rp_bf.stop = false;
-	rp_bf.pending = NULL;
+	bf->opts = *opts;
+	bf->stop = false;
+	bf->pending = NULL;
 	rc = rp_uuid7_now(&ids, &u);
 	rp_uuid7_gen_free(&ids);
 	if (rc < 0)
 		return -1;
-	rp_uuid_text(&u, rp_bf.run);
-	rp_bf.run[RP_BFMSG_RUN_LEN] = '\0';
+	rp_uuid_text(&u, bf->run);
+	bf->run[RP_BFMSG_RUN_LEN] = '\0';
 	/* set first: the thread's watermarks may reach the sink before pthread_create returns */
-	rp_bf.started = true;
-	if (pthread_create(&rp_bf.thread, NULL, rp_bf_main, NULL) != 0)
+	bf->started = true;
+	if (pthread_create(&bf->thread, NULL, rp_bf_main, bf) != 0)
 	{
-		rp_bf.started = false;
+		bf->started = false;
 		return rp_fail(RP_HALT_NONE, "backfill: could not start its thread");
 	}
 	return 0;
 }
 
 void
-rp_backfill_stop(void)
+rp_backfill_stop(RpBackfill *bf)
 {
-	if (!rp_bf.started)
+	if (bf == NULL || !bf->started)
 		return;
-	pthread_mutex_lock(&rp_bf.mu);
-	rp_bf.stop = true;
-	pthread_cond_broadcast(&rp_bf.cv);
-	pthread_mutex_unlock(&rp_bf.mu);
-	pthread_join(rp_bf.thread, NULL);
-	rp_bf.started = false;
+	pthread_mutex_lock(&bf->mu);
+	bf->stop = true;
+	pthread_cond_broadcast(&bf->cv);
+	pthread_mutex_unlock(&bf->mu);
+	pthread_join(bf->thread, NULL);
+	bf->started = false;
 }
 
 bool
-rp_backfill_running(void)
+rp_backfill_running(const RpBackfill *bf)
 {
-	return rp_bf.started;
+	return bf != NULL && bf->started;
 }
 
 const char *
-rp_backfill_run_id(void)
+rp_backfill_run_id(const RpBackfill *bf)
 {
-	return rp_bf.started ? rp_bf.run : "";
+	return bf != NULL && bf->started ? bf->run : "";
 }
 
 RpBackfillChunk *
-rp_backfill_take(const RpBfMsg *high)
+rp_backfill_take(RpBackfill *bf, const RpBfMsg *high)
 {
 	RpBackfillChunk *ch = NULL;
 
-	pthread_mutex_lock(&rp_bf.mu);
-	if (rp_bf.pending && !rp_bf.taken && !rp_bf.stored && rp_bfmsg_same_chunk(&rp_bf.pending->id, high))
+	pthread_mutex_lock(&bf->mu);
+	if (bf->pending && !bf->taken && !bf->stored && rp_bfmsg_same_chunk(&bf->pending->id, high))
 	{
-		ch = rp_bf.pending;
-		rp_bf.taken = true;
+		ch = bf->pending;
+		bf->taken = true;
 	}
-	pthread_mutex_unlock(&rp_bf.mu);
+	pthread_mutex_unlock(&bf->mu);
 	return ch;
 }
 
 void
-rp_backfill_release(RpBackfillChunk *ch, bool stored)
+rp_backfill_release(RpBackfill *bf, RpBackfillChunk *ch, bool stored)
 {
-	pthread_mutex_lock(&rp_bf.mu);
-	if (rp_bf.pending == ch)
+	pthread_mutex_lock(&bf->mu);
+	if (bf->pending == ch)
 	{
-		rp_bf.taken = false;
-		rp_bf.stored = stored;
-		pthread_cond_broadcast(&rp_bf.cv);
+		bf->taken = false;
+		bf->stored = stored;
+		pthread_cond_broadcast(&bf->cv);
 	}
-	pthread_mutex_unlock(&rp_bf.mu);
+	pthread_mutex_unlock(&bf->mu);
 }

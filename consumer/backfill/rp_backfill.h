@@ -15,8 +15,11 @@
  * sink has committed chunk k before it starts chunk k+1, so at most one
  * chunk is in flight.
  *
- * The sink side is the mirror sink's (sinks/rp_pg_backfill.h); the
- * hand-off below is sink-agnostic.
+ * The caller (the CLI) creates the handle, gives it to the sink in its
+ * environment (RpSinkEnv.backfill, sinks/rp_sink.h) and starts the thread
+ * once the sink is open.  The sink side is the mirror sink's
+ * (sinks/mirror/rp_mirror_backfill.h); the hand-off below is
+ * sink-agnostic.
  */
 #ifndef RP_BACKFILL_H
 #define RP_BACKFILL_H
@@ -59,26 +62,32 @@ typedef struct RpBackfillChunk
 	bool		last;			/* the table is done once this chunk is stored */
 } RpBackfillChunk;
 
+/* One backfill, not started; the caller frees it with rp_backfill_free(). */
+typedef struct RpBackfill RpBackfill;
+
+extern RpBackfill *rp_backfill_new(void);
+/* Stops the thread first (NULL: nothing). */
+extern void rp_backfill_free(RpBackfill *bf);
 /* Start the thread; -1 after rp_fail() (nothing started). */
-extern int	rp_backfill_start(const RpBackfillOptions *opts);
-/* Ask the thread to stop and wait for it (no-op when none runs). */
-extern void rp_backfill_stop(void);
+extern int	rp_backfill_start(RpBackfill *bf, const RpBackfillOptions *opts);
+/* Ask the thread to stop and wait for it (no-op when none runs, or bf NULL). */
+extern void rp_backfill_stop(RpBackfill *bf);
 
 /* ---- the sink's side -------------------------------------------------------- */
 
-/* Is a backfill thread running in this process? */
-extern bool rp_backfill_running(void);
-/* The run of this process's backfill ("" when none). */
-extern const char *rp_backfill_run_id(void);
+/* Is bf's thread running (false for NULL)? */
+extern bool rp_backfill_running(const RpBackfill *bf);
+/* The run of bf ("" when none runs). */
+extern const char *rp_backfill_run_id(const RpBackfill *bf);
 /*
  * At a high watermark: the chunk it closes, or NULL when it is not the
  * chunk in flight (another run's watermark, replayed, or already stored).
  */
-extern RpBackfillChunk *rp_backfill_take(const RpBfMsg *high);
+extern RpBackfillChunk *rp_backfill_take(RpBackfill *bf, const RpBfMsg *high);
 /*
  * The destination transaction that applied ch committed (stored) or rolled
  * back (not stored: the stream's replay brings the high watermark again).
  */
-extern void rp_backfill_release(RpBackfillChunk *ch, bool stored);
+extern void rp_backfill_release(RpBackfill *bf, RpBackfillChunk *ch, bool stored);
 
 #endif							/* RP_BACKFILL_H */

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "backfill/rp_backfill.h"
 #include "base/rp_status.h"
 #include "cli/rp_cli.h"
 
@@ -28,8 +29,10 @@ main(int argc, char **argv)
 	if (cli.agg)
 	{
 		rp_agg_set_source(cli.agg, cli.dbname ? cli.dbname : "");
-		rp_agg_attach(cli.agg, cli.agg_only);
 	}
+	/* the sink gets the handle when it opens; the thread starts once it runs */
+	if (cli.nbackfill > 0)
+		cli.backfill_run = rp_backfill_new();
 
 	rp_cli_signals_install();
 
@@ -46,6 +49,7 @@ main(int argc, char **argv)
 	rc = rp_cli_run_stream(&cli);
 	/* closes the aggregate edit streams and waits for their children */
 	rp_agg_free(cli.agg);
+	rp_backfill_free(cli.backfill_run);
 	rp_cli_free(&cli);
 	return rc;
 }

@@ -71,6 +71,7 @@ typedef struct RpCli
 	uint64_t	max_record_bytes;	/* log sinks' snapshot envelope */
 	uint64_t	max_dlq_bytes;
 	char	   *dlq_file;
+	RpBackfill *backfill_run;	/* their backfill (the sink gets it), or NULL */
 	char	  **backfill;		/* --backfill tables, "schema.table" */
 	int			nbackfill;
 	uint64_t	backfill_chunk_rows;

@@ -22,7 +22,6 @@
 #include "backfill/rp_backfill.h"
 #include "cli/rp_cli.h"
 #include "cli/rp_cliparse.h"
-#include "sinks/log/rp_snaplog.h"
 #include "stream/rp_asm.h"
 #include "stream/rp_conn.h"
 #include "stream/rp_deliver.h"
@@ -484,21 +483,21 @@ disconnect(RpRun *run)
 }
 
 static RpSink *
-open_sink(RpCli *cli)
+open_sink(RpCli *cli, const RpSinkEnv *env)
 {
 	if (strcmp(cli->sink, "stdout") == 0 || strcmp(cli->sink, "-") == 0)
-		return rp_sink_stdout_open();
+		return rp_sink_stdout_open(env);
 	if (strncmp(cli->sink, "file:", 5) == 0)
-		return rp_sink_file_open(cli->sink + 5);
+		return rp_sink_file_open(cli->sink + 5, env);
 	if (strncmp(cli->sink, "exec:", 5) == 0)
-		return rp_sink_exec_open(cli->sink + 5, cli->exec_ack_timeout_s);
+		return rp_sink_exec_open(cli->sink + 5, cli->exec_ack_timeout_s, env);
 	if (strncmp(cli->sink, "postgresql://", 13) == 0 || strncmp(cli->sink, "postgres://", 11) == 0 ||
 		strncmp(cli->sink, "postgres:", 9) == 0)
 	{
 		cli->pg.conninfo = strncmp(cli->sink, "postgres:", 9) == 0 && cli->sink[9] != '/'
 			? cli->sink + 9 : cli->sink;
 		cli->pg.slot = cli->slot;
-		return rp_mirror_open(&cli->pg);
+		return rp_mirror_open(&cli->pg, env);
 	}
 	rp_fail(RP_HALT_CONFIG, "unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
 			cli->sink);
@@ -506,11 +505,12 @@ open_sink(RpCli *cli)
 }
 
 /*
- * Before the sink opens: the defaults that name the slot, and the locks.
+ * Before the sink opens: the defaults that name the slot, the locks, and
+ * the environment the sink is given (*env, rp_sink.h: it keeps its own copy).
  * RP_EXIT_OK, or the exit status (reported).
  */
 static int
-run_prepare(RpCli *cli)
+run_prepare(RpCli *cli, RpSinkEnv *env)
 {
 	/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
 	if (cli->dlq_file == NULL)
@@ -519,7 +519,14 @@ run_prepare(RpCli *cli)
 				 cli->state_dir, cli->slot);
 		cli->dlq_file = cli->dlq_default;
 	}
-	rp_snaplog_configure((size_t) cli->max_record_bytes, (size_t) cli->max_dlq_bytes, cli->dlq_file);
+	rp_sink_env_init(env);
+	env->max_record_bytes = (size_t) cli->max_record_bytes;
+	env->max_dlq_bytes = (size_t) cli->max_dlq_bytes;
+	env->dlq_path = cli->dlq_file;
+	env->backfill = cli->backfill_run;
+	/* live aggregates write in the mirror's batch, before its commit */
+	if (cli->agg)
+		rp_agg_batch_hook(cli->agg, cli->agg_only, &env->batch_hook);
 
 	/*
 	 * One consumer per state dir and spill dir (rp_lock.h): a second one
@@ -543,12 +550,12 @@ run_prepare(RpCli *cli)
  * lost one.  NULL with *rc the exit status (reported) when it cannot be.
  */
 static RpSink *
-open_sink_waiting(RpCli *cli, int *rc)
+open_sink_waiting(RpCli *cli, const RpSinkEnv *env, int *rc)
 {
 	RpSink	   *sink;
 	int			backoff = 1;
 
-	while ((sink = open_sink(cli)) == NULL)
+	while ((sink = open_sink(cli, env)) == NULL)
 	{
 		if (rp_error_halt() == RP_HALT_CONFIG || rp_error_halt() == RP_HALT_IN_USE)
 		{
@@ -720,7 +727,7 @@ run_stop_threads(RpRun *run)
 	if (rp_stop_requested())
 		rp_pipe_abandon(&run->pipe, NULL, NULL);
 	rp_pipe_stop(&run->pipe);
-	rp_backfill_stop();			/* after the delivery thread: it may hold a chunk */
+	rp_backfill_stop(run->cli->backfill_run);	/* after the delivery thread: it may hold a chunk */
 	rp_metrics_stop(&run->metrics);
 	rp_snap_stats_free(&run->snap);
 }
@@ -754,6 +761,7 @@ int
 rp_cli_run_stream(RpCli *cli)
 {
 	RpRun		run;
+	RpSinkEnv	env;
 	RpCheckpoint ck;
 	int			have_ck;
 	int			rc;
@@ -761,10 +769,10 @@ rp_cli_run_stream(RpCli *cli)
 	memset(&run, 0, sizeof(run));
 	memset(&ck, 0, sizeof(ck));
 	run.cli = cli;
-	rc = run_prepare(cli);
+	rc = run_prepare(cli, &env);
 	if (rc != RP_EXIT_OK)
 		return rc;
-	run.sink = open_sink_waiting(cli, &rc);
+	run.sink = open_sink_waiting(cli, &env, &rc);
 	if (run.sink == NULL)
 		return rc;
 

@@ -79,5 +79,5 @@ rp_cli_backfill_start(RpCli *cli, RpSink *sink)
 	bo.progress = rp_mirror_backfill_progress;
 	bo.progress_arg = sink;
 	bo.verbose = cli->verbose > 0;
-	return rp_backfill_start(&bo);
+	return rp_backfill_start(cli->backfill_run, &bo);
 }

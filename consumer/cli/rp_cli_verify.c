@@ -160,7 +160,7 @@ verify_report(RpReasm *r, bool quiet, RpBuf *line)
 int
 rp_verify_snapshot_main(int argc, char **argv)
 {
-	static struct option long_options[] = {
+	static const struct option long_options[] = {
 		{"rows", required_argument, NULL, 'r'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},

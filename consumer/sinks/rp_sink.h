@@ -18,6 +18,8 @@
 #ifndef RP_SINK_H
 #define RP_SINK_H
 
+#include <string.h>
+
 #include "stream/rp_asm.h"
 #include "stream/rp_ckpt.h"
 #include "rp_decode.h"
@@ -39,6 +41,58 @@ typedef enum RpSchemaChange
 
 typedef struct RpDelivery RpDelivery;
 typedef struct RpSink RpSink;
+typedef struct RpBackfill RpBackfill;	/* backfill/rp_backfill.h */
+struct pg_conn;					/* libpq's PGconn */
+
+/*
+ * A hook on a destination sink's batch, registered by the caller in the
+ * sink's environment (the CLI's live aggregates on the mirror).  The sink
+ * calls before_commit inside its destination transaction, after it
+ * applied the batch's rows and before it writes the checkpoint, with its
+ * session (dest) and the commit LSN the destination already held (done:
+ * transactions at or below it are there already); after_commit once that
+ * transaction committed.  Both return 0, or -1 after rp_fail() (the batch
+ * then fails as a whole).  skip_rows: the sink applies no row of the
+ * batch itself, only the hook's effects and the checkpoint.  A hook
+ * without before_commit is none.
+ */
+typedef struct RpSinkBatchHook
+{
+	int			(*before_commit) (void *arg, struct pg_conn *dest, RpDelivery *dl, RpTxn **txns,
+								  int n, uint64_t done);
+	int			(*after_commit) (void *arg);
+	void	   *arg;
+	bool		skip_rows;
+} RpSinkBatchHook;
+
+/*
+ * What a sink is given when it is opened, besides its own options.  The
+ * caller owns it and everything it points to: the sink copies the values
+ * it keeps into its own state; backfill and the hook's arg must outlive
+ * the sink.  The source's identity (system id, timeline, slot) comes with
+ * every checkpoint, the completed snapshot's included.  rp_sink_env_init()
+ * sets the defaults; a NULL environment means them.
+ */
+typedef struct RpSinkEnv
+{
+	/* log sinks: a snapshot row larger than this is an oversize stub (0: no limit) */
+	size_t		max_record_bytes;
+	/* log sinks: how much of an oversize row the dead-letter file keeps */
+	size_t		max_dlq_bytes;
+	const char *dlq_path;		/* the dead-letter file, or NULL for none */
+	/* state sinks: the backfill whose chunks this sink applies, or NULL */
+	RpBackfill *backfill;
+	RpSinkBatchHook batch_hook;
+} RpSinkEnv;
+
+#define RP_SINK_DEFAULT_MAX_DLQ_BYTES (64 * 1024)
+
+static inline void
+rp_sink_env_init(RpSinkEnv *env)
+{
+	memset(env, 0, sizeof(*env));
+	env->max_dlq_bytes = RP_SINK_DEFAULT_MAX_DLQ_BYTES;
+}
 
 /*
  * One chunk of a table's initial copy (rp_snapshot.h; docs/sinks.md).  The
@@ -103,15 +157,17 @@ struct RpSink
 	/*
 	 * Optional (initial snapshot, rp_snapshot.h).  handle_snapshot: one
 	 * chunk; handle_snapshot_complete: every table copied, set the
-	 * checkpoint to the consistent point lsn (transactions committing at or
-	 * after it are the stream's) and retire what the snapshot did not see;
+	 * checkpoint to ck, the consistent point (end_lsn; transactions
+	 * committing at or after it are the stream's, commit_lsn is just below
+	 * it) with the source's system id, timeline and slot, and retire what
+	 * the snapshot did not see;
 	 * snapshot_progress: the last token stored for rel (1, *token the
 	 * caller frees), 0 none, -1 error.  With snapshot_parallel, chunks
 	 * come from several threads at once (ctx->worker tells them apart; dl
 	 * is then not to be touched); otherwise one at a time.
 	 */
 	int			(*handle_snapshot) (RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx);
-	int			(*handle_snapshot_complete) (RpSink *sink, uint64_t lsn);
+	int			(*handle_snapshot_complete) (RpSink *sink, const RpCheckpoint *ck);
 	int			(*snapshot_progress) (RpSink *sink, const RpRelation *rel, char **token);
 	bool		snapshot_raw;	/* takes binary COPY tuples when portable */
 	bool		snapshot_parallel;
@@ -150,11 +206,14 @@ struct RpSink
 	void		(*close) (RpSink *sink);
 };
 
-/* Sinks of this issue; each returns NULL after rp_fail() on error. */
-extern RpSink *rp_sink_stdout_open(void);
-extern RpSink *rp_sink_file_open(const char *path);
+/*
+ * The log sinks; each returns NULL after rp_fail() on error.  env may be
+ * NULL (the defaults).
+ */
+extern RpSink *rp_sink_stdout_open(const RpSinkEnv *env);
+extern RpSink *rp_sink_file_open(const char *path, const RpSinkEnv *env);
 /* ack_timeout_s: longest wait for the child to read or acknowledge (0: none) */
-extern RpSink *rp_sink_exec_open(const char *command, int ack_timeout_s);
-/* rp_sink_pg_open(const RpPgOptions *) is declared in sinks/rp_pg.h */
+extern RpSink *rp_sink_exec_open(const char *command, int ack_timeout_s, const RpSinkEnv *env);
+/* rp_sink_pg_open(const RpPgOptions *, const RpSinkEnv *): sinks/mirror/rp_mirror_int.h */
 
 #endif							/* RP_SINK_H */

@@ -15,8 +15,6 @@
 #include "stream/rp_conn.h"
 #include "snapshot/rp_snapwork.h"
 
-RpCheckpoint rp_snap_origin;
-
 static void
 rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
 {
@@ -137,12 +135,242 @@ rp_snap_stats_free(RpSnapStats *st)
 	st->nstores = 0;
 }
 
+/*
+ * Stored progress means a resumed copy: *resume, and *resume_lsn the
+ * consistent point of the copy that stopped.  0, or -1 after rp_fail().
+ */
+static int
+rp_snap_find_resume(PGconn *coord, const RpSnapOptions *o, RpSink *sink, bool *resume,
+					uint64_t *resume_lsn)
+{
+	RpSnapTable *tables = NULL;
+	int			ntables = 0;
+	int			rc = -1;
+
+	*resume = false;
+	if (sink->snapshot_progress == NULL)
+		return 0;
+	if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ", "BEGIN", NULL) < 0)
+		goto out;
+	tables = rp_snapcat_tables(coord, &o->select, &ntables);
+	if (tables == NULL || rp_snap_exec(coord, "COMMIT", "COMMIT", NULL) < 0)
+		goto out;
+	for (int i = 0; i < ntables && !*resume; i++)
+	{
+		char	   *token = NULL;
+		int			r = sink->snapshot_progress(sink, tables[i].rel, &token);
+		RpSnapToken tok;
+
+		if (r < 0)
+			goto out;
+		if (r > 0)
+		{
+			if (!rp_snaptoken_parse(token, &tok))
+			{
+				rp_free(token);
+				rp_fail(RP_HALT_SINK, "snapshot: the stored progress of table \"%s\".\"%s\" is damaged",
+						tables[i].rel->schema, tables[i].rel->name);
+				goto out;
+			}
+			*resume = true;
+			*resume_lsn = tok.lsn;
+			rp_snaptoken_free(&tok);
+			rp_free(token);
+		}
+	}
+	rc = 0;
+
+out:
+	rp_snapcat_free(tables, ntables);
+	return rc;
+}
+
+/*
+ * The snapshot to copy under: a new one exported by coord for a resumed
+ * copy (the slot must still hold everything since its consistent point),
+ * else the slot's, created with it.  0, or -1 after rp_fail().
+ */
+static int
+rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t resume_lsn)
+{
+	const RpSnapOptions *o = run->opts;
+
+	if (resume)
+	{
+		RpSlotInfo	info;
+		PGresult   *res;
+		char		a[24],
+					b[24];
+
+		/* the slot must still hold everything since the consistent point */
+		if (rp_conn_slot_info(repl, o->slot, &info) < 0)
+			return -1;
+		rp_lsn_format(resume_lsn, a);
+		if (!info.exists || info.lost)
+		{
+			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is %s", o->slot,
+					info.exists ? "invalidated" : "gone");
+			return -1;
+		}
+		if (info.confirmed_flush > resume_lsn)
+		{
+			rp_lsn_format(info.confirmed_flush, b);
+			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is at %s, past the snapshot's consistent point %s",
+					o->slot, b, a);
+			return -1;
+		}
+		run->lsn = resume_lsn;
+		/* a new snapshot for the rest; the stream from the old point reconciles */
+		if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "BEGIN", NULL) < 0)
+			return -1;
+		res = PQexec(coord, "SELECT pg_catalog.pg_export_snapshot()");
+		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		{
+			rp_snap_fail_res(res, "exporting a snapshot", NULL);
+			PQclear(res);
+			return -1;
+		}
+		snprintf(run->snapname, sizeof(run->snapname), "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		if (o->verbose)
+			fprintf(stderr, "%s: resuming the snapshot of consistent point %s\n", o->progname, a);
+	}
+	else
+	{
+		char		a[24];
+
+		if (!o->create_slot)
+		{
+			rp_fail(RP_HALT_CONFIG, "snapshot: a new snapshot creates its slot: add --create-slot");
+			return -1;
+		}
+		if (rp_snap_create_slot(repl, o, &run->lsn, run->snapname, sizeof(run->snapname)) < 0)
+			return -1;
+		rp_lsn_format(run->lsn, a);
+		if (o->verbose)
+			fprintf(stderr, "%s: created slot \"%s\" with a snapshot at consistent point %s\n",
+					o->progname, o->slot, a);
+		if (rp_snap_import(coord, run->snapname) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A job per table still to copy (a table a resumed copy finished is not),
+ * largest first.  0, or -1 after rp_fail().
+ */
+static int
+rp_snap_plan(RpSnapRun *run, RpUuid7Gen *ids, RpSnapTable *tables, int ntables)
+{
+	int64_t		at_ms;
+
+	run->jobs = rp_malloc0(sizeof(RpSnapJob) * (size_t) (ntables + 1));
+	at_ms = rp_clock_wall_ms();
+	for (int i = 0; i < ntables; i++)
+	{
+		RpSnapJob  *job = &run->jobs[run->njobs];
+		char	   *token = NULL;
+		RpUuid		u;
+
+		job->t = &tables[i];
+		job->at_ms = at_ms;
+		if (run->sink->snapshot_progress)
+		{
+			int			r = run->sink->snapshot_progress(run->sink, tables[i].rel, &token);
+
+			if (r < 0)
+				return -1;
+			if (r > 0)
+			{
+				bool		ok = rp_snaptoken_parse(token, &job->tok);
+
+				rp_free(token);
+				if (!ok)
+				{
+					rp_fail(RP_HALT_SINK, "snapshot: the stored progress of table \"%s\".\"%s\" is damaged",
+							tables[i].rel->schema, tables[i].rel->name);
+					return -1;
+				}
+				job->have_tok = true;
+				if (job->tok.done)
+				{
+					rp_snaptoken_free(&job->tok);
+					continue;	/* copied before the stop */
+				}
+				job->at_ms = job->tok.at_ms;
+				snprintf(job->snapshot_id, sizeof(job->snapshot_id), "%s", job->tok.snapshot_id);
+			}
+		}
+		if (job->snapshot_id[0] == '\0')
+		{
+			if (rp_uuid7_at(ids, &u, job->at_ms) < 0)
+				return -1;
+			rp_uuid_text(&u, job->snapshot_id);
+		}
+		run->njobs++;
+	}
+	qsort(run->jobs, (size_t) run->njobs, sizeof(RpSnapJob), rp_snap_job_cmp);
+	return 0;
+}
+
+/* Run the workers until every one is done, with the progress line on a terminal. */
+static void
+rp_snap_copy(RpSnapRun *run, RpSnapWorker *workers, int nworkers, int64_t started, bool tty)
+{
+	for (int i = 0; i < nworkers; i++)
+	{
+		if (pthread_create(&workers[i].thread, NULL, rp_snap_worker_main, &workers[i]) != 0)
+		{
+			atomic_store(&run->failed, true);
+			snprintf(run->error, sizeof(run->error), "snapshot: could not start a copy thread");
+			break;
+		}
+		workers[i].started = true;
+	}
+	for (;;)
+	{
+		bool		alive = false;
+
+		for (int i = 0; i < nworkers; i++)
+			if (workers[i].started && pthread_tryjoin_np(workers[i].thread, NULL) != 0)
+				alive = true;
+			else
+				workers[i].started = false;
+		if (!alive)
+			break;
+		if (tty)
+			rp_snap_progress(run, started, false);
+		usleep(200000);
+	}
+	if (tty)
+		rp_snap_progress(run, started, true);
+}
+
+/* The workers joined and closed, the jobs and the run's lock gone. */
+static void
+rp_snap_end(RpSnapRun *run, RpSnapWorker *workers, int nworkers)
+{
+	for (int i = 0; i < nworkers; i++)
+	{
+		if (workers[i].started)
+			pthread_join(workers[i].thread, NULL);
+		if (workers[i].conn)
+			PQfinish(workers[i].conn);
+	}
+	if (workers)
+		rp_free(workers);
+	for (int i = 0; i < run->njobs; i++)
+		rp_snaptoken_free(&run->jobs[i].tok);
+	if (run->jobs)
+		rp_free(run->jobs);
+	pthread_mutex_destroy(&run->lock);
+}
+
 int
 rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 {
 	RpSnapRun	run;
-	RpSnapStats own_stats;		/* when the caller does not count */
-	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run's snapshot_ids */
 	RpConn		repl;
 	bool		repl_open = false;
 	PGconn	   *coord = NULL;
@@ -153,17 +381,19 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	bool		resume = false;
 	uint64_t	resume_lsn = 0;
 	int64_t		started = rp_clock_wall_us();
-	int64_t		at_ms;
 	int			rc = -1;
 	bool		tty = o->progress && isatty(STDERR_FILENO);
 	RpCheckpoint have;
+	RpCheckpoint done_ck;
+	RpSnapStats uncounted;		/* the counters when the caller keeps none */
+	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run's snapshot_ids */
 	int			have_ck;
 
 	memset(&run, 0, sizeof(run));
-	memset(&own_stats, 0, sizeof(own_stats));
+	memset(&uncounted, 0, sizeof(uncounted));
 	run.opts = o;
 	run.sink = sink;
-	run.stats = o->stats ? o->stats : &own_stats;
+	run.stats = o->stats ? o->stats : &uncounted;
 	pthread_mutex_init(&run.lock, NULL);
 
 	if (sink->handle_snapshot == NULL || sink->handle_snapshot_complete == NULL)
@@ -187,105 +417,15 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	run.origin.system_id = repl.system_id;
 	run.origin.timeline = repl.timeline;
 	snprintf(run.origin.slot, sizeof(run.origin.slot), "%s", o->slot);
-	rp_snap_origin = run.origin;
 
 	if ((coord = rp_snap_connect(o)) == NULL)
 		goto done;
 
 	/* stored progress? then this is a resumed copy */
-	if (sink->snapshot_progress)
-	{
-		if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ", "BEGIN", NULL) < 0)
-			goto done;
-		tables = rp_snapcat_tables(coord, &o->select, &ntables);
-		if (tables == NULL || rp_snap_exec(coord, "COMMIT", "COMMIT", NULL) < 0)
-			goto done;
-		for (int i = 0; i < ntables && !resume; i++)
-		{
-			char	   *token = NULL;
-			int			r = sink->snapshot_progress(sink, tables[i].rel, &token);
-			RpSnapToken tok;
-
-			if (r < 0)
-				goto done;
-			if (r > 0)
-			{
-				if (!rp_snaptoken_parse(token, &tok))
-				{
-					rp_free(token);
-					rp_fail(RP_HALT_SINK, "snapshot: the stored progress of table \"%s\".\"%s\" is damaged",
-							tables[i].rel->schema, tables[i].rel->name);
-					goto done;
-				}
-				resume = true;
-				resume_lsn = tok.lsn;
-				rp_snaptoken_free(&tok);
-				rp_free(token);
-			}
-		}
-		rp_snapcat_free(tables, ntables);
-		tables = NULL;
-		ntables = 0;
-	}
-
-	if (resume)
-	{
-		RpSlotInfo	info;
-		PGresult   *res;
-		char		a[24],
-					b[24];
-
-		/* the slot must still hold everything since the consistent point */
-		if (rp_conn_slot_info(&repl, o->slot, &info) < 0)
-			goto done;
-		rp_lsn_format(resume_lsn, a);
-		if (!info.exists || info.lost)
-		{
-			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is %s", o->slot,
-					info.exists ? "invalidated" : "gone");
-			goto done;
-		}
-		if (info.confirmed_flush > resume_lsn)
-		{
-			rp_lsn_format(info.confirmed_flush, b);
-			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is at %s, past the snapshot's consistent point %s",
-					o->slot, b, a);
-			goto done;
-		}
-		run.lsn = resume_lsn;
-		/* a new snapshot for the rest; the stream from the old point reconciles */
-		if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "BEGIN", NULL) < 0)
-			goto done;
-		res = PQexec(coord, "SELECT pg_catalog.pg_export_snapshot()");
-		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
-		{
-			rp_snap_fail_res(res, "exporting a snapshot", NULL);
-			PQclear(res);
-			goto done;
-		}
-		snprintf(run.snapname, sizeof(run.snapname), "%s", PQgetvalue(res, 0, 0));
-		PQclear(res);
-		if (o->verbose)
-			fprintf(stderr, "%s: resuming the snapshot of consistent point %s\n", o->progname, a);
-	}
-	else
-	{
-		char		a[24];
-
-		if (!o->create_slot)
-		{
-			rp_fail(RP_HALT_CONFIG, "snapshot: a new snapshot creates its slot: add --create-slot");
-			goto done;
-		}
-		if (rp_snap_create_slot(&repl, o, &run.lsn, run.snapname, sizeof(run.snapname)) < 0)
-			goto done;
-		rp_lsn_format(run.lsn, a);
-		if (o->verbose)
-			fprintf(stderr, "%s: created slot \"%s\" with a snapshot at consistent point %s\n",
-					o->progname, o->slot, a);
-		if (rp_snap_import(coord, run.snapname) < 0)
-			goto done;
-	}
+	if (rp_snap_find_resume(coord, o, sink, &resume, &resume_lsn) < 0)
+		goto done;
+	if (rp_snap_begin(&run, &repl, coord, resume, resume_lsn) < 0)
+		goto done;
 
 	/* the snapshot's xid horizon: what a heap-order resume must copy again */
 	if (rp_snap_horizon(coord, &run) < 0)
@@ -294,52 +434,8 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	tables = rp_snapcat_tables(coord, &o->select, &ntables);
 	if (tables == NULL)
 		goto done;
-	run.jobs = rp_malloc0(sizeof(RpSnapJob) * (size_t) (ntables + 1));
-	at_ms = rp_clock_wall_ms();
-	for (int i = 0; i < ntables; i++)
-	{
-		RpSnapJob  *job = &run.jobs[run.njobs];
-		char	   *token = NULL;
-		RpUuid		u;
-
-		job->t = &tables[i];
-		job->at_ms = at_ms;
-		if (sink->snapshot_progress)
-		{
-			int			r = sink->snapshot_progress(sink, tables[i].rel, &token);
-
-			if (r < 0)
-				goto done;
-			if (r > 0)
-			{
-				bool		ok = rp_snaptoken_parse(token, &job->tok);
-
-				rp_free(token);
-				if (!ok)
-				{
-					rp_fail(RP_HALT_SINK, "snapshot: the stored progress of table \"%s\".\"%s\" is damaged",
-							tables[i].rel->schema, tables[i].rel->name);
-					goto done;
-				}
-				job->have_tok = true;
-				if (job->tok.done)
-				{
-					rp_snaptoken_free(&job->tok);
-					continue;	/* copied before the stop */
-				}
-				job->at_ms = job->tok.at_ms;
-				snprintf(job->snapshot_id, sizeof(job->snapshot_id), "%s", job->tok.snapshot_id);
-			}
-		}
-		if (job->snapshot_id[0] == '\0')
-		{
-			if (rp_uuid7_at(&ids, &u, job->at_ms) < 0)
-				goto done;
-			rp_uuid_text(&u, job->snapshot_id);
-		}
-		run.njobs++;
-	}
-	qsort(run.jobs, (size_t) run.njobs, sizeof(RpSnapJob), rp_snap_job_cmp);
+	if (rp_snap_plan(&run, &ids, tables, ntables) < 0)
+		goto done;
 
 	nworkers = o->workers < run.njobs ? o->workers : run.njobs;
 	workers = rp_malloc0(sizeof(RpSnapWorker) * (size_t) (nworkers + 1));
@@ -353,67 +449,29 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 			goto done;
 	}
 	/* every worker holds the snapshot now: the exporting session may go idle */
-	for (int i = 0; i < nworkers; i++)
-	{
-		if (pthread_create(&workers[i].thread, NULL, rp_snap_worker_main, &workers[i]) != 0)
-		{
-			atomic_store(&run.failed, true);
-			snprintf(run.error, sizeof(run.error), "snapshot: could not start a copy thread");
-			break;
-		}
-		workers[i].started = true;
-	}
-	for (;;)
-	{
-		bool		alive = false;
-
-		for (int i = 0; i < nworkers; i++)
-			if (workers[i].started && pthread_tryjoin_np(workers[i].thread, NULL) != 0)
-				alive = true;
-			else
-				workers[i].started = false;
-		if (!alive)
-			break;
-		if (tty)
-			rp_snap_progress(&run, started, false);
-		usleep(200000);
-	}
-	if (tty)
-		rp_snap_progress(&run, started, true);
+	rp_snap_copy(&run, workers, nworkers, started, tty);
 	if (atomic_load(&run.failed))
 	{
 		rp_fail(run.halt, "%s", run.error);
 		goto done;
 	}
-	if (sink->handle_snapshot_complete(sink, run.lsn) < 0)
+	/* the completed snapshot's checkpoint: the consistent point, bound to the source */
+	done_ck = run.origin;
+	done_ck.commit_lsn = run.lsn > 0 ? run.lsn - 1 : 0;
+	done_ck.end_lsn = run.lsn;
+	if (sink->handle_snapshot_complete(sink, &done_ck) < 0)
 		goto done;
-	memset(ck, 0, sizeof(*ck));
-	*ck = run.origin;
-	ck->commit_lsn = run.lsn > 0 ? run.lsn - 1 : 0;
-	ck->end_lsn = run.lsn;
+	*ck = done_ck;
 	rc = 1;
 
 done:
-	for (int i = 0; i < nworkers; i++)
-	{
-		if (workers[i].started)
-			pthread_join(workers[i].thread, NULL);
-		if (workers[i].conn)
-			PQfinish(workers[i].conn);
-	}
-	if (workers)
-		rp_free(workers);
-	for (int i = 0; i < run.njobs; i++)
-		rp_snaptoken_free(&run.jobs[i].tok);
-	if (run.jobs)
-		rp_free(run.jobs);
+	rp_snap_end(&run, workers, nworkers);
 	rp_snapcat_free(tables, ntables);
 	if (coord)
 		PQfinish(coord);
 	if (repl_open)
 		rp_conn_close(&repl);
-	pthread_mutex_destroy(&run.lock);
 	rp_uuid7_gen_free(&ids);
-	rp_snap_stats_free(&own_stats);
+	rp_snap_stats_free(&uncounted);
 	return rc;
 }

@@ -10,8 +10,9 @@
  * in primary-key order with one binary COPY per table, cut into chunks.
  * Every chunk goes to the sink with a progress token that the sink stores
  * with the rows.  When every table is done, handle_snapshot_complete()
- * sets the checkpoint to the slot's consistent point and the stream
- * starts there.
+ * gets the snapshot's checkpoint (the slot's consistent point and the
+ * source's system id, timeline and slot) and sets it; the stream starts
+ * there.
  *
  * A copy that stopped (kill -9, lost connection) is resumed by the same
  * command: the sink's tokens say where each table stopped and at which
@@ -64,14 +65,11 @@ typedef struct RpSnapOptions
 	RpSnapStats *stats;			/* where the run counts (the caller's), or NULL */
 } RpSnapOptions;
 
-/* The source's system id, timeline and slot of the running snapshot (for sinks'
- * checkpoints at completion). */
-extern RpCheckpoint rp_snap_origin;
-
 /*
  * Copy or resume.  1: done, ck holds the consistent point (commit_lsn just
- * below it, end_lsn at it) and the source's identity; 0: the sink already
- * holds a checkpoint, nothing to copy; -1: error (rp_error()).
+ * below it, end_lsn at it) and the source's identity, as the sink's
+ * handle_snapshot_complete got it; 0: the sink already holds a checkpoint,
+ * nothing to copy; -1: error (rp_error()).
  */
 extern int	rp_snapshot_run(const RpSnapOptions *opts, RpSink *sink, RpCheckpoint *ck);
 

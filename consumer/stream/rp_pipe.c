@@ -17,7 +17,7 @@
  * Sent by a stop to the delivery thread only, while it finishes its step:
  * installed without SA_RESTART, it ends a write() blocked on a reader that
  * stopped reading (standard output into a stalled pipe) with EINTR, which
- * rp_lines_write turns into a failure once a stop is requested.  libpq and
+ * rp_io_write turns into a failure once a stop is requested.  libpq and
  * the sinks' polls retry on EINTR.
  */
 #define RP_PIPE_WAKE_SIGNAL SIGUSR2

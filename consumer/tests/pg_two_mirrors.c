@@ -107,7 +107,7 @@ side_open(Side *x, const char *slot, const char *bk, const char *prefix)
 	x->opts.schema_prefix = prefix;
 	x->opts.divergence_skip = true;
 	rp_error_clear();
-	x->sink = rp_mirror_open(&x->opts);
+	x->sink = rp_mirror_open(&x->opts, NULL);
 	ck_assert_msg(x->sink != NULL, "opening the mirror of %s: %s", slot, rp_error());
 	x->sink->spill = &sp;
 	rp_asm_init(&x->as, &sp, 0);

@@ -37,7 +37,7 @@ teardown(void)
 static RpSink *
 open_sink(const char *path)
 {
-	RpSink	   *s = rp_sink_file_open(path);
+	RpSink	   *s = rp_sink_file_open(path, NULL);
 
 	ck_assert_msg(s != NULL, "open failed: %s", rp_error());
 	ck_assert_str_eq(s->name, "file");
@@ -343,7 +343,7 @@ expect_damaged(const char *tail, size_t taillen)
 		ct_write_file(logpath, tail, taillen, true);
 	before = ct_slurp(logpath, &lb);
 	rp_error_clear();
-	ck_assert_msg(rp_sink_file_open(logpath) == NULL, "a damaged log (tail of %zu bytes) was opened",
+	ck_assert_msg(rp_sink_file_open(logpath, NULL) == NULL, "a damaged log (tail of %zu bytes) was opened",
 				  taillen);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
 	ck_assert_msg(strstr(rp_error(), "is damaged") && strstr(rp_error(), logpath), "%s", rp_error());
@@ -519,7 +519,7 @@ START_TEST(test_damaged_last_checkpoint)
 			copy[i] = repl[r];
 			ct_write_file(logpath, copy, len, false);
 			rp_error_clear();
-			s = rp_sink_file_open(logpath);
+			s = rp_sink_file_open(logpath, NULL);
 			if (s)
 			{
 				RpCheckpoint ck;
@@ -703,7 +703,7 @@ END_TEST
 START_TEST(test_open_error)
 {
 	rp_error_clear();
-	ck_assert_ptr_null(rp_sink_file_open(ct_path("no/such/dir/log")));
+	ck_assert_ptr_null(rp_sink_file_open(ct_path("no/such/dir/log"), NULL));
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
 	ck_assert_msg(strstr(rp_error(), "no/such/dir/log") != NULL, "%s", rp_error());
 }

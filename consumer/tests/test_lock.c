@@ -90,7 +90,7 @@ static int
 take_log(const char *path)
 {
 	/* held until the child exits: never closed */
-	return rp_sink_file_open(path) != NULL ? 0 : -1;
+	return rp_sink_file_open(path, NULL) != NULL ? 0 : -1;
 }
 
 static void
@@ -180,7 +180,7 @@ START_TEST(test_file_log)
 	ct_write_file(log, tail, strlen(tail), true);
 	before = ct_slurp(log, &lb);
 	rp_error_clear();
-	ck_assert_ptr_null(rp_sink_file_open(log));
+	ck_assert_ptr_null(rp_sink_file_open(log, NULL));
 	expect_refused(log, h.pid);
 	after = ct_slurp(log, &la);
 	ck_assert_msg(la == lb && memcmp(before, after, la) == 0, "the refused open changed the log");
@@ -189,7 +189,7 @@ START_TEST(test_file_log)
 	release(&h, false);
 	/* the holder gone: the torn tail is its, cut on the next open */
 	{
-		RpSink	   *s = rp_sink_file_open(log);
+		RpSink	   *s = rp_sink_file_open(log, NULL);
 
 		ck_assert_msg(s != NULL, "%s", rp_error());
 		ck_assert_int_eq(ct_file_size(log), 0);

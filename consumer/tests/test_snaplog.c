@@ -59,9 +59,11 @@ count_of(const RpBuf *out, const char *what)
 	return n;
 }
 
+/* One chunk through a snapshot log limited to max_record bytes a row (0: none). */
 static void
-run_chunk(uint64_t *oversize, RpBuf *out)
+run_chunk(size_t max_record, uint64_t *oversize, RpBuf *out)
 {
+	RpSinkEnv	env;
 	RpRelation	rel;
 	RpSnapshotCtx ctx;
 	RpSnapLog	sl;
@@ -73,7 +75,9 @@ run_chunk(uint64_t *oversize, RpBuf *out)
 	rel.name = "doc";
 	chunk(&frame);
 	memset(&ctx, 0, sizeof(ctx));
-	memset(&sl, 0, sizeof(sl));
+	rp_sink_env_init(&env);
+	env.max_record_bytes = max_record;
+	rp_snaplog_init(&sl, &env);
 	ctx.rel = &rel;
 	ctx.first_chunk = true;
 	ctx.last_chunk = true;
@@ -95,22 +99,20 @@ START_TEST(test_oversize_counted)
 	uint64_t	oversize = 5;	/* counts on from where the run is */
 	RpBuf		out;
 
-	rp_snaplog_configure(80, 64 * 1024, NULL);
-	run_chunk(&oversize, &out);
+	run_chunk(80, &oversize, &out);
 	ck_assert_uint_eq(count_of(&out, "\"kind\":\"oversize\""), 1);
 	ck_assert_uint_eq(count_of(&out, "\"kind\":\"row\""), 2);
 	ck_assert_uint_eq(oversize, 6);
 	rp_buf_free(&out);
 
 	/* no counter: the same frames */
-	run_chunk(NULL, &out);
+	run_chunk(80, NULL, &out);
 	ck_assert_uint_eq(count_of(&out, "\"kind\":\"oversize\""), 1);
 	ck_assert_uint_eq(count_of(&out, "\"kind\":\"row\""), 2);
 	rp_buf_free(&out);
 
 	/* every row fits: nothing counted */
-	rp_snaplog_configure(0, 64 * 1024, NULL);
-	run_chunk(&oversize, &out);
+	run_chunk(0, &oversize, &out);
 	ck_assert_uint_eq(count_of(&out, "\"kind\":\"oversize\""), 0);
 	ck_assert_uint_eq(oversize, 6);
 	rp_buf_free(&out);

@@ -4,13 +4,8 @@
  */
 #include "rp_alloc.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "rp_format.h"
 #include "rp_json.h"
@@ -91,66 +86,4 @@ rp_lines_message(RpBuf *out, const RpMessage *msg, size_t flush_at,
 	rp_render_record_out(out, &rec, NULL, NULL, flush ? &fo : NULL);
 	rp_buf_put_char(out, '\n');
 	return fo.failed ? -1 : 0;
-}
-
-int
-rp_lines_write(int fd, RpBuf *out, const char *what)
-{
-	size_t		off = 0;
-
-	while (off < out->len)
-	{
-		ssize_t		w = write(fd, out->data + off, out->len - off);
-
-		if (w < 0)
-		{
-			/* a stop ends a write blocked on a reader that stopped reading (rp_pipe.c) */
-			if (errno == EINTR && rp_stop_requested())
-				return rp_fail(RP_HALT_NONE, "a stop was requested while writing to %s", what);
-			if (errno == EINTR)
-				continue;
-			return rp_fail(RP_HALT_SINK, "could not write to %s: %s", what, strerror(errno));
-		}
-		off += (size_t) w;
-	}
-	rp_buf_reset(out);
-	return 0;
-}
-
-void
-rp_child_reap(pid_t pid, const char *what, const char *command)
-{
-	int			status = 0;
-	int			waited = 0;
-	int			sent = 0;		/* 0 none, else the last signal sent */
-
-	for (;;)
-	{
-		pid_t		r = waitpid(pid, &status, WNOHANG);
-		struct timespec ts = {.tv_sec = 0,.tv_nsec = 20 * 1000000L};
-
-		if (r == pid)
-			break;
-		if (r < 0 && errno != EINTR)
-			return;
-		if (waited >= RP_CHILD_EXIT_GRACE_MS && sent != SIGKILL)
-		{
-			sent = sent == 0 ? SIGTERM : SIGKILL;
-			/* its group (what sh -c started with it), or it alone if it has none */
-			if (kill(-pid, sent) != 0)
-				kill(pid, sent);
-			waited = 0;
-		}
-		nanosleep(&ts, NULL);
-		waited += 20;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && sent == 0)
-		return;
-	if (WIFEXITED(status))
-		fprintf(stderr, "replicant: %s (pid %d, command \"%s\") exited with status %d%s\n",
-				what, (int) pid, command, WEXITSTATUS(status), sent ? " after it was signalled" : "");
-	else if (WIFSIGNALED(status))
-		fprintf(stderr, "replicant: %s (pid %d, command \"%s\") was terminated by signal %d%s\n",
-				what, (int) pid, command, WTERMSIG(status),
-				sent ? " (it did not exit on end of input)" : "");
 }

@@ -8,8 +8,6 @@
 #ifndef RP_LINES_H
 #define RP_LINES_H
 
-#include <sys/types.h>
-
 #include "stream/rp_deliver.h"
 
 /*
@@ -25,18 +23,5 @@ extern int	rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
 /* Append msg's line to out, flushing alike; -1 when a flush failed. */
 extern int	rp_lines_message(RpBuf *out, const RpMessage *msg, size_t flush_at,
 							 int (*flush) (void *arg, RpBuf *out), void *arg);
-
-/* Write all of out to fd and empty it; what names the target in errors. */
-extern int	rp_lines_write(int fd, RpBuf *out, const char *what);
-
-/*
- * Wait for a child whose input was just closed (EOF tells it to finish) to
- * exit.  One that has not within RP_CHILD_EXIT_GRACE_MS gets SIGTERM (its
- * process group too), then SIGKILL, so that no exit path waits for ever on
- * it or leaves it behind.  An exit other than status 0 is reported on
- * stderr as what (pid N, command "...").
- */
-#define RP_CHILD_EXIT_GRACE_MS 5000
-extern void rp_child_reap(pid_t pid, const char *what, const char *command);
 
 #endif							/* RP_LINES_H */

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "sinks/log/rp_lines.h"
+#include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
-#include "snapshot/rp_snapshot.h"
 #include "sinks/rp_sink.h"
 #include "base/rp_status.h"
 
@@ -46,7 +46,7 @@ typedef struct RpExecSink
 	char		reply[256];
 	size_t		reply_len;
 	RpDelivery *dl;				/* for status updates while waiting */
-	RpSnapLog	snaplog;		/* snapshot dumps in progress */
+	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their limits */
 } RpExecSink;
 
 static int64_t
@@ -208,15 +208,12 @@ rp_exec_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
 
 /* The child acknowledges the whole snapshot like a unit: then the checkpoint moves. */
 static int
-rp_exec_snapshot_complete(RpSink *s, uint64_t lsn)
+rp_exec_snapshot_complete(RpSink *s, const RpCheckpoint *ck)
 {
 	RpExecSink *x = s->priv;
-	RpCheckpoint ck = rp_snap_origin;
 
-	rp_snaplog_free(&x->snaplog);
-	ck.commit_lsn = lsn > 0 ? lsn - 1 : 0;
-	ck.end_lsn = lsn;
-	return rp_exec_flush_unit(x, &ck);
+	rp_snaplog_reset(&x->snaplog);
+	return rp_exec_flush_unit(x, ck);
 }
 
 static int
@@ -239,15 +236,16 @@ rp_exec_close(RpSink *s)
 	if (x->from_child >= 0)
 		close(x->from_child);
 	if (x->pid > 0)
-		rp_child_reap(x->pid, "exec sink's child", x->command);
+		rp_io_reap_child(x->pid, "exec sink's child", x->command);
 	rp_buf_free(&x->out);
+	rp_snaplog_free(&x->snaplog);
 	rp_free(x->command);
 	rp_free(x);
 	rp_free(s);
 }
 
 RpSink *
-rp_sink_exec_open(const char *command, int ack_timeout_s)
+rp_sink_exec_open(const char *command, int ack_timeout_s, const RpSinkEnv *env)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));
 	RpExecSink *x = rp_malloc0(sizeof(RpExecSink));
@@ -257,6 +255,7 @@ rp_sink_exec_open(const char *command, int ack_timeout_s)
 	x->command = rp_strndup(command, strlen(command));
 	x->to_child = x->from_child = -1;
 	x->ack_timeout_s = ack_timeout_s;
+	rp_snaplog_init(&x->snaplog, env);
 	rp_buf_init(&x->out, 64 * 1024);
 	s->name = "exec";
 	s->kind = RP_SINK_APPEND_LOG;

@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "sinks/log/rp_lines.h"
+#include "base/rp_io.h"
 #include "base/rp_lock.h"
 #include "sinks/log/rp_snaplog.h"
-#include "snapshot/rp_snapshot.h"
 #include "sinks/rp_sink.h"
 #include "base/rp_status.h"
 
@@ -40,7 +40,7 @@ typedef struct RpFileSink
 	bool		have_ck;
 	RpCheckpoint ck;
 	off_t		committed;		/* file length up to the last checkpoint line */
-	RpSnapLog	snaplog;		/* snapshot dumps in progress */
+	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their limits */
 } RpFileSink;
 
 /* The checkpoint line of ck, newline included, into line[512]; its length. */
@@ -339,7 +339,7 @@ rp_file_write(void *arg, RpBuf *out)
 {
 	RpFileSink *f = arg;
 
-	return rp_lines_write(f->fd, out, f->path);
+	return rp_io_write(f->fd, out, f->path);
 }
 
 /*
@@ -547,15 +547,12 @@ rp_file_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
 }
 
 static int
-rp_file_snapshot_complete(RpSink *s, uint64_t lsn)
+rp_file_snapshot_complete(RpSink *s, const RpCheckpoint *ck)
 {
 	RpFileSink *f = s->priv;
-	RpCheckpoint ck = rp_snap_origin;
 
-	rp_snaplog_free(&f->snaplog);
-	ck.commit_lsn = lsn > 0 ? lsn - 1 : 0;
-	ck.end_lsn = lsn;
-	if (rp_file_commit(f, &ck) < 0)
+	rp_snaplog_reset(&f->snaplog);
+	if (rp_file_commit(f, ck) < 0)
 	{
 		rp_file_abandon(f);
 		return -1;
@@ -587,19 +584,21 @@ rp_file_close(RpSink *s)
 	if (f->fd >= 0)
 		close(f->fd);
 	rp_buf_free(&f->out);
+	rp_snaplog_free(&f->snaplog);
 	rp_free(f->path);
 	rp_free(f);
 	rp_free(s);
 }
 
 RpSink *
-rp_sink_file_open(const char *path)
+rp_sink_file_open(const char *path, const RpSinkEnv *env)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));
 	RpFileSink *f = rp_malloc0(sizeof(RpFileSink));
 
 	f->path = rp_strndup(path, strlen(path));
 	f->fd = -1;
+	rp_snaplog_init(&f->snaplog, env);
 	rp_buf_init(&f->out, 64 * 1024);
 	s->name = "file";
 	s->kind = RP_SINK_APPEND_LOG;

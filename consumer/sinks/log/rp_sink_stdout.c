@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sinks/log/rp_lines.h"
+#include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
 #include "sinks/rp_sink.h"
 #include "base/rp_status.h"
@@ -19,13 +20,21 @@
 static int
 rp_stdout_write(void *arg, RpBuf *out)
 {
-	return rp_lines_write(STDOUT_FILENO, out, "standard output");
+	return rp_io_write(STDOUT_FILENO, out, "standard output");
 }
+
+/* The sink's state: the lines being written, and the snapshot dumps. */
+typedef struct RpStdoutSink
+{
+	RpBuf		out;
+	/* snapshot dumps as envelope frames; not resumable (the log cannot hold a token) */
+	RpSnapLog	snaplog;
+} RpStdoutSink;
 
 static int
 rp_stdout_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
 {
-	RpBuf	   *out = s->priv;
+	RpBuf	   *out = &((RpStdoutSink *) s->priv)->out;
 
 	if (rp_lines_txn(out, dl, txn, RP_STDOUT_CHUNK, rp_stdout_write, NULL) < 0)
 		return -1;
@@ -35,53 +44,56 @@ rp_stdout_txn(RpSink *s, RpDelivery *dl, RpTxn *txn, const RpCheckpoint *ck)
 static int
 rp_stdout_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 {
-	RpBuf	   *out = s->priv;
+	RpBuf	   *out = &((RpStdoutSink *) s->priv)->out;
 
 	if (rp_lines_message(out, msg, RP_STDOUT_CHUNK, rp_stdout_write, NULL) < 0)
 		return -1;
 	return rp_stdout_write(NULL, out);
 }
 
-/* Snapshot dumps as envelope frames; not resumable (the log cannot hold a token). */
-static RpSnapLog rp_stdout_snaplog;
-
 static int
 rp_stdout_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
 {
-	RpBuf	   *out = s->priv;
+	RpStdoutSink *so = s->priv;
 
-	if (rp_snaplog_chunk(&rp_stdout_snaplog, ctx, out, rp_stdout_write, NULL) < 0)
+	if (rp_snaplog_chunk(&so->snaplog, ctx, &so->out, rp_stdout_write, NULL) < 0)
 		return -1;
-	return rp_stdout_write(NULL, out);
+	return rp_stdout_write(NULL, &so->out);
 }
 
 /* The library writes the checkpoint file after this returns. */
 static int
-rp_stdout_snapshot_complete(RpSink *s, uint64_t lsn)
+rp_stdout_snapshot_complete(RpSink *s, const RpCheckpoint *ck)
 {
-	rp_snaplog_free(&rp_stdout_snaplog);
+	RpStdoutSink *so = s->priv;
+
+	rp_snaplog_reset(&so->snaplog);
 	return 0;
 }
 
 static void
 rp_stdout_close(RpSink *s)
 {
-	rp_buf_free(s->priv);
-	rp_free(s->priv);
+	RpStdoutSink *so = s->priv;
+
+	rp_buf_free(&so->out);
+	rp_snaplog_free(&so->snaplog);
+	rp_free(so);
 	rp_free(s);
 }
 
 RpSink *
-rp_sink_stdout_open(void)
+rp_sink_stdout_open(const RpSinkEnv *env)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));
-	RpBuf	   *out = rp_malloc0(sizeof(RpBuf));
+	RpStdoutSink *so = rp_malloc0(sizeof(RpStdoutSink));
 
-	rp_buf_init(out, 64 * 1024);
+	rp_buf_init(&so->out, 64 * 1024);
+	rp_snaplog_init(&so->snaplog, env);
 	s->name = "stdout";
 	s->kind = RP_SINK_APPEND_LOG;
 	s->owns_checkpoint = false;
-	s->priv = out;
+	s->priv = so;
 	s->handle_transaction = rp_stdout_txn;
 	s->handle_message = rp_stdout_message;
 	s->close = rp_stdout_close;

@@ -9,7 +9,6 @@
 
 #include "rp_decode.h"
 #include "rp_render.h"
-#include "snapshot/rp_snapshot.h"
 #include "sinks/log/rp_snaplog.h"
 #include "base/rp_counter.h"
 #include "base/rp_status.h"
@@ -17,16 +16,20 @@
 
 #define RP_SNAPLOG_FLUSH (1024 * 1024)
 
-static size_t rp_snaplog_max_record;
-static size_t rp_snaplog_max_dlq = 64 * 1024;
-static char *rp_snaplog_dlq_path;
-
 void
-rp_snaplog_configure(size_t max_record_bytes, size_t max_dlq_bytes, const char *dlq_path)
+rp_snaplog_init(RpSnapLog *sl, const RpSinkEnv *env)
 {
-	rp_snaplog_max_record = max_record_bytes;
-	rp_snaplog_max_dlq = max_dlq_bytes;
-	rp_snaplog_dlq_path = dlq_path ? rp_strndup(dlq_path, strlen(dlq_path)) : NULL;
+	RpSinkEnv	def;
+
+	if (env == NULL)
+	{
+		rp_sink_env_init(&def);
+		env = &def;
+	}
+	memset(sl, 0, sizeof(*sl));
+	sl->max_record = env->max_record_bytes;
+	sl->max_dlq = env->max_dlq_bytes;
+	sl->dlq_path = env->dlq_path ? rp_strndup(env->dlq_path, strlen(env->dlq_path)) : NULL;
 }
 
 static RpEnvelope *
@@ -38,7 +41,7 @@ rp_snaplog_env(RpSnapLog *sl, uint32_t relid)
 	sl->relids = rp_realloc(sl->relids, sizeof(uint32_t) * (size_t) (sl->n + 1));
 	sl->envs = rp_realloc(sl->envs, sizeof(RpEnvelope) * (size_t) (sl->n + 1));
 	sl->relids[sl->n] = relid;
-	rp_env_init(&sl->envs[sl->n], rp_snaplog_max_record, rp_snaplog_max_dlq, rp_snaplog_dlq_path);
+	rp_env_init(&sl->envs[sl->n], sl->max_record, sl->max_dlq, sl->dlq_path);
 	return &sl->envs[sl->n++];
 }
 
@@ -139,7 +142,7 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 }
 
 void
-rp_snaplog_free(RpSnapLog *sl)
+rp_snaplog_reset(RpSnapLog *sl)
 {
 	for (int i = 0; i < sl->n; i++)
 		rp_env_free(&sl->envs[i]);
@@ -150,4 +153,13 @@ rp_snaplog_free(RpSnapLog *sl)
 	sl->relids = NULL;
 	sl->envs = NULL;
 	sl->n = 0;
+}
+
+void
+rp_snaplog_free(RpSnapLog *sl)
+{
+	rp_snaplog_reset(sl);
+	if (sl->dlq_path)
+		rp_free(sl->dlq_path);
+	sl->dlq_path = NULL;
 }

@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "agg/rp_agg.h"
 #include "stream/rp_ckpt.h"
 #include "stream/rp_deliver.h"
 #include "sinks/mirror/rp_mirror_int.h"
@@ -211,7 +210,7 @@ static int
 rp_mirror_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
 {
 	RpMirror   *pg = s->priv;
-	RpAgg	   *agg = rp_agg_attached();	/* live aggregates, or NULL */
+	const RpSinkBatchHook *hook = pg->batch_hook.before_commit ? &pg->batch_hook : NULL;
 	uint64_t	done = 0;
 
 	pg->ck = *ck;
@@ -222,21 +221,21 @@ rp_mirror_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoi
 		/* already in the destination (a replay, or another consumer): no effect */
 		if (txns[i]->commit_lsn <= done)
 			continue;
-		/* ---- live aggregates: --aggregates-only mirrors no table ---- */
-		if (agg && agg->only)
+		/* ---- the batch hook (live aggregates): --aggregates-only mirrors no table ---- */
+		if (hook && hook->skip_rows)
 			continue;
 		if (rp_mirror_apply_txn(pg, dl, txns[i], 0) < 0)
 			goto fail;
 	}
 	if (rp_mirror_apply_flush(pg) < 0)
 		goto fail;
-	/* ---- live aggregates (rp_agg.c): cells written before the checkpoint ---- */
-	if (agg && rp_agg_batch(agg, pg->conn, dl, txns, n, done) < 0)
+	/* ---- the batch hook (live aggregates): cells written before the checkpoint ---- */
+	if (hook && hook->before_commit(hook->arg, pg->conn, dl, txns, n, done) < 0)
 		goto fail;
 	if (rp_mirror_commit(pg, ck) < 0)
 		goto fail;
-	/* ---- live aggregates: edit streams get their lines once committed ---- */
-	if (agg && rp_agg_committed(agg) < 0)
+	/* ---- the batch hook: edit streams get their lines once committed ---- */
+	if (hook && hook->after_commit && hook->after_commit(hook->arg) < 0)
 		return -1;
 	return 0;
 
@@ -418,12 +417,17 @@ rp_mirror_close(RpSink *s)
 }
 
 RpSink *
-rp_mirror_open(const RpMirrorOptions *opts)
+rp_mirror_open(const RpMirrorOptions *opts, const RpSinkEnv *env)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));
 	RpMirror   *pg = rp_malloc0(sizeof(RpMirror));
 
 	pg->opts = *opts;
+	if (env)
+	{
+		pg->backfill = env->backfill;
+		pg->batch_hook = env->batch_hook;
+	}
 	pthread_mutex_init(&pg->cancel_lock, NULL);
 	pthread_mutex_init(&pg->bk_lock, NULL);
 	pthread_mutex_init(&pg->div.lock, NULL);

@@ -46,7 +46,7 @@ typedef struct RpMirrorOptions
  * NULL after rp_fail().  The options' strings must outlive the sink; the
  * caller closes it (RpSink.close).
  */
-extern RpSink *rp_mirror_open(const RpMirrorOptions *opts);
+extern RpSink *rp_mirror_open(const RpMirrorOptions *opts, const RpSinkEnv *env);
 
 /*
  * Divergences of mirror sink `sink` by destination table name, for the

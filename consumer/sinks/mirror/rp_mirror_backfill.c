@@ -134,7 +134,7 @@ rp_mirror_backfill_committed(RpMirror *pg)
 {
 	if (pg->bf->applied == NULL)
 		return;
-	rp_backfill_release(pg->bf->applied, true);
+	rp_backfill_release(pg->backfill, pg->bf->applied, true);
 	pg->bf->applied = NULL;
 	pg->bf->open = false;
 	rp_buf_reset(&pg->bf->keys);
@@ -147,7 +147,7 @@ rp_mirror_backfill_aborted(RpMirror *pg)
 	if (pg->bf->applied == NULL)
 		return;
 	/* the window stays: the replay brings its high watermark again */
-	rp_backfill_release(pg->bf->applied, false);
+	rp_backfill_release(pg->backfill, pg->bf->applied, false);
 	pg->bf->applied = NULL;
 }
 
@@ -333,7 +333,7 @@ rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
 		return -1;
 	}
 	/* another run's watermark (an earlier process's, replayed): no effect */
-	if (!rp_backfill_running() || strcmp(m.run, rp_backfill_run_id()) != 0)
+	if (!rp_backfill_running(pg->backfill) || strcmp(m.run, rp_backfill_run_id(pg->backfill)) != 0)
 		return 1;
 	if (m.mark == RP_BF_LOW)
 	{
@@ -351,11 +351,11 @@ rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
 	}
 	if (!pg->bf->open || !rp_bfmsg_same_chunk(&pg->bf->low, &m) || pg->bf->applied)
 		return 1;
-	if ((ch = rp_backfill_take(&m)) == NULL)
+	if ((ch = rp_backfill_take(pg->backfill, &m)) == NULL)
 		return 1;
 	if (rp_mirror_bf_apply(pg, ch) < 0)
 	{
-		rp_backfill_release(ch, false);
+		rp_backfill_release(pg->backfill, ch, false);
 		return -1;
 	}
 	pg->bf->applied = ch;

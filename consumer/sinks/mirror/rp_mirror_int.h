@@ -96,6 +96,9 @@ typedef struct RpMirrorDivergences
 typedef struct RpMirror
 {
 	RpMirrorOptions opts;
+	/* from the caller's environment at open (rp_sink.h) */
+	RpBackfill *backfill;		/* or NULL */
+	RpSinkBatchHook batch_hook; /* before_commit NULL: none */
 	RpSink	   *sink;			/* ours: its spill is the memory budget */
 	PGconn	   *conn;
 	RpMirrorTable **tables;

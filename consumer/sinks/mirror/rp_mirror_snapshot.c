@@ -637,8 +637,9 @@ rp_mirror_snap_progress(RpSink *sink, const RpRelation *rel, char **token)
  * stream's, so the dedup watermark is just below it).
  */
 static int
-rp_mirror_snap_complete(RpSink *sink, uint64_t lsn)
+rp_mirror_snap_complete(RpSink *sink, const RpCheckpoint *ck)
 {
+	uint64_t	lsn = ck->end_lsn;
 	RpMirrorSnap *s = ((RpMirror *) sink->priv)->snap;
 	RpMirror   *pg = s->pg;
 	const char *vals[5];
@@ -679,8 +680,8 @@ rp_mirror_snap_complete(RpSink *sink, uint64_t lsn)
 		char		sysid[24],
 					tli[16];
 
-		snprintf(sysid, sizeof(sysid), "%" PRIu64, rp_snap_origin.system_id);
-		snprintf(tli, sizeof(tli), "%u", rp_snap_origin.timeline);
+		snprintf(sysid, sizeof(sysid), "%" PRIu64, ck->system_id);
+		snprintf(tli, sizeof(tli), "%u", ck->timeline);
 		rp_lsn_format(lsn > 0 ? lsn - 1 : 0, commit);
 		rp_lsn_format(lsn, end);
 		vals[0] = n > 0 ? PQgetvalue(res, 0, 2) : sysid;

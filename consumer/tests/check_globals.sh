@@ -1,0 +1,61 @@
+#!/bin/sh
+# check_globals.sh LIB
+#   Fails when the library archive LIB holds writable process-wide state
+#   other than the allowed list below (issue 12): what a stage needs it is
+#   given (a sink's environment, a handle, a callback's argument), so that
+#   two sinks, two backfills or two runs can live in one process.
+#
+#   A symbol counts when it is an object in a writable data section (.data,
+#   .bss, their thread-local forms, and .data.rel.local), whether global or
+#   file-static; read-only tables (.rodata, .data.rel.ro: const arrays of
+#   pointers under PIE) do not.  Run by `make unitcheck`.
+set -eu
+lib=${1:?usage: check_globals.sh LIB}
+
+# object:symbol pairs.  Keep the reason next to each.
+allowed='
+rp_status.o:rp_error_buf
+rp_status.o:rp_error_reason
+rp_status.o:rp_stop_watched
+rp_pipe.o:installed.0
+rp_cli_run.o:stop_requested
+rp_cli_run.o:reopen_requested
+rp_cli_log.o:rp_cli_verbose
+'
+# rp_error_buf, rp_error_reason: the thread-local error slot (rp_status.h).
+# rp_stop_watched: where the CLI's stop flag is (rp_stop_watch), set once before any
+#   thread starts; the library only reads through it.
+# installed.0 (rp_pipe.c): the stop's wake-up handler (SIGUSR2) is installed once per process.
+# The CLI's own (cli/, archived with the library so that unit tests link it):
+#   stop_requested, reopen_requested: the SIGINT/SIGTERM and SIGHUP flags;
+#   rp_cli_verbose: -v, as pg_recvlogical's verbose (pg_log_info).
+
+found=$(objdump -t "$lib" | awk '
+	/file format/ { obj = $1; sub(/:$/, "", obj); next }
+	# "ADDR FLAGS... SECTION SIZE NAME": objects only, in writable data
+	$NF != "" && / O / {
+		sec = $(NF - 2)
+		if (sec ~ /^\.(data|bss|tdata|tbss)(\.|$)/ && sec !~ /^\.data\.rel\.ro/)
+			print obj ":" $NF
+	}
+	# thread-local objects have no O flag in some binutils: take .tbss/.tdata too
+	$NF != "" && !/ O / && $(NF - 2) ~ /^\.(tdata|tbss)$/ && $NF !~ /^\./ { print obj ":" $NF }
+' | sort -u)
+
+bad=0
+for s in $found; do
+	case "$allowed" in
+		*"
+$s
+"*) ;;
+		*)
+			echo "check_globals: $lib: writable global $s is not on the allowed list (tests/check_globals.sh)" >&2
+			bad=1
+			;;
+	esac
+done
+if [ "$bad" -ne 0 ]; then
+	echo "check_globals: give the state to whoever needs it (an environment, a handle) instead" >&2
+	exit 1
+fi
+echo "check_globals: $lib: no writable globals beyond the allowed list"
