@@ -71,21 +71,4 @@ rp_clock_deadline(struct timespec *ts, int ms)
 	}
 }
 
-/*
- * Earlier names of the wall clock, still used by the CLI, the metrics
- * and the unit tests (declared in stream/rp_conn.h and envelope/rp_uuid7.h
- * before there was one clock).
- */
-static inline int64_t
-rp_now_us(void)
-{
-	return rp_clock_wall_us();
-}
-
-static inline int64_t
-rp_unix_ms(void)
-{
-	return rp_clock_wall_ms();
-}
-
 #endif							/* RP_CLOCK_H */

@@ -1,6 +1,6 @@
 /*
  * rp_session.h
- *    Opening a libpq session to the source, the one way (in the manner of
+ *    Opening a libpq session, the one way (in the manner of
  *    PostgreSQL's GetConnection in src/bin/pg_basebackup/streamutil.c):
  *    the user's conninfo expanded as the dbname keyword, our settings
  *    after it so they win, a notice receiver that keeps the server's text

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "base/rp_clock.h"
 #include "base/rp_counter.h"
 #include "cli/rp_cli_metrics.h"
 #include "sinks/mirror/rp_mirror.h"
@@ -38,7 +39,7 @@ rp_cli_metrics_delivery(RpBuf *out, const void *arg)
 	n = snprintf(line, sizeof(line),
 				 "# HELP replicant_lag_seconds Age of the last delivered commit while WAL is pending.\n"
 				 "# TYPE replicant_lag_seconds gauge\nreplicant_lag_seconds %.3f\n",
-				 rp_metrics_lag_seconds(cm->m, lag, rp_now_us()));
+				 rp_metrics_lag_seconds(cm->m, lag, rp_clock_wall_us()));
 	rp_buf_put_bytes(out, line, (size_t) n);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/rp_clock.h"
 #include "base/rp_lock.h"
 #include "base/rp_metrics.h"
 #include "base/rp_status.h"
@@ -93,7 +94,7 @@ rp_cli_signals_install(void)
 static int
 send_feedback(RpRun *run, bool force, bool request_reply)
 {
-	int64_t		now = rp_now_us();
+	int64_t		now = rp_clock_wall_us();
 	RpCheckpoint durable;
 
 	if (rp_pipe_durable(&run->pipe, &durable) < 0)
@@ -119,7 +120,7 @@ wait_tick(void *arg)
 static void
 show_progress(RpRun *run)
 {
-	int64_t		now = rp_now_us();
+	int64_t		now = rp_clock_wall_us();
 	char		ck[24];
 	double		secs = (now - run->last_progress_us) / 1e6;
 	uint64_t	end = RP_COUNT_LOAD(run->counters.checkpoint_lsn);
@@ -377,7 +378,7 @@ on_keepalive(RpRun *run, const RpMsg *msg, bool *done)
 	/* idle: nothing assembled, buffered, spilled or batched */
 	if (!rp_asm_busy(&run->asm_) && rp_pipe_idle(&run->pipe))
 	{
-		int64_t		now = rp_now_us();
+		int64_t		now = rp_clock_wall_us();
 
 		/*
 		 * A sink that records an idle position pays a write for it: once

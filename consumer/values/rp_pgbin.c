@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "rp_typeenc.h"
 #include "values/rp_pgbin.h"
 #include "rp_read.h"
 #include "rp_time.h"
@@ -39,9 +40,6 @@ static const uint32_t rp_pgbin_arrays[] = {
 	3807						/* jsonb[] */
 };
 
-/* The first OID a user object can get: below it, OIDs mean the same everywhere. */
-#define RP_PGBIN_FIRST_NORMAL_OID 16384
-
 static bool
 rp_pgbin_scalar_ok(uint8_t enc)
 {
@@ -75,7 +73,7 @@ rp_pgbin_scalar_ok(uint8_t enc)
 bool
 rp_pgbin_column_ok(const RpColumn *c)
 {
-	if (c->type_oid >= RP_PGBIN_FIRST_NORMAL_OID)
+	if (c->type_oid >= RP_OID_FIRST_NORMAL)
 		return false;			/* a domain, an enum, a user type: OIDs differ */
 	if (c->encoding == RP_ENC_ARRAY)
 	{

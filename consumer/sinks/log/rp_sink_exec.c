@@ -12,6 +12,7 @@
  *    unit it has not acknowledged is not confirmed, and comes again.
  */
 #include "rp_alloc.h"
+#include "rp_lsn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/rp_clock.h"
 #include "sinks/log/rp_lines.h"
 #include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
@@ -49,15 +51,6 @@ typedef struct RpExecSink
 	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their limits */
 } RpExecSink;
 
-static int64_t
-rp_exec_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * One slice of a wait on the child (fd ready for events): 1 ready, 0 not
  * yet, -1 (failed) once a stop is requested or the acknowledgement timeout,
@@ -72,7 +65,7 @@ rp_exec_poll(RpExecSink *x, int fd, short events, int64_t started_ms, const char
 	if (rp_stop_requested())
 		return rp_fail(RP_HALT_NONE, "a stop was requested while the exec sink's child (pid %d, command \"%s\") had not %s",
 					   (int) x->pid, x->command, what);
-	if (x->ack_timeout_s > 0 && rp_exec_now_ms() - started_ms >= (int64_t) x->ack_timeout_s * 1000)
+	if (x->ack_timeout_s > 0 && rp_clock_mono_ms() - started_ms >= (int64_t) x->ack_timeout_s * 1000)
 		return rp_fail(RP_HALT_SINK, "exec sink's child (pid %d, command \"%s\") has not %s for %d s (--exec-ack-timeout)",
 					   (int) x->pid, x->command, what, x->ack_timeout_s);
 	r = poll(&pfd, 1, RP_EXEC_POLL_MS);
@@ -93,7 +86,7 @@ rp_exec_write(void *arg, RpBuf *out)
 {
 	RpExecSink *x = arg;
 	size_t		off = 0;
-	int64_t		started = rp_exec_now_ms();
+	int64_t		started = rp_clock_mono_ms();
 
 	while (off < out->len)
 	{
@@ -103,7 +96,7 @@ rp_exec_write(void *arg, RpBuf *out)
 		if (w >= 0)
 		{
 			off += (size_t) w;
-			started = rp_exec_now_ms();
+			started = rp_clock_mono_ms();
 			continue;
 		}
 		if (errno == EINTR)
@@ -126,7 +119,7 @@ rp_exec_wait_ack(RpExecSink *x, uint64_t seq)
 {
 	char		expect[64];
 	char		what[64];
-	int64_t		started = rp_exec_now_ms();
+	int64_t		started = rp_clock_mono_ms();
 
 	snprintf(expect, sizeof(expect), "ack %" PRIu64, seq);
 	snprintf(what, sizeof(what), "acknowledged unit %" PRIu64, seq);
@@ -168,9 +161,10 @@ rp_exec_wait_ack(RpExecSink *x, uint64_t seq)
 static int
 rp_exec_flush_unit(RpExecSink *x, const RpCheckpoint *ck)
 {
-	char		line[128];
-	int			n = snprintf(line, sizeof(line), "{\"kind\":\"flush\",\"seq\":%" PRIu64 ",\"end_lsn\":\"%X/%X\"}\n",
-							 ++x->seq, (unsigned) (ck->end_lsn >> 32), (unsigned) ck->end_lsn);
+	char		line[128],
+				end[RP_LSN_BUFLEN];
+	int			n = snprintf(line, sizeof(line), "{\"kind\":\"flush\",\"seq\":%" PRIu64 ",\"end_lsn\":\"%s\"}\n",
+							 ++x->seq, rp_lsn_format(ck->end_lsn, end));
 
 	rp_buf_put_bytes(&x->out, line, (size_t) n);
 	if (rp_exec_write(x, &x->out) < 0)

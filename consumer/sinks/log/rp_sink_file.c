@@ -13,6 +13,7 @@
  * per log.
  */
 #include "rp_alloc.h"
+#include "rp_lsn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,12 +48,13 @@ typedef struct RpFileSink
 static size_t
 rp_file_ckpt_format(char *line, const RpCheckpoint *ck)
 {
+	char		commit[RP_LSN_BUFLEN],
+				end[RP_LSN_BUFLEN];
 	int			n = snprintf(line, 512,
 							 RP_CKPT_PREFIX "\"system_id\":\"%" PRIu64 "\",\"timeline\":%u,"
-							 "\"slot\":\"%s\",\"commit_lsn\":\"%X/%X\",\"end_lsn\":\"%X/%X\"}\n",
+							 "\"slot\":\"%s\",\"commit_lsn\":\"%s\",\"end_lsn\":\"%s\"}\n",
 							 ck->system_id, ck->timeline, ck->slot,
-							 (unsigned) (ck->commit_lsn >> 32), (unsigned) ck->commit_lsn,
-							 (unsigned) (ck->end_lsn >> 32), (unsigned) ck->end_lsn);
+							 rp_lsn_format(ck->commit_lsn, commit), rp_lsn_format(ck->end_lsn, end));
 
 	return n < 0 ? 0 : (size_t) n < 512 ? (size_t) n : 511;
 }
@@ -69,23 +71,22 @@ static bool
 rp_file_ckpt_parse(const char *line, RpCheckpoint *ck)
 {
 	unsigned long long sysid;
-	unsigned	tli,
-				ch,
-				cl,
-				eh,
-				el;
+	unsigned	tli;
 	char		slot[RP_SLOT_NAME_MAX];
+	char		commit[RP_LSN_BUFLEN],
+				end[RP_LSN_BUFLEN];
 
 	memset(ck, 0, sizeof(*ck));
+	/* the LSNs as text, then through the one LSN parser (common/rp_lsn.h) */
 	if (sscanf(line, RP_CKPT_PREFIX "\"system_id\":\"%llu\",\"timeline\":%u,\"slot\":\"%63[^\"]\","
-			   "\"commit_lsn\":\"%X/%X\",\"end_lsn\":\"%X/%X\"}",
-			   &sysid, &tli, slot, &ch, &cl, &eh, &el) != 7)
+			   "\"commit_lsn\":\"%17[^\"]\",\"end_lsn\":\"%17[^\"]\"}",
+			   &sysid, &tli, slot, commit, end) != 5)
+		return false;
+	if (!rp_lsn_parse(commit, &ck->commit_lsn) || !rp_lsn_parse(end, &ck->end_lsn))
 		return false;
 	ck->system_id = sysid;
 	ck->timeline = tli;
 	memcpy(ck->slot, slot, sizeof(slot));
-	ck->commit_lsn = ((uint64_t) ch << 32) | cl;
-	ck->end_lsn = ((uint64_t) eh << 32) | el;
 	return true;
 }
 

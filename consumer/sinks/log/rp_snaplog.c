@@ -9,6 +9,7 @@
 
 #include "rp_decode.h"
 #include "rp_render.h"
+#include "base/rp_clock.h"
 #include "sinks/log/rp_snaplog.h"
 #include "base/rp_counter.h"
 #include "base/rp_status.h"
@@ -133,7 +134,7 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 	rp_buf_free(&row);
 	rp_buf_free(&key);
 	if (rc == 0 && ctx->last_chunk)
-		rc = rp_env_end(env, out, rp_unix_ms());
+		rc = rp_env_end(env, out, rp_clock_wall_ms());
 	if (rc == 0 && ctx->last_chunk)
 		rp_env_free(env);	/* syncs and closes its dead-letter file */
 	if (rc < 0)

@@ -24,7 +24,7 @@
 #include "values/rp_pgtext.h"
 #include "rp_read.h"
 #include "base/rp_status.h"
-#include "stream/rp_store.h"
+#include "stream/rp_spill.h"
 
 
 

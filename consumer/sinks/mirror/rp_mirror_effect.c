@@ -15,9 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/rp_hash.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "base/rp_status.h"
-#include "stream/rp_store.h"
+#include "stream/rp_spill.h"
 
 /* ---- serialized rows: per column kind u8, len u32, bytes ------------------ */
 
@@ -53,23 +54,17 @@ rp_mirror_row_put_ref(RpBuf *b, const RpDatum *d)
 /* ---- the effect map --------------------------------------------------------- */
 
 /*
- * FNV-1a, then a 64-bit finalizer: keys differ mostly in their last bytes
- * (sequential ids), and the table takes the low bits, which FNV alone
- * leaves clustered under linear probing.
+ * FNV-1a, then the 64-bit finalizer (base/rp_hash.h): keys differ mostly in
+ * their last bytes (sequential ids), and the table takes the low bits.  It
+ * starts from the fold's basis (agg/rp_fold.c says why that one), so the
+ * map's order, and so the order effects are staged in, is what it was.
  */
-static uint64_t
+#define RP_MIRROR_HASH_BASIS UINT64_C(1469598103934665603)
+
+static inline uint64_t
 rp_mirror_hash(const unsigned char *p, size_t n)
 {
-	uint64_t	h = UINT64_C(1469598103934665603);
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * UINT64_C(1099511628211);
-	h ^= h >> 33;
-	h *= UINT64_C(0xff51afd7ed558ccd);
-	h ^= h >> 33;
-	h *= UINT64_C(0xc4ceb9fe1a85ec53);
-	h ^= h >> 33;
-	return h;
+	return rp_hash_mix(rp_hash_extend(RP_MIRROR_HASH_BASIS, p, n));
 }
 
 static void

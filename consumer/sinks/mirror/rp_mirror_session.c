@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "stream/rp_ckpt.h"
+#include "base/rp_session.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "base/rp_status.h"
 
@@ -161,8 +162,18 @@ rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMir
 	return rp_mirror_fail_conn(pg->conn, res, what, t);
 }
 
+static int rp_mirror_fail_status(bool connected, PGresult *res, const char *what,
+								 const RpMirrorTable *t);
+
 int
 rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirrorTable *t)
+{
+	return rp_mirror_fail_status(conn != NULL && PQstatus(conn) == CONNECTION_OK, res, what, t);
+}
+
+/* rp_mirror_fail_conn, for a session already closed: connected says whether it was up. */
+static int
+rp_mirror_fail_status(bool connected, PGresult *res, const char *what, const RpMirrorTable *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	char		where[512];
@@ -179,7 +190,7 @@ rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirro
 				  strcmp(state, "57014") == 0 || strncmp(state, "53", 2) == 0))
 		return rp_fail(RP_HALT_NONE, "destination %s failed: SQLSTATE %s (%s), will retry", what,
 					   state, rp_mirror_sqlstate_name(state));
-	if (conn == NULL || PQstatus(conn) != CONNECTION_OK || state == NULL ||
+	if (!connected || state == NULL ||
 		strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
 		return rp_fail(RP_HALT_NONE, "destination connection lost during %s (SQLSTATE %s)", what,
 					   state ? state : "none");
@@ -215,52 +226,48 @@ rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *v
 	return rc;
 }
 
-/* Notices may quote values too: keep them off stderr. */
-static void
-rp_mirror_notice(void *arg, const PGresult *res)
-{
-}
-
 PGconn *
 rp_mirror_session_open(const char *conninfo, const char *appname, bool synchronous_commit,
 					   const char *who)
 {
-	const char *keywords[] = {"dbname", "fallback_application_name", NULL};
-	const char *values[] = {conninfo, appname, NULL};
-	PGconn	   *conn = PQconnectdbParams(keywords, values, 1);
+	RpSessionSpec spec;
+	RpSessionError err;
+	PGconn	   *conn;
 	PGresult   *res;
 
-	if (PQstatus(conn) != CONNECTION_OK)
+	/* search_path pinned first (rp_session.h): every name we send is schema-qualified and quoted */
+	memset(&spec, 0, sizeof(spec));
+	spec.conninfo = conninfo;
+	spec.fallback_application_name = appname;
+	spec.settings = synchronous_commit ? "SET synchronous_commit = on" : "SET synchronous_commit = off";
+	conn = rp_session_open(&spec, &err);
+	if (conn == NULL && err.result == NULL)
 	{
-		char		line[256];
-
-		rp_error_first_line(line, sizeof(line), PQerrorMessage(conn));
-		PQfinish(conn);
-		rp_fail(RP_HALT_NONE, "%scould not connect to the destination: %s", who, line);
+		rp_fail(RP_HALT_NONE, "%scould not connect to the destination: %s", who, err.message);
 		return NULL;
 	}
-	PQsetNoticeReceiver(conn, rp_mirror_notice, NULL);
-	/* pinned search_path: every name we send is schema-qualified and quoted */
-	res = PQexec(conn, synchronous_commit
-				 ? "SET search_path = ''; SET synchronous_commit = on"
-				 : "SET search_path = ''; SET synchronous_commit = off");
+	if (conn == NULL)
+	{
+		rp_mirror_fail_status(!err.lost, err.result, "session setup", NULL);
+		PQclear(err.result);
+		return NULL;
+	}
 	/*
 	 * A statement running for a consumer that died ends within a second
 	 * (PostgreSQL 14+), so the session and its slot lock go with it.
 	 */
-	if (PQresultStatus(res) == PGRES_COMMAND_OK && PQserverVersion(conn) >= 140000)
+	if (PQserverVersion(conn) >= 140000)
 	{
-		PQclear(res);
 		res = PQexec(conn, "SET client_connection_check_interval = '1s'");
-	}
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-	{
-		rp_mirror_fail_conn(conn, res, "session setup", NULL);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			rp_mirror_fail_conn(conn, res, "session setup", NULL);
+			PQclear(res);
+			PQfinish(conn);
+			return NULL;
+		}
 		PQclear(res);
-		PQfinish(conn);
-		return NULL;
 	}
-	PQclear(res);
 	return conn;
 }
 
