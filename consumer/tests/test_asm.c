@@ -386,6 +386,65 @@ START_TEST(test_commit_without_begin)
 }
 END_TEST
 
+/*
+ * The halts of the state diagram (docs/guarantees.md, "The assembler's
+ * states") that the tests above leave out: each record from a state that
+ * has no arrow for it halts as protocol, naming what it was.
+ */
+START_TEST(test_state_halts)
+{
+	RpBuf		b;
+
+	/* idle: a stream stop with no block open */
+	ct_frame(&b);
+	rp_enc_stream_stop(&b);
+	expect_halt(&b, RP_HALT_PROTOCOL, "stream stop outside a stream block");
+
+	/* idle: a stream commit of an xid never streamed */
+	reinit(0);
+	ct_frame(&b);
+	rp_enc_stream_commit(&b, 77, 0x300, 0x328, 0);
+	expect_halt(&b, RP_HALT_PROTOCOL, "stream commit of unknown xid 77");
+
+	/* in-txn: a stream commit, a stream abort */
+	reinit(0);
+	ct_frame(&b);
+	rp_enc_begin(&b, 5, 0x100, 0);
+	rp_enc_stream_commit(&b, 5, 0x300, 0x328, 0);
+	expect_halt(&b, RP_HALT_PROTOCOL, "stream commit of xid 5 inside a transaction");
+	reinit(0);
+	ct_frame(&b);
+	rp_enc_begin(&b, 5, 0x100, 0);
+	rp_enc_stream_abort(&b, 5, 5);
+	expect_halt(&b, RP_HALT_PROTOCOL, "stream abort of xid 5 inside a transaction");
+
+	/* in-block: a stream commit or abort before the block's stop, an origin */
+	reinit(0);
+	ct_frame(&b);
+	rp_enc_stream_start(&b, 60, true);
+	rp_enc_stream_commit(&b, 60, 0x300, 0x328, 0);
+	expect_halt(&b, RP_HALT_PROTOCOL, "stream commit of xid 60 inside a transaction");
+	reinit(0);
+	ct_frame(&b);
+	rp_enc_stream_start(&b, 61, true);
+	rp_enc_stream_abort(&b, 61, 61);
+	expect_halt(&b, RP_HALT_PROTOCOL, "stream abort of xid 61 inside a transaction");
+	reinit(0);
+	ct_frame(&b);
+	rp_enc_stream_start(&b, 62, true);
+	rp_enc_origin(&b, 0x10, "elsewhere");
+	expect_halt(&b, RP_HALT_PROTOCOL, "origin record outside a transaction");
+
+	/* in-block: a second stream start (another xid) before the stop */
+	reinit(0);
+	ct_frame(&b);
+	rp_enc_stream_start(&b, 63, true);
+	rp_enc_stream_start(&b, 64, true);
+	expect_halt(&b, RP_HALT_PROTOCOL, "stream start of xid 64 inside an open transaction");
+	ck_assert_ptr_null(rp_asm_pop(&asm_));
+}
+END_TEST
+
 START_TEST(test_unknown_relation)
 {
 	RpBuf		b;
@@ -1289,6 +1348,7 @@ ct_suite_asm(void)
 	tcase_add_test(tc, test_change_before_begin);
 	tcase_add_test(tc, test_begin_inside_begin);
 	tcase_add_test(tc, test_commit_without_begin);
+	tcase_add_test(tc, test_state_halts);
 	tcase_add_test(tc, test_unknown_relation);
 	tcase_add_test(tc, test_malformed_frame);
 	tcase_add_test(tc, test_stream_start_without_first);
