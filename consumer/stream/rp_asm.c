@@ -333,6 +333,108 @@ rp_asm_target(RpAsm *a, const RpRecord *rec)
 	return NULL;
 }
 
+/*
+ * The stream records of rp_asm_record: a block of a transaction still open
+ * (STREAM START .. STOP), and its end (STREAM COMMIT or ABORT), each from
+ * idle only (docs/guarantees.md, "The assembler's states").
+ */
+static int
+rp_asm_stream_record(RpAsm *a, const RpRecord *rec)
+{
+	RpTxn	   *t;
+	char		b[32];
+
+	switch (rec->tag)
+	{
+		case RP_TAG_STREAM_START:
+			if (a->cur || a->block)
+				return rp_fail(RP_HALT_PROTOCOL, "stream start of xid %u inside an open transaction at %s",
+							   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
+			t = rp_asm_stream_find(a, rec->u.stream_start.xid, false);
+			if (t == NULL)
+			{
+				if (!rec->u.stream_start.first_segment)
+					return rp_fail(RP_HALT_PROTOCOL, "stream of xid %u resumed without its first segment at %s",
+								   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
+				t = rp_txn_new(a, rec->u.stream_start.xid);
+				t->streamed = true;
+				t->chunking = a->early;
+				t->chunk_first = true;
+				t->next = a->streams;
+				a->streams = t;
+			}
+			else if (rec->u.stream_start.first_segment)
+				return rp_fail(RP_HALT_PROTOCOL, "stream of xid %u started twice at %s",
+							   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
+			a->block = t;
+			if (t->chunking && t->chunk == NULL)
+			{
+				t->chunk = rp_txn_new(a, t->xid);
+				t->chunk->streamed = true;
+			}
+			return 0;
+		case RP_TAG_STREAM_STOP:
+			if (a->block == NULL)
+				return rp_fail(RP_HALT_PROTOCOL, "stream stop outside a stream block at %s",
+							   rp_lsn_format(a->frame_lsn, b));
+			if (a->block->chunking)
+				rp_asm_chunk_out(a, a->block);
+			a->block = NULL;
+			return 0;
+		case RP_TAG_STREAM_COMMIT:
+			if (a->block || a->cur)
+				return rp_fail(RP_HALT_PROTOCOL, "stream commit of xid %u inside a transaction at %s",
+							   rec->u.commit.xid, rp_lsn_format(a->frame_lsn, b));
+			t = rp_asm_stream_find(a, rec->u.commit.xid, true);
+			if (t == NULL)
+				return rp_fail(RP_HALT_PROTOCOL, "stream commit of unknown xid %u at %s",
+							   rec->u.commit.xid, rp_lsn_format(a->frame_lsn, b));
+			t->commit_lsn = rec->u.commit.commit_lsn;
+			t->end_lsn = rec->u.commit.end_lsn;
+			t->commit_time = rec->u.commit.commit_time;
+			rp_asm_finish(a, t);
+			return 0;
+		case RP_TAG_STREAM_ABORT:
+			{
+				uint32_t	xid = rec->u.stream_abort.xid;
+				uint32_t	sub = rec->u.stream_abort.subxid;
+
+				if (a->block || a->cur)
+					return rp_fail(RP_HALT_PROTOCOL, "stream abort of xid %u inside a transaction at %s",
+								   xid, rp_lsn_format(a->frame_lsn, b));
+				if (sub == xid || sub == 0)
+				{
+					t = rp_asm_stream_find(a, xid, true);
+					rp_asm_chunks_void(a, t);
+					rp_txn_free(t);
+					a->aborted++;
+					return 0;
+				}
+				t = rp_asm_stream_find(a, xid, false);
+				if (t == NULL)
+					return 0;	/* nothing of it was ever sent */
+				for (int i = 0; i < t->nsubs; i++)
+					if (t->subs[i].xid == sub)
+					{
+						/* chunks that held its changes are void, and no more go out */
+						rp_asm_chunks_void(a, t);
+						t->chunking = false;
+						/* it and everything after it (its children) go */
+						if (rp_store_truncate(&t->store, t->subs[i].offset) < 0)
+							return -1;
+						t->nchanges = t->subs[i].nchanges;
+						t->nsubs = i;
+						/* descriptions stored after the cut are gone too */
+						t->nstamps = 0;
+						break;
+					}
+				return 0;
+			}
+	}
+	return rp_fail(RP_HALT_MALFORMED, "unexpected record tag 0x%02x at %s", rec->tag,
+				   rp_lsn_format(a->frame_lsn, b));
+}
+
 static int
 rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t rawlen)
 {
@@ -418,89 +520,10 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 				return 0;
 			}
 		case RP_TAG_STREAM_START:
-			if (a->cur || a->block)
-				return rp_fail(RP_HALT_PROTOCOL, "stream start of xid %u inside an open transaction at %s",
-							   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
-			t = rp_asm_stream_find(a, rec->u.stream_start.xid, false);
-			if (t == NULL)
-			{
-				if (!rec->u.stream_start.first_segment)
-					return rp_fail(RP_HALT_PROTOCOL, "stream of xid %u resumed without its first segment at %s",
-								   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
-				t = rp_txn_new(a, rec->u.stream_start.xid);
-				t->streamed = true;
-				t->chunking = a->early;
-				t->chunk_first = true;
-				t->next = a->streams;
-				a->streams = t;
-			}
-			else if (rec->u.stream_start.first_segment)
-				return rp_fail(RP_HALT_PROTOCOL, "stream of xid %u started twice at %s",
-							   rec->u.stream_start.xid, rp_lsn_format(a->frame_lsn, b));
-			a->block = t;
-			if (t->chunking && t->chunk == NULL)
-			{
-				t->chunk = rp_txn_new(a, t->xid);
-				t->chunk->streamed = true;
-			}
-			return 0;
 		case RP_TAG_STREAM_STOP:
-			if (a->block == NULL)
-				return rp_fail(RP_HALT_PROTOCOL, "stream stop outside a stream block at %s",
-							   rp_lsn_format(a->frame_lsn, b));
-			if (a->block->chunking)
-				rp_asm_chunk_out(a, a->block);
-			a->block = NULL;
-			return 0;
 		case RP_TAG_STREAM_COMMIT:
-			if (a->block || a->cur)
-				return rp_fail(RP_HALT_PROTOCOL, "stream commit of xid %u inside a transaction at %s",
-							   rec->u.commit.xid, rp_lsn_format(a->frame_lsn, b));
-			t = rp_asm_stream_find(a, rec->u.commit.xid, true);
-			if (t == NULL)
-				return rp_fail(RP_HALT_PROTOCOL, "stream commit of unknown xid %u at %s",
-							   rec->u.commit.xid, rp_lsn_format(a->frame_lsn, b));
-			t->commit_lsn = rec->u.commit.commit_lsn;
-			t->end_lsn = rec->u.commit.end_lsn;
-			t->commit_time = rec->u.commit.commit_time;
-			rp_asm_finish(a, t);
-			return 0;
 		case RP_TAG_STREAM_ABORT:
-			{
-				uint32_t	xid = rec->u.stream_abort.xid;
-				uint32_t	sub = rec->u.stream_abort.subxid;
-
-				if (a->block || a->cur)
-					return rp_fail(RP_HALT_PROTOCOL, "stream abort of xid %u inside a transaction at %s",
-								   xid, rp_lsn_format(a->frame_lsn, b));
-				if (sub == xid || sub == 0)
-				{
-					t = rp_asm_stream_find(a, xid, true);
-					rp_asm_chunks_void(a, t);
-					rp_txn_free(t);
-					a->aborted++;
-					return 0;
-				}
-				t = rp_asm_stream_find(a, xid, false);
-				if (t == NULL)
-					return 0;	/* nothing of it was ever sent */
-				for (int i = 0; i < t->nsubs; i++)
-					if (t->subs[i].xid == sub)
-					{
-						/* chunks that held its changes are void, and no more go out */
-						rp_asm_chunks_void(a, t);
-						t->chunking = false;
-						/* it and everything after it (its children) go */
-						if (rp_store_truncate(&t->store, t->subs[i].offset) < 0)
-							return -1;
-						t->nchanges = t->subs[i].nchanges;
-						t->nsubs = i;
-						/* descriptions stored after the cut are gone too */
-						t->nstamps = 0;
-						break;
-					}
-				return 0;
-			}
+			return rp_asm_stream_record(a, rec);
 	}
 	return rp_fail(RP_HALT_MALFORMED, "unexpected record tag 0x%02x at %s", rec->tag,
 				   rp_lsn_format(a->frame_lsn, b));
