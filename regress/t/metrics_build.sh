@@ -22,7 +22,7 @@ fail() { rp_e2e_fail metrics_build "$work/*.err" 20 "$*"; }
 
 rp_say "build the consumer with MHD=no into $work/obj"
 if ! make -C "$RP_ROOT/consumer" -j2 MHD=no OBJDIR="$work/obj" PROG="$work/obj/replicant" \
-	"$work/obj/replicant" "$work/obj/tests/test_metrics" >"$work/build.err" 2>&1; then
+	"$work/obj/replicant" "$work/obj/tests/ct_run" >"$work/build.err" 2>&1; then
 	fail "the build without libmicrohttpd failed"
 fi
 grep -q -- '-DRP_HAVE_MICROHTTPD' "$work/build.err" && fail "MHD=no still compiled with -DRP_HAVE_MICROHTTPD"
@@ -41,8 +41,8 @@ rc=0
 want='replicant: error: this replicant was built without metrics (libmicrohttpd)'
 [[ $(cat "$work/run.err") == "$want" ]] || fail "--metrics-port without libmicrohttpd: stderr is not \"$want\""
 
-CK_FORK=yes "$work/obj/tests/test_metrics" >"$work/unit.err" 2>&1 || fail "test_metrics (MHD=no) failed"
-grep -q 'Checks: 4, Failures: 0, Errors: 0' "$work/unit.err" || fail "test_metrics (MHD=no) did not run its 4 checks"
+CK_FORK=yes "$work/obj/tests/ct_run" metrics >"$work/unit.err" 2>&1 || fail "the metrics suite (MHD=no) failed"
+grep -q 'Checks: 4, Failures: 0, Errors: 0' "$work/unit.err" || fail "the metrics suite (MHD=no) did not run its 4 checks"
 
 rp_say "metrics_build: the consumer builds and runs without libmicrohttpd; --metrics-port says so (exit 1)"
 status=0
