@@ -654,7 +654,7 @@ rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n, uint
 			return -1;
 		if (b->out == RP_AGG_OUT_TABLE)
 		{
-			if (rp_agg_pg_write(agg, b, dest) < 0)
+			if (rp_agg_table_write(agg, b, dest) < 0)
 				return -1;
 		}
 		else

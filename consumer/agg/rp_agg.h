@@ -166,8 +166,8 @@ extern void rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook *hook);
 /* rp_agg_seed.c */
 extern int	rp_agg_seed(RpAgg *agg, RpAggBinding *b);
 
-/* rp_agg_pg.c: table outputs */
-extern int	rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest);
+/* rp_agg_table.c: table outputs */
+extern int	rp_agg_table_write(RpAgg *agg, RpAggBinding *b, PGconn *dest);
 
 /* rp_agg_edits.c: edit streams */
 extern int	rp_agg_edits_open(RpAggStream *s);

@@ -1,5 +1,5 @@
 /*
- * rp_agg_pg.c
+ * rp_agg_table.c
  *    Table outputs of aggregate bindings: a destination table keyed by the
  *    dimensions, one row per cell, written inside the mirror's destination
  *    transaction of the batch, before its checkpoint (effect-once, G1): the
@@ -23,7 +23,7 @@
 #include "base/rp_status.h"
 
 static int
-rp_agg_pg_fail(RpAggBinding *b, PGconn *dest, PGresult *res, const char *what)
+rp_agg_table_fail(RpAggBinding *b, PGconn *dest, PGresult *res, const char *what)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
@@ -37,7 +37,7 @@ rp_agg_pg_fail(RpAggBinding *b, PGconn *dest, PGresult *res, const char *what)
 }
 
 static void
-rp_agg_pg_ident(PGconn *conn, RpBuf *sql, const char *name)
+rp_agg_table_ident(PGconn *conn, RpBuf *sql, const char *name)
 {
 	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
 
@@ -46,7 +46,7 @@ rp_agg_pg_ident(PGconn *conn, RpBuf *sql, const char *name)
 }
 
 static int
-rp_agg_pg_exec(RpAggBinding *b, PGconn *dest, const char *sql, int n, const char *const *vals,
+rp_agg_table_exec(RpAggBinding *b, PGconn *dest, const char *sql, int n, const char *const *vals,
 			   const char *what)
 {
 	/* no parameters: a simple query, which may hold several statements */
@@ -55,14 +55,14 @@ rp_agg_pg_exec(RpAggBinding *b, PGconn *dest, const char *sql, int n, const char
 	int			rc = 0;
 
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_agg_pg_fail(b, dest, res, what);
+		rc = rp_agg_table_fail(b, dest, res, what);
 	PQclear(res);
 	return rc;
 }
 
 /* The output table, created when missing (once per destination session). */
 static int
-rp_agg_pg_ready(RpAggBinding *b, PGconn *dest)
+rp_agg_table_ready(RpAggBinding *b, PGconn *dest)
 {
 	RpBuf		sql;
 	int			rc;
@@ -72,25 +72,25 @@ rp_agg_pg_ready(RpAggBinding *b, PGconn *dest)
 	rp_buf_init(&sql, 512);
 	if (b->out_qname == NULL)
 	{
-		rp_agg_pg_ident(dest, &sql, b->out_schema);
+		rp_agg_table_ident(dest, &sql, b->out_schema);
 		rp_buf_put_char(&sql, '.');
-		rp_agg_pg_ident(dest, &sql, b->out_table);
+		rp_agg_table_ident(dest, &sql, b->out_table);
 		b->out_qname = rp_strndup(sql.data, sql.len);
 		rp_buf_reset(&sql);
 	}
 	rp_buf_put_text(&sql, "CREATE SCHEMA IF NOT EXISTS ");
-	rp_agg_pg_ident(dest, &sql, b->out_schema);
+	rp_agg_table_ident(dest, &sql, b->out_schema);
 	rp_buf_put_text(&sql, "; CREATE TABLE IF NOT EXISTS ");
 	rp_buf_put_text(&sql, b->out_qname);
 	rp_buf_put_text(&sql, " (");
 	for (int i = 0; i < b->ndims; i++)
 	{
-		rp_agg_pg_ident(dest, &sql, b->dims[i]);
+		rp_agg_table_ident(dest, &sql, b->dims[i]);
 		rp_buf_put_char(&sql, ' ');
 		rp_buf_put_text(&sql, b->dim_type[i]);
 		rp_buf_put_text(&sql, ", ");
 	}
-	rp_agg_pg_ident(dest, &sql, b->value_col);
+	rp_agg_table_ident(dest, &sql, b->value_col);
 	rp_buf_put_char(&sql, ' ');
 	rp_buf_put_text(&sql, b->value_type);
 	rp_buf_put_text(&sql, PQserverVersion(dest) >= 150000 ? ", UNIQUE NULLS NOT DISTINCT (" : ", UNIQUE (");
@@ -98,11 +98,11 @@ rp_agg_pg_ready(RpAggBinding *b, PGconn *dest)
 	{
 		if (i)
 			rp_buf_put_text(&sql, ", ");
-		rp_agg_pg_ident(dest, &sql, b->dims[i]);
+		rp_agg_table_ident(dest, &sql, b->dims[i]);
 	}
 	rp_buf_put_text(&sql, "))");
 	rp_buf_put_char(&sql, '\0');
-	rc = rp_agg_pg_exec(b, dest, sql.data, 0, NULL, "creating the output");
+	rc = rp_agg_table_exec(b, dest, sql.data, 0, NULL, "creating the output");
 	rp_buf_free(&sql);
 	if (rc == 0)
 		b->ready_conn = dest;
@@ -110,7 +110,7 @@ rp_agg_pg_ready(RpAggBinding *b, PGconn *dest)
 }
 
 static bool
-rp_agg_pg_dated(RpAggClass c)
+rp_agg_table_dated(RpAggClass c)
 {
 	return c == RP_AGGV_DATE || c == RP_AGGV_TIMESTAMP || c == RP_AGGV_TIMESTAMPTZ;
 }
@@ -122,7 +122,7 @@ rp_agg_pg_dated(RpAggClass c)
  * does not read: as "294276-12-31", "0001-03-15 BC" and "0045-03-15 BC".
  */
 static void
-rp_agg_pg_elem(RpBuf *arr, const char *s, size_t len, bool dated)
+rp_agg_table_elem(RpBuf *arr, const char *s, size_t len, bool dated)
 {
 	const char *bc = NULL;
 
@@ -173,7 +173,7 @@ rp_agg_pg_elem(RpBuf *arr, const char *s, size_t len, bool dated)
  * be schema-qualified (pg_catalog comes first on the pinned path anyway).
  */
 static void
-rp_agg_pg_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
+rp_agg_table_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 {
 	char		p[64];
 
@@ -185,10 +185,10 @@ rp_agg_pg_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 		rp_buf_put_text(sql, " (");
 		for (int i = 0; i < b->ndims; i++)
 		{
-			rp_agg_pg_ident(dest, sql, b->dims[i]);
+			rp_agg_table_ident(dest, sql, b->dims[i]);
 			rp_buf_put_text(sql, ", ");
 		}
-		rp_agg_pg_ident(dest, sql, b->value_col);
+		rp_agg_table_ident(dest, sql, b->value_col);
 		rp_buf_put_text(sql, ") SELECT * FROM unnest(");
 	}
 	else
@@ -212,12 +212,12 @@ rp_agg_pg_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 		{
 			if (i)
 				rp_buf_put_text(sql, ", ");
-			rp_agg_pg_ident(dest, sql, b->dims[i]);
+			rp_agg_table_ident(dest, sql, b->dims[i]);
 		}
 		rp_buf_put_text(sql, ") DO UPDATE SET ");
-		rp_agg_pg_ident(dest, sql, b->value_col);
+		rp_agg_table_ident(dest, sql, b->value_col);
 		rp_buf_put_text(sql, " = EXCLUDED.");
-		rp_agg_pg_ident(dest, sql, b->value_col);
+		rp_agg_table_ident(dest, sql, b->value_col);
 	}
 	else
 	{
@@ -233,7 +233,7 @@ rp_agg_pg_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 			if (i)
 				rp_buf_put_text(sql, " AND ");
 			rp_buf_put_text(sql, "t.");
-			rp_agg_pg_ident(dest, sql, b->dims[i]);
+			rp_agg_table_ident(dest, sql, b->dims[i]);
 			snprintf(p, sizeof(p), " IS NOT DISTINCT FROM r.c%d", i);
 			rp_buf_put_text(sql, p);
 		}
@@ -242,7 +242,7 @@ rp_agg_pg_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 }
 
 int
-rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
+rp_agg_table_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 {
 	int			ncols = b->ndims + 1;
 	RpBuf	   *ups = rp_malloc(sizeof(RpBuf) * (size_t) ncols);
@@ -251,7 +251,7 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 	RpBuf		value;
 	RpAggEditIter e;
 	/* min, max and none keep the measure's type; sums and counts are numbers */
-	bool		value_dated = rp_agg_pg_dated(b->m_class) && b->agg != RP_FOLD_SUM &&
+	bool		value_dated = rp_agg_table_dated(b->m_class) && b->agg != RP_FOLD_SUM &&
 		b->agg != RP_FOLD_AVG && b->agg != RP_FOLD_COUNT && b->agg != RP_FOLD_COUNT_DISTINCT;
 	RpFoldCell *c;
 	RpFoldResult r;
@@ -259,7 +259,7 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 				ndels = 0;
 	int			rc = 0;
 
-	if (rp_agg_pg_ready(b, dest) < 0)
+	if (rp_agg_table_ready(b, dest) < 0)
 	{
 		rp_free(ups);
 		rp_free(dels);
@@ -280,7 +280,7 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 		rp_buf_put_text(&agg->sql, "DELETE FROM ");
 		rp_buf_put_text(&agg->sql, b->out_qname);
 		rp_buf_put_char(&agg->sql, '\0');
-		rc = rp_agg_pg_exec(b, dest, agg->sql.data, 0, NULL, "replacing the cells");
+		rc = rp_agg_table_exec(b, dest, agg->sql.data, 0, NULL, "replacing the cells");
 	}
 	memset(&e, 0, sizeof(e));
 	while (rc == 0 && (c = rp_agg_next_edit(b, &e, &value, &r)) != NULL)
@@ -298,13 +298,13 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 			uint32_t	len;
 
 			rp_agg_label_next(&p, end, &text, &len);
-			rp_agg_pg_elem(&arrs[i], text, len, rp_agg_pg_dated(b->dim_class[i]));
+			rp_agg_table_elem(&arrs[i], text, len, rp_agg_table_dated(b->dim_class[i]));
 		}
 		if (r == RP_FOLD_REMOVED)
 			ndels++;
 		else
 		{
-			rp_agg_pg_elem(&ups[b->ndims], r == RP_FOLD_VALUE ? value.data : NULL, value.len,
+			rp_agg_table_elem(&ups[b->ndims], r == RP_FOLD_VALUE ? value.data : NULL, value.len,
 						   value_dated);
 			nups++;
 		}
@@ -320,15 +320,15 @@ rp_agg_pg_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 	{
 		for (int i = 0; i < b->ndims; i++)
 			vals[i] = dels[i].data;
-		rp_agg_pg_sql(b, dest, false, &agg->sql);
-		rc = rp_agg_pg_exec(b, dest, agg->sql.data, b->ndims, vals, "removing cells");
+		rp_agg_table_sql(b, dest, false, &agg->sql);
+		rc = rp_agg_table_exec(b, dest, agg->sql.data, b->ndims, vals, "removing cells");
 	}
 	if (rc == 0 && nups > 0)
 	{
 		for (int i = 0; i < ncols; i++)
 			vals[i] = ups[i].data;
-		rp_agg_pg_sql(b, dest, true, &agg->sql);
-		rc = rp_agg_pg_exec(b, dest, agg->sql.data, ncols, vals, "writing cells");
+		rp_agg_table_sql(b, dest, true, &agg->sql);
+		rc = rp_agg_table_exec(b, dest, agg->sql.data, ncols, vals, "writing cells");
 	}
 	if (rc == 0)
 		RP_COUNT_ADD(agg->stats.cell_edits, (uint64_t) (nups + ndels));
