@@ -126,6 +126,9 @@ extern int	rp_cli_run_stream(RpCli *cli);
  * --snapshot: copy (or finish copying) the selected tables into sink
  * before the stream starts; 0 or -1 (rp_error).
  */
+/* rp_cli_help.c: --help */
+extern void rp_cli_usage(void);
+
 extern int	rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path,
 							 RpSnapStats *stats);
 /* --backfill: start the copies that run beside the stream; 0 or -1. */

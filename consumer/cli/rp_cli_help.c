@@ -1,0 +1,113 @@
+/*
+ * rp_cli_help.c
+ *    --help: the options by group, in the order of the option table
+ *    (rp_cli_options.c), as pg_recvlogical prints its own.
+ */
+#include <stdio.h>
+
+#include "cli/rp_cli.h"
+
+static const char *const progname = RP_CLI_PROGNAME;
+
+static void
+usage_general(void)
+{
+	printf("\nAction to be performed:\n");
+	printf("      --create-slot      create a new replication slot (plugin replicant)\n");
+	printf("      --drop-slot        drop the replication slot\n");
+	printf("      --start            start streaming in a replication slot\n");
+	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
+	printf("\nOptions:\n");
+	printf("  -E, --endpos=LSN       stop at the first transaction boundary at or after LSN\n");
+	printf("  -I, --startpos=LSN     where to start streaming in an existing slot\n");
+	printf("  -n, --no-loop          do not reconnect when the connection is lost\n");
+	printf("  -o, --option=NAME[=VALUE]\n"
+		   "                         pass option NAME with optional VALUE to the plugin\n");
+	printf("  -s, --status-interval=SECS\n"
+		   "                         time between status updates to the server (default: 10)\n");
+	printf("  -S, --slot=SLOTNAME    name of the logical replication slot\n");
+	printf("  -v, --verbose          output verbose messages\n");
+	printf("  -V, --version          output version information, then exit\n");
+	printf("  -?, --help             show this help, then exit\n");
+	printf("      --state-dir=DIR    checkpoint, relation view and spill files (default: ./replicant-state)\n");
+	printf("      --spill-dir=DIR    spill files (default: STATE-DIR/spill)\n");
+	printf("      --max-memory=SIZE  assembled transactions held in memory (default: 256MB)\n");
+	printf("      --max-spill=SIZE   spilled transactions on disk before halting (default: 64GB)\n");
+	printf("      --batch-txns=N     transactions per delivered batch (default: 1000)\n");
+	printf("      --batch-bytes=SIZE bytes per delivered batch (default: 64MB, at most 1GB)\n");
+	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
+	printf("      --decoding-work-mem=SIZE|server\n"
+		   "                         logical_decoding_work_mem of this session on the server: past it, a\n"
+		   "                         transaction is streamed (default: 16MB when the sink applies streamed\n"
+		   "                         transactions early and the server's setting is higher; else the server's)\n");
+	printf("      --progress         one-line status on stderr when it is a terminal\n");
+	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
+	printf("\nConnection options:\n");
+	printf("  -d, --dbname=CONNSTR   database to connect to (a database name, conninfo string or URI)\n");
+	printf("  -h, --host=HOSTNAME    database server host or socket directory\n");
+	printf("  -p, --port=PORT        database server port number\n");
+	printf("  -U, --username=NAME    connect as specified database user\n");
+	printf("  -w, --no-password      never prompt for password (the default)\n");
+	printf("  -W, --password         prompt for a password before connecting (stdin without a terminal)\n");
+	printf("  (-h, -p, -U override what -d says; the PG* environment variables apply as in libpq)\n");
+}
+
+static void
+usage_sinks(void)
+{
+	printf("\nSink options:\n");
+	printf("      --sink=SINK        stdout (or -), file:PATH, exec:COMMAND, postgresql://URI or\n"
+		   "                         postgres:CONNINFO (a mirror; default: stdout)\n");
+	printf("      --exec-ack-timeout=SECS  exec sink: halt when the child neither reads nor acknowledges\n"
+		   "                         for SECS (default: %d; 0: wait for ever)\n", RP_EXEC_ACK_TIMEOUT_DEFAULT);
+	printf("      --max-record-bytes=SIZE  log sinks: a snapshot row larger than this becomes an\n"
+		   "                         oversize stub (default: no limit)\n");
+	printf("      --max-dlq-bytes=SIZE how much of an oversize row the dead-letter file keeps (default: 64kB)\n");
+	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter)\n");
+	printf("\nMirror sink options:\n");
+	printf("      --create-tables    create missing destination tables from the source's description\n");
+	printf("      --on-destructive=halt|skip|apply\n"
+		   "                         a dropped column or changed type halts (default), is ignored, or is applied\n");
+	printf("      --schema-prefix=P  destination schema is P followed by the source schema\n");
+	printf("      --bookkeeping-schema=NAME  the mirror's own tables (checkpoint, messages, progress);\n"
+		   "                         no source table may map into it (default: replicant)\n");
+	printf("      --on-divergence=halt|skip  an update or delete of a REPLICA IDENTITY FULL table that\n"
+		   "                         matches no destination row halts (default) or is counted and skipped\n");
+	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
+	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
+	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");
+	printf("      --no-early-apply   apply a large streamed transaction only at its commit, not block by block\n"
+		   "                         (always so with aggregate bindings)\n");
+}
+
+static void
+usage_copies(void)
+{
+	printf("\nSnapshot and backfill options:\n");
+	printf("      --snapshot         with --create-slot --start: copy the selected tables under the\n"
+		   "                         slot's exported snapshot first, then stream (resumes a stopped copy)\n");
+	printf("      --snapshot-workers=N parallel copy sessions of --snapshot (default: 2)\n");
+	printf("      --snapshot-chunk-rows=N rows per snapshot chunk (default: 100000)\n");
+	printf("      --backfill=SCHEMA.TABLE  with --start and the mirror: copy the table while the stream runs\n"
+		   "                         (a table added to include_tables later; repeatable; resumes; docs/operations.md)\n");
+	printf("      --backfill-chunk-rows=N  rows per backfill chunk (default: 10000)\n");
+	printf("\nLive aggregates (with the mirror sink; see docs/aggregates.md):\n");
+	printf("      --aggregate=SPEC   keep a binding: 'name=N source=SCHEMA.TABLE dims=C1,C2 measure=M\n"
+		   "                         agg=none|sum|avg|min|max|count|count_distinct\n"
+		   "                         output=table:SCHEMA.TABLE|stdout|file:PATH|exec:COMMAND' (repeatable)\n");
+	printf("      --aggregates=FILE  bindings, one SPEC a line\n");
+	printf("      --aggregates-only  mirror no table: the destination holds aggregate outputs and the checkpoint\n");
+}
+
+void
+rp_cli_usage(void)
+{
+	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
+	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
+		   progname, progname);
+	usage_general();
+	usage_sinks();
+	usage_copies();
+	printf("\nExit status: 0 done, 1 error, 2 usage, 3 fail-closed halt (see docs/operations.md).\n");
+}
+
