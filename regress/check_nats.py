@@ -23,7 +23,8 @@
 #   - --confirmed LSN (the slot's confirmed_flush_lsn): at or behind the end LSN of the last
 #     complete transaction in the stream (or the --floor LSN when the stream holds none).
 #   - --expect-op OP=N: exactly N data messages of that op (truncate=1, message=3).
-#   - --writers N: at most N distinct Replicant-Writer values (each run a new writer id).
+#   - --range-table T=LO:HI: table T (not audited: a 100,000-row transaction) has each id
+#     LO..HI inserted exactly once, nothing else.
 # Prints a summary line; exit status 1 when anything is wrong.
 import argparse, collections, json, re, sys
 
@@ -39,10 +40,18 @@ ap.add_argument("--expect-op", action="append", default=[])
 ap.add_argument("--partial-tail-ok", action="store_true")
 ap.add_argument("--ignore-table", action="append", default=[],
                 help="tables whose changes are not compared with the audit (besides fence, ctl)")
+ap.add_argument("--range-table", action="append", default=[],
+                help="TABLE=LO:HI: a table outside the audit whose ids LO..HI are each inserted once")
 args = ap.parse_args()
 
 DATA_OPS = ("insert", "update", "delete", "truncate", "message")
 SKIP = {"public.fence", "public.ctl"} | {t if "." in t else "public." + t for t in args.ignore_table}
+RANGES = {}
+for spec in args.range_table:
+    t, r = spec.split("=")
+    lo, hi = r.split(":")
+    RANGES["public." + t if "." not in t else t] = (int(lo), int(hi))
+range_got = collections.defaultdict(collections.Counter)
 
 
 def lsn(s):
@@ -211,6 +220,10 @@ with open(args.dump) as f:
             last_complete_end = e
             cur = None
         # rows against the audit
+        if table in RANGES:
+            tup = rec.get("new") or rec.get("key") or {}
+            range_got[table][(op, tup.get("id"))] += 1
+            continue
         if table is None or table in SKIP:
             continue
         tup = rec["key"] if op == "delete" else rec["new"]
@@ -236,6 +249,13 @@ for spec in args.expect_op:
     o, want = spec.split("=")
     if ops[o] != int(want):
         err(f"{ops[o]} {o} messages, expected {want}")
+for t, (lo, hi) in RANGES.items():
+    c = range_got[t]
+    want = {("insert", i) for i in range(lo, hi + 1)}
+    extra = sum(v for k, v in c.items() if k not in want) + sum(v - 1 for k, v in c.items() if k in want and v > 1)
+    missing = sum(1 for k in want if c[k] == 0)
+    if extra or missing:
+        err(f"table {t}: {missing} of ids {lo}..{hi} missing, {extra} extra or repeated changes")
 if args.confirmed:
     bound = last_complete_end or args.floor
     if lsn(args.confirmed) > lsn(bound):

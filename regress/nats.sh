@@ -30,6 +30,19 @@
 #   rp_nats_wait_stream_leader STREAM [S] [NOT]
 #                                  wait until STREAM has a leader (other than node NOT); prints it
 #   rp_nats_wait_for S CMD...      run CMD until it succeeds, up to S seconds (0.1 s apart)
+# and for the nats_*.sh scripts (see each for its use):
+#   rp_nats_build_tools DIR        build regress/tools/nats_dump.c into DIR; sets RP_NATS_DUMP
+#   rp_nats_tool STREAM CMD ARG... nats_dump on the cluster's URLs (dump, info, tail, create,
+#                                  max-bytes, publish: see regress/tools/nats_dump.c)
+#   rp_nats_tail_field STREAM F    one field of the stream's tail: seq, last_complete_end, or
+#                                  a header of the last message (Replicant-Writer, ...)
+#   rp_nats_load_workload NAME SLOT
+#                                  regress/tools/nats_workload.sql into cluster NAME
+#   rp_nats_audit NAME FILE        the workload's audit table as the checker reads it
+#   rp_nats_check NAME SLOT STREAM PREFIX DIR [CHECKER ARG...]
+#                                  dump STREAM into DIR/stream.jsonl, the audit into
+#                                  DIR/audit.tsv, and regress/check_nats.py on them with the
+#                                  slot's confirmed_flush_lsn; its status
 # A script's cleanup trap calls rp_nats_cleanup (before rp_e2e_cleanup or after: both are
 # idempotent). All waits are bounded only as a guard against a hang: generous timeouts.
 
@@ -305,4 +318,55 @@ rp_nats_client_node() {
 		rp_nats_node_of_port "$((16#$p))" && return 0
 	done
 	return 0
+}
+
+# ---------------------------------------------------------------- the nats_*.sh scripts' tools
+
+rp_nats_build_tools() {
+	local cflags
+	cflags=$(pkg-config --cflags --libs libnats) ||
+		rp_die "libnats is not installed (regress/install_deps.sh installs libnats-dev)"
+	# shellcheck disable=SC2086 # pkg-config's words
+	cc -O2 -Wall -o "$1/nats_dump" "$RP_ROOT/regress/tools/nats_dump.c" $cflags ||
+		rp_die "regress/tools/nats_dump.c did not build"
+	_rp_export RP_NATS_DUMP "$1/nats_dump"
+}
+
+rp_nats_tool() {
+	local stream=$1
+	shift
+	"$RP_NATS_DUMP" "$RP_NATS_URLS" "$stream" "$@"
+}
+
+rp_nats_tail_field() {
+	rp_nats_tool "$1" tail | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+f = sys.argv[1]
+if f in ("last_complete_end",):
+    print(d.get(f, ""))
+elif f == "seq":
+    print((d.get("msg") or d).get("seq", 0))
+else:
+    print(((d.get("msg") or {}).get("headers") or {}).get(f, ""))
+' "$2"
+}
+
+rp_nats_load_workload() {
+	rp_psql "$1" -v slot="$2" -f "$RP_ROOT/regress/tools/nats_workload.sql" >/dev/null
+}
+
+rp_nats_audit() {
+	rp_psql "$1" -c "\\copy (SELECT txid, tbl, id, op, ver FROM audit ORDER BY seq) TO '$2'"
+}
+
+rp_nats_check() {
+	local name=$1 slot=$2 stream=$3 prefix=$4 dir=$5 sysid confirmed
+	shift 5
+	sysid=$(rp_psql "$name" -Atc "SELECT system_identifier FROM pg_control_system()")
+	confirmed=$(rp_psql "$name" -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'")
+	rp_nats_tool "$stream" dump >"$dir/stream.jsonl" || return 1
+	rp_nats_audit "$name" "$dir/audit.tsv" || return 1
+	python3 "$RP_ROOT/regress/check_nats.py" "$dir/stream.jsonl" "$dir/audit.tsv" --slot "$slot" \
+		--system-id "$sysid" --prefix "$prefix" --confirmed "$confirmed" --ignore-table wl_conf "$@"
 }

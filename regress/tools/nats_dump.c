@@ -14,6 +14,10 @@
  *                                       storage, subjects PREFIX.>, limits retention, deny
  *                                       delete and purge, MAX_BYTES with discard new
  *   nats_dump URLS STREAM max-bytes N   update the stream's max bytes (-1: unlimited)
+ *   nats_dump URLS STREAM tail          the last message as dump prints it, plus
+ *                                       "last_complete_end": the Replicant-End-Lsn of the last
+ *                                       data message with Replicant-Last (walks back over the
+ *                                       open transaction by its Replicant-Index); "" when none
  *   nats_dump URLS STREAM publish SUBJECT DATA [KEY=VALUE...]
  *                                       one synchronous publish with those headers (a foreign
  *                                       writer for the fencing tests); prints the sequence
@@ -117,7 +121,7 @@ stream_info(jsCtx *js, const char *stream)
 }
 
 static void
-print_msg(uint64_t seq, natsMsg *m)
+print_msg_to(uint64_t seq, natsMsg *m, int newline)
 {
 	const char **keys = NULL;
 	int			nkeys = 0;
@@ -159,7 +163,116 @@ print_msg(uint64_t seq, natsMsg *m)
 	}
 	printf("},\"data\":");
 	put_json_string(stdout, natsMsg_GetData(m), natsMsg_GetDataLength(m));
+	printf(newline ? "}\n" : "}");
+}
+
+static void
+print_msg(uint64_t seq, natsMsg *m)
+{
+	print_msg_to(seq, m, 1);
+}
+
+/* the message at seq (NULL when the stream has none there), retried through elections */
+static natsMsg *
+get_msg(jsCtx *js, const char *stream, uint64_t seq)
+{
+	double		deadline = now_s() + RETRY_SECONDS;
+
+	for (;;)
+	{
+		natsMsg    *m = NULL;
+		jsErrCode	jerr = 0;
+		natsStatus	s = js_GetMsg(&m, js, stream, seq, NULL, &jerr);
+
+		if (s == NATS_OK)
+			return m;
+		if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr)
+			return NULL;
+		if (!transient(s, jerr) || now_s() > deadline)
+			die("get message", s, jerr);
+		usleep(200 * 1000);
+	}
+}
+
+static const char *
+header(natsMsg *m, const char *key)
+{
+	const char *v = NULL;
+
+	if (natsMsgHeader_Get(m, key, &v) != NATS_OK)
+		return NULL;
+	return v;
+}
+
+static int
+is_data(natsMsg *m)
+{
+	const char *op = header(m, "Replicant-Op");
+
+	return op != NULL && strcmp(op, "relation") != 0;
+}
+
+static void
+tail(jsCtx *js, const char *stream)
+{
+	jsStreamInfo *si = stream_info(js, stream);
+	uint64_t	last,
+				seq;
+	natsMsg    *m;
+	char		end[64] = "";
+
+	if (si == NULL)
+	{
+		fprintf(stderr, "nats_dump: stream %s does not exist\n", stream);
+		exit(2);
+	}
+	last = si->State.LastSeq;
+	jsStreamInfo_Destroy(si);
+	if (last == 0)
+	{
+		printf("{\"seq\":0,\"last_complete_end\":\"\"}\n");
+		return;
+	}
+	m = get_msg(js, stream, last);
+	seq = last;
+	/* walk back to the last message with Replicant-Last, skipping the open transaction */
+	while (seq > 0)
+	{
+		natsMsg    *w = (seq == last) ? m : get_msg(js, stream, seq);
+		const char *lastv;
+		const char *idx;
+		uint64_t	next = seq - 1;
+
+		if (w == NULL)
+			break;
+		if (is_data(w))
+		{
+			lastv = header(w, "Replicant-Last");
+			if (lastv != NULL && strcmp(lastv, "true") == 0)
+			{
+				snprintf(end, sizeof(end), "%s", header(w, "Replicant-End-Lsn") ? header(w, "Replicant-End-Lsn") : "");
+				if (w != m)
+					natsMsg_Destroy(w);
+				break;
+			}
+			idx = header(w, "Replicant-Index");
+			if (idx != NULL && strtoull(idx, NULL, 10) + 1 <= seq)
+				next = seq - strtoull(idx, NULL, 10) - 1;
+		}
+		if (w != m)
+			natsMsg_Destroy(w);
+		seq = next;
+	}
+	if (m == NULL)
+	{
+		printf("{\"seq\":%" PRIu64 ",\"missing\":true,\"last_complete_end\":\"%s\"}\n", last, end);
+		return;
+	}
+	/* print_msg's line with the field added before its closing brace */
+	printf("{\"last_complete_end\":\"%s\",\"msg\":", end);
+	print_msg_to(last, m, 0);
 	printf("}\n");
+	natsMsg_Destroy(m);
 }
 
 static void
@@ -387,6 +500,8 @@ main(int argc, char **argv)
 		create(js, argv[2], argv[4], strtoll(argv[5], NULL, 10), strtoll(argv[6], NULL, 10));
 	else if (strcmp(cmd, "max-bytes") == 0 && argc == 5)
 		set_max_bytes(js, argv[2], strtoll(argv[4], NULL, 10));
+	else if (strcmp(cmd, "tail") == 0)
+		tail(js, argv[2]);
 	else if (strcmp(cmd, "publish") == 0 && argc >= 6)
 		publish(js, argc, argv);
 	else
