@@ -36,6 +36,11 @@
 #                                  max-bytes, publish: see regress/tools/nats_dump.c)
 #   rp_nats_tail_field STREAM F    one field of the stream's tail: seq, last_complete_end, or
 #                                  a header of the last message (Replicant-Writer, ...)
+#   rp_nats_sink_url [NODE...]     the --sink argument: nats://h:p,h:p,... (all nodes or those)
+#   rp_nats_confirmed NAME SLOT    the slot's confirmed_flush_lsn in cluster NAME
+#   rp_nats_wait_confirmed NAME SLOT LSN [S] [PID]
+#                                  wait until the slot confirmed LSN (up to S s, default 180);
+#                                  1 at once when process PID (the consumer) exited meanwhile
 #   rp_nats_load_workload NAME SLOT
 #                                  regress/tools/nats_workload.sql into cluster NAME
 #   rp_nats_audit NAME FILE        the workload's audit table as the checker reads it
@@ -369,4 +374,26 @@ rp_nats_check() {
 	rp_nats_audit "$name" "$dir/audit.tsv" || return 1
 	python3 "$RP_ROOT/regress/check_nats.py" "$dir/stream.jsonl" "$dir/audit.tsv" --slot "$slot" \
 		--system-id "$sysid" --prefix "$prefix" --confirmed "$confirmed" --ignore-table wl_conf "$@"
+}
+
+rp_nats_sink_url() {
+	local urls
+	urls=$(rp_nats_urls "$@")
+	printf 'nats://%s' "${urls//nats:\/\//}"
+}
+
+rp_nats_confirmed() {
+	rp_psql "$1" -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$2'"
+}
+
+rp_nats_wait_confirmed() {
+	local name=$1 slot=$2 lsn=$3 secs=${4:-180} pid=${5:-} deadline ok
+	deadline=$((SECONDS + secs))
+	while ((SECONDS < deadline)); do
+		ok=$(rp_psql "$name" -Atc "SELECT confirmed_flush_lsn >= '$lsn' FROM pg_replication_slots WHERE slot_name = '$slot'")
+		[[ $ok == t ]] && return 0
+		if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then return 1; fi
+		sleep 0.2
+	done
+	return 1
 }
