@@ -43,7 +43,8 @@
 #                                  1 at once when process PID (the consumer) exited meanwhile
 #   rp_nats_load_workload NAME SLOT
 #                                  regress/tools/nats_workload.sql into cluster NAME
-#   rp_nats_audit NAME FILE        the workload's audit table as the checker reads it
+#   rp_nats_audit NAME FILE        the workload's audit table as the checker reads it (only the
+#                                  rows RP_NATS_AUDIT_WHERE selects when set: "seq > 120")
 #   rp_nats_check NAME SLOT STREAM PREFIX DIR [CHECKER ARG...]
 #                                  dump STREAM into DIR/stream.jsonl, the audit into
 #                                  DIR/audit.tsv, and regress/check_nats.py on them with the
@@ -362,7 +363,7 @@ rp_nats_load_workload() {
 }
 
 rp_nats_audit() {
-	rp_psql "$1" -c "\\copy (SELECT txid, tbl, id, op, ver FROM audit ORDER BY seq) TO '$2'"
+	rp_psql "$1" -c "\\copy (SELECT txid, tbl, id, op, ver FROM audit WHERE ${RP_NATS_AUDIT_WHERE:-true} ORDER BY seq) TO '$2'"
 }
 
 rp_nats_check() {
