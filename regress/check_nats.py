@@ -177,12 +177,15 @@ with open(args.dump) as f:
             want_subject = f"{args.prefix}.{esc(rec['schema'])}.{esc(rec['table'])}"
             if h.get("Replicant-Table") != table:
                 err(f"seq {seq}: Replicant-Table {h.get('Replicant-Table')!r}, payload {table!r}")
-            try:
-                key = json.loads(h.get("Replicant-Key", ""))
-                if not isinstance(key, dict):
-                    err(f"seq {seq}: Replicant-Key is not a JSON object")
-            except ValueError:
-                err(f"seq {seq}: Replicant-Key is not JSON")
+            key = None
+            if "Replicant-Key" in h:    # absent for a table without a key
+                try:
+                    key = json.loads(h["Replicant-Key"])
+                    if not isinstance(key, dict):
+                        err(f"seq {seq}: Replicant-Key is not a JSON object")
+                        key = None
+                except ValueError:
+                    err(f"seq {seq}: Replicant-Key is not JSON")
             rs = h.get("Replicant-Relation-Seq")
             if rs is None:
                 err(f"seq {seq}: no Replicant-Relation-Seq")
@@ -230,6 +233,9 @@ with open(args.dump) as f:
         if tup.get("id") is None or tup["id"] < 0:
             err(f"seq {seq}: a change of rolled-back work (id {tup.get('id')}) in {table}")
             continue
+        kcol = "seq" if table == "public.audit" else "id"
+        if key is None or key.get(kcol) != tup[kcol]:
+            err(f"seq {seq}: Replicant-Key {h.get('Replicant-Key')!r} is not the row's key ({kcol} {tup[kcol]})")
         if table == "public.audit":
             got_audit[(xid, qualify(tup["tbl"]), tup["id"], tup["op"], tup["ver"])] += 1
             continue

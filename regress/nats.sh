@@ -146,8 +146,8 @@ rp_nats_start() {
 				break
 			fi
 			local pv="RP_NATS_PID_$i"
-			kill -9 "${!pv}" 2>/dev/null
-			wait "${!pv}" 2>/dev/null
+			kill -9 "${!pv}" 2>/dev/null || true
+			wait "${!pv}" 2>/dev/null || true
 			((attempt < 3)) || { tail -n 20 "$RP_NATS_DIR/n$i/server.log" >&2; rp_die "nats node n$i did not start (log: $RP_NATS_DIR/n$i/server.log)"; }
 			# a port taken meanwhile: new ports for this node (the others' routes name only
 			# cluster ports, which then are retried by connect_retries)
@@ -217,8 +217,9 @@ rp_nats_stop_all() {
 	for ((i = 1; i <= ${RP_NATS_N:-0}; i++)); do
 		pv="RP_NATS_PID_$i"
 		[[ -n ${!pv:-} ]] || continue
-		kill -9 "${!pv}" 2>/dev/null
-		wait "${!pv}" 2>/dev/null
+		# (|| true: a killed process's wait status must not end a set -e script's trap)
+		kill -9 "${!pv}" 2>/dev/null || true
+		wait "${!pv}" 2>/dev/null || true
 		_rp_export "RP_NATS_PID_$i" ""
 	done
 	return 0
