@@ -492,7 +492,6 @@ pass_batch(RpNatsSink *ns, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoi
 
 	ns->intended = ns->resume;
 	ns->intended_end = ns->stream_end;
-	ns->schema_changed = false;
 	rp_nats_pub_start(&ns->link, ns->o.window, ns->known_seq);
 	for (int i = 0; i < n; i++)
 	{
@@ -609,10 +608,68 @@ failure_note(RpNatsSink *ns, const RpNatsWin *w)
 	}
 }
 
-static int
-rp_nats_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
+/* What one unit publishes: a batch, or a non-transactional message. */
+typedef struct RpNatsUnit
 {
-	RpNatsSink *ns = s->priv;
+	RpTxn	  **txns;
+	int			n;
+	const RpMessage *msg;
+} RpNatsUnit;
+
+/*
+ * A non-transactional message: one data message on the control subject,
+ * placed like a transaction of its own at the message's LSN (index 0,
+ * last), so that the tail resumes after it as after any transaction.
+ */
+static int
+pass_message(RpNatsSink *ns, const RpMessage *msg, const RpCheckpoint *ck)
+{
+	RpNatsIdent id = ident_of(ns, ck);
+	RpNatsPlace place;
+	RpRecord	rec;
+
+	ns->intended = ns->resume;
+	ns->intended_end = ns->stream_end;
+	rp_nats_pub_start(&ns->link, ns->o.window, ns->known_seq);
+	if (rp_nats_resume_covers_txn(&ns->resume, msg->lsn))
+		return 1;
+	memset(&place, 0, sizeof(place));
+	place.commit_lsn = msg->lsn;
+	place.end_lsn = ck->end_lsn;
+	place.prev_end_lsn = ns->stream_end;
+	place.last = true;
+	memset(&rec, 0, sizeof(rec));
+	rec.tag = RP_TAG_MESSAGE;
+	rec.u.message.lsn = msg->lsn;
+	rec.u.message.prefix = msg->prefix;
+	rec.u.message.prefix_len = (uint32_t) strlen(msg->prefix);
+	rec.u.message.content = msg->content;
+	rec.u.message.content_len = msg->content_len;
+	rp_buf_reset(&ns->payload);
+	rp_render_record_out(&ns->payload, &rec, NULL, NULL, NULL);
+	rp_nats_control_subject(&ns->subject, ns->prefix);
+	rp_nats_hdrs_reset(&ns->hdrs);
+	rp_nats_hdrs_place(&ns->hdrs, &id, &place);
+	rp_nats_hdrs_add(&ns->hdrs, "Replicant-Op", "message");
+	rp_nats_hdrs_add(&ns->hdrs, "Replicant-Transactional", "false");
+	if (!send_msg(ns, make_msg(ns)))
+		return 0;
+	ns->intended.none = false;
+	ns->intended.commit_lsn = msg->lsn;
+	ns->intended.index = 0;
+	ns->intended.complete = true;
+	ns->intended_end = ck->end_lsn;
+	return 1;
+}
+
+/*
+ * Publish a unit until the stream acknowledged all of it: on a failure,
+ * back off, read the tail again (fencing) and resume after it.  0 when
+ * durable; -1 on a halt, a stop, or a batch that must be delivered again.
+ */
+static int
+publish_unit(RpNatsSink *ns, RpDelivery *dl, const RpNatsUnit *u, const RpCheckpoint *ck)
+{
 	int			backoff_ms = 100;
 
 	/* the identity this run binds its checkpoint to (the library checked it) */
@@ -633,7 +690,8 @@ rp_nats_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint
 		}
 		if (rc == 0)
 		{
-			rc = pass_batch(ns, dl, txns, n, ck);
+			ns->schema_changed = false;
+			rc = u->msg ? pass_message(ns, u->msg, ck) : pass_batch(ns, dl, u->txns, u->n, ck);
 			rp_nats_pub_drain(&ns->link);
 			if (rc < 0)
 				return -1;
@@ -665,13 +723,28 @@ rp_nats_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint
 				return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": publishing a batch with a schema change failed; delivering it again",
 							   ns->stream);
 		}
-		if (rp_stop_requested())
+		if (rp_stop_requested() || !rp_pause_ms(backoff_ms))
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": stopped while publishing", ns->stream);
-		if (!rp_pause_ms(backoff_ms))
-			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": stopped while publishing", ns->stream);
-		rp_deliver_idle(dl);
+		if (dl)
+			rp_deliver_idle(dl);
 		backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
 	}
+}
+
+static int
+rp_nats_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
+{
+	RpNatsUnit	u = {txns, n, NULL};
+
+	return publish_unit(s->priv, dl, &u, ck);
+}
+
+static int
+rp_nats_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
+{
+	RpNatsUnit	u = {NULL, 0, msg};
+
+	return publish_unit(s->priv, NULL, &u, ck);
 }
 
 static void
@@ -793,6 +866,7 @@ rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
 	s->checkpoint = rp_nats_checkpoint;
 	s->handle_batch = rp_nats_batch;
 	s->handle_schema_change = rp_nats_schema_change;
+	s->handle_message = rp_nats_message;
 	s->close = rp_nats_close;
 
 	if (rp_nats_connect(&ns->link, &ns->o) < 0 ||
