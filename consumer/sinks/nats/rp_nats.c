@@ -245,10 +245,10 @@ put_table(RpBuf *b, const RpRelation *rel)
 
 /*
  * The key as a JSON object: the replica identity's columns of the old key
- * (or old row) when the change has one, else of the new row.  false when
- * the table has no identity column (no key header).
+ * (or old row) when the change has one, else of the new row; {} when the
+ * table has no identity column (every row change carries the header).
  */
-static bool
+static void
 render_key(RpBuf *out, const RpRecord *rec)
 {
 	const RpRelation *rel = rec->u.change.rel;
@@ -275,7 +275,6 @@ render_key(RpBuf *out, const RpRecord *rec)
 	}
 	rp_buf_put_u8(out, '}');
 	rp_buf_put_u8(out, '\0');
-	return !first;
 }
 
 static RpNatsIdent
@@ -384,8 +383,8 @@ data_record(RpNatsSink *ns, RpDelivery *dl, RpRecord *rec, const RpNatsIdent *id
 		rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Table");
 		put_table(&ns->hdrs.buf, rel);
 		rp_nats_hdrs_end(&ns->hdrs);
-		if (render_key(&ns->key, rec))
-			rp_nats_hdrs_add(&ns->hdrs, "Replicant-Key", ns->key.data);
+		render_key(&ns->key, rec);
+		rp_nats_hdrs_add(&ns->hdrs, "Replicant-Key", ns->key.data);
 		rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Relation-Seq");
 		rp_fmt_uint64(&ns->hdrs.buf, rs->seq);
 		rp_nats_hdrs_end(&ns->hdrs);
