@@ -187,7 +187,7 @@ rp_nats_connect(RpNatsLink *l, const RpNatsOptions *o)
 	if (s != NATS_OK)
 	{
 		l->nc = NULL;
-		if (s == NATS_NOT_PERMITTED || s == NATS_SSL_ERROR)
+		if (s == NATS_NOT_PERMITTED || s == NATS_SSL_ERROR || s == NATS_CONNECTION_AUTH_FAILED)
 			return rp_fail(RP_HALT_CONFIG, "NATS connection refused (%s)", rp_nats_status_text(s));
 		return rp_fail(RP_HALT_NONE, "NATS connection failed (%s)", rp_nats_status_text(s));
 	}
