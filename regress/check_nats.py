@@ -21,7 +21,8 @@
 #   - subjects: P.<schema>.<table> with every byte outside [A-Za-z0-9_-] as %XX (uppercase),
 #     P._control for truncates, messages and relation messages;
 #   - --confirmed LSN (the slot's confirmed_flush_lsn): at or behind the end LSN of the last
-#     complete transaction in the stream (or the --floor LSN when the stream holds none).
+#     complete transaction in the stream, or of a later position message (Replicant-Op
+#     position: the end of a batch of empty transactions), or the --floor LSN when none.
 #   - --expect-op OP=N: exactly N data messages of that op (truncate=1, message=3).
 #   - --range-table T=LO:HI: table T (not audited: a 100,000-row transaction) has each id
 #     LO..HI inserted exactly once, nothing else.
@@ -127,6 +128,17 @@ with open(args.dump) as f:
         data = m["data"]
         if data.endswith("\n"):
             err(f"seq {seq}: payload ends with a newline")
+        if op == "position":
+            # the end of a batch with no data message (empty transactions): confirmable
+            if m["subject"] != control:
+                err(f"seq {seq}: position message on {m['subject']}, not {control}")
+            if cur is not None:
+                err(f"seq {seq}: a position message inside transaction {cur['lsn']}")
+            if "Replicant-End-Lsn" in h:
+                pos_end = h["Replicant-End-Lsn"]
+                if last_complete_end is None or lsn(pos_end) > lsn(last_complete_end):
+                    last_complete_end = pos_end
+            continue
         if op == "relation":
             if m["subject"] != control:
                 err(f"seq {seq}: relation message on {m['subject']}, not {control}")

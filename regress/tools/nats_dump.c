@@ -16,7 +16,8 @@
  *   nats_dump URLS STREAM max-bytes N   update the stream's max bytes (-1: unlimited)
  *   nats_dump URLS STREAM tail          the last message as dump prints it, plus
  *                                       "last_complete_end": the Replicant-End-Lsn of the last
- *                                       data message with Replicant-Last (walks back over the
+ *                                       data message with Replicant-Last or position message
+ *                                       (Replicant-Op position) (walks back over the
  *                                       open transaction by its Replicant-Index); "" when none
  *   nats_dump URLS STREAM publish SUBJECT DATA [KEY=VALUE...]
  *                                       one synchronous publish with those headers (a foreign
@@ -247,8 +248,11 @@ tail(jsCtx *js, const char *stream)
 			break;
 		if (is_data(w))
 		{
+			const char *op = header(w, "Replicant-Op");
+
 			lastv = header(w, "Replicant-Last");
-			if (lastv != NULL && strcmp(lastv, "true") == 0)
+			/* a position message marks a confirmable end as a last message does */
+			if ((lastv != NULL && strcmp(lastv, "true") == 0) || strcmp(op, "position") == 0)
 			{
 				snprintf(end, sizeof(end), "%s", header(w, "Replicant-End-Lsn") ? header(w, "Replicant-End-Lsn") : "");
 				if (w != m)
