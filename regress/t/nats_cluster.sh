@@ -30,7 +30,11 @@ work=$(mktemp -d /tmp/rp-nats-cluster.XXXXXX)
 status=1
 consumer_pid=
 workers=()
-cleanup() { rp_nats_cleanup; rp_e2e_cleanup $? consumer_pid workers; }
+cleanup() {
+	local rc=$?
+	rp_nats_cleanup || true
+	rp_e2e_cleanup "$rc" consumer_pid workers
+}
 trap cleanup EXIT
 fail() { rp_e2e_fail nats_cluster "$work/consumer-*.err" 15 "$*"; }
 
@@ -39,6 +43,7 @@ rp_cluster_start src
 rp_nats_start 3
 rp_nats_build_tools "$work"
 rp_nats_load_workload src "$SLOT"
+rp_psql src -c "UPDATE wl_conf SET pace = 0.03" >/dev/null # a smaller stream to read back
 replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
 
 replicant -d "$src_CONNSTR" -S "$SLOT" --start -s 1 --sink "$(rp_nats_sink_url)" \

@@ -35,8 +35,8 @@ a_pid= b_pid= a2_pid= c_pid=
 workers=()
 cleanup() {
 	local rc=$?
-	[[ -n $a_pid ]] && kill -CONT "$a_pid" 2>/dev/null
-	rp_nats_cleanup
+	if [[ -n $a_pid ]]; then kill -CONT "$a_pid" 2>/dev/null || true; fi
+	rp_nats_cleanup || true
 	rp_e2e_cleanup "$rc" a_pid b_pid a2_pid c_pid workers
 }
 trap cleanup EXIT
@@ -115,7 +115,7 @@ for want in "$STREAM" "$writer_a" "$writer_a2"; do
 	grep -qF -- "$want" "$work/consumer-a.err" || { cat "$work/consumer-a.err"; fail "(b) the zombie's error does not name $want"; }
 done
 kill -0 "$a2_pid" 2>/dev/null || fail "(b) the new writer A2 exited too (exactly one must be fenced)"
-printf '(b) zombie (stopped at seq %s) fenced with %d: %s\n' "$stopped_at" "$exit_status" "$(grep -m1 'error' "$work/consumer-a.err" | cut -c 1-240)"
+printf '(b) zombie (stopped at seq %s) fenced with %d: %s\n' "$stopped_at" "$exit_status" "$(grep -m1 'fenced' "$work/consumer-a.err" | cut -c 1-300)"
 
 # ---- (c) a full stream: back-pressure, warning, metric, resumption
 audit_floor=$(rp_psql src -Atc "SELECT coalesce(max(seq), 0) FROM audit") # no workload runs now
@@ -155,6 +155,7 @@ mkdir -p "$work/f" "$work/full"
 rp_nats_check src fa "$STREAM" "$PREFIX" "$work/f" --range-table bulk=1:20000 >"$work/check-f.out" ||
 	{ cat "$work/check-f.out"; fail "stream $STREAM does not match what was committed"; }
 cat "$work/check-f.out"
+grep -q ' 2 writers,' "$work/check-f.out" || fail "stream $STREAM was written by other than the two writers A and A2"
 RP_NATS_AUDIT_WHERE="seq > $audit_floor" rp_nats_check src fc "$FULL" "$FULL_PREFIX" "$work/full" --ignore-table bulk >"$work/check-full.out" ||
 	{ cat "$work/check-full.out"; fail "stream $FULL does not match what was committed"; }
 cat "$work/check-full.out"

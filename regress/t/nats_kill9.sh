@@ -8,7 +8,7 @@
 # for --sink nats:// on a 3-node cluster, the stream created with --nats-duplicate-window 0.1
 # (checked in the stream's config). A worker runs small mixed transactions over the hostile
 # tables of regress/tools/nats_workload.sql while the consumer is killed with SIGKILL 22 times:
-# at random moments once the restarted run has published, right after the stream's tail is a
+# at random moments (50-800 ms) once the restarted run has published, right after the stream's tail is a
 # transaction's last message (acked, perhaps not yet confirmed), and four times inside one
 # 100,000-row transaction (the tail is a message of it, without Replicant-Last, further on
 # than at the kill before: each restart resumes in the middle of the transaction, from the
@@ -32,7 +32,11 @@ work=$(mktemp -d /tmp/rp-nats-kill9.XXXXXX)
 status=1
 consumer_pid=
 workers=()
-cleanup() { rp_nats_cleanup; rp_e2e_cleanup $? consumer_pid workers; }
+cleanup() {
+	local rc=$?
+	rp_nats_cleanup || true
+	rp_e2e_cleanup "$rc" consumer_pid workers
+}
 trap cleanup EXIT
 fail() { rp_e2e_fail nats_kill9 "$work/consumer-*.err" 10 "$*"; }
 
@@ -41,6 +45,7 @@ rp_cluster_start src
 rp_nats_start 3
 rp_nats_build_tools "$work"
 rp_nats_load_workload src "$SLOT"
+rp_psql src -c "UPDATE wl_conf SET pace = 0.02" >/dev/null # a smaller stream to read back
 replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
 
 runs=0
@@ -138,7 +143,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		if ((round % 3 == 0)); then
 			if wait_last "$seq_at_kill"; then after_last=$((after_last + 1)); how="right after a last message"; else how="timeout"; fi
 		else
-			ms=$((50 + RANDOM % 1451))
+			ms=$((50 + RANDOM % 751))
 			sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
 			how="after ${ms}ms"
 		fi

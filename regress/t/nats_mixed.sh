@@ -33,7 +33,11 @@ work=$(mktemp -d /tmp/rp-nats-mixed.XXXXXX)
 status=1
 consumer_pid=
 workers=()
-cleanup() { rp_nats_cleanup; rp_e2e_cleanup $? consumer_pid workers; }
+cleanup() {
+	local rc=$?
+	rp_nats_cleanup || true
+	rp_e2e_cleanup "$rc" consumer_pid workers
+}
 trap cleanup EXIT
 fail() { rp_e2e_fail nats_mixed "$work/consumer-*.err" 20 "$*"; }
 

@@ -21,7 +21,8 @@ CREATE TABLE audit (seq bigserial PRIMARY KEY, txid bigint NOT NULL, tbl text NO
 CREATE TABLE ctl (stop bool NOT NULL);
 INSERT INTO ctl VALUES (false);
 CREATE TABLE fence (at timestamptz);
-CREATE TABLE wl_conf (slot text NOT NULL);
+-- the slot whose lag throttles the workload; the pause after each small transaction
+CREATE TABLE wl_conf (slot text NOT NULL, pace float8 NOT NULL DEFAULT 0.005);
 INSERT INTO wl_conf VALUES (:'slot');
 CREATE TABLE bulk (id bigint PRIMARY KEY, v text);
 
@@ -140,7 +141,7 @@ BEGIN
 			ELSE
 				COMMIT;
 			END IF;
-			PERFORM pg_sleep(0.005);
+			PERFORM pg_sleep((SELECT pace FROM wl_conf));
 		ELSE
 			t := 1 + (random() * 2.99)::int % 3;
 			n := 500 + (random() * 1000)::int;
