@@ -41,6 +41,7 @@
 #   rp_nats_wait_confirmed NAME SLOT LSN [S] [PID]
 #                                  wait until the slot confirmed LSN (up to S s, default 180);
 #                                  1 at once when process PID (the consumer) exited meanwhile
+#   rp_nats_dump STREAM FILE       the whole stream into FILE (nats_dump dump, 4 in parallel)
 #   rp_nats_load_workload NAME SLOT
 #                                  regress/tools/nats_workload.sql into cluster NAME
 #   rp_nats_audit NAME FILE        the workload's audit table as the checker reads it (only the
@@ -359,6 +360,23 @@ else:
 ' "$2"
 }
 
+# rp_nats_dump STREAM FILE: the whole stream into FILE, read by 4 nats_dump processes over
+# consecutive sequence ranges (each get is one round trip to the leader: in parallel)
+rp_nats_dump() {
+	local stream=$1 file=$2 last k per pids=() rc=0
+	last=$(rp_nats_tool "$stream" info | sed -n 's/.*"last_seq":\([0-9]*\).*/\1/p')
+	[[ -n $last ]] || return 1
+	per=$(((last + 3) / 4))
+	for k in 0 1 2 3; do
+		rp_nats_tool "$stream" dump "$((k * per + 1))" "$(((k + 1) * per))" >"$file.$k" &
+		pids+=($!)
+	done
+	for k in 0 1 2 3; do wait "${pids[$k]}" || rc=1; done
+	((rc == 0)) && cat "$file".[0-3] >"$file"
+	rm -f "$file".[0-3]
+	return "$rc"
+}
+
 rp_nats_load_workload() {
 	rp_psql "$1" -v slot="$2" -f "$RP_ROOT/regress/tools/nats_workload.sql" >/dev/null
 }
@@ -372,7 +390,7 @@ rp_nats_check() {
 	shift 5
 	sysid=$(rp_psql "$name" -Atc "SELECT system_identifier FROM pg_control_system()")
 	confirmed=$(rp_psql "$name" -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'")
-	rp_nats_tool "$stream" dump >"$dir/stream.jsonl" || return 1
+	rp_nats_dump "$stream" "$dir/stream.jsonl" || return 1
 	rp_nats_audit "$name" "$dir/audit.tsv" || return 1
 	python3 "$RP_ROOT/regress/check_nats.py" "$dir/stream.jsonl" "$dir/audit.tsv" --slot "$slot" \
 		--system-id "$sysid" --prefix "$prefix" --confirmed "$confirmed" --ignore-table wl_conf "$@"

@@ -1,7 +1,8 @@
 /*
  * regress/tools/nats_dump.c: the nats tests' independent reader of a JetStream stream.
  *
- *   nats_dump URLS STREAM dump          every message by sequence, first to last, one JSON
+ *   nats_dump URLS STREAM dump [FROM TO] every message by sequence, first to last (or FROM to
+ *                                       TO, clamped to the stream's), one JSON
  *                                       line each: {"seq":N,"subject":"...","headers":
  *                                       {"Key":"value" or ["v1","v2"]},"data":"payload"}
  *                                       ({"seq":N,"missing":true} for a sequence not there)
@@ -280,7 +281,7 @@ tail(jsCtx *js, const char *stream)
 }
 
 static void
-dump(jsCtx *js, const char *stream)
+dump(jsCtx *js, const char *stream, uint64_t from, uint64_t to)
 {
 	jsStreamInfo *si = stream_info(js, stream);
 	uint64_t	first,
@@ -295,6 +296,10 @@ dump(jsCtx *js, const char *stream)
 	first = si->State.FirstSeq;
 	last = si->State.LastSeq;
 	jsStreamInfo_Destroy(si);
+	if (from > first)
+		first = from;
+	if (to > 0 && to < last)
+		last = to;
 	for (seq = (first ? first : 1); seq <= last; seq++)
 	{
 		double		deadline = now_s() + RETRY_SECONDS;
@@ -496,8 +501,10 @@ main(int argc, char **argv)
 	if ((s = natsConnection_JetStream(&js, nc, &jo)) != NATS_OK)
 		die("jetstream context", s, 0);
 
-	if (strcmp(cmd, "dump") == 0)
-		dump(js, argv[2]);
+	if (strcmp(cmd, "dump") == 0 && argc == 4)
+		dump(js, argv[2], 0, 0);
+	else if (strcmp(cmd, "dump") == 0 && argc == 6)
+		dump(js, argv[2], strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10));
 	else if (strcmp(cmd, "info") == 0)
 		info(js, argv[2]);
 	else if (strcmp(cmd, "create") == 0 && argc == 7)
