@@ -177,10 +177,10 @@ rp_nats_url() {
 }
 
 rp_nats_urls() {
-	local i out='' nodes=("$@")
+	local i list='' nodes=("$@")
 	((${#nodes[@]})) || for ((i = 1; i <= RP_NATS_N; i++)); do nodes+=("$i"); done
-	for i in "${nodes[@]}"; do out+="${out:+,}$(rp_nats_url "$i")"; done
-	printf '%s' "$out"
+	for i in "${nodes[@]}"; do list+="${list:+,}$(rp_nats_url "$i")"; done
+	printf '%s' "$list"
 }
 
 rp_nats_alive() {
@@ -250,6 +250,7 @@ _rp_nats_running() {
 	for ((i = 1; i <= RP_NATS_N; i++)); do rp_nats_alive "$i" && printf '%s\n' "$i"; done
 }
 
+# shellcheck disable=SC2120 # the nodes are optional
 rp_nats_meta_leader() {
 	local nodes=("$@") i seen='' l
 	((${#nodes[@]})) || mapfile -t nodes < <(_rp_nats_running)
@@ -262,6 +263,7 @@ rp_nats_meta_leader() {
 	printf '%s' "$seen"
 }
 
+# shellcheck disable=SC2119 # every running node
 _rp_nats_has_meta_leader() { [[ -n $(rp_nats_meta_leader) ]]; }
 
 rp_nats_wait_meta_leader() {
@@ -396,6 +398,7 @@ rp_nats_check() {
 		--system-id "$sysid" --prefix "$prefix" --confirmed "$confirmed" --ignore-table wl_conf "$@"
 }
 
+# shellcheck disable=SC2120 # the nodes are optional
 rp_nats_sink_url() {
 	local urls
 	urls=$(rp_nats_urls "$@")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
+# shellcheck disable=SC2154,SC2119 # NAME_* variables are set by rp_cluster_start (lib.sh); rp_nats_sink_url: all nodes
 # regress/t/nats_cluster.sh: the JetStream sink rides out node failures of its cluster.
 #
 # Proves G1 and G2 for --sink nats:// while the 3-node cluster fails under a running workload

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
+# shellcheck disable=SC2154,SC2119 # NAME_* variables are set by rp_cluster_start (lib.sh); rp_nats_sink_url: all nodes
 # regress/t/nats_fence.sh: one writer per JetStream stream, and a full stream loses nothing.
 #
 # Proves G1 and G3 (fail-closed) for --sink nats:// on a 3-node cluster:
@@ -31,7 +31,8 @@ FULL=FULL_STREAM
 FULL_PREFIX=full
 work=$(mktemp -d /tmp/rp-nats-fence.XXXXXX)
 status=1
-a_pid= b_pid= a2_pid= c_pid=
+a_pid='' b_pid='' a2_pid='' c_pid=''
+# shellcheck disable=SC2034 # read by rp_e2e_cleanup (by name)
 workers=()
 cleanup() {
 	local rc=$?

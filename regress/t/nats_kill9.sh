@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
+# shellcheck disable=SC2154,SC2119 # NAME_* variables are set by rp_cluster_start (lib.sh); rp_nats_sink_url: all nodes
 # regress/t/nats_kill9.sh: the JetStream sink is effect-once across SIGKILL, with the
 # duplicate window at its minimum (so correctness cannot rest on Nats-Msg-Id dedup).
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
+# shellcheck disable=SC2154,SC2119 # NAME_* variables are set by rp_cluster_start (lib.sh); rp_nats_sink_url: all nodes
 # regress/t/nats_mixed.sh: the JetStream sink carries a mixed workload exactly once, and no
 # row value reaches a log line or a metric.
 #
