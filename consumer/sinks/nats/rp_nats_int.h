@@ -232,6 +232,72 @@ extern void rp_nats_pub_drain(RpNatsLink *l);
 extern RpNatsWin rp_nats_pub_result(RpNatsLink *l);
 /* the handler libnats calls for every ack (set in jsOptions) */
 extern void rp_nats_pub_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure);
+
+/* ---- the sink's state (rp_nats.c, rp_nats_pass.c) ---- */
+#include "stream/rp_asm.h"
+
+typedef struct RpNatsRelSeq
+{
+	uint32_t	relid;
+	uint64_t	seq;
+} RpNatsRelSeq;
+
+/* value-free counters, read by the metrics thread */
+typedef struct RpNatsCounters
+{
+	uint64_t	published;
+	uint64_t	acked_lsn;
+	uint64_t	retries;
+	uint64_t	stream_full;
+	uint64_t	relations;
+	uint64_t	positions;
+} RpNatsCounters;
+
+typedef struct RpNatsSink
+{
+	RpNatsOptions o;
+	char	   *url;
+	char	   *stream;
+	char	   *prefix;
+	char		slot[RP_SLOT_NAME_MAX];
+	char		writer[40];
+	RpNatsLink	link;
+
+	/* what the stream holds, as this writer knows it */
+	uint64_t	known_seq;		/* its last sequence */
+	RpNatsResume resume;		/* its last data (or position) message */
+	uint64_t	stream_end;		/* the end LSN its last complete transaction or position holds */
+	uint64_t	resume_prev_end;	/* mid-transaction: what the stream held before it */
+	bool		need_tail;		/* read it again before publishing */
+	int			have_ck;		/* checkpoint(): 1 found, 0 none */
+	RpCheckpoint ck;
+
+	/* relations described in this session: relid -> the description's sequence */
+	RpNatsRelSeq *rels;
+	int			nrels;
+	int			caprels;
+	bool		schema_changed; /* in the batch being published */
+
+	/* one pass over a batch */
+	natsMsg    *held;			/* the last data message, not yet published */
+	RpNatsResume intended;		/* the stream's tail once the pass is acked */
+	uint64_t	intended_end;
+
+	RpBuf		payload;
+	RpBuf		subject;
+	RpBuf		extra;
+	RpBuf		key;
+	RpNatsHdrs	hdrs;
+	RpNatsCounters count;
+} RpNatsSink;
+
+/* rp_nats_pass.c: 1 all sent, 0 the window failed (drain, read the tail), -1 a halt */
+extern int	rp_nats_pass_batch(RpNatsSink *ns, RpDelivery *dl, RpTxn **txns, int n,
+							   const RpCheckpoint *ck);
+extern int	rp_nats_pass_message(RpNatsSink *ns, const RpMessage *msg, const RpCheckpoint *ck);
+/* a relation to describe again before its next change */
+extern void rp_nats_rel_forget(RpNatsSink *ns, uint32_t relid);
+
 #endif							/* RP_HAVE_NATS */
 
 #endif							/* RP_NATS_INT_H */
