@@ -77,3 +77,31 @@ cpu_split() { # "walsender X s, apply_worker Y s, ..." for the classes that used
 	printf '%s' "$out"
 }
 
+
+# cpu_sampler_start FILE / cpu_sampler_stop: cpu_begin, then cpu_poll every 0.1 s in a
+# background shell while the caller waits on something else (snapshot.sh's waits take a
+# second each: polling between them would miss the short-lived backends); stop hands its
+# counts back through FILE, so cpu_total and cpu_split then read them as after cpu_poll.
+cpu_sampler_start() {
+	CPU_FILE=$1
+	cpu_begin
+	(
+		trap 'for p in "${!C1[@]}"; do printf "%s %s %s %s\n" "$p" "${C0[$p]}" "${C1[$p]}" "${CLASS[$p]:-other}"; done >"$CPU_FILE.tmp"
+			mv "$CPU_FILE.tmp" "$CPU_FILE"; exit 0' TERM
+		while :; do
+			cpu_poll
+			sleep 0.1 &
+			wait $!
+		done
+	) &
+	CPU_SAMPLER=$!
+}
+cpu_sampler_stop() {
+	local p a b c
+	kill -TERM "$CPU_SAMPLER" 2>/dev/null || true
+	wait "$CPU_SAMPLER" 2>/dev/null || true
+	C0=() C1=() CLASS=()
+	while read -r p a b c; do
+		C0[$p]=$a C1[$p]=$b CLASS[$p]=$c
+	done <"$CPU_FILE"
+}
