@@ -31,6 +31,7 @@
 # every row's text in key order; the exit status is 1 when they differ).
 #
 # Environment: CONFIGS="1 4" (tables per configuration), MODES="native replicant floor",
+# PERF=1 records the consumer with perf -g and prints the top of its report,
 # SESSIONS=N the floor's pipes (give --snapshot-workers N in REPLICANT_OPTS alike),
 # REPLICANT_OPTS="..." extra consumer options, SETTINGS="line;line" more postgresql.conf lines
 # (default "autovacuum = off"), RP_KEEP_CLUSTERS=1. A quick run (under a minute): bash bench/snapshot.sh --quick (400,000 rows).
@@ -59,7 +60,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	rc=0
 	[[ ${SESSIONS:-2} =~ ^[1-9][0-9]*$ ]] || { printf 'SESSIONS is a count: %s\n' "$SESSIONS" >&2; exit 2; }
 	rp_run_unprivileged bench/snapshot.sh --phase-run "$rows" "${CONFIGS:-1 4}" "${MODES:-native replicant floor}" \
-		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${SESSIONS:-2}" | tee "$out" || rc=$?
+		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${SESSIONS:-2}" "${PERF:-0}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -71,6 +72,7 @@ read -r -a MODES <<<"$4"
 IFS=';' read -r -a SETTINGS <<<"$5"
 read -r -a ROPTS <<<"$6"
 SESSIONS=$7
+PERF=$8
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"
 consumer_pid=
 cleanup() {
@@ -209,10 +211,19 @@ for ntab in "${CONFIGS[@]}"; do
 			src -c "DROP PUBLICATION npub" >/dev/null
 		else
 			dst -c "DROP SCHEMA IF EXISTS replicant CASCADE" >/dev/null
+			prefix=()
+			[[ $PERF == 1 ]] && prefix=(perf record -q -g -o "$src_DIR/perf-$ntab.data" --)
 			t0=$(now)
-			replicant -d "$SRC" -S sbench --create-slot --snapshot --start "${ROPTS[@]}" \
+			"${prefix[@]}" replicant -d "$SRC" -S sbench --create-slot --snapshot --start "${ROPTS[@]}" \
 				--sink "postgres:$DST" --state-dir "$src_DIR/state" >"$src_DIR/replicant.log" 2>&1 &
 			consumer_pid=$!
+			if [[ $PERF == 1 ]]; then # the consumer is perf's child: the one to time and stop
+				perf_pid=$consumer_pid
+				until consumer_pid=$(cat "/proc/$perf_pid/task/$perf_pid/children" 2>/dev/null) && [[ -n ${consumer_pid// } ]]; do
+					sleep 0.01
+				done
+				consumer_pid=${consumer_pid// }
+			fi
 			until [[ $(dst -Atc "SELECT public.bench_wait('replicant', $ntab)") == t ]]; do
 				kill -0 "$consumer_pid" 2>/dev/null || { cat "$src_DIR/replicant.log"; rp_die "the consumer exited"; }
 			done
@@ -220,7 +231,13 @@ for ntab in "${CONFIGS[@]}"; do
 			cpu_sampler_stop
 			cli[$mode]=$(secs "$(ticks_of "$consumer_pid" || echo 0)")
 			kill -TERM "$consumer_pid"
-			wait "$consumer_pid" || true
+			if [[ $PERF == 1 ]]; then
+				wait "$perf_pid" || true
+				perf report -i "$src_DIR/perf-$ntab.data" --stdio --no-children 2>/dev/null |
+					grep -v '^$' | grep -v '^#' | head -n 80 | sed 's/^/    perf: /'
+			else
+				wait "$consumer_pid" || true
+			fi
 			consumer_pid=
 			src -c "SELECT pg_drop_replication_slot('sbench')" >/dev/null
 			rm -rf "$src_DIR/state"
