@@ -19,10 +19,12 @@
 #              timed until the destination's replicant.checkpoint row appears (the snapshot
 #              completed, in the transaction that sets it; looked at every 20 ms likewise).
 #   floor      the destination COPY floor: a plain parallel binary COPY of the same tables,
-#                psql SRC -c "COPY t TO STDOUT (FORMAT binary)" | psql DST -c "COPY t FROM STDIN (FORMAT binary)"
-#              in SESSIONS pipes at once (default 2, the consumer's --snapshot-workers default;
-#              table i goes to pipe i mod SESSIONS, one after the other), no replicant; timed
-#              until every pipe has exited.
+#                COPY t TO STDOUT (FORMAT binary) on SRC -> COPY t FROM STDIN (FORMAT binary) on DST
+#              by bench/tools/copy_floor (built for the run: libpq, each CopyData message handed
+#              on as it came; FLOOR_CLIENT=psql: a pipe of two psql instead, which costs the
+#              client about three times the CPU), in SESSIONS sessions at once (default 2, the
+#              consumer's --snapshot-workers default; table i goes to session i mod SESSIONS,
+#              one after the other), no replicant; timed until every session has exited.
 # The destination tables are dropped and created again between the runs. Reported: seconds of
 # each, the ratios native/replicant (target: >= 1 with one table, > 1 with four) and
 # replicant/floor (issue 13's target: <= 1.15 with four tables), the CPU seconds of each
@@ -58,9 +60,11 @@ if [[ ${1:-} != --phase-run ]]; then
 	mkdir -p "$RP_ROOT/bench/out"
 	out=$RP_ROOT/bench/out/snapshot-$(date +%Y%m%d-%H%M%S).txt
 	rc=0
+	[[ ${FLOOR_CLIENT:-copy_floor} == copy_floor || $FLOOR_CLIENT == psql ]] ||
+		{ printf 'FLOOR_CLIENT is copy_floor or psql: %s\n' "$FLOOR_CLIENT" >&2; exit 2; }
 	[[ ${SESSIONS:-2} =~ ^[1-9][0-9]*$ ]] || { printf 'SESSIONS is a count: %s\n' "$SESSIONS" >&2; exit 2; }
 	rp_run_unprivileged bench/snapshot.sh --phase-run "$rows" "${CONFIGS:-1 4}" "${MODES:-native replicant floor}" \
-		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${SESSIONS:-2}" "${PERF:-0}" | tee "$out" || rc=$?
+		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${SESSIONS:-2}" "${PERF:-0}" "${FLOOR_CLIENT:-copy_floor}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -73,6 +77,7 @@ IFS=';' read -r -a SETTINGS <<<"$5"
 read -r -a ROPTS <<<"$6"
 SESSIONS=$7
 PERF=$8
+FLOOR_CLIENT=$9
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"
 consumer_pid=
 cleanup() {
@@ -94,6 +99,13 @@ POSTMASTERS=("$(head -n 1 "$src_DATA/postmaster.pid")" "$(head -n 1 "$dst_DATA/p
 # CPU seconds of both clusters' processes by class: cpu_begin, cpu_poll, cpu_total, cpu_split
 # shellcheck source=bench/cpu.sh
 . "$here/cpu.sh"
+# the floor's client, built here for this run (bench/tools/copy_floor.c; libpq only)
+# shellcheck disable=SC2154 # exported by rp_cluster_start
+COPY_FLOOR=$src_DIR/copy_floor
+if [[ $FLOOR_CLIENT == copy_floor ]]; then
+	cc -O2 -I"$("$PG_CONFIG" --includedir)" -o "$COPY_FLOOR" "$here/tools/copy_floor.c" \
+		-L"$("$PG_CONFIG" --libdir)" -lpq || rp_die "bench/tools/copy_floor.c does not build"
+fi
 src() { PGOPTIONS='-c client_min_messages=warning' rp_psql src "$@"; }
 dst() { PGOPTIONS='-c client_min_messages=warning' rp_psql dst "$@"; }
 now() { printf '%s' "$EPOCHREALTIME"; }
@@ -140,8 +152,9 @@ BEGIN
 END $$;
 SQL
 
-# floor_copy TABLE...: SESSIONS binary COPY pipes, source to destination, table i in pipe
-# i mod SESSIONS; returns non-zero if any pipe failed
+# floor_copy TABLE...: SESSIONS binary COPY sessions, source to destination, table i in
+# session i mod SESSIONS (bench/tools/copy_floor, or with FLOOR_CLIENT=psql a pipe of two
+# psql); returns non-zero if any failed
 floor_copy() {
 	local -a pids=() lists=()
 	local i pid rc=0
@@ -151,6 +164,12 @@ floor_copy() {
 		i=$((i + 1))
 	done
 	for i in "${!lists[@]}"; do
+		if [[ $FLOOR_CLIENT == copy_floor ]]; then
+			# shellcheck disable=SC2086 # the list is words
+			"$COPY_FLOOR" "$SRC" "$DST" ${lists[$i]} 2>>"$src_DIR/floor.log" &
+			pids+=("$!")
+			continue
+		fi
 		# shellcheck disable=SC2016,SC2154 # expanded by the inner shell; src_DIR by rp_cluster_start
 		bash -c 'set -eo pipefail
 			bin=$1 s=$2 d=$3
