@@ -28,7 +28,8 @@
 #              needs to decode and send the backlog, with a client that throws it away.
 #   floor_dest the destination floor: the ROWS inserted rows in a source table (one INSERT,
 #              untimed), then, timed, the destination's own bulk work for the same end state:
-#                psql SRC -c "COPY t TO STDOUT (FORMAT binary)" | psql DST -c "COPY t FROM STDIN (FORMAT binary)"
+#                COPY t TO STDOUT (FORMAT binary) on SRC -> COPY t FROM STDIN (FORMAT binary) on DST
+#              by bench/tools/copy_floor (built for the run; FLOOR_CLIENT=psql: a pipe of two psql),
 #              then the update pass and the delete pass as one statement each (autocommit).
 #              Checked: the same passes on the source table, then its digest against the destination's.
 # A CHECKPOINT on both clusters before each workload and after it (END is taken before it).
@@ -99,12 +100,15 @@ if [[ ${1:-} != --phase-run ]]; then
 	for m in $modes; do
 		[[ " $ALL_MODES " == *" $m "* ]] || rp_die "MODES takes $ALL_MODES: $m"
 	done
+	[[ ${FLOOR_CLIENT:-copy_floor} == copy_floor || $FLOOR_CLIENT == psql ]] ||
+		rp_die "FLOOR_CLIENT is copy_floor or psql: $FLOOR_CLIENT"
 	if ((build)); then rp_build_install || exit 1; fi
 	mkdir -p "$RP_ROOT/bench/out"
 	out=$RP_ROOT/bench/out/mirror-$(date +%Y%m%d-%H%M%S).txt
 	rc=0
 	rp_run_unprivileged bench/mirror.sh --phase-run "$configs" "$modes" \
-		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" "${TIMELINE:-0}" | tee "$out" || rc=$?
+		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" "${TIMELINE:-0}" \
+		"${FLOOR_CLIENT:-copy_floor}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -117,6 +121,7 @@ read -r -a ROPTS <<<"$5"
 PERF=$6
 TIMELINE=${8:-0}
 REPLICANT_BIN=$7
+FLOOR_CLIENT=${9:-copy_floor}
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
@@ -338,6 +343,15 @@ floor_stream() {
 	src -c "DROP TABLE $table"
 }
 
+# the destination floor's COPY client, built here for this run (bench/tools/copy_floor.c;
+# libpq only); FLOOR_CLIENT=psql: a pipe of two psql instead
+COPY_FLOOR=
+if [[ $FLOOR_CLIENT == copy_floor ]] && has_mode floor_dest; then
+	COPY_FLOOR=$WORK/copy_floor
+	cc -O2 -I"$("$PG_CONFIG" --includedir)" -o "$COPY_FLOOR" "$here/tools/copy_floor.c" \
+		-L"$("$PG_CONFIG" --libdir)" -lpq || rp_die "bench/tools/copy_floor.c does not build"
+fi
+
 # floor_dest N: the destination's bulk work for the same end state; sets FD_S[$cfg], FD_CPU
 # (the two psql clients'), FD_SCPU, FD_OK
 floor_dest() {
@@ -349,9 +363,13 @@ floor_dest() {
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	run_measured "$log" bash -c 'set -eo pipefail
 		p() { "$1/psql" -X -q -v ON_ERROR_STOP=1 -d "$2" -c "$3"; }
-		p "$1" "$2" "COPY fdsrc TO STDOUT (FORMAT binary)" | p "$1" "$3" "COPY fdsrc FROM STDIN (FORMAT binary)"
+		if [[ -n $4 ]]; then
+			"$4" "$2" "$3" fdsrc
+		else
+			p "$1" "$2" "COPY fdsrc TO STDOUT (FORMAT binary)" | p "$1" "$3" "COPY fdsrc FROM STDIN (FORMAT binary)"
+		fi
 		p "$1" "$3" "UPDATE fdsrc SET a = a + 1 WHERE id % 4 = 0"
-		p "$1" "$3" "DELETE FROM fdsrc WHERE id % 10 = 0"' floor_dest "$RP_BINDIR" "$SRC" "$DST"
+		p "$1" "$3" "DELETE FROM fdsrc WHERE id % 10 = 0"' floor_dest "$RP_BINDIR" "$SRC" "$DST" "$COPY_FLOOR"
 	((RUN_RC == 0)) || { tail -n 20 "$log" >&2; rp_die "the destination floor's COPY or passes failed (status $RUN_RC)"; }
 	FD_S[$cfg]=$RUN_S FD_CPU[$cfg]=$RUN_CPU FD_SCPU[$cfg]=$RUN_SERVER_CPU SPLIT[$cfg:floor_dest]=$RUN_SERVER_SPLIT
 	src -c "UPDATE fdsrc SET a = a + 1 WHERE id % 4 = 0" -c "DELETE FROM fdsrc WHERE id % 10 = 0"
@@ -359,7 +377,7 @@ floor_dest() {
 	d_dig=$(digest dst fdsrc)
 	[[ $s_dig == "$d_dig" ]] && FD_OK[$cfg]="${d_dig%% *} rows, equal" ||
 		FD_OK[$cfg]="DIFFERENT: src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
-	printf '  floor_dest: %s s (psql cpu %s s, servers cpu %s s: %s); source %s, destination %s\n' \
+	printf '  floor_dest: %s s (client cpu %s s, servers cpu %s s: %s); source %s, destination %s\n' \
 		"${FD_S[$cfg]}" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$s_dig" "$d_dig"
 	src -c "DROP TABLE fdsrc"
 	dst -c "DROP TABLE fdsrc"
