@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
+# regress/t/nats_cluster.sh: the JetStream sink rides out node failures of its cluster.
+#
+# Proves G1 and G2 for --sink nats:// while the 3-node cluster fails under a running workload
+# and one running consumer (it must neither exit nor lose or repeat anything):
+#   (a) kill -9 of the stream's leader node; a new leader is elected, the stream grows again;
+#       the node restarted;
+#   (b) kill -9 of the node the consumer has its TCP connection to; the consumer reconnects
+#       to another node and the stream grows again; the node restarted;
+#   (c) two nodes down (no quorum): while they are down the source commits on and the
+#       consumer keeps sending status updates, but the slot's confirmed_flush_lsn does not
+#       move (sampled at every status update the walsender gets, several times), and the
+#       consumer is still running; both restarted, the slot moves again;
+#   (d) the whole cluster killed (-9) and restarted; the stream grows again.
+# After each step the slot is at or behind the end LSN of the stream's last complete
+# transaction. At the end regress/check_nats.py compares the whole stream with the audit.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=regress/lib.sh
+. "$here/../lib.sh"
+# shellcheck source=regress/nats.sh
+. "$here/../nats.sh"
+export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
+
+SLOT=nats_cluster
+STREAM=CL_STREAM
+PREFIX=cl
+work=$(mktemp -d /tmp/rp-nats-cluster.XXXXXX)
+status=1
+consumer_pid=
+workers=()
+cleanup() { rp_nats_cleanup; rp_e2e_cleanup $? consumer_pid workers; }
+trap cleanup EXIT
+fail() { rp_e2e_fail nats_cluster "$work/consumer-*.err" 15 "$*"; }
+
+started=$SECONDS
+rp_cluster_start src
+rp_nats_start 3
+rp_nats_build_tools "$work"
+rp_nats_load_workload src "$SLOT"
+replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
+
+replicant -d "$src_CONNSTR" -S "$SLOT" --start -s 1 --sink "$(rp_nats_sink_url)" \
+	--nats-stream "$STREAM" --nats-subject-prefix "$PREFIX" --nats-ack-timeout 2 \
+	--state-dir "$work/state" 2>"$work/consumer-1.err" &
+consumer_pid=$!
+rp_psql src -c "CALL workload(1, false, 0)" >"$work/worker1.out" 2>&1 &
+workers+=($!)
+
+alive() { kill -0 "$consumer_pid" 2>/dev/null || fail "$1: the consumer exited ($(tail -n 3 "$work/consumer-1.err" | tr '\n' ' '))"; }
+last_seq() { rp_nats_tool "$STREAM" info | sed -n 's/.*"last_seq":\([0-9]*\).*/\1/p'; }
+# wait (up to 180 s) until the stream's last sequence passes $2 (step $1)
+wait_grows() {
+	local deadline=$((SECONDS + 180)) s
+	while ((SECONDS < deadline)); do
+		alive "$1"
+		s=$(last_seq 2>/dev/null || echo 0)
+		((${s:-0} > $2)) && return 0
+		sleep 0.2
+	done
+	fail "$1: the stream did not grow past $2 within 180 s"
+}
+# G2 at this moment
+acked_within() {
+	local confirmed end ok
+	confirmed=$(rp_nats_confirmed src "$SLOT")
+	end=$(rp_nats_tail_field "$STREAM" last_complete_end)
+	ok=$(rp_psql src -Atc "SELECT '$confirmed'::pg_lsn <= '${end:-0/0}'::pg_lsn")
+	[[ $ok == t ]] || fail "$1: the slot confirmed $confirmed, past the stream's last complete transaction (end ${end:-none})"
+	printf '%s: slot confirmed %s, stream last complete end %s\n' "$1" "$confirmed" "$end"
+}
+# the last status update the slot's walsender got from the consumer
+reply_time() {
+	rp_psql src -Atc "SELECT coalesce(r.reply_time::text, '') FROM pg_stat_replication r
+	                  JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name = '$SLOT'"
+}
+# a sampling period: until the walsender got $1 more status updates, each awaited up to 3 s
+# (a consumer that blocks its status updates while it waits is allowed: the period still ends)
+wait_replies() {
+	local n=$1 prev cur deadline
+	prev=$(reply_time)
+	while ((n > 0)); do
+		deadline=$((SECONDS + 3))
+		until cur=$(reply_time) && [[ -n $cur && $cur != "$prev" ]]; do
+			((SECONDS < deadline)) || break
+			sleep 0.1
+		done
+		prev=$cur
+		n=$((n - 1))
+	done
+}
+client_known() { [[ -n $(rp_nats_client_node "$consumer_pid") ]]; }
+slot_past() { [[ $(rp_psql src -Atc "SELECT confirmed_flush_lsn > '$1' FROM pg_replication_slots WHERE slot_name = '$SLOT'") == t ]]; }
+
+wait_grows start 20
+
+# ---- (a) the stream leader killed under load
+leader=$(rp_nats_wait_stream_leader "$STREAM" 60) || fail "(a) the stream has no leader"
+before=$(last_seq)
+rp_nats_kill9 "$leader"
+new=$(rp_nats_wait_stream_leader "$STREAM" 90 "$leader") || fail "(a) no new stream leader within 90 s after n$leader was killed"
+wait_grows "(a) leader n$leader killed, n$new leads" "$before"
+acked_within "(a)"
+rp_nats_restart "$leader"
+
+# ---- (b) the node the consumer is connected to
+rp_nats_wait_for 30 client_known || true
+node=$(rp_nats_client_node "$consumer_pid")
+[[ -n $node ]] || fail "(b) the consumer has no TCP connection to any nats node"
+before=$(last_seq)
+rp_nats_kill9 "$node"
+wait_grows "(b) n$node (the consumer's) killed" "$before"
+now_on=$(rp_nats_client_node "$consumer_pid")
+[[ $now_on != "$node" ]] || fail "(b) the consumer is still connected to the killed node n$node"
+acked_within "(b)"
+rp_nats_restart "$node"
+rp_nats_wait_meta_leader 90 || fail "(b) no meta leader after n$node restarted"
+
+# ---- (c) two nodes down: no quorum, nothing confirmed, the consumer waits
+leader=$(rp_nats_wait_stream_leader "$STREAM" 90) || fail "(c) the stream has no leader"
+down=()
+for i in 1 2 3; do [[ $i == "$leader" ]] || down+=("$i"); done
+down=("$leader" "${down[0]}") # the leader and one follower
+for i in "${down[@]}"; do rp_nats_kill9 "$i"; done
+# acks that were in flight at the kill may still be confirmed by the next status update
+wait_replies 2
+c0=$(rp_nats_confirmed src "$SLOT")
+audit0=$(rp_psql src -Atc "SELECT count(*) FROM audit")
+for _ in 1 2 3 4 5; do
+	wait_replies 1
+	alive "(c) nodes ${down[*]} down"
+	c=$(rp_nats_confirmed src "$SLOT")
+	[[ $c == "$c0" ]] || fail "(c) the slot moved from $c0 to $c while nodes ${down[*]} were down (no quorum)"
+done
+audit1=$(rp_psql src -Atc "SELECT count(*) FROM audit")
+((audit1 > audit0)) || fail "(c) the source committed nothing while the nodes were down: the check proves nothing"
+printf '(c) nodes %s down: %d audit rows committed meanwhile, slot stayed at %s\n' "${down[*]}" "$((audit1 - audit0))" "$c0"
+before=$(last_seq)
+for i in "${down[@]}"; do rp_nats_restart "$i"; done
+wait_grows "(c) nodes restarted" "$before"
+rp_nats_wait_for 120 slot_past "$c0" ||
+	fail "(c) the slot did not move past $c0 within 120 s after the nodes came back"
+acked_within "(c)"
+
+# ---- (d) the whole cluster killed and restarted
+for i in 1 2 3; do rp_nats_kill9 "$i"; done
+alive "(d) all nodes down"
+for i in 1 2 3; do rp_nats_restart "$i"; done
+rp_nats_wait_meta_leader 120 || fail "(d) no meta leader after the whole cluster restarted"
+before=$(last_seq)
+wait_grows "(d) the whole cluster restarted" "$before"
+acked_within "(d)"
+
+# ---- the end: everything exactly once
+rp_psql src -c "UPDATE ctl SET stop = true" >/dev/null
+for p in "${workers[@]}"; do
+	wait "$p" || { cat "$work/worker1.out"; fail "the workload failed"; }
+done
+workers=()
+fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now()); SELECT pg_current_wal_lsn()")
+rp_nats_wait_confirmed src "$SLOT" "$fence" 300 "$consumer_pid" || fail "the consumer did not confirm $fence within 300 s"
+kill -TERM "$consumer_pid"
+rc=0
+wait "$consumer_pid" || rc=$?
+consumer_pid=
+((rc == 0)) || fail "the consumer stopped by SIGTERM exited with $rc"
+rp_nats_check src "$SLOT" "$STREAM" "$PREFIX" "$work" >"$work/check.out" ||
+	{ cat "$work/check.out"; fail "the stream does not match what was committed"; }
+cat "$work/check.out"
+status=0
+printf 'PASS nats_cluster: stream leader killed, the consumer'"'"'s node killed, no quorum (slot held, consumer waiting), whole cluster restarted: exactly once (G1), confirmed behind the stream (G2) (%ds)\n' \
+	"$((SECONDS - started))"

@@ -1,0 +1,521 @@
+/*
+ * regress/tools/nats_dump.c: the nats tests' independent reader of a JetStream stream.
+ *
+ *   nats_dump URLS STREAM dump          every message by sequence, first to last, one JSON
+ *                                       line each: {"seq":N,"subject":"...","headers":
+ *                                       {"Key":"value" or ["v1","v2"]},"data":"payload"}
+ *                                       ({"seq":N,"missing":true} for a sequence not there)
+ *   nats_dump URLS STREAM info          {"messages":N,"bytes":N,"first_seq":N,"last_seq":N,
+ *                                        "max_bytes":N,"discard":"new|old","replicas":N,
+ *                                        "duplicates_ns":N,"deny_delete":B,"deny_purge":B,
+ *                                        "subjects":[...],"leader":"n1"}
+ *   nats_dump URLS STREAM create PREFIX MAX_BYTES REPLICAS
+ *                                       create the stream as a test wants it beforehand: file
+ *                                       storage, subjects PREFIX.>, limits retention, deny
+ *                                       delete and purge, MAX_BYTES with discard new
+ *   nats_dump URLS STREAM max-bytes N   update the stream's max bytes (-1: unlimited)
+ *   nats_dump URLS STREAM tail          the last message as dump prints it, plus
+ *                                       "last_complete_end": the Replicant-End-Lsn of the last
+ *                                       data message with Replicant-Last (walks back over the
+ *                                       open transaction by its Replicant-Index); "" when none
+ *   nats_dump URLS STREAM publish SUBJECT DATA [KEY=VALUE...]
+ *                                       one synchronous publish with those headers (a foreign
+ *                                       writer for the fencing tests); prints the sequence
+ *
+ * Every read is a leader-routed get (js_GetMsg, the stream info API), not a direct get, so
+ * what it prints is what the stream's RAFT group committed. A request that fails with a
+ * timeout, no responders or no leader is retried for up to 120 s (leader elections).
+ * Built by the scripts into their temp dir:
+ *   cc -O2 -o DIR/nats_dump regress/tools/nats_dump.c $(pkg-config --cflags --libs libnats)
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nats/nats.h>
+
+#define RETRY_SECONDS 120
+
+static void
+die(const char *what, natsStatus s, jsErrCode jerr)
+{
+	fprintf(stderr, "nats_dump: %s: %s (status %d, jetstream error %d)\n",
+			what, natsStatus_GetText(s), (int) s, (int) jerr);
+	exit(1);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* worth another try: the cluster is electing or a node is down */
+static int
+transient(natsStatus s, jsErrCode jerr)
+{
+	return s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS || s == NATS_NO_SERVER ||
+		s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED ||
+		s == NATS_STALE_CONNECTION ||
+		jerr == 10008 /* cluster not available */ ||
+		jerr == 10076 /* no responders */;
+}
+
+static void
+put_json_string(FILE *f, const char *p, int len)
+{
+	int			i;
+
+	fputc('"', f);
+	for (i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) p[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c == '\r')
+			fputs("\\r", f);
+		else if (c == '\t')
+			fputs("\\t", f);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void
+put_str(FILE *f, const char *s)
+{
+	put_json_string(f, s, (int) strlen(s));
+}
+
+static jsStreamInfo *
+stream_info(jsCtx *js, const char *stream)
+{
+	double		deadline = now_s() + RETRY_SECONDS;
+
+	for (;;)
+	{
+		jsStreamInfo *si = NULL;
+		jsErrCode	jerr = 0;
+		natsStatus	s = js_GetStreamInfo(&si, js, stream, NULL, &jerr);
+
+		if (s == NATS_OK)
+			return si;
+		if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+			return NULL;
+		if (!transient(s, jerr) || now_s() > deadline)
+			die("stream info", s, jerr);
+		usleep(200 * 1000);
+	}
+}
+
+static void
+print_msg_to(uint64_t seq, natsMsg *m, int newline)
+{
+	const char **keys = NULL;
+	int			nkeys = 0;
+	int			i;
+
+	printf("{\"seq\":%" PRIu64 ",\"subject\":", seq);
+	put_str(stdout, natsMsg_GetSubject(m));
+	printf(",\"headers\":{");
+	if (natsMsgHeader_Keys(m, &keys, &nkeys) == NATS_OK)
+	{
+		for (i = 0; i < nkeys; i++)
+		{
+			const char **vals = NULL;
+			int			nvals = 0;
+			int			j;
+
+			if (i > 0)
+				putchar(',');
+			put_str(stdout, keys[i]);
+			putchar(':');
+			if (natsMsgHeader_Values(m, keys[i], &vals, &nvals) != NATS_OK)
+				nvals = 0;
+			if (nvals == 1)
+				put_str(stdout, vals[0]);
+			else
+			{
+				putchar('[');
+				for (j = 0; j < nvals; j++)
+				{
+					if (j > 0)
+						putchar(',');
+					put_str(stdout, vals[j]);
+				}
+				putchar(']');
+			}
+			free((void *) vals);
+		}
+		free((void *) keys);
+	}
+	printf("},\"data\":");
+	put_json_string(stdout, natsMsg_GetData(m), natsMsg_GetDataLength(m));
+	printf(newline ? "}\n" : "}");
+}
+
+static void
+print_msg(uint64_t seq, natsMsg *m)
+{
+	print_msg_to(seq, m, 1);
+}
+
+/* the message at seq (NULL when the stream has none there), retried through elections */
+static natsMsg *
+get_msg(jsCtx *js, const char *stream, uint64_t seq)
+{
+	double		deadline = now_s() + RETRY_SECONDS;
+
+	for (;;)
+	{
+		natsMsg    *m = NULL;
+		jsErrCode	jerr = 0;
+		natsStatus	s = js_GetMsg(&m, js, stream, seq, NULL, &jerr);
+
+		if (s == NATS_OK)
+			return m;
+		if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr)
+			return NULL;
+		if (!transient(s, jerr) || now_s() > deadline)
+			die("get message", s, jerr);
+		usleep(200 * 1000);
+	}
+}
+
+static const char *
+header(natsMsg *m, const char *key)
+{
+	const char *v = NULL;
+
+	if (natsMsgHeader_Get(m, key, &v) != NATS_OK)
+		return NULL;
+	return v;
+}
+
+static int
+is_data(natsMsg *m)
+{
+	const char *op = header(m, "Replicant-Op");
+
+	return op != NULL && strcmp(op, "relation") != 0;
+}
+
+static void
+tail(jsCtx *js, const char *stream)
+{
+	jsStreamInfo *si = stream_info(js, stream);
+	uint64_t	last,
+				seq;
+	natsMsg    *m;
+	char		end[64] = "";
+
+	if (si == NULL)
+	{
+		fprintf(stderr, "nats_dump: stream %s does not exist\n", stream);
+		exit(2);
+	}
+	last = si->State.LastSeq;
+	jsStreamInfo_Destroy(si);
+	if (last == 0)
+	{
+		printf("{\"seq\":0,\"last_complete_end\":\"\"}\n");
+		return;
+	}
+	m = get_msg(js, stream, last);
+	seq = last;
+	/* walk back to the last message with Replicant-Last, skipping the open transaction */
+	while (seq > 0)
+	{
+		natsMsg    *w = (seq == last) ? m : get_msg(js, stream, seq);
+		const char *lastv;
+		const char *idx;
+		uint64_t	next = seq - 1;
+
+		if (w == NULL)
+			break;
+		if (is_data(w))
+		{
+			lastv = header(w, "Replicant-Last");
+			if (lastv != NULL && strcmp(lastv, "true") == 0)
+			{
+				snprintf(end, sizeof(end), "%s", header(w, "Replicant-End-Lsn") ? header(w, "Replicant-End-Lsn") : "");
+				if (w != m)
+					natsMsg_Destroy(w);
+				break;
+			}
+			idx = header(w, "Replicant-Index");
+			if (idx != NULL && strtoull(idx, NULL, 10) + 1 <= seq)
+				next = seq - strtoull(idx, NULL, 10) - 1;
+		}
+		if (w != m)
+			natsMsg_Destroy(w);
+		seq = next;
+	}
+	if (m == NULL)
+	{
+		printf("{\"seq\":%" PRIu64 ",\"missing\":true,\"last_complete_end\":\"%s\"}\n", last, end);
+		return;
+	}
+	/* print_msg's line with the field added before its closing brace */
+	printf("{\"last_complete_end\":\"%s\",\"msg\":", end);
+	print_msg_to(last, m, 0);
+	printf("}\n");
+	natsMsg_Destroy(m);
+}
+
+static void
+dump(jsCtx *js, const char *stream)
+{
+	jsStreamInfo *si = stream_info(js, stream);
+	uint64_t	first,
+				last,
+				seq;
+
+	if (si == NULL)
+	{
+		fprintf(stderr, "nats_dump: stream %s does not exist\n", stream);
+		exit(2);
+	}
+	first = si->State.FirstSeq;
+	last = si->State.LastSeq;
+	jsStreamInfo_Destroy(si);
+	for (seq = (first ? first : 1); seq <= last; seq++)
+	{
+		double		deadline = now_s() + RETRY_SECONDS;
+
+		for (;;)
+		{
+			natsMsg    *m = NULL;
+			jsErrCode	jerr = 0;
+			natsStatus	s = js_GetMsg(&m, js, stream, seq, NULL, &jerr);
+
+			if (s == NATS_OK)
+			{
+				print_msg(seq, m);
+				natsMsg_Destroy(m);
+				break;
+			}
+			if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr)
+			{
+				printf("{\"seq\":%" PRIu64 ",\"missing\":true}\n", seq);
+				break;
+			}
+			if (!transient(s, jerr) || now_s() > deadline)
+				die("get message", s, jerr);
+			usleep(200 * 1000);
+		}
+	}
+}
+
+static void
+info(jsCtx *js, const char *stream)
+{
+	jsStreamInfo *si = stream_info(js, stream);
+	int			i;
+
+	if (si == NULL)
+	{
+		printf("{\"exists\":false}\n");
+		return;
+	}
+	printf("{\"exists\":true,\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64
+		   ",\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
+		   ",\"max_bytes\":%" PRId64 ",\"discard\":\"%s\",\"replicas\":%" PRId64
+		   ",\"duplicates_ns\":%" PRId64 ",\"deny_delete\":%s,\"deny_purge\":%s"
+		   ",\"retention\":%d,\"storage\":%d,\"subjects\":[",
+		   si->State.Msgs, si->State.Bytes, si->State.FirstSeq, si->State.LastSeq,
+		   si->Config->MaxBytes, si->Config->Discard == js_DiscardNew ? "new" : "old",
+		   si->Config->Replicas, si->Config->Duplicates,
+		   si->Config->DenyDelete ? "true" : "false",
+		   si->Config->DenyPurge ? "true" : "false",
+		   (int) si->Config->Retention, (int) si->Config->Storage);
+	for (i = 0; i < si->Config->SubjectsLen; i++)
+	{
+		if (i > 0)
+			putchar(',');
+		put_str(stdout, si->Config->Subjects[i]);
+	}
+	printf("],\"leader\":");
+	put_str(stdout, si->Cluster && si->Cluster->Leader ? si->Cluster->Leader : "");
+	printf("}\n");
+	jsStreamInfo_Destroy(si);
+}
+
+static void
+create(jsCtx *js, const char *stream, const char *prefix, int64_t max_bytes, int64_t replicas)
+{
+	jsStreamConfig cfg;
+	char		subject[1024];
+	const char *subjects[1];
+	double		deadline = now_s() + RETRY_SECONDS;
+
+	snprintf(subject, sizeof(subject), "%s.>", prefix);
+	subjects[0] = subject;
+	jsStreamConfig_Init(&cfg);
+	cfg.Name = stream;
+	cfg.Subjects = subjects;
+	cfg.SubjectsLen = 1;
+	cfg.Storage = js_FileStorage;
+	cfg.Retention = js_LimitsPolicy;
+	cfg.MaxBytes = max_bytes;
+	cfg.Discard = js_DiscardNew;
+	cfg.Replicas = replicas;
+	cfg.DenyDelete = true;
+	cfg.DenyPurge = true;
+	for (;;)
+	{
+		jsErrCode	jerr = 0;
+		natsStatus	s = js_AddStream(NULL, js, &cfg, NULL, &jerr);
+
+		if (s == NATS_OK)
+			return;
+		if (!transient(s, jerr) || now_s() > deadline)
+			die("create stream", s, jerr);
+		usleep(200 * 1000);
+	}
+}
+
+static void
+set_max_bytes(jsCtx *js, const char *stream, int64_t max_bytes)
+{
+	double		deadline = now_s() + RETRY_SECONDS;
+
+	for (;;)
+	{
+		jsStreamInfo *si = stream_info(js, stream);
+		jsErrCode	jerr = 0;
+		natsStatus	s;
+
+		if (si == NULL)
+		{
+			fprintf(stderr, "nats_dump: stream %s does not exist\n", stream);
+			exit(2);
+		}
+		si->Config->MaxBytes = max_bytes;
+		s = js_UpdateStream(NULL, js, si->Config, NULL, &jerr);
+		jsStreamInfo_Destroy(si);
+		if (s == NATS_OK)
+			return;
+		if (!transient(s, jerr) || now_s() > deadline)
+			die("update stream", s, jerr);
+		usleep(200 * 1000);
+	}
+}
+
+static void
+publish(jsCtx *js, int argc, char **argv)
+{
+	natsMsg    *m = NULL;
+	jsPubAck   *ack = NULL;
+	jsErrCode	jerr = 0;
+	natsStatus	s;
+	int			i;
+
+	if ((s = natsMsg_Create(&m, argv[4], NULL, argv[5], (int) strlen(argv[5]))) != NATS_OK)
+		die("message", s, 0);
+	for (i = 6; i < argc; i++)
+	{
+		char	   *eq = strchr(argv[i], '=');
+
+		if (eq == NULL)
+		{
+			fprintf(stderr, "nats_dump: header without '=': %s\n", argv[i]);
+			exit(2);
+		}
+		*eq = '\0';
+		if ((s = natsMsgHeader_Add(m, argv[i], eq + 1)) != NATS_OK)
+			die("header", s, 0);
+	}
+	if ((s = js_PublishMsg(&ack, js, m, NULL, &jerr)) != NATS_OK)
+		die("publish", s, jerr);
+	printf("%" PRIu64 "\n", ack->Sequence);
+	jsPubAck_Destroy(ack);
+	natsMsg_Destroy(m);
+}
+
+int
+main(int argc, char **argv)
+{
+	natsOptions *opts = NULL;
+	natsConnection *nc = NULL;
+	jsCtx	   *js = NULL;
+	jsOptions	jo;
+	natsStatus	s;
+	const char *cmd;
+	double		deadline = now_s() + RETRY_SECONDS;
+	const char *servers[16];
+	int			nservers = 0;
+
+	if (argc < 4)
+	{
+		fprintf(stderr, "usage: nats_dump URLS STREAM dump|info|create PREFIX MAX_BYTES REPLICAS|max-bytes N\n");
+		return 2;
+	}
+	cmd = argv[3];
+	/* a comma-separated list: each URL a server of its own (SetURL takes one) */
+	{
+		char	   *list = strdup(argv[1]);
+		char	   *tok;
+		char	   *save = NULL;
+
+		for (tok = strtok_r(list, ",", &save); tok != NULL && nservers < 16;
+			 tok = strtok_r(NULL, ",", &save))
+			servers[nservers++] = tok;
+	}
+	if ((s = natsOptions_Create(&opts)) != NATS_OK ||
+		(s = natsOptions_SetServers(opts, servers, nservers)) != NATS_OK ||
+		(s = natsOptions_SetTimeout(opts, 5000)) != NATS_OK ||
+		(s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||
+		(s = natsOptions_SetReconnectWait(opts, 200)) != NATS_OK)
+		die("options", s, 0);
+	/* a cluster with a node down: connect to another, retry while none answers */
+	while ((s = natsConnection_Connect(&nc, opts)) != NATS_OK)
+	{
+		if (now_s() > deadline)
+			die("connect", s, 0);
+		usleep(200 * 1000);
+	}
+	jsOptions_Init(&jo);
+	jo.Wait = 5000;
+	if ((s = natsConnection_JetStream(&js, nc, &jo)) != NATS_OK)
+		die("jetstream context", s, 0);
+
+	if (strcmp(cmd, "dump") == 0)
+		dump(js, argv[2]);
+	else if (strcmp(cmd, "info") == 0)
+		info(js, argv[2]);
+	else if (strcmp(cmd, "create") == 0 && argc == 7)
+		create(js, argv[2], argv[4], strtoll(argv[5], NULL, 10), strtoll(argv[6], NULL, 10));
+	else if (strcmp(cmd, "max-bytes") == 0 && argc == 5)
+		set_max_bytes(js, argv[2], strtoll(argv[4], NULL, 10));
+	else if (strcmp(cmd, "tail") == 0)
+		tail(js, argv[2]);
+	else if (strcmp(cmd, "publish") == 0 && argc >= 6)
+		publish(js, argc, argv);
+	else
+	{
+		fprintf(stderr, "nats_dump: unknown command or wrong arguments: %s\n", cmd);
+		return 2;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout))
+	{
+		perror("nats_dump: stdout");
+		return 1;
+	}
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	natsOptions_Destroy(opts);
+	return 0;
+}
