@@ -18,6 +18,7 @@
 #include "agg/rp_agg.h"
 #include "sinks/rp_sink.h"
 #include "sinks/mirror/rp_mirror.h"
+#include "sinks/nats/rp_nats.h"
 #include "snapshot/rp_snapshot.h"
 #include "stream/rp_deliver.h"
 
@@ -61,6 +62,7 @@ typedef struct RpCli
 	bool		progress;
 	int			metrics_port;
 	RpMirrorOptions pg;				/* mirror sink */
+	RpNatsOptions nats;			/* NATS JetStream sink */
 	bool		no_early_apply;
 	uint64_t	decoding_work_mem_kb;	/* 0: default (see set_decoding_work_mem) */
 	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
@@ -95,6 +97,8 @@ extern void rp_cli_free(RpCli *cli);
 extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
 /* Whether --sink names a kind of sink this program has. */
 extern bool rp_cli_sink_known(const char *sink);
+/* nats://... or tls://...: the NATS JetStream sink */
+extern bool rp_cli_sink_is_nats(const char *sink);
 /*
  * dbname (a database name, a conninfo string or a URI, or NULL) as one
  * keyword/value conninfo, followed by the keys whose vals are not NULL

@@ -57,13 +57,23 @@ usage_sinks(void)
 {
 	printf("\nSink options:\n");
 	printf("      --sink=SINK        stdout (or -), file:PATH, exec:COMMAND, postgresql://URI or\n"
-		   "                         postgres:CONNINFO (a mirror; default: stdout)\n");
+		   "                         postgres:CONNINFO (a mirror), nats://... (JetStream; default: stdout)\n");
 	printf("      --exec-ack-timeout=SECS  exec sink: halt when the child neither reads nor acknowledges\n"
 		   "                         for SECS (default: %d; 0: wait for ever)\n", RP_EXEC_ACK_TIMEOUT_DEFAULT);
 	printf("      --max-record-bytes=SIZE  log sinks: a snapshot row larger than this becomes an\n"
 		   "                         oversize stub (default: no limit)\n");
 	printf("      --max-dlq-bytes=SIZE how much of an oversize row the dead-letter file keeps (default: 64kB)\n");
 	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter)\n");
+	printf("\nNATS JetStream sink options (--sink nats://[USER:PASS@]HOST:PORT[,HOST:PORT...] or tls://...):\n");
+	printf("      --nats-stream=NAME the stream (default: REPLICANT_<slot>)\n");
+	printf("      --nats-subject-prefix=P  subjects P.<schema>.<table> and P._control (default: replicant.<slot>)\n");
+	printf("      --nats-replicas=N  replicas when the stream is created (default: %d)\n", RP_NATS_DEFAULT_REPLICAS);
+	printf("      --nats-max-bytes=SIZE  max bytes when the stream is created, discard new (default: unlimited)\n");
+	printf("      --nats-duplicate-window=SECS  duplicate window when the stream is created (default: the server's)\n");
+	printf("      --nats-window=N    most publishes in flight (default: %d)\n", RP_NATS_DEFAULT_WINDOW);
+	printf("      --nats-ack-timeout=SECS  longest wait for one publish's ack (default: 5)\n");
+	printf("      --nats-creds=FILE, --nats-tls-ca=FILE, --nats-tls-cert=FILE, --nats-tls-key=FILE\n"
+		   "                         credentials and TLS (user and password also from NATS_USER, NATS_PASSWORD)\n");
 	printf("\nMirror sink options:\n");
 	printf("      --create-tables    create missing destination tables from the source's description\n");
 	printf("      --on-destructive=halt|skip|apply\n"

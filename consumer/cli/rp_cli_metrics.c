@@ -13,6 +13,7 @@
 #include "base/rp_counter.h"
 #include "cli/rp_cli_metrics.h"
 #include "sinks/mirror/rp_mirror.h"
+#include "sinks/nats/rp_nats.h"
 #include "stream/rp_conn.h"
 
 void
@@ -139,6 +140,7 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		rp_metrics_add(m, rp_cli_metrics_stream, cm) < 0 ||
 		(cm->agg && rp_metrics_add(m, rp_cli_metrics_aggregates, cm) < 0) ||
 		(cm->sink && rp_metrics_add(m, rp_cli_metrics_divergences, cm->sink) < 0) ||
+		(cm->sink && rp_nats_is(cm->sink) && rp_metrics_add(m, rp_nats_metrics, cm->sink) < 0) ||
 		rp_metrics_add(m, rp_metrics_halts, m) < 0)
 		return -1;
 	return 0;

@@ -87,6 +87,18 @@ typedef enum RpCliOpt
 	RP_OPT_MAX_RECORD_BYTES,
 	RP_OPT_MAX_DLQ_BYTES,
 	RP_OPT_DEAD_LETTER_FILE,
+	/* sinks: NATS JetStream */
+	RP_OPT_NATS_STREAM,
+	RP_OPT_NATS_SUBJECT_PREFIX,
+	RP_OPT_NATS_REPLICAS,
+	RP_OPT_NATS_MAX_BYTES,
+	RP_OPT_NATS_DUPLICATE_WINDOW,
+	RP_OPT_NATS_WINDOW,
+	RP_OPT_NATS_ACK_TIMEOUT,
+	RP_OPT_NATS_CREDS,
+	RP_OPT_NATS_TLS_CA,
+	RP_OPT_NATS_TLS_CERT,
+	RP_OPT_NATS_TLS_KEY,
 	/* sinks: the mirror */
 	RP_OPT_CREATE_TABLES,
 	RP_OPT_ON_DESTRUCTIVE,
@@ -150,6 +162,17 @@ static const struct option long_options[] = {
 	{"max-record-bytes", required_argument, NULL, RP_OPT_MAX_RECORD_BYTES},
 	{"max-dlq-bytes", required_argument, NULL, RP_OPT_MAX_DLQ_BYTES},
 	{"dead-letter-file", required_argument, NULL, RP_OPT_DEAD_LETTER_FILE},
+	{"nats-stream", required_argument, NULL, RP_OPT_NATS_STREAM},
+	{"nats-subject-prefix", required_argument, NULL, RP_OPT_NATS_SUBJECT_PREFIX},
+	{"nats-replicas", required_argument, NULL, RP_OPT_NATS_REPLICAS},
+	{"nats-max-bytes", required_argument, NULL, RP_OPT_NATS_MAX_BYTES},
+	{"nats-duplicate-window", required_argument, NULL, RP_OPT_NATS_DUPLICATE_WINDOW},
+	{"nats-window", required_argument, NULL, RP_OPT_NATS_WINDOW},
+	{"nats-ack-timeout", required_argument, NULL, RP_OPT_NATS_ACK_TIMEOUT},
+	{"nats-creds", required_argument, NULL, RP_OPT_NATS_CREDS},
+	{"nats-tls-ca", required_argument, NULL, RP_OPT_NATS_TLS_CA},
+	{"nats-tls-cert", required_argument, NULL, RP_OPT_NATS_TLS_CERT},
+	{"nats-tls-key", required_argument, NULL, RP_OPT_NATS_TLS_KEY},
 	{"create-tables", no_argument, NULL, RP_OPT_CREATE_TABLES},
 	{"on-destructive", required_argument, NULL, RP_OPT_ON_DESTRUCTIVE},
 	{"schema-prefix", required_argument, NULL, RP_OPT_SCHEMA_PREFIX},
@@ -410,6 +433,75 @@ opt_sinks(RpCli *cli, int c, const char *arg)
 	return OPT_OTHER;
 }
 
+/* Seconds, fractional allowed, in (0, max]. */
+static bool
+parse_seconds(const char *s, double max, double *out)
+{
+	char	   *end;
+	double		v;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	v = strtod(s, &end);
+	if (*end != '\0' || !(v > 0) || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The NATS JetStream sink's options (--sink nats://...). */
+static int
+opt_nats(RpCli *cli, int c, const char *arg)
+{
+	RpNatsOptions *o = &cli->nats;
+
+	switch (c)
+	{
+		case RP_OPT_NATS_STREAM:
+			if (*arg == '\0' || strpbrk(arg, ". *>/\\\t") != NULL)
+				return bad_value("nats-stream", arg, "a stream name without '.', '*', '>', '/', '\\' or spaces");
+			o->stream = arg;
+			return OPT_TAKEN;
+		case RP_OPT_NATS_SUBJECT_PREFIX:
+			if (*arg == '\0' || strpbrk(arg, "*> \t") != NULL || arg[0] == '.' ||
+				arg[strlen(arg) - 1] == '.' || strstr(arg, "..") != NULL)
+				return bad_value("nats-subject-prefix", arg, "subject tokens without wildcards or spaces");
+			o->subject_prefix = arg;
+			return OPT_TAKEN;
+		case RP_OPT_NATS_REPLICAS:
+			if (!rp_parse_int(arg, 1, 5, &o->replicas))
+				return bad_value("nats-replicas", arg, "1 to 5");
+			return OPT_TAKEN;
+		case RP_OPT_NATS_MAX_BYTES:
+			return size_option("nats-max-bytes", arg, RP_SIZE_MAX, NULL, &o->max_bytes);
+		case RP_OPT_NATS_DUPLICATE_WINDOW:
+			if (!parse_seconds(arg, 7 * 86400.0, &o->duplicate_window_s))
+				return bad_value("nats-duplicate-window", arg, "seconds, more than 0, e.g. 0.1 or 120");
+			return OPT_TAKEN;
+		case RP_OPT_NATS_WINDOW:
+			if (!rp_parse_int(arg, 1, 65536, &o->window))
+				return bad_value("nats-window", arg, "1 to 65536");
+			return OPT_TAKEN;
+		case RP_OPT_NATS_ACK_TIMEOUT:
+			if (!parse_seconds(arg, 3600.0, &o->ack_timeout_s))
+				return bad_value("nats-ack-timeout", arg, "seconds, more than 0, at most 3600");
+			return OPT_TAKEN;
+		case RP_OPT_NATS_CREDS:
+			o->creds = arg;
+			return OPT_TAKEN;
+		case RP_OPT_NATS_TLS_CA:
+			o->tls_ca = arg;
+			return OPT_TAKEN;
+		case RP_OPT_NATS_TLS_CERT:
+			o->tls_cert = arg;
+			return OPT_TAKEN;
+		case RP_OPT_NATS_TLS_KEY:
+			o->tls_key = arg;
+			return OPT_TAKEN;
+	}
+	return OPT_OTHER;
+}
+
 static int
 opt_mirror(RpCli *cli, int c, const char *arg)
 {
@@ -555,6 +647,7 @@ set_defaults(RpCli *cli)
 	cli->max_dlq_bytes = 64 * 1024;
 	cli->backfill_chunk_rows = 10000;
 	cli->exec_ack_timeout_s = RP_EXEC_ACK_TIMEOUT_DEFAULT;
+	rp_nats_options_init(&cli->nats);
 }
 
 /* --backfill's watermarks travel in the stream: the mirror must see them. */
@@ -600,7 +693,7 @@ check_options(const RpCli *cli, int argc, char **argv)
 	if (cli->agg && strncmp(cli->sink, "postgres", 8) != 0)
 		return rp_cli_usage_error("aggregate bindings need the PostgreSQL sink (--sink=postgresql://... or postgres:CONNINFO)");
 	if (!rp_cli_sink_known(cli->sink))
-		return rp_cli_usage_error("unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
+		return rp_cli_usage_error("unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://..., postgres:CONNINFO or nats://...)",
 								  cli->sink);
 	return RP_CLI_RUN;
 }
@@ -611,7 +704,13 @@ rp_cli_sink_known(const char *sink)
 	return strcmp(sink, "stdout") == 0 || strcmp(sink, "-") == 0 ||
 		strncmp(sink, "file:", 5) == 0 || strncmp(sink, "exec:", 5) == 0 ||
 		strncmp(sink, "postgresql://", 13) == 0 || strncmp(sink, "postgres://", 11) == 0 ||
-		strncmp(sink, "postgres:", 9) == 0;
+		strncmp(sink, "postgres:", 9) == 0 || rp_cli_sink_is_nats(sink);
+}
+
+bool
+rp_cli_sink_is_nats(const char *sink)
+{
+	return strncmp(sink, "nats://", 7) == 0 || strncmp(sink, "tls://", 6) == 0;
 }
 
 /* One keyword='value' pair onto buf, quoted the way conninfo strings are. */
@@ -763,7 +862,7 @@ static int
 take_option(RpCli *cli, int c, const char *arg, const char *word)
 {
 	static int	(*const groups[]) (RpCli *, int, const char *) = {
-		opt_general, opt_tuning, opt_connection, opt_sinks, opt_mirror, opt_copies
+		opt_general, opt_tuning, opt_connection, opt_sinks, opt_nats, opt_mirror, opt_copies
 	};
 
 	if (c == '?' || c == ':')

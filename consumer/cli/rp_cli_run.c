@@ -500,7 +500,13 @@ open_sink(RpCli *cli, const RpSinkEnv *env)
 		cli->pg.slot = cli->slot;
 		return rp_mirror_open(&cli->pg, env);
 	}
-	rp_fail(RP_HALT_CONFIG, "unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://... or postgres:CONNINFO)",
+	if (rp_cli_sink_is_nats(cli->sink))
+	{
+		cli->nats.url = cli->sink;
+		cli->nats.slot = cli->slot;
+		return rp_nats_open(&cli->nats, env);
+	}
+	rp_fail(RP_HALT_CONFIG, "unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://..., postgres:CONNINFO or nats://...)",
 			cli->sink);
 	return NULL;
 }
@@ -513,6 +519,11 @@ open_sink(RpCli *cli, const RpSinkEnv *env)
 static int
 run_prepare(RpCli *cli, RpSinkEnv *env)
 {
+	if (rp_cli_sink_is_nats(cli->sink) && !rp_nats_available())
+	{
+		pg_log_error("this replicant was built without the NATS sink (libnats)");
+		return RP_EXIT_ERROR;
+	}
 	/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
 	if (cli->dlq_file == NULL)
 	{

@@ -1,0 +1,882 @@
+/*
+ * rp_nats.c
+ *    The NATS JetStream sink's callbacks (docs/sinks.md, docs/guarantees.md).
+ *
+ * The stream is the checkpoint (owns_checkpoint): handle_batch publishes
+ * every data message of the batch within the window, each expecting the
+ * stream's last sequence to be the previous one's, and returns only when
+ * all are acknowledged, so "returned" is "durable" and the library then
+ * confirms the batch's end LSN.  On any failure it drains, backs off,
+ * re-reads the stream's last message and resumes after it (inside the
+ * same call), so the stream holds every change once whatever failed.  A
+ * tail another writer wrote since this one knew the stream's end fences
+ * this one (halt).
+ *
+ * A transaction's last data message is known only at its end, so one
+ * message is held back and published when the next one (or the end)
+ * comes: the last gets Replicant-Last.  A transaction with no data
+ * message publishes nothing; when a batch ends with such transactions a
+ * position message (control subject, Replicant-Op: position) records the
+ * batch's end LSN, so what the library confirms is always what the
+ * stream's tail says (a restart's checkpoint is never behind the slot).
+ */
+#include "rp_alloc.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "base/rp_counter.h"
+#include "base/rp_metrics.h"
+#include "base/rp_status.h"
+#include "sinks/nats/rp_nats.h"
+#include "sinks/nats/rp_nats_int.h"
+
+void
+rp_nats_options_init(RpNatsOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->replicas = RP_NATS_DEFAULT_REPLICAS;
+	o->window = RP_NATS_DEFAULT_WINDOW;
+	o->ack_timeout_s = RP_NATS_DEFAULT_ACK_TIMEOUT_S;
+}
+
+#ifndef RP_HAVE_NATS
+
+bool
+rp_nats_available(void)
+{
+	return false;
+}
+
+RpSink *
+rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
+{
+	rp_fail(RP_HALT_CONFIG, "this replicant was built without the NATS sink (libnats)");
+	return NULL;
+}
+
+bool
+rp_nats_is(const RpSink *s)
+{
+	return false;
+}
+
+void
+rp_nats_metrics(RpBuf *out, const void *arg)
+{
+}
+
+#else							/* RP_HAVE_NATS */
+
+#include "rp_format.h"
+#include "rp_json.h"
+#include "sinks/log/rp_lines.h"
+#include "stream/rp_cursor.h"
+#include "stream/rp_deliver.h"
+
+static const char rp_nats_name[] = "nats";
+
+typedef struct RpNatsRelSeq
+{
+	uint32_t	relid;
+	uint64_t	seq;
+} RpNatsRelSeq;
+
+/* value-free counters, read by the metrics thread */
+typedef struct RpNatsCounters
+{
+	uint64_t	published;
+	uint64_t	acked_lsn;
+	uint64_t	retries;
+	uint64_t	stream_full;
+	uint64_t	relations;
+	uint64_t	positions;
+} RpNatsCounters;
+
+typedef struct RpNatsSink
+{
+	RpNatsOptions o;
+	char	   *url;
+	char	   *stream;
+	char	   *prefix;
+	char		slot[RP_SLOT_NAME_MAX];
+	char		writer[40];
+	RpNatsLink	link;
+
+	/* what the stream holds, as this writer knows it */
+	uint64_t	known_seq;		/* its last sequence */
+	RpNatsResume resume;		/* its last data (or position) message */
+	uint64_t	stream_end;		/* the end LSN its last complete transaction or position holds */
+	uint64_t	resume_prev_end;	/* mid-transaction: what the stream held before it */
+	bool		need_tail;		/* read it again before publishing */
+	int			have_ck;		/* checkpoint(): 1 found, 0 none */
+	RpCheckpoint ck;
+
+	/* relations described in this session: relid -> the description's sequence */
+	RpNatsRelSeq *rels;
+	int			nrels;
+	int			caprels;
+	bool		schema_changed; /* in the batch being published */
+
+	/* one pass over a batch */
+	natsMsg    *held;			/* the last data message, not yet published */
+	RpNatsResume intended;		/* the stream's tail once the pass is acked */
+	uint64_t	intended_end;
+
+	RpBuf		payload;
+	RpBuf		subject;
+	RpBuf		extra;
+	RpBuf		key;
+	RpNatsHdrs	hdrs;
+	RpNatsCounters count;
+} RpNatsSink;
+
+/* ---- relations described ---- */
+
+static RpNatsRelSeq *
+rel_find(RpNatsSink *ns, uint32_t relid)
+{
+	for (int i = 0; i < ns->nrels; i++)
+		if (ns->rels[i].relid == relid)
+			return &ns->rels[i];
+	return NULL;
+}
+
+static void
+rel_forget(RpNatsSink *ns, uint32_t relid)
+{
+	RpNatsRelSeq *r = rel_find(ns, relid);
+
+	if (r)
+		*r = ns->rels[--ns->nrels];
+}
+
+static void
+rel_remember(RpNatsSink *ns, uint32_t relid, uint64_t seq)
+{
+	RpNatsRelSeq *r = rel_find(ns, relid);
+
+	if (r == NULL)
+	{
+		if (ns->nrels == ns->caprels)
+		{
+			ns->caprels = ns->caprels ? ns->caprels * 2 : 16;
+			ns->rels = rp_realloc(ns->rels, sizeof(RpNatsRelSeq) * (size_t) ns->caprels);
+		}
+		r = &ns->rels[ns->nrels++];
+		r->relid = relid;
+	}
+	r->seq = seq;
+}
+
+/* ---- messages ---- */
+
+static natsMsg *
+make_msg(RpNatsSink *ns)
+{
+	natsMsg    *m = NULL;
+
+	if (natsMsg_Create(&m, ns->subject.data, NULL, ns->payload.data, (int) ns->payload.len) != NATS_OK)
+		return NULL;
+	for (int i = 0; i < ns->hdrs.n; i++)
+		if (natsMsgHeader_Set(m, ns->hdrs.key[i], rp_nats_hdrs_value(&ns->hdrs, i)) != NATS_OK)
+		{
+			natsMsg_Destroy(m);
+			return NULL;
+		}
+	return m;
+}
+
+/* false: the window failed (or a message could not be made): end the pass */
+static bool
+send_msg(RpNatsSink *ns, natsMsg *m)
+{
+	if (m == NULL)
+		return false;
+	if (!rp_nats_pub_send(&ns->link, m))
+		return false;
+	RP_COUNT_ADD(ns->count.published, 1);
+	return true;
+}
+
+static bool
+flush_held(RpNatsSink *ns, bool last)
+{
+	natsMsg    *m = ns->held;
+
+	if (m == NULL)
+		return true;
+	ns->held = NULL;
+	if (last && natsMsgHeader_Set(m, "Replicant-Last", "true") != NATS_OK)
+	{
+		natsMsg_Destroy(m);
+		return false;
+	}
+	return send_msg(ns, m);
+}
+
+static const char *
+op_name(uint8_t tag)
+{
+	switch (tag)
+	{
+		case RP_TAG_INSERT:
+			return "insert";
+		case RP_TAG_UPDATE:
+			return "update";
+		case RP_TAG_DELETE:
+			return "delete";
+		case RP_TAG_TRUNCATE:
+			return "truncate";
+		default:
+			return "message";
+	}
+}
+
+static void
+put_table(RpBuf *b, const RpRelation *rel)
+{
+	rp_buf_put_bytes(b, rel->schema, strlen(rel->schema));
+	rp_buf_put_u8(b, '.');
+	rp_buf_put_bytes(b, rel->name, strlen(rel->name));
+}
+
+/*
+ * The key as a JSON object: the replica identity's columns of the old key
+ * (or old row) when the change has one, else of the new row.  false when
+ * the table has no identity column (no key header).
+ */
+static bool
+render_key(RpBuf *out, const RpRecord *rec)
+{
+	const RpRelation *rel = rec->u.change.rel;
+	const RpTuple *t = rec->u.change.has_old ? &rec->u.change.old_tuple : &rec->u.change.new_tuple;
+	bool		first = true;
+
+	rp_buf_reset(out);
+	rp_buf_put_u8(out, '{');
+	for (uint16_t i = 0; i < t->natts && i < rel->natts; i++)
+	{
+		const RpDatum *d = &t->datums[i];
+
+		if (!(rel->cols[i].flags & (RP_COL_IDENTITY | RP_COL_PRIMARY_KEY)) ||
+			d->kind == RP_DATUM_NOT_IN_KEY || d->kind == RP_DATUM_UNCHANGED)
+			continue;
+		if (!first)
+			rp_buf_put_u8(out, ',');
+		first = false;
+		rp_json_key(out, rel->cols[i].name);
+		if (d->kind == RP_DATUM_NULL)
+			rp_buf_put_text(out, "null");
+		else
+			rp_render_value(out, rel->cols[i].encoding, d->data, d->len);
+	}
+	rp_buf_put_u8(out, '}');
+	rp_buf_put_u8(out, '\0');
+	return !first;
+}
+
+static RpNatsIdent
+ident_of(RpNatsSink *ns, const RpCheckpoint *ck)
+{
+	RpNatsIdent id = {ck->system_id, ck->timeline, ns->slot, ns->writer};
+
+	return id;
+}
+
+/* The next publish's sequence, if the window holds. */
+static uint64_t
+next_seq(RpNatsSink *ns)
+{
+	return rp_nats_pub_result(&ns->link).last_seq + 1;
+}
+
+static bool
+send_relation(RpNatsSink *ns, const RpNatsIdent *id, const RpRelation *rel, uint64_t commit_lsn)
+{
+	RpRecord	rec;
+	uint64_t	seq;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.tag = RP_TAG_RELATION;
+	rec.u.relation.rel = (RpRelation *) rel;
+	rp_buf_reset(&ns->payload);
+	rp_render_record_out(&ns->payload, &rec, NULL, NULL, NULL);
+	rp_nats_control_subject(&ns->subject, ns->prefix);
+	rp_nats_hdrs_reset(&ns->hdrs);
+	rp_nats_hdrs_add(&ns->hdrs, "Replicant-Op", "relation");
+	rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Table");
+	put_table(&ns->hdrs.buf, rel);
+	rp_nats_hdrs_end(&ns->hdrs);
+	rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Lsn");
+	rp_fmt_lsn(&ns->hdrs.buf, commit_lsn);
+	rp_nats_hdrs_end(&ns->hdrs);
+	rp_nats_hdrs_ident(&ns->hdrs, id);
+	seq = next_seq(ns);
+	if (!send_msg(ns, make_msg(ns)))
+		return false;
+	RP_COUNT_ADD(ns->count.relations, 1);
+	rel_remember(ns, rel->relid, seq);
+	return true;
+}
+
+static bool
+send_position(RpNatsSink *ns, const RpNatsIdent *id, const RpCheckpoint *ck)
+{
+	rp_buf_reset(&ns->payload);
+	rp_buf_put_text(&ns->payload, "{\"kind\":\"position\",\"commit_lsn\":\"");
+	rp_fmt_lsn(&ns->payload, ck->commit_lsn);
+	rp_buf_put_text(&ns->payload, "\",\"end_lsn\":\"");
+	rp_fmt_lsn(&ns->payload, ck->end_lsn);
+	rp_buf_put_text(&ns->payload, "\"}");
+	rp_nats_control_subject(&ns->subject, ns->prefix);
+	rp_nats_hdrs_reset(&ns->hdrs);
+	rp_nats_hdrs_add(&ns->hdrs, "Replicant-Op", "position");
+	rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Lsn");
+	rp_fmt_lsn(&ns->hdrs.buf, ck->commit_lsn);
+	rp_nats_hdrs_end(&ns->hdrs);
+	rp_nats_hdrs_begin(&ns->hdrs, "Replicant-End-Lsn");
+	rp_fmt_lsn(&ns->hdrs.buf, ck->end_lsn);
+	rp_nats_hdrs_end(&ns->hdrs);
+	rp_nats_hdrs_ident(&ns->hdrs, id);
+	if (!send_msg(ns, make_msg(ns)))
+		return false;
+	RP_COUNT_ADD(ns->count.positions, 1);
+	return true;
+}
+
+/*
+ * One data record: publish the held one, describe the relation when this
+ * session has not (or it changed), build this one and hold it.  1 went
+ * on, 0 the window failed, -1 a halt (rp_fail).
+ */
+static int
+data_record(RpNatsSink *ns, RpDelivery *dl, RpRecord *rec, const RpNatsIdent *id,
+			const RpNatsPlace *place)
+{
+	const RpRelation *rel = NULL;
+	RpNatsRelSeq *rs = NULL;
+
+	if (!flush_held(ns, false))
+		return 0;
+	if (rec->tag == RP_TAG_INSERT || rec->tag == RP_TAG_UPDATE || rec->tag == RP_TAG_DELETE)
+	{
+		rel = rec->u.change.rel;
+		if (rel_find(ns, rel->relid) == NULL && !send_relation(ns, id, rel, place->commit_lsn))
+			return 0;
+		rs = rel_find(ns, rel->relid);
+	}
+
+	rp_buf_reset(&ns->payload);
+	rp_lines_record(&ns->payload, dl, rec, ns->extra.data, NULL);
+	if (rel)
+		rp_nats_data_subject(&ns->subject, ns->prefix, rel->schema, rel->name);
+	else
+		rp_nats_control_subject(&ns->subject, ns->prefix);
+
+	rp_nats_hdrs_reset(&ns->hdrs);
+	rp_nats_hdrs_place(&ns->hdrs, id, place);
+	rp_nats_hdrs_add(&ns->hdrs, "Replicant-Op", op_name(rec->tag));
+	if (rel)
+	{
+		rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Table");
+		put_table(&ns->hdrs.buf, rel);
+		rp_nats_hdrs_end(&ns->hdrs);
+		if (render_key(&ns->key, rec))
+			rp_nats_hdrs_add(&ns->hdrs, "Replicant-Key", ns->key.data);
+		rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Relation-Seq");
+		rp_fmt_uint64(&ns->hdrs.buf, rs->seq);
+		rp_nats_hdrs_end(&ns->hdrs);
+	}
+	else if (rec->tag == RP_TAG_TRUNCATE)
+	{
+		rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Table");
+		for (uint32_t i = 0; i < rec->u.truncate.nrels; i++)
+		{
+			const RpRelation *t = rp_relmap_get(&dl->dec.rels, rp_truncate_relid(rec, i));
+
+			if (i)
+				rp_buf_put_u8(&ns->hdrs.buf, ',');
+			if (t)
+				put_table(&ns->hdrs.buf, t);
+		}
+		rp_nats_hdrs_end(&ns->hdrs);
+	}
+
+	/* a message the server would refuse: no retry can help */
+	if (ns->link.max_payload > 0 &&
+		(int64_t) (ns->payload.len + ns->hdrs.buf.len + 64 * RP_NATS_MAX_HDRS) > ns->link.max_payload)
+	{
+		if (rel)
+			return rp_fail(RP_HALT_SINK, "a change of table \"%s\".\"%s\" at commit LSN %X/%X is larger than the NATS server's max_payload (%" PRId64 " bytes)",
+						   rel->schema, rel->name, (unsigned) (place->commit_lsn >> 32),
+						   (unsigned) place->commit_lsn, ns->link.max_payload);
+		return rp_fail(RP_HALT_SINK, "a record at commit LSN %X/%X is larger than the NATS server's max_payload (%" PRId64 " bytes)",
+					   (unsigned) (place->commit_lsn >> 32), (unsigned) place->commit_lsn,
+					   ns->link.max_payload);
+	}
+	ns->held = make_msg(ns);
+	return ns->held ? 1 : 0;
+}
+
+static bool
+is_data(uint8_t tag)
+{
+	return tag == RP_TAG_INSERT || tag == RP_TAG_UPDATE || tag == RP_TAG_DELETE ||
+		tag == RP_TAG_TRUNCATE || tag == RP_TAG_MESSAGE;
+}
+
+/* One transaction of the pass.  1 went on, 0 the window failed, -1 a halt. */
+static int
+pass_txn(RpNatsSink *ns, RpDelivery *dl, RpTxn *txn, const RpNatsIdent *id)
+{
+	RpCursor	c;
+	RpRecord	rec;
+	RpNatsPlace place;
+	bool		covered = rp_nats_resume_covers_txn(&ns->resume, txn->commit_lsn);
+	bool		sent = false;
+	int			rc;
+	int			go = 1;
+
+	memset(&place, 0, sizeof(place));
+	place.commit_lsn = txn->commit_lsn;
+	place.end_lsn = txn->end_lsn;
+	place.xid = txn->xid;
+	place.commit_time = txn->commit_time;
+	/* resumed in its middle: the same value the first messages carry */
+	place.prev_end_lsn = !ns->resume.none && !ns->resume.complete &&
+		txn->commit_lsn == ns->resume.commit_lsn ? ns->resume_prev_end : ns->intended_end;
+	rp_lines_txn_fields(&ns->extra, txn);
+
+	/* read even when covered: its relation records keep the decoder's view current */
+	if (rp_cursor_open(&c, dl, txn) < 0)
+		return -1;
+	while ((rc = rp_cursor_next(&c, &rec)) > 0)
+	{
+		if (!is_data(rec.tag))
+			continue;
+		if (go > 0 && !covered && !rp_nats_resume_covers(&ns->resume, txn->commit_lsn, place.index))
+		{
+			go = data_record(ns, dl, &rec, id, &place);
+			sent = true;
+		}
+		place.index++;
+		if (go <= 0)
+			break;
+	}
+	rp_cursor_close(&c);
+	if (rc < 0)
+		return -1;
+	if (go <= 0)
+		return go;
+	if (sent)
+	{
+		if (!flush_held(ns, true))
+			return 0;
+		ns->intended.none = false;
+		ns->intended.commit_lsn = txn->commit_lsn;
+		ns->intended.index = place.index - 1;
+		ns->intended.complete = true;
+		ns->intended_end = txn->end_lsn;
+	}
+	return 1;
+}
+
+/* One pass over the batch from the known tail.  1 all sent, 0 the window failed, -1 a halt. */
+static int
+pass_batch(RpNatsSink *ns, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
+{
+	RpNatsIdent id = ident_of(ns, ck);
+
+	ns->intended = ns->resume;
+	ns->intended_end = ns->stream_end;
+	rp_nats_pub_start(&ns->link, ns->o.window, ns->known_seq);
+	for (int i = 0; i < n; i++)
+	{
+		int			rc = pass_txn(ns, dl, txns[i], &id);
+
+		if (rc <= 0)
+		{
+			if (ns->held)
+				natsMsg_Destroy(ns->held);
+			ns->held = NULL;
+			return rc;
+		}
+	}
+	/* the batch ends with transactions that published nothing: record their end */
+	if (ck->end_lsn > ns->intended_end)
+	{
+		if (!send_position(ns, &id, ck))
+			return 0;
+		ns->intended.none = false;
+		ns->intended.commit_lsn = ck->commit_lsn;
+		ns->intended.complete = true;
+		ns->intended_end = ck->end_lsn;
+	}
+	return 1;
+}
+
+/* ---- the tail ---- */
+
+/*
+ * Read the stream's tail into the resume point.  fence: this writer has
+ * started; a tail that moved since it last knew the stream's end and that
+ * another writer wrote halts it.
+ */
+static int
+read_tail(RpNatsSink *ns, bool fence)
+{
+	uint64_t	last_seq;
+	RpNatsHead	last;
+	RpNatsHead	data;
+	RpCheckpoint bound = ns->ck;	/* the source this run streams (set by handle_batch) */
+
+	if (rp_nats_tail_read(&ns->link, ns->stream, &last_seq, &last, &data) < 0)
+		return -1;
+	if (fence && last_seq != ns->known_seq && last_seq > 0 && strcmp(last.writer, ns->writer) != 0)
+		return rp_fail(RP_HALT_SINK, "NATS stream \"%s\" was appended to by writer %s while this writer (%s) was writing it: fenced (another replicant writes this slot's stream)",
+					   ns->stream, last.writer, ns->writer);
+	ns->known_seq = last_seq;
+	memset(&ns->resume, 0, sizeof(ns->resume));
+	ns->resume.none = true;
+	ns->stream_end = 0;
+	ns->resume_prev_end = 0;
+	ns->have_ck = 0;
+	if (data.kind == RP_NATS_KIND_DATA || data.kind == RP_NATS_KIND_POSITION)
+	{
+		if (strcmp(data.slot, ns->slot) != 0)
+			return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\" holds the changes of slot \"%s\", not of slot \"%s\"",
+						   ns->stream, data.slot, ns->slot);
+		if (fence && bound.system_id != 0 &&
+			(data.system_id != bound.system_id || data.timeline != bound.timeline))
+			return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\" holds changes of another source (system id or timeline)",
+						   ns->stream);
+		rp_nats_resume_from_head(&data, &ns->resume, &ns->ck);
+		ns->stream_end = data.last ? data.end_lsn : data.prev_end_lsn;
+		ns->resume_prev_end = data.prev_end_lsn;
+		ns->have_ck = 1;
+	}
+	/* descriptions are published again: which ones the stream holds is not known */
+	ns->nrels = 0;
+	ns->need_tail = false;
+	return 0;
+}
+
+/* ---- callbacks ---- */
+
+static int
+rp_nats_checkpoint(RpSink *s, RpCheckpoint *ck)
+{
+	RpNatsSink *ns = s->priv;
+
+	if (ns->have_ck)
+		*ck = ns->ck;
+	return ns->have_ck;
+}
+
+static int
+rp_nats_schema_change(RpSink *s, const RpRelation *before, const RpRelation *after,
+					  RpSchemaChange change)
+{
+	RpNatsSink *ns = s->priv;
+
+	/* a log keeps every version: the next change of it is described anew */
+	rel_forget(ns, after->relid);
+	if (change != RP_SCHEMA_NEW)
+		ns->schema_changed = true;
+	return 0;
+}
+
+static void
+failure_note(RpNatsSink *ns, const RpNatsWin *w)
+{
+	if (w->failure == RP_NATS_FAIL_FULL)
+	{
+		RP_COUNT_ADD(ns->count.stream_full, 1);
+		fprintf(stderr, "replicant: warning: NATS stream \"%s\" is full (its max bytes or messages with discard new): waiting for room\n",
+				ns->stream);
+	}
+	else
+	{
+		RP_COUNT_ADD(ns->count.retries, 1);
+		if (w->failure == RP_NATS_FAIL_RETRY)
+			fprintf(stderr, "replicant: warning: NATS stream \"%s\": publishing failed (%s%s%d); reading its tail and resuming\n",
+					ns->stream, w->status == RP_NATS_ST_LOST ? "no answer" : "JetStream error",
+					w->status == RP_NATS_ST_LOST ? "" : " ", w->status == RP_NATS_ST_LOST ? 0 : w->err_code);
+	}
+}
+
+/* What one unit publishes: a batch, or a non-transactional message. */
+typedef struct RpNatsUnit
+{
+	RpTxn	  **txns;
+	int			n;
+	const RpMessage *msg;
+} RpNatsUnit;
+
+/*
+ * A non-transactional message: one data message on the control subject,
+ * placed like a transaction of its own at the message's LSN (index 0,
+ * last), so that the tail resumes after it as after any transaction.
+ */
+static int
+pass_message(RpNatsSink *ns, const RpMessage *msg, const RpCheckpoint *ck)
+{
+	RpNatsIdent id = ident_of(ns, ck);
+	RpNatsPlace place;
+	RpRecord	rec;
+
+	ns->intended = ns->resume;
+	ns->intended_end = ns->stream_end;
+	rp_nats_pub_start(&ns->link, ns->o.window, ns->known_seq);
+	if (rp_nats_resume_covers_txn(&ns->resume, msg->lsn))
+		return 1;
+	memset(&place, 0, sizeof(place));
+	place.commit_lsn = msg->lsn;
+	place.end_lsn = ck->end_lsn;
+	place.prev_end_lsn = ns->stream_end;
+	place.last = true;
+	memset(&rec, 0, sizeof(rec));
+	rec.tag = RP_TAG_MESSAGE;
+	rec.u.message.lsn = msg->lsn;
+	rec.u.message.prefix = msg->prefix;
+	rec.u.message.prefix_len = (uint32_t) strlen(msg->prefix);
+	rec.u.message.content = msg->content;
+	rec.u.message.content_len = msg->content_len;
+	rp_buf_reset(&ns->payload);
+	rp_render_record_out(&ns->payload, &rec, NULL, NULL, NULL);
+	rp_nats_control_subject(&ns->subject, ns->prefix);
+	rp_nats_hdrs_reset(&ns->hdrs);
+	rp_nats_hdrs_place(&ns->hdrs, &id, &place);
+	rp_nats_hdrs_add(&ns->hdrs, "Replicant-Op", "message");
+	rp_nats_hdrs_add(&ns->hdrs, "Replicant-Transactional", "false");
+	if (!send_msg(ns, make_msg(ns)))
+		return 0;
+	ns->intended.none = false;
+	ns->intended.commit_lsn = msg->lsn;
+	ns->intended.index = 0;
+	ns->intended.complete = true;
+	ns->intended_end = ck->end_lsn;
+	return 1;
+}
+
+/*
+ * Publish a unit until the stream acknowledged all of it: on a failure,
+ * back off, read the tail again (fencing) and resume after it.  0 when
+ * durable; -1 on a halt, a stop, or a batch that must be delivered again.
+ */
+static int
+publish_unit(RpNatsSink *ns, RpDelivery *dl, const RpNatsUnit *u, const RpCheckpoint *ck)
+{
+	int			backoff_ms = 100;
+
+	/* the identity this run binds its checkpoint to (the library checked it) */
+	ns->ck.system_id = ck->system_id;
+	ns->ck.timeline = ck->timeline;
+	for (;;)
+	{
+		int			rc = 0;
+		RpNatsWin	w;
+
+		if (ns->need_tail && read_tail(ns, true) < 0)
+		{
+			if (rp_error_halt() != RP_HALT_NONE)
+				return -1;
+			fprintf(stderr, "replicant: warning: %s; retrying\n", rp_error());
+			rp_error_clear();
+			rc = -2;
+		}
+		if (rc == 0)
+		{
+			ns->schema_changed = false;
+			rc = u->msg ? pass_message(ns, u->msg, ck) : pass_batch(ns, dl, u->txns, u->n, ck);
+			rp_nats_pub_drain(&ns->link);
+			if (rc < 0)
+				return -1;
+			w = rp_nats_pub_result(&ns->link);
+			if (rc == 1 && w.failure == RP_NATS_FAIL_NONE)
+			{
+				ns->known_seq = w.last_seq;
+				ns->resume = ns->intended;
+				ns->stream_end = ns->intended_end;
+				ns->ck.commit_lsn = ck->commit_lsn;
+				ns->ck.end_lsn = ck->end_lsn;
+				snprintf(ns->ck.slot, sizeof(ns->ck.slot), "%s", ck->slot);
+				ns->have_ck = 1;
+				RP_COUNT_STORE(ns->count.acked_lsn, ck->end_lsn);
+				return 0;
+			}
+			if (w.failure == RP_NATS_FAIL_FATAL)
+				return rp_fail(RP_HALT_SINK, "NATS stream \"%s\" refused a message (JetStream error %d): retrying cannot help",
+							   ns->stream, w.err_code);
+			failure_note(ns, &w);
+			ns->need_tail = true;
+			/*
+			 * A schema change inside the batch: the decoder's view is already
+			 * past the batch's first transactions, so they cannot be read
+			 * again here; the library delivers them again from what is
+			 * durable (the tail says which are in the stream).
+			 */
+			if (ns->schema_changed)
+				return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": publishing a batch with a schema change failed; delivering it again",
+							   ns->stream);
+		}
+		if (rp_stop_requested() || !rp_pause_ms(backoff_ms))
+			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": stopped while publishing", ns->stream);
+		if (dl)
+			rp_deliver_idle(dl);
+		backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
+	}
+}
+
+static int
+rp_nats_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
+{
+	RpNatsUnit	u = {txns, n, NULL};
+
+	return publish_unit(s->priv, dl, &u, ck);
+}
+
+static int
+rp_nats_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
+{
+	RpNatsUnit	u = {NULL, 0, msg};
+
+	return publish_unit(s->priv, NULL, &u, ck);
+}
+
+static void
+rp_nats_close(RpSink *s)
+{
+	RpNatsSink *ns = s->priv;
+
+	if (ns->held)
+		natsMsg_Destroy(ns->held);
+	rp_nats_disconnect(&ns->link);
+	pthread_mutex_destroy(&ns->link.mu);
+	pthread_cond_destroy(&ns->link.cv);
+	rp_buf_free(&ns->payload);
+	rp_buf_free(&ns->subject);
+	rp_buf_free(&ns->extra);
+	rp_buf_free(&ns->key);
+	rp_nats_hdrs_free(&ns->hdrs);
+	if (ns->rels)
+		rp_free(ns->rels);
+	rp_free(ns->url);
+	rp_free(ns->stream);
+	rp_free(ns->prefix);
+	rp_free(ns);
+	rp_free(s);
+}
+
+bool
+rp_nats_available(void)
+{
+	return true;
+}
+
+bool
+rp_nats_is(const RpSink *s)
+{
+	return s && s->name == rp_nats_name;
+}
+
+void
+rp_nats_metrics(RpBuf *out, const void *arg)
+{
+	const RpSink *s = arg;
+	RpNatsCounters *c;
+
+	if (!rp_nats_is(s))
+		return;
+	c = &((RpNatsSink *) s->priv)->count;
+	rp_metrics_sample(out, "replicant_nats_published_total", "counter", "Messages published to the NATS stream (data, relation and position; retries included).", NULL, RP_COUNT_LOAD(c->published));
+	rp_metrics_sample(out, "replicant_nats_acked_lsn", "gauge", "End LSN of the last batch the NATS stream acknowledged whole.", NULL, RP_COUNT_LOAD(c->acked_lsn));
+	rp_metrics_sample(out, "replicant_nats_retries_total", "counter", "Publish windows that failed and were resumed from the stream's tail.", NULL, RP_COUNT_LOAD(c->retries));
+	rp_metrics_sample(out, "replicant_nats_stream_full_total", "counter", "Publish windows refused because the stream was full (back-pressure).", NULL, RP_COUNT_LOAD(c->stream_full));
+	rp_metrics_sample(out, "replicant_nats_relations_total", "counter", "Relation descriptions published.", NULL, RP_COUNT_LOAD(c->relations));
+	rp_metrics_sample(out, "replicant_nats_positions_total", "counter", "Position messages published (batches ending with transactions without data).", NULL, RP_COUNT_LOAD(c->positions));
+}
+
+/* A random writer id: tells this process's appends from any other's. */
+static void
+make_writer(char *dst, size_t len)
+{
+	unsigned char r[8] = {0};
+	int			fd = open("/dev/urandom", O_RDONLY);
+
+	if (fd >= 0)
+	{
+		if (read(fd, r, sizeof(r)) != (ssize_t) sizeof(r))
+			memset(r, 0, sizeof(r));
+		close(fd);
+	}
+	snprintf(dst, len, "%d-%02x%02x%02x%02x%02x%02x%02x%02x", (int) getpid(),
+			 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+}
+
+static char *
+dup_or(const char *s, const char *fmt, const char *slot)
+{
+	char		buf[512];
+
+	if (s)
+		return rp_strndup(s, strlen(s));
+	snprintf(buf, sizeof(buf), fmt, slot);
+	return rp_strndup(buf, strlen(buf));
+}
+
+RpSink *
+rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
+{
+	RpSink	   *s;
+	RpNatsSink *ns;
+
+	if (opts->slot == NULL || strlen(opts->slot) >= RP_SLOT_NAME_MAX)
+	{
+		rp_fail(RP_HALT_CONFIG, "NATS sink needs the slot name");
+		return NULL;
+	}
+	s = rp_malloc0(sizeof(RpSink));
+	ns = rp_malloc0(sizeof(RpNatsSink));
+	ns->o = *opts;
+	ns->url = rp_strndup(opts->url, strlen(opts->url));
+	ns->o.url = ns->url;
+	ns->stream = dup_or(opts->stream, "REPLICANT_%s", opts->slot);
+	ns->prefix = dup_or(opts->subject_prefix, "replicant.%s", opts->slot);
+	snprintf(ns->slot, sizeof(ns->slot), "%s", opts->slot);
+	make_writer(ns->writer, sizeof(ns->writer));
+	pthread_mutex_init(&ns->link.mu, NULL);
+	pthread_cond_init(&ns->link.cv, NULL);
+	ns->link.ack_timeout_ms = (int64_t) (opts->ack_timeout_s * 1000);
+	if (ns->link.ack_timeout_ms < 1)
+		ns->link.ack_timeout_ms = 1;
+	rp_buf_init(&ns->payload, 4096);
+	rp_buf_init(&ns->subject, 256);
+	rp_buf_init(&ns->extra, 256);
+	rp_buf_init(&ns->key, 256);
+	rp_nats_hdrs_init(&ns->hdrs);
+	ns->resume.none = true;
+	s->name = rp_nats_name;
+	s->kind = RP_SINK_APPEND_LOG;
+	s->owns_checkpoint = true;
+	s->priv = ns;
+	s->checkpoint = rp_nats_checkpoint;
+	s->handle_batch = rp_nats_batch;
+	s->handle_schema_change = rp_nats_schema_change;
+	s->handle_message = rp_nats_message;
+	s->close = rp_nats_close;
+
+	if (rp_nats_connect(&ns->link, &ns->o) < 0 ||
+		rp_nats_stream_ensure(&ns->link, &ns->o, ns->stream, ns->prefix) < 0 ||
+		read_tail(ns, false) < 0)
+	{
+		rp_nats_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+#endif							/* RP_HAVE_NATS */

@@ -1,0 +1,237 @@
+/*
+ * rp_nats_int.h
+ *    The NATS sink's parts (rp_nats*.c): pure functions (subjects, headers,
+ *    the resume point, the publish window) that the unit tests call
+ *    without a server, and the pieces built on libnats.
+ */
+#ifndef RP_NATS_INT_H
+#define RP_NATS_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rp_buf.h"
+#include "stream/rp_ckpt.h"
+
+/* ---- subjects (rp_nats_subject.c) ---- */
+
+/* name with every byte outside [A-Za-z0-9_-] as %XX (uppercase hex), appended to out */
+extern void rp_nats_subject_escape(RpBuf *out, const char *name);
+/* <prefix>.<schema>.<table>, escaped, NUL-terminated; out is reset first */
+extern void rp_nats_data_subject(RpBuf *out, const char *prefix, const char *schema,
+								 const char *table);
+/* <prefix>._control, NUL-terminated; out is reset first */
+extern void rp_nats_control_subject(RpBuf *out, const char *prefix);
+
+/* ---- headers (rp_nats_msg.c) ---- */
+
+#define RP_NATS_MAX_HDRS 20
+
+/* One message's headers: keys are literals, values point into buf. */
+typedef struct RpNatsHdrs
+{
+	int			n;
+	const char *key[RP_NATS_MAX_HDRS];
+	size_t		off[RP_NATS_MAX_HDRS];	/* value offsets into buf */
+	RpBuf		buf;
+} RpNatsHdrs;
+
+/* What every message carries: the source and the writer. */
+typedef struct RpNatsIdent
+{
+	uint64_t	system_id;
+	uint32_t	timeline;
+	const char *slot;
+	const char *writer;
+} RpNatsIdent;
+
+/* A data message's place: its transaction and index. */
+typedef struct RpNatsPlace
+{
+	uint64_t	commit_lsn;
+	uint64_t	end_lsn;
+	uint64_t	prev_end_lsn;	/* end LSN of what the stream held before the transaction */
+	uint32_t	xid;
+	int64_t		commit_time;
+	uint64_t	index;
+	bool		last;
+} RpNatsPlace;
+
+extern void rp_nats_hdrs_init(RpNatsHdrs *h);
+extern void rp_nats_hdrs_free(RpNatsHdrs *h);
+extern void rp_nats_hdrs_reset(RpNatsHdrs *h);
+/* Open a value for key; append its text to h->buf, then rp_nats_hdrs_end. */
+extern void rp_nats_hdrs_begin(RpNatsHdrs *h, const char *key);
+extern void rp_nats_hdrs_end(RpNatsHdrs *h);
+extern void rp_nats_hdrs_add(RpNatsHdrs *h, const char *key, const char *value);
+extern const char *rp_nats_hdrs_value(const RpNatsHdrs *h, int i);
+/* The value of key, or NULL. */
+extern const char *rp_nats_hdrs_get(const RpNatsHdrs *h, const char *key);
+
+/* <system_id>:<slot>:<commit_lsn>:<index> */
+extern void rp_nats_msg_id(RpBuf *out, uint64_t system_id, const char *slot, uint64_t commit_lsn,
+						   uint64_t index);
+/* The identity headers (system id, timeline, slot, writer). */
+extern void rp_nats_hdrs_ident(RpNatsHdrs *h, const RpNatsIdent *id);
+/*
+ * A data message's headers (all but Nats-Expected-Last-Sequence, set at
+ * publish, and those of its record: op, table, key, relation seq).
+ */
+extern void rp_nats_hdrs_place(RpNatsHdrs *h, const RpNatsIdent *id, const RpNatsPlace *p);
+
+/* ---- the tail and the resume point (rp_nats_tail.c) ---- */
+
+typedef enum RpNatsKind
+{
+	RP_NATS_KIND_OTHER,			/* no Replicant-Op: not ours */
+	RP_NATS_KIND_DATA,			/* insert, update, delete, truncate, message */
+	RP_NATS_KIND_RELATION,		/* a relation description */
+	RP_NATS_KIND_POSITION		/* an end LSN without data (empty transactions) */
+} RpNatsKind;
+
+/* A message's headers as the sink reads them back. */
+typedef struct RpNatsHead
+{
+	RpNatsKind	kind;
+	bool		bad;			/* ours, but a header is missing or malformed */
+	uint64_t	system_id;
+	uint32_t	timeline;
+	char		slot[RP_SLOT_NAME_MAX];
+	char		writer[64];
+	uint64_t	commit_lsn;
+	uint64_t	end_lsn;
+	uint64_t	prev_end_lsn;
+	uint64_t	index;
+	bool		last;
+} RpNatsHead;
+
+/* A header's value by name, or NULL (a message, or RpNatsHdrs in the tests). */
+typedef const char *(*RpNatsHdrGet) (void *arg, const char *key);
+
+extern void rp_nats_head_parse(RpNatsHead *head, RpNatsHdrGet get, void *arg);
+
+/*
+ * Where to resume: after (commit_lsn, index), or after the whole
+ * transaction at commit_lsn when complete.  none: the stream holds no
+ * data yet.
+ */
+typedef struct RpNatsResume
+{
+	bool		none;
+	uint64_t	commit_lsn;
+	uint64_t	index;
+	bool		complete;
+} RpNatsResume;
+
+/*
+ * The resume point and the checkpoint a head of kind DATA or POSITION
+ * gives (ck: the source identity, the dedup watermark and what may be
+ * confirmed to PostgreSQL).
+ */
+extern void rp_nats_resume_from_head(const RpNatsHead *head, RpNatsResume *r, RpCheckpoint *ck);
+/* Is the data message (commit_lsn, index) in the stream already? */
+extern bool rp_nats_resume_covers(const RpNatsResume *r, uint64_t commit_lsn, uint64_t index);
+/* Is the whole transaction at commit_lsn in the stream already? */
+extern bool rp_nats_resume_covers_txn(const RpNatsResume *r, uint64_t commit_lsn);
+
+/* ---- the publish window (rp_nats_pub.c) ---- */
+
+typedef enum RpNatsFailure
+{
+	RP_NATS_FAIL_NONE,
+	RP_NATS_FAIL_SEQUENCE,		/* wrong last sequence (10071): re-read the tail */
+	RP_NATS_FAIL_RETRY,			/* timeout, no responders, leader change: retry */
+	RP_NATS_FAIL_FULL,			/* the stream is full (discard new): back-pressure */
+	RP_NATS_FAIL_FATAL			/* a refusal retrying cannot change */
+} RpNatsFailure;
+
+/*
+ * The window's accounting, under the publisher's lock: every publish in
+ * flight expects the stream's last sequence to be the one before it, so
+ * acks must come back as exactly next = expected + 1.
+ */
+typedef struct RpNatsWin
+{
+	int			size;			/* most in flight */
+	int			in_flight;
+	uint64_t	last_seq;		/* the stream's last sequence as intended (the last publish's) */
+	uint64_t	acked_seq;		/* highest sequence acknowledged as intended */
+	uint64_t	acked;			/* acks of this window as intended */
+	RpNatsFailure failure;		/* the worst one seen since the last reset */
+	int			err_code;		/* its JetStream error code, or 0 */
+	int			status;			/* its libnats status */
+} RpNatsWin;
+
+extern void rp_nats_win_reset(RpNatsWin *w, int size, uint64_t last_seq);
+extern bool rp_nats_win_full(const RpNatsWin *w);
+/* A publish goes out: the expected last sequence it must carry. */
+extern uint64_t rp_nats_win_send(RpNatsWin *w);
+/* Its publish call failed: it is not in flight. */
+extern void rp_nats_win_unsend(RpNatsWin *w, RpNatsFailure f, int status);
+/* An ack for the publish that expected `expected`: stored as seq (dup: a duplicate). */
+extern void rp_nats_win_ack(RpNatsWin *w, uint64_t expected, uint64_t seq, bool dup);
+/* An error answer (or a timeout) for a publish. */
+extern void rp_nats_win_nak(RpNatsWin *w, int status, int err_code, const char *text);
+/* status of rp_nats_win_nak and rp_nats_classify: how the publish ended */
+#define RP_NATS_ST_ANSWER	0	/* the server answered with an error (err_code) */
+#define RP_NATS_ST_LOST		1	/* no answer: timeout, no responders, connection */
+#define RP_NATS_ST_REFUSED	2	/* the client refused it (too large) */
+
+/* How an error is handled (the ordering of RpNatsFailure: the worst one wins). */
+extern RpNatsFailure rp_nats_classify(int status, int err_code, const char *text);
+
+#ifdef RP_HAVE_NATS
+/* ---- built on libnats ---- */
+#include <pthread.h>
+#include <nats/nats.h>
+
+#include "sinks/nats/rp_nats.h"
+
+/*
+ * The connection, its JetStream context and the publish window (its
+ * accounting shared with libnats' ack thread under mu).
+ */
+typedef struct RpNatsLink
+{
+	natsConnection *nc;
+	jsCtx	   *js;
+	int64_t		ack_timeout_ms;
+	int64_t		max_payload;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	RpNatsWin	win;
+} RpNatsLink;
+
+/* rp_nats_conn.c: connect (credentials, TLS, reconnects); -1 after rp_fail */
+extern int	rp_nats_connect(RpNatsLink *l, const RpNatsOptions *o);
+extern void rp_nats_disconnect(RpNatsLink *l);
+/* a libnats status as text for an error message (never a value) */
+extern const char *rp_nats_status_text(natsStatus s);
+
+/* rp_nats_stream.c: create the stream when missing, check it when present */
+extern int	rp_nats_stream_ensure(RpNatsLink *l, const RpNatsOptions *o, const char *stream,
+								  const char *prefix);
+
+/*
+ * rp_nats_tail.c: the stream's last sequence (*last_seq, 0 when empty), the
+ * head of its last message (*last) and of its last data or position
+ * message (*data, kind OTHER when none).  -1 after rp_fail.
+ */
+extern int	rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_seq,
+							  RpNatsHead *last, RpNatsHead *data);
+
+/*
+ * rp_nats_pub.c: start a window after last_seq; publish one message
+ * (ownership passes; false when the window has failed: stop publishing);
+ * wait until nothing is in flight.
+ */
+extern void rp_nats_pub_start(RpNatsLink *l, int size, uint64_t last_seq);
+extern bool rp_nats_pub_send(RpNatsLink *l, natsMsg *m);
+extern void rp_nats_pub_drain(RpNatsLink *l);
+/* the window's state once drained */
+extern RpNatsWin rp_nats_pub_result(RpNatsLink *l);
+/* the handler libnats calls for every ack (set in jsOptions) */
+extern void rp_nats_pub_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure);
+#endif							/* RP_HAVE_NATS */
+
+#endif							/* RP_NATS_INT_H */

@@ -1,0 +1,162 @@
+/*
+ * rp_nats_pub.c
+ *    Asynchronous publishing within a bounded window: at most `size`
+ *    messages in flight (memory bounded whatever the transaction's size),
+ *    each carrying the stream-wide Nats-Expected-Last-Sequence (set as a
+ *    header: libnats' ExpectLastSeq = 0 means unset, and an empty stream's
+ *    expectation is 0), each with a MaxWait so that an ack lost with a
+ *    dying leader is reported as a timeout instead of stalling.  The
+ *    delivery thread publishes; libnats' thread runs rp_nats_pub_ack.
+ */
+#include "rp_alloc.h"
+
+#ifdef RP_HAVE_NATS
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "base/rp_status.h"
+#include "sinks/nats/rp_nats_int.h"
+
+#define RP_NATS_EXPECT_HDR "Nats-Expected-Last-Sequence"
+
+static void
+deadline_in(struct timespec *ts, int64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t) (ms / 1000);
+	ts->tv_nsec += (long) (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L)
+	{
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+void
+rp_nats_pub_start(RpNatsLink *l, int size, uint64_t last_seq)
+{
+	pthread_mutex_lock(&l->mu);
+	rp_nats_win_reset(&l->win, size, last_seq);
+	pthread_mutex_unlock(&l->mu);
+}
+
+void
+rp_nats_pub_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+	RpNatsLink *l = closure;
+	const char *v = NULL;
+	uint64_t	expected = 0;
+
+	if (natsMsgHeader_Get(msg, RP_NATS_EXPECT_HDR, &v) == NATS_OK && v)
+		expected = strtoull(v, NULL, 10);
+	pthread_mutex_lock(&l->mu);
+	if (pa)
+		rp_nats_win_ack(&l->win, expected, pa->Sequence, pa->Duplicate);
+	else
+	{
+		int			st = RP_NATS_ST_ANSWER;
+
+		if (pae->Err == NATS_TIMEOUT || pae->Err == NATS_NO_RESPONDERS ||
+			pae->Err == NATS_CONNECTION_CLOSED || pae->Err == NATS_CONNECTION_DISCONNECTED)
+			st = RP_NATS_ST_LOST;
+		rp_nats_win_nak(&l->win, st, (int) pae->ErrCode, pae->ErrText);
+	}
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	natsMsg_Destroy(msg);
+}
+
+/*
+ * Wait for room (or for nothing in flight: room == 0).  The acks come
+ * within MaxWait (libnats' timer reports a missing one as a timeout);
+ * past twice that with no change, what is pending is taken back and
+ * counted lost, so a wait never lasts for ever.
+ */
+static void
+wait_window(RpNatsLink *l, bool drain)
+{
+	int64_t		quiet_ms = 2 * l->ack_timeout_ms + 5000;
+
+	pthread_mutex_lock(&l->mu);
+	while (drain ? l->win.in_flight > 0 : rp_nats_win_full(&l->win))
+	{
+		struct timespec ts;
+		int			before = l->win.in_flight;
+		int			rc;
+
+		deadline_in(&ts, quiet_ms);
+		rc = pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+		if (rc == ETIMEDOUT && l->win.in_flight == before)
+		{
+			natsMsgList pending;
+
+			pthread_mutex_unlock(&l->mu);
+			if (js_PublishAsyncGetPendingList(&pending, l->js) == NATS_OK)
+				natsMsgList_Destroy(&pending);
+			pthread_mutex_lock(&l->mu);
+			while (l->win.in_flight > 0)
+				rp_nats_win_nak(&l->win, RP_NATS_ST_LOST, 0, NULL);
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+bool
+rp_nats_pub_send(RpNatsLink *l, natsMsg *m)
+{
+	jsPubOptions po;
+	uint64_t	expected;
+	char		num[24];
+	natsStatus	s;
+
+	wait_window(l, false);
+	pthread_mutex_lock(&l->mu);
+	if (l->win.failure != RP_NATS_FAIL_NONE)
+	{
+		/* every later publish would be refused anyway (its expectation is wrong) */
+		pthread_mutex_unlock(&l->mu);
+		natsMsg_Destroy(m);
+		return false;
+	}
+	expected = rp_nats_win_send(&l->win);
+	pthread_mutex_unlock(&l->mu);
+
+	snprintf(num, sizeof(num), "%llu", (unsigned long long) expected);
+	s = natsMsgHeader_Set(m, RP_NATS_EXPECT_HDR, num);
+	jsPubOptions_Init(&po);
+	po.MaxWait = l->ack_timeout_ms;
+	if (s == NATS_OK)
+		s = js_PublishMsgAsync(l->js, &m, &po);
+	if (s != NATS_OK)
+	{
+		pthread_mutex_lock(&l->mu);
+		rp_nats_win_unsend(&l->win, s == NATS_MAX_PAYLOAD ? RP_NATS_FAIL_FATAL : RP_NATS_FAIL_RETRY,
+						   s == NATS_MAX_PAYLOAD ? RP_NATS_ST_REFUSED : RP_NATS_ST_LOST);
+		pthread_mutex_unlock(&l->mu);
+		natsMsg_Destroy(m);
+		return false;
+	}
+	return true;
+}
+
+void
+rp_nats_pub_drain(RpNatsLink *l)
+{
+	wait_window(l, true);
+}
+
+RpNatsWin
+rp_nats_pub_result(RpNatsLink *l)
+{
+	RpNatsWin	w;
+
+	pthread_mutex_lock(&l->mu);
+	w = l->win;
+	pthread_mutex_unlock(&l->mu);
+	return w;
+}
+
+#endif							/* RP_HAVE_NATS */
