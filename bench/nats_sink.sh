@@ -71,6 +71,7 @@ read -r -a ROPTS <<<"$5"
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"
 cleanup() {
 	local rc=$?
+	set +e # waiting for a SIGKILLed node returns 137: not this run's status
 	rp_nats_cleanup
 	rp_cluster_cleanup_all
 	return "$rc"
