@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Backlog catch-up of the mirror beside PostgreSQL's own subscription:
-#   bash bench/mirror.sh [--build] [ROWS [ROWS_PER_TXN]]
+#   bash bench/mirror.sh [--build] [--quick] [ROWS [ROWS_PER_TXN]]
 #
 # Starts two throwaway clusters with the same settings, a source and a destination
 # (regress/lib.sh; as root, the run continues as the postgres user through rp_run_unprivileged;
@@ -21,8 +21,19 @@
 #              replicant slot created before it), then, timed from start to exit,
 #                replicant -S SLOT -n --start -E END --sink postgres:DST --create-tables
 #              with the default batching (--batch-txns 1000, --batch-bytes 64MB, --max-memory 256MB)
+#   floor_stream  the stream floor: the same workload into a replicant slot (created by
+#              replicant --create-slot before it), then, timed,
+#                pg_recvlogical -S SLOT --start --endpos=END -f /dev/null -o proto_version=2 -o streaming=on
+#              (the plugin options the consumer sends by default): what the source's walsender
+#              needs to decode and send the backlog, with a client that throws it away.
+#   floor_dest the destination floor: the ROWS inserted rows in a source table (one INSERT,
+#              untimed), then, timed, the destination's own bulk work for the same end state:
+#                COPY t TO STDOUT (FORMAT binary) on SRC -> COPY t FROM STDIN (FORMAT binary) on DST
+#              by bench/tools/copy_floor (built for the run; FLOOR_CLIENT=psql: a pipe of two psql),
+#              then the update pass and the delete pass as one statement each (autocommit).
+#              Checked: the same passes on the source table, then its digest against the destination's.
 # A CHECKPOINT on both clusters before each workload and after it (END is taken before it).
-# Reported: seconds of each, the ratio native/replicant (targets: >= 2x on the 1,000-row backlog,
+# Reported: seconds of each, native/replicant, replicant/max(floor_stream, floor_dest) (targets: >= 2x on the 1,000-row backlog,
 # >= 4x on the 10-row one), source and destination row counts and content checksums (md5 of
 # every row's text, in key order: they must be equal; the exit status is 1 when not), the CPU
 # seconds of both clusters' processes during each catch-up (walsender, apply worker, destination
@@ -30,8 +41,9 @@
 # from /proc; target < 256 MB).
 #
 # Arguments: ROWS alone = one configuration in 1,000-row transactions; ROWS ROWS_PER_TXN = one
-# configuration. Environment: CONFIGS="ROWS:PER_TXN ..." (default "1000000:1000 200000:10");
-# MODES="native replicant" (default both); TIMELINE=1 prints, every 0.5 s of a catch-up, the CPU
+# configuration; --quick = CONFIGS="100000:1000 20000:10" (a run of about a minute). Environment:
+# CONFIGS="ROWS:PER_TXN ..." (default "1000000:1000 200000:10");
+# MODES="native replicant floor_stream floor_dest" (default all four); TIMELINE=1 prints, every 0.5 s of a catch-up, the CPU
 # each process class used (is the time spent, and do they overlap?); REPLICANT_BIN=PATH another consumer binary (an A/B
 # comparison; default the installed one); REPLICANT_OPTS="..." extra consumer options (e.g.
 # "--batch-txns 5000"); SETTINGS="line;line" more postgresql.conf lines for both clusters
@@ -48,28 +60,33 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../regress/lib.sh"
 
 DEFAULT_CONFIGS="1000000:1000 200000:10"
+QUICK_CONFIGS="100000:1000 20000:10"
+ALL_MODES="native replicant floor_stream floor_dest"
 RSS_LIMIT_MB=256
 
 usage() {
-	printf 'usage: [CONFIGS="ROWS:PER_TXN ..."] [MODES="native replicant"] bash bench/mirror.sh [--build] [ROWS [ROWS_PER_TXN]]\n'
-	printf '  default: %s (rows:rows per transaction)\n' "$DEFAULT_CONFIGS"
+	printf 'usage: [CONFIGS="ROWS:PER_TXN ..."] [MODES="%s"] bash bench/mirror.sh [--build] [--quick] [ROWS [ROWS_PER_TXN]]\n' "$ALL_MODES"
+	printf '  default: %s (rows:rows per transaction); --quick: %s\n' "$DEFAULT_CONFIGS" "$QUICK_CONFIGS"
 	printf '  --build  make && make install first\n'
 }
 
 # ---------------------------------------------------------------- entry: as the caller
 if [[ ${1:-} != --phase-run ]]; then
 	build=0
+	quick=0
 	nums=()
 	for arg in "$@"; do
 		case $arg in
 		--build) build=1 ;;
+		--quick) quick=1 ;;
 		-h | --help) usage; exit 0 ;;
 		*[!0-9]* | '') usage >&2; exit 2 ;;
 		*) nums+=("$arg") ;;
 		esac
 	done
 	case ${#nums[@]} in
-	0) configs=${CONFIGS:-$DEFAULT_CONFIGS} ;;
+	0) configs=${CONFIGS:-$DEFAULT_CONFIGS}
+		((quick)) && configs=$QUICK_CONFIGS ;;
 	1) configs="${nums[0]}:1000" ;;
 	2) configs="${nums[0]}:${nums[1]}" ;;
 	*) usage >&2; exit 2 ;;
@@ -79,16 +96,19 @@ if [[ ${1:-} != --phase-run ]]; then
 		((BASH_REMATCH[1] % BASH_REMATCH[2] == 0)) ||
 			rp_die "ROWS must be a multiple of ROWS_PER_TXN (as native_apply.sh inserts ROWS/ROWS_PER_TXN full transactions): $c"
 	done
-	modes=${MODES:-native replicant}
+	modes=${MODES:-$ALL_MODES}
 	for m in $modes; do
-		[[ $m == native || $m == replicant ]] || rp_die "MODES takes native and replicant: $m"
+		[[ " $ALL_MODES " == *" $m "* ]] || rp_die "MODES takes $ALL_MODES: $m"
 	done
+	[[ ${FLOOR_CLIENT:-copy_floor} == copy_floor || $FLOOR_CLIENT == psql ]] ||
+		rp_die "FLOOR_CLIENT is copy_floor or psql: $FLOOR_CLIENT"
 	if ((build)); then rp_build_install || exit 1; fi
 	mkdir -p "$RP_ROOT/bench/out"
 	out=$RP_ROOT/bench/out/mirror-$(date +%Y%m%d-%H%M%S).txt
 	rc=0
 	rp_run_unprivileged bench/mirror.sh --phase-run "$configs" "$modes" \
-		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" "${TIMELINE:-0}" | tee "$out" || rc=$?
+		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" "${TIMELINE:-0}" \
+		"${FLOOR_CLIENT:-copy_floor}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -101,6 +121,7 @@ read -r -a ROPTS <<<"$5"
 PERF=$6
 TIMELINE=${8:-0}
 REPLICANT_BIN=$7
+FLOOR_CLIENT=${9:-copy_floor}
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
@@ -158,80 +179,9 @@ printf '\nreplicant options: defaults%s; load average at start: %s\n' \
 	"$( ((${#ROPTS[@]})) && printf ' and %s' "${ROPTS[*]}")" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '\n'
 
-# CPU seconds of the servers' processes (both clusters: backends, walsenders, the apply
-# worker, checkpointer ...) over a timed window: cpu_begin, cpu_poll while it runs (every
-# 0.1 s; a process seen first in the window counts from zero; the last 0.1 s of one that exits
-# is lost), cpu_total; cpu_split names the big ones (walsender, the apply worker, the
-# destination's backends, the rest). Steadier than wall time when other work shares the cores.
-TICKS=$(getconf CLK_TCK)
-declare -A C0 C1 CLASS
-ticks_of() { # user + system ticks of PID, or failure once it is gone
-	local line f
-	read -r line 2>/dev/null <"/proc/$1/stat" || return 1
-	read -r -a f <<<"${line##*) }" # after "pid (comm) ": state is f[0], utime f[11], stime f[12]
-	printf '%d' $((f[11] + f[12]))
-}
-server_pids() { # "PID:CLUSTER" of each postmaster and its children
-	local pm i
-	for i in "${!POSTMASTERS[@]}"; do
-		pm=${POSTMASTERS[$i]}
-		for pid in "$pm" $(cat "/proc/$pm/task/$pm/children" 2>/dev/null || true); do
-			printf '%s:%s ' "$pid" "$i"
-		done
-	done
-}
-classify() { # PID CLUSTER(0 = source, 1 = destination)
-	local cmd
-	cmd=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true)
-	case $cmd in
-	*walsender*) CLASS[$1]=walsender ;;
-	*"logical replication worker"*) CLASS[$1]=apply_worker ;;
-	*"postgres: postgres postgres"*) (($2 == 1)) && CLASS[$1]=dst_backend || CLASS[$1]=other ;;
-	*) CLASS[$1]=other ;;
-	esac
-}
-cpu_begin() {
-	local pid t e
-	C0=() C1=() CLASS=()
-	for e in $(server_pids); do
-		pid=${e%:*}
-		t=$(ticks_of "$pid") || continue
-		C0[$pid]=$t C1[$pid]=$t
-		classify "$pid" "${e#*:}"
-	done
-}
-cpu_poll() {
-	local pid t e
-	for e in $(server_pids); do
-		pid=${e%:*}
-		t=$(ticks_of "$pid") || continue
-		if [[ -z ${C0[$pid]:-} ]]; then
-			C0[$pid]=0
-			classify "$pid" "${e#*:}"
-		fi
-		C1[$pid]=$t
-	done
-}
-secs() { awk -v t="$1" -v hz="$TICKS" 'BEGIN { printf "%.2f", t / hz }'; }
-cpu_total() {
-	local pid sum=0
-	for pid in "${!C1[@]}"; do
-		sum=$((sum + C1[$pid] - C0[$pid]))
-	done
-	secs "$sum"
-}
-cpu_split() { # "walsender X s, apply_worker Y s, ..." for the classes that used any
-	local pid c out=''
-	declare -A by=()
-	for pid in "${!C1[@]}"; do
-		c=${CLASS[$pid]:-other}
-		by[$c]=$((${by[$c]:-0} + C1[$pid] - C0[$pid]))
-	done
-	for c in walsender apply_worker dst_backend other; do
-		[[ -n ${by[$c]:-} ]] && out+="${out:+, }$c $(secs "${by[$c]}")"
-	done
-	printf '%s' "$out"
-}
+# CPU seconds of both clusters' processes by class: cpu_begin, cpu_poll, cpu_total, cpu_split
+# shellcheck source=bench/cpu.sh
+. "$here/cpu.sh"
 
 # timeline_line PID T0: with TIMELINE=1, every 0.5 s one line on stderr: elapsed seconds and
 # the CPU ticks each class (and the consumer, PID) used since the previous line: where the
@@ -276,7 +226,7 @@ waits_end() {
 
 # run_measured LOG CMD...: runs CMD with stderr to LOG; sets RUN_RC, RUN_S (wall), RUN_CPU
 # (its user + system seconds), RUN_RSS_KB (its peak RSS) and RUN_SERVER_CPU (the servers'
-# CPU seconds meanwhile). /usr/bin/time -v when it is there, otherwise VmHWM and the CPU ticks
+# CPU seconds meanwhile; RUN_SERVER_SPLIT by class). /usr/bin/time -v when it is there, otherwise VmHWM and the CPU ticks
 # are sampled from /proc every 0.1 s.
 run_measured() {
 	local log=$1 a b pid line hwm=0 ticks=0 tfile=$1.time timed=0
@@ -369,9 +319,71 @@ native_catchup() {
 	NAT_S[$cfg]=$(sub "$t1" "$t0")
 	NAT_CPU[$cfg]=$(cpu_total)
 	NAT_SPLIT=$(cpu_split)
+	SPLIT[$cfg:native]=$NAT_SPLIT
 }
 
-declare -A NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF
+# floor_stream N T: pg_recvlogical through the same backlog in a replicant slot; sets
+# FS_S[$cfg], FS_CPU (the client's), FS_SCPU (the servers')
+floor_stream() {
+	local slot=fslot_$2 table=fsbench log=$WORK/floor_stream-$cfg.log
+	src -c "DROP TABLE IF EXISTS $table; $(ddl "$table")"
+	replicant -d "$SRC" -S "$slot" --create-slot 2>"$log" || { cat "$log" >&2; rp_die "replicant --create-slot failed"; }
+	workload "$table" "$1" "$2"
+	# the options the consumer sends when given none (rp_cli_run.c plugin_options)
+	run_measured "$log" pg_recvlogical -d "$SRC" -S "$slot" --start --endpos="$END" -f /dev/null \
+		-o proto_version=2 -o streaming=on -v
+	if ((RUN_RC != 0)) || ! grep -q 'end position .* reached' "$log"; then
+		tail -n 20 "$log" >&2
+		rp_die "pg_recvlogical did not reach the end position (status $RUN_RC)"
+	fi
+	FS_S[$cfg]=$RUN_S FS_CPU[$cfg]=$RUN_CPU FS_SCPU[$cfg]=$RUN_SERVER_CPU SPLIT[$cfg:floor_stream]=$RUN_SERVER_SPLIT
+	printf '  floor_stream: %s s (pg_recvlogical cpu %s s, servers cpu %s s: %s); %s\n' \
+		"${FS_S[$cfg]}" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$(grep -o 'end position .* reached.*' "$log" | tail -n 1)"
+	src -c "SELECT pg_drop_replication_slot('$slot')" >/dev/null
+	src -c "DROP TABLE $table"
+}
+
+# the destination floor's COPY client, built here for this run (bench/tools/copy_floor.c;
+# libpq only); FLOOR_CLIENT=psql: a pipe of two psql instead
+COPY_FLOOR=
+if [[ $FLOOR_CLIENT == copy_floor ]] && has_mode floor_dest; then
+	COPY_FLOOR=$WORK/copy_floor
+	cc -O2 -I"$("$PG_CONFIG" --includedir)" -o "$COPY_FLOOR" "$here/tools/copy_floor.c" \
+		-L"$("$PG_CONFIG" --libdir)" -lpq || rp_die "bench/tools/copy_floor.c does not build"
+fi
+
+# floor_dest N: the destination's bulk work for the same end state; sets FD_S[$cfg], FD_CPU
+# (the two psql clients'), FD_SCPU, FD_OK
+floor_dest() {
+	local log=$WORK/floor_dest-$cfg.log s_dig d_dig
+	src -c "DROP TABLE IF EXISTS fdsrc; $(ddl fdsrc)" -c "INSERT INTO fdsrc SELECT g, g%1000, md5(g::text),
+		now() + g*interval '1s', g/7.0, g%2=0, jsonb_build_object('k',g) FROM generate_series(1, $1) g"
+	dst -c "DROP TABLE IF EXISTS fdsrc; $(ddl fdsrc)"
+	checkpoint_both
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	run_measured "$log" bash -c 'set -eo pipefail
+		p() { "$1/psql" -X -q -v ON_ERROR_STOP=1 -d "$2" -c "$3"; }
+		if [[ -n $4 ]]; then
+			"$4" "$2" "$3" fdsrc
+		else
+			p "$1" "$2" "COPY fdsrc TO STDOUT (FORMAT binary)" | p "$1" "$3" "COPY fdsrc FROM STDIN (FORMAT binary)"
+		fi
+		p "$1" "$3" "UPDATE fdsrc SET a = a + 1 WHERE id % 4 = 0"
+		p "$1" "$3" "DELETE FROM fdsrc WHERE id % 10 = 0"' floor_dest "$RP_BINDIR" "$SRC" "$DST" "$COPY_FLOOR"
+	((RUN_RC == 0)) || { tail -n 20 "$log" >&2; rp_die "the destination floor's COPY or passes failed (status $RUN_RC)"; }
+	FD_S[$cfg]=$RUN_S FD_CPU[$cfg]=$RUN_CPU FD_SCPU[$cfg]=$RUN_SERVER_CPU SPLIT[$cfg:floor_dest]=$RUN_SERVER_SPLIT
+	src -c "UPDATE fdsrc SET a = a + 1 WHERE id % 4 = 0" -c "DELETE FROM fdsrc WHERE id % 10 = 0"
+	s_dig=$(digest src fdsrc)
+	d_dig=$(digest dst fdsrc)
+	[[ $s_dig == "$d_dig" ]] && FD_OK[$cfg]="${d_dig%% *} rows, equal" ||
+		FD_OK[$cfg]="DIFFERENT: src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
+	printf '  floor_dest: %s s (client cpu %s s, servers cpu %s s: %s); source %s, destination %s\n' \
+		"${FD_S[$cfg]}" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$s_dig" "$d_dig"
+	src -c "DROP TABLE fdsrc"
+	dst -c "DROP TABLE fdsrc"
+}
+
+declare -A NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF FS_S FS_CPU FS_SCPU FD_S FD_CPU FD_SCPU FD_OK SPLIT
 RC=0
 for cfg in "${CONFIGS[@]}"; do
 	N=${cfg%%:*} T=${cfg##*:}
@@ -421,6 +433,7 @@ for cfg in "${CONFIGS[@]}"; do
 		REP_CPU[$cfg]=$RUN_CPU
 		REP_SCPU[$cfg]=$RUN_SERVER_CPU
 		REP_RSS[$cfg]=$(mb "$RUN_RSS_KB")
+		SPLIT[$cfg:replicant]=$RUN_SERVER_SPLIT
 		confirmed=$(src -Atc "select pg_wal_lsn_diff(confirmed_flush_lsn, '$END') from pg_replication_slots where slot_name = '$slot'")
 		ck=$(dst -Atc "select end_lsn from replicant.checkpoint where slot = '$slot'")
 		s_dig=$(digest src "$table")
@@ -437,6 +450,10 @@ for cfg in "${CONFIGS[@]}"; do
 		src -c "DROP TABLE $table"
 		dst -c "DROP TABLE public.$table"
 	fi
+
+	# ---- the floors: the source's decode and send alone, the destination's bulk work alone
+	if has_mode floor_stream; then floor_stream "$N" "$T"; fi
+	if has_mode floor_dest; then floor_dest "$N"; fi
 	printf '\n'
 done
 
@@ -458,6 +475,26 @@ for cfg in "${CONFIGS[@]}"; do
 	printf '%-28s %9s %12s %16sx %17s\n' "$(label "$cfg")" "${NAT_S[$cfg]:--}" "${REP_S[$cfg]:--}" \
 		"$r" ">= ${want}x: $verdict"
 done
+printf '\nagainst the floors (target: replicant / max(floors) <= 1.15):\n'
+printf '%-28s %12s %15s %13s %13s %18s %17s\n' backlog replicant_s floor_stream_s floor_dest_s max_floor_s replicant/max_floor native/replicant
+for cfg in "${CONFIGS[@]}"; do
+	mx=$(awk -v a="${FS_S[$cfg]:-}" -v b="${FD_S[$cfg]:-}" 'BEGIN { if (a == "" && b == "") printf ""; else printf "%.2f", (a + 0 > b + 0) ? a : b }')
+	printf '%-28s %12s %15s %13s %13s %17sx %16sx\n' "$(label "$cfg")" "${REP_S[$cfg]:--}" "${FS_S[$cfg]:--}" \
+		"${FD_S[$cfg]:--}" "${mx:--}" "$(ratio "${REP_S[$cfg]:-}" "$mx")" "$(ratio "${NAT_S[$cfg]:-}" "${REP_S[$cfg]:-}")"
+done
+printf '(max(floors) is the one floor measured when MODES has only one)\n'
+printf '\nCPU seconds by process class (servers; the client is the consumer, pg_recvlogical or the two psql):\n'
+for cfg in "${CONFIGS[@]}"; do
+	for m in "${MODES[@]}"; do
+		case $m in
+		native) cl=- sv=${NAT_CPU[$cfg]:--} ;;
+		replicant) cl=${REP_CPU[$cfg]:--} sv=${REP_SCPU[$cfg]:--} ;;
+		floor_stream) cl=${FS_CPU[$cfg]:--} sv=${FS_SCPU[$cfg]:--} ;;
+		floor_dest) cl=${FD_CPU[$cfg]:--} sv=${FD_SCPU[$cfg]:--} ;;
+		esac
+		printf '%-28s %-13s client %6s, servers %6s: %s\n' "$(label "$cfg")" "$m" "$cl" "$sv" "${SPLIT[$cfg:$m]:--}"
+	done
+done
 printf '\nCPU seconds (for reference; both clusters'"'"' processes, plus the consumer for replicant):\n'
 printf '%-28s %12s %15s %15s %15s %17s %12s\n' backlog native_cpu replicant_srv consumer_cpu replicant_total native/replicant peak_rss_mb
 for cfg in "${CONFIGS[@]}"; do
@@ -468,7 +505,8 @@ done
 printf '\n%-28s %-36s %-36s\n' backlog 'native: destination vs source' 'replicant: destination vs source'
 for cfg in "${CONFIGS[@]}"; do
 	printf '%-28s %-36s %-36s\n' "$(label "$cfg")" "${NAT_OK[$cfg]:--}" "${REP_OK[$cfg]:--}"
-	[[ ${NAT_OK[$cfg]:-} == DIFF* || ${REP_OK[$cfg]:-} == DIFF* ]] && RC=1
+	[[ -n ${FD_OK[$cfg]:-} ]] && printf '%-28s floor_dest: %s\n' '' "${FD_OK[$cfg]}"
+	[[ ${NAT_OK[$cfg]:-} == DIFF* || ${REP_OK[$cfg]:-} == DIFF* || ${FD_OK[$cfg]:-} == DIFF* ]] && RC=1
 done
 printf '\ntargets: native/replicant >= 2x (1,000-row transactions), >= 4x (10-row transactions); consumer peak RSS < %d MB:' "$RSS_LIMIT_MB"
 worst=0
