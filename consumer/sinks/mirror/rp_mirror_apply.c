@@ -84,29 +84,111 @@ rp_mirror_apply_fresh(RpMirror *pg, RpMirrorTable *t)
 	return rc;
 }
 
+/* Per column of t: is it written by an upsert (applied, not a key column)? */
+static bool *
+rp_mirror_apply_value_cols(const RpMirrorTable *t, int *n)
+{
+	bool	   *cols = rp_malloc0(sizeof(bool) * (size_t) (t->rel->natts ? t->rel->natts : 1));
+
+	*n = 0;
+	for (int i = 0; i < t->rel->natts; i++)
+	{
+		bool		key = false;
+
+		for (int k = 0; k < t->nkey; k++)
+			key |= t->keycols[k] == i;
+		cols[i] = !key && rp_mirror_applied(&t->rel->cols[i]);
+		*n += cols[i];
+	}
+	return cols;
+}
+
+/*
+ * Staged upserts: one UPDATE ... FROM the staging table for the keys the
+ * table holds, writing only rows whose values differ (an identical row
+ * keeps its tuple: no dead tuple, no WAL, no trigger); then, unless every
+ * staged row was matched that way, one INSERT ... ON CONFLICT DO NOTHING
+ * for the keys it lacks.  Cheaper than INSERT ... ON CONFLICT DO UPDATE,
+ * which locks each conflicting row (a WAL record of its own) before it
+ * updates it, and rewrites identical rows.
+ */
 static int
 rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which)
 {
 	RpBuf		sql;
-	int			rc;
+	int			staged = 0,
+				nvals,
+				updated = 0,
+				rc;
+	bool	   *cols;
 
+	for (int e = 0; e < t->neffects; e++)
+		staged += rp_mirror_stage_wants(&t->effects[e], which);
 	if (rp_mirror_stage_effects(pg, t, t->stage_ups, which) < 0)
 		return -1;
+	cols = rp_mirror_apply_value_cols(t, &nvals);
 	rp_buf_init(&sql, 1024);
-	rp_buf_put_text(&sql, "INSERT INTO ");
-	rp_buf_put_text(&sql, t->qname);
-	rp_buf_put_text(&sql, " (");
-	rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
-	rp_buf_put_text(&sql, ") SELECT ");
-	rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
-	rp_buf_put_text(&sql, " FROM ");
-	rp_buf_put_text(&sql, t->stage_ups);
-	rp_mirror_sql_on_conflict(pg, &sql, t->rel, t->keycols, t->nkey);
-	rp_buf_put_text(&sql, "; TRUNCATE ");
+	if (nvals > 0)
+	{
+		RpMirrorParams none;
+		bool		first = true;
+
+		rp_buf_put_text(&sql, "UPDATE ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " d SET ");
+		for (int i = 0; i < t->rel->natts; i++)
+		{
+			char	   *qc;
+
+			if (!cols[i])
+				continue;
+			qc = rp_mirror_ident(pg, t->rel->cols[i].name);
+			if (!first)
+				rp_buf_put_text(&sql, ", ");
+			first = false;
+			rp_buf_put_text(&sql, qc);
+			rp_buf_put_text(&sql, " = s.");
+			rp_buf_put_text(&sql, qc);
+			rp_free(qc);
+		}
+		rp_buf_put_text(&sql, " FROM ");
+		rp_buf_put_text(&sql, t->stage_ups);
+		rp_buf_put_text(&sql, " s WHERE ");
+		rp_mirror_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
+		rp_mirror_sql_changed(pg, &sql, t, cols, "d", "s", NULL);
+		rp_buf_put_char(&sql, '\0');
+		rp_mirror_params_init(&none);
+		updated = rp_mirror_params_exec_count(pg, t, sql.data, &none, "applying upserts");
+		rp_mirror_params_free(&none);
+		if (updated < 0)
+		{
+			rp_free(cols);
+			rp_buf_free(&sql);
+			return -1;
+		}
+	}
+	rp_buf_reset(&sql);
+	if (updated < staged)
+	{
+		/* keys the table lacks (or rows left alone: their keys conflict, nothing is done) */
+		rp_buf_put_text(&sql, "INSERT INTO ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " (");
+		rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
+		rp_buf_put_text(&sql, ") SELECT ");
+		rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
+		rp_buf_put_text(&sql, " FROM ");
+		rp_buf_put_text(&sql, t->stage_ups);
+		rp_buf_put_text(&sql, " ON CONFLICT (");
+		rp_mirror_sql_cols(pg, &sql, t->rel, t->keycols, t->nkey, NULL);
+		rp_buf_put_text(&sql, ") DO NOTHING; ");
+	}
+	rp_buf_put_text(&sql, "TRUNCATE ");
 	rp_buf_put_text(&sql, t->stage_ups);
 	rp_buf_put_char(&sql, '\0');
 	rc = rp_mirror_exec(pg, sql.data, "applying upserts", t);
 	rp_buf_free(&sql);
+	rp_free(cols);
 	return rc;
 }
 
@@ -117,8 +199,11 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 	int			natts = t->rel->natts;
 	RpDatum    *datums = rp_malloc0(sizeof(RpDatum) * (size_t) (natts + t->nkey + 1));
 	uint8_t    *encs = rp_malloc0((size_t) (natts + t->nkey + 1));
+	bool	   *set = rp_malloc0(sizeof(bool) * (size_t) (natts + 1));
+	int		   *param = rp_malloc0(sizeof(int) * (size_t) (natts + 1));
 	RpBuf		sql;
 	int			n = 0,
+				nset,
 				rc;
 	char		tmp[32];
 
@@ -139,6 +224,8 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 			continue;
 		datums[n] = d;
 		encs[n] = t->rel->cols[i].encoding;
+		set[i] = true;
+		param[i] = n + 1;
 		qc = rp_mirror_ident(pg, t->rel->cols[i].name);
 		snprintf(tmp, sizeof(tmp), " = $%d", n + 1);
 		if (n)
@@ -148,11 +235,14 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 		rp_free(qc);
 		n++;
 	}
+	nset = n;
 	if (n == 0)
 	{
 		rp_buf_free(&sql);
 		rp_free(datums);
 		rp_free(encs);
+		rp_free(set);
+		rp_free(param);
 		return 0;
 	}
 	rp_buf_put_text(&sql, " WHERE ");
@@ -170,6 +260,9 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 		rp_free(qc);
 		n++;
 	}
+	/* a row whose carried values are what it holds is left alone (no new tuple) */
+	if (nset > 0)
+		rp_mirror_sql_changed(pg, &sql, t, set, t->qname, NULL, param);
 	if (extra_where)
 		rp_buf_put_text(&sql, extra_where);
 	rp_buf_put_char(&sql, '\0');
@@ -177,6 +270,8 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 	rp_buf_free(&sql);
 	rp_free(datums);
 	rp_free(encs);
+	rp_free(set);
+	rp_free(param);
 	return rc;
 }
 
