@@ -130,10 +130,17 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 	rp_buf_init(&sql, 1024);
 	if (nvals > 0)
 	{
-		RpMirrorParams none;
+		PGresult   *res;
 		bool		first = true;
 
-		rp_buf_put_text(&sql, "UPDATE ");
+		/*
+		 * Each staged key is looked up through the table's key index: a
+		 * batch holds few rows beside a large table, and a hash join would
+		 * read and hash all of it (the planner prices the random reads of a
+		 * cached index as if they were not).  RESET below restores the
+		 * session's own settings.
+		 */
+		rp_buf_put_text(&sql, "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; UPDATE ");
 		rp_buf_put_text(&sql, t->qname);
 		rp_buf_put_text(&sql, " d SET ");
 		for (int i = 0; i < t->rel->natts; i++)
@@ -157,9 +164,12 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 		rp_mirror_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
 		rp_mirror_sql_changed(pg, &sql, t, cols, "d", "s", NULL);
 		rp_buf_put_char(&sql, '\0');
-		rp_mirror_params_init(&none);
-		updated = rp_mirror_params_exec_count(pg, t, sql.data, &none, "applying upserts");
-		rp_mirror_params_free(&none);
+		res = PQexec(pg->conn, sql.data);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			updated = rp_mirror_fail_result(pg, res, "applying upserts", t);
+		else
+			updated = atoi(PQcmdTuples(res));
+		PQclear(res);
 		if (updated < 0)
 		{
 			rp_free(cols);
@@ -168,6 +178,8 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 		}
 	}
 	rp_buf_reset(&sql);
+	if (nvals > 0)
+		rp_buf_put_text(&sql, "RESET enable_hashjoin; RESET enable_mergejoin; ");
 	if (updated < staged)
 	{
 		/* keys the table lacks (or rows left alone: their keys conflict, nothing is done) */
