@@ -5,9 +5,12 @@
  * At the end of the batch, or at a barrier (TRUNCATE, a schema change), each
  * table's effects are applied in bulk: keys to delete and full rows are
  * COPYed into temporary staging tables (rp_mirror_stage.c), then one
- * DELETE ... USING and one INSERT ... ON CONFLICT DO UPDATE per table.
- * Rows with unchanged TOAST columns are updated one by one with only the
- * columns they carry, so the destination keeps its value.  History tables
+ * DELETE ... USING, one UPDATE ... FROM (rows that differ) and, for keys
+ * the table lacks, one INSERT ... ON CONFLICT DO NOTHING per table; keys
+ * first seen as INSERTs are COPYed straight into the table when none is
+ * there yet.  Rows with unchanged TOAST columns are updated one by one with
+ * only the columns they carry, so the destination keeps its value; a row
+ * that would not change is left alone either way.  History tables
  * get one closed and one opened version per key and source transaction
  * (rp_mirror_history.c).
  */
@@ -33,6 +36,16 @@
 
 /* ---- bulk apply ----------------------------------------------------------------- */
 
+/*
+ * A statement joining a staging table to its target looks each staged key
+ * up through the target's key index: a batch holds few rows beside a large
+ * table, and a hash join would read and hash all of it, every batch (the
+ * planner prices the random reads of a cached index as if they were not).
+ * The settings last to the _END part, which gives the session its own back.
+ */
+#define RP_MIRROR_BY_INDEX "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; "
+#define RP_MIRROR_BY_INDEX_END "RESET enable_hashjoin; RESET enable_mergejoin; "
+
 
 static int
 rp_mirror_apply_deletes(RpMirror *pg, RpMirrorTable *t)
@@ -43,13 +56,14 @@ rp_mirror_apply_deletes(RpMirror *pg, RpMirrorTable *t)
 	if (rp_mirror_stage_effects(pg, t, t->stage_del, RP_MIRROR_STAGE_DELETES) < 0)
 		return -1;
 	rp_buf_init(&sql, 512);
-	rp_buf_put_text(&sql, "DELETE FROM ");
+	/* by the key index (RP_MIRROR_BY_INDEX) */
+	rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX "DELETE FROM ");
 	rp_buf_put_text(&sql, t->qname);
 	rp_buf_put_text(&sql, " d USING ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_text(&sql, " s WHERE ");
 	rp_mirror_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
-	rp_buf_put_text(&sql, "; TRUNCATE ");
+	rp_buf_put_text(&sql, "; " RP_MIRROR_BY_INDEX_END "TRUNCATE ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_char(&sql, '\0');
 	rc = rp_mirror_exec(pg, sql.data, "applying deletes", t);
@@ -133,14 +147,8 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 		PGresult   *res;
 		bool		first = true;
 
-		/*
-		 * Each staged key is looked up through the table's key index: a
-		 * batch holds few rows beside a large table, and a hash join would
-		 * read and hash all of it (the planner prices the random reads of a
-		 * cached index as if they were not).  RESET below restores the
-		 * session's own settings.
-		 */
-		rp_buf_put_text(&sql, "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; UPDATE ");
+		/* by the key index (RP_MIRROR_BY_INDEX); reset with the next statement */
+		rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX "UPDATE ");
 		rp_buf_put_text(&sql, t->qname);
 		rp_buf_put_text(&sql, " d SET ");
 		for (int i = 0; i < t->rel->natts; i++)
@@ -179,7 +187,7 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 	}
 	rp_buf_reset(&sql);
 	if (nvals > 0)
-		rp_buf_put_text(&sql, "RESET enable_hashjoin; RESET enable_mergejoin; ");
+		rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX_END);
 	if (updated < staged)
 	{
 		/* keys the table lacks (or rows left alone: their keys conflict, nothing is done) */
