@@ -59,6 +59,19 @@ rp_pipe_publish(RpPipe *p, int rc)
 	pthread_cond_broadcast(&p->drained);
 }
 
+/*
+ * A batch was just delivered (or the step left none pending): were more
+ * items waiting by then?  Then the sink is the slower side (a backlog is
+ * being caught up), and the next batch goes as soon as the queue runs
+ * empty instead of waiting out its time (lock held).
+ */
+static void
+rp_pipe_note_delivered(RpPipe *p, uint64_t batches_before)
+{
+	if (RP_COUNT_LOAD(p->dl->count->batches) != batches_before)
+		p->behind = p->head != NULL;
+}
+
 static void *
 rp_pipe_main(void *arg)
 {
@@ -70,6 +83,7 @@ rp_pipe_main(void *arg)
 	{
 		RpItem	   *item = p->head;
 		int			rc = 0;
+		uint64_t	batches;
 
 		if (p->reopen_requested)
 		{
@@ -90,9 +104,11 @@ rp_pipe_main(void *arg)
 				p->tail = NULL;
 			p->queued_bytes -= item->txn ? rp_store_length(&item->txn->store) : 0;
 			pthread_cond_broadcast(&p->drained);
+			batches = RP_COUNT_LOAD(p->dl->count->batches);
 			pthread_mutex_unlock(&p->lock);
 			rc = rp_deliver_item(p->dl, item, rp_clock_wall_ms());
 			pthread_mutex_lock(&p->lock);
+			rp_pipe_note_delivered(p, batches);
 			rp_pipe_publish(p, rc);
 			continue;
 		}
@@ -121,15 +137,25 @@ rp_pipe_main(void *arg)
 		if (rp_deliver_pending(p->dl))
 		{
 			struct timespec ts;
+			bool		now = p->behind;
 
-			/* a batch is filling: deliver it when its time is up */
-			rp_clock_deadline(&ts, 20);
-			pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+			/*
+			 * A batch is filling: deliver it when its time is up, or at once
+			 * when it holds what queued up while the last one was applied
+			 * (the sink would otherwise sit idle with a backlog waiting).
+			 */
+			if (!now)
+			{
+				rp_clock_deadline(&ts, 20);
+				pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+			}
 			if (p->head == NULL && !p->flush_requested && !p->stopping && !p->abandoned)
 			{
+				batches = RP_COUNT_LOAD(p->dl->count->batches);
 				pthread_mutex_unlock(&p->lock);
-				rc = rp_deliver_flush(p->dl, false, rp_clock_wall_ms());
+				rc = rp_deliver_flush(p->dl, now, rp_clock_wall_ms());
 				pthread_mutex_lock(&p->lock);
+				rp_pipe_note_delivered(p, batches);
 				rp_pipe_publish(p, rc);
 			}
 			continue;

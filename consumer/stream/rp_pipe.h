@@ -36,6 +36,7 @@ typedef struct RpPipe
 	bool		abandoned;		/* a stop: finish the step in hand, nothing more */
 	bool		exited;			/* the delivery thread returned */
 	bool		busy;			/* the delivery thread holds undelivered work */
+	bool		behind;			/* work was queued when the last batch was delivered */
 	bool		failed;
 	RpHalt		halt;
 	char		error[1024];

@@ -5,9 +5,12 @@
  * At the end of the batch, or at a barrier (TRUNCATE, a schema change), each
  * table's effects are applied in bulk: keys to delete and full rows are
  * COPYed into temporary staging tables (rp_mirror_stage.c), then one
- * DELETE ... USING and one INSERT ... ON CONFLICT DO UPDATE per table.
- * Rows with unchanged TOAST columns are updated one by one with only the
- * columns they carry, so the destination keeps its value.  History tables
+ * DELETE ... USING, one UPDATE ... FROM (rows that differ) and, for keys
+ * the table lacks, one INSERT ... ON CONFLICT DO NOTHING per table; keys
+ * first seen as INSERTs are COPYed straight into the table when none is
+ * there yet.  Rows with unchanged TOAST columns are updated one by one with
+ * only the columns they carry, so the destination keeps its value; a row
+ * that would not change is left alone either way.  History tables
  * get one closed and one opened version per key and source transaction
  * (rp_mirror_history.c).
  */
@@ -33,6 +36,16 @@
 
 /* ---- bulk apply ----------------------------------------------------------------- */
 
+/*
+ * A statement joining a staging table to its target looks each staged key
+ * up through the target's key index: a batch holds few rows beside a large
+ * table, and a hash join would read and hash all of it, every batch (the
+ * planner prices the random reads of a cached index as if they were not).
+ * The settings last to the _END part, which gives the session its own back.
+ */
+#define RP_MIRROR_BY_INDEX "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; "
+#define RP_MIRROR_BY_INDEX_END "RESET enable_hashjoin; RESET enable_mergejoin; "
+
 
 static int
 rp_mirror_apply_deletes(RpMirror *pg, RpMirrorTable *t)
@@ -43,13 +56,14 @@ rp_mirror_apply_deletes(RpMirror *pg, RpMirrorTable *t)
 	if (rp_mirror_stage_effects(pg, t, t->stage_del, RP_MIRROR_STAGE_DELETES) < 0)
 		return -1;
 	rp_buf_init(&sql, 512);
-	rp_buf_put_text(&sql, "DELETE FROM ");
+	/* by the key index (RP_MIRROR_BY_INDEX) */
+	rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX "DELETE FROM ");
 	rp_buf_put_text(&sql, t->qname);
 	rp_buf_put_text(&sql, " d USING ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_text(&sql, " s WHERE ");
 	rp_mirror_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
-	rp_buf_put_text(&sql, "; TRUNCATE ");
+	rp_buf_put_text(&sql, "; " RP_MIRROR_BY_INDEX_END "TRUNCATE ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_char(&sql, '\0');
 	rc = rp_mirror_exec(pg, sql.data, "applying deletes", t);
@@ -84,29 +98,117 @@ rp_mirror_apply_fresh(RpMirror *pg, RpMirrorTable *t)
 	return rc;
 }
 
+/* Per column of t: is it written by an upsert (applied, not a key column)? */
+static bool *
+rp_mirror_apply_value_cols(const RpMirrorTable *t, int *n)
+{
+	bool	   *cols = rp_malloc0(sizeof(bool) * (size_t) (t->rel->natts ? t->rel->natts : 1));
+
+	*n = 0;
+	for (int i = 0; i < t->rel->natts; i++)
+	{
+		bool		key = false;
+
+		for (int k = 0; k < t->nkey; k++)
+			key |= t->keycols[k] == i;
+		cols[i] = !key && rp_mirror_applied(&t->rel->cols[i]);
+		*n += cols[i];
+	}
+	return cols;
+}
+
+/*
+ * Staged upserts: one UPDATE ... FROM the staging table for the keys the
+ * table holds, writing only rows whose values differ (an identical row
+ * keeps its tuple: no dead tuple, no WAL, no trigger); then, unless every
+ * staged row was matched that way, one INSERT ... ON CONFLICT DO NOTHING
+ * for the keys it lacks.  Cheaper than INSERT ... ON CONFLICT DO UPDATE,
+ * which locks each conflicting row (a WAL record of its own) before it
+ * updates it, and rewrites identical rows.
+ */
 static int
 rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which)
 {
 	RpBuf		sql;
-	int			rc;
+	int			staged = 0,
+				nvals,
+				updated = 0,
+				rc;
+	bool	   *cols;
 
+	for (int e = 0; e < t->neffects; e++)
+		staged += rp_mirror_stage_wants(&t->effects[e], which);
 	if (rp_mirror_stage_effects(pg, t, t->stage_ups, which) < 0)
 		return -1;
+	cols = rp_mirror_apply_value_cols(t, &nvals);
 	rp_buf_init(&sql, 1024);
-	rp_buf_put_text(&sql, "INSERT INTO ");
-	rp_buf_put_text(&sql, t->qname);
-	rp_buf_put_text(&sql, " (");
-	rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
-	rp_buf_put_text(&sql, ") SELECT ");
-	rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
-	rp_buf_put_text(&sql, " FROM ");
-	rp_buf_put_text(&sql, t->stage_ups);
-	rp_mirror_sql_on_conflict(pg, &sql, t->rel, t->keycols, t->nkey);
-	rp_buf_put_text(&sql, "; TRUNCATE ");
+	if (nvals > 0)
+	{
+		PGresult   *res;
+		bool		first = true;
+
+		/* by the key index (RP_MIRROR_BY_INDEX); reset with the next statement */
+		rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX "UPDATE ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " d SET ");
+		for (int i = 0; i < t->rel->natts; i++)
+		{
+			char	   *qc;
+
+			if (!cols[i])
+				continue;
+			qc = rp_mirror_ident(pg, t->rel->cols[i].name);
+			if (!first)
+				rp_buf_put_text(&sql, ", ");
+			first = false;
+			rp_buf_put_text(&sql, qc);
+			rp_buf_put_text(&sql, " = s.");
+			rp_buf_put_text(&sql, qc);
+			rp_free(qc);
+		}
+		rp_buf_put_text(&sql, " FROM ");
+		rp_buf_put_text(&sql, t->stage_ups);
+		rp_buf_put_text(&sql, " s WHERE ");
+		rp_mirror_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
+		rp_mirror_sql_changed(pg, &sql, t, cols, "d", "s", NULL);
+		rp_buf_put_char(&sql, '\0');
+		res = PQexec(pg->conn, sql.data);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			updated = rp_mirror_fail_result(pg, res, "applying upserts", t);
+		else
+			updated = atoi(PQcmdTuples(res));
+		PQclear(res);
+		if (updated < 0)
+		{
+			rp_free(cols);
+			rp_buf_free(&sql);
+			return -1;
+		}
+	}
+	rp_buf_reset(&sql);
+	if (nvals > 0)
+		rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX_END);
+	if (updated < staged)
+	{
+		/* keys the table lacks (or rows left alone: their keys conflict, nothing is done) */
+		rp_buf_put_text(&sql, "INSERT INTO ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " (");
+		rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
+		rp_buf_put_text(&sql, ") SELECT ");
+		rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
+		rp_buf_put_text(&sql, " FROM ");
+		rp_buf_put_text(&sql, t->stage_ups);
+		rp_buf_put_text(&sql, " ON CONFLICT (");
+		rp_mirror_sql_cols(pg, &sql, t->rel, t->keycols, t->nkey, NULL);
+		rp_buf_put_text(&sql, ") DO NOTHING; ");
+	}
+	rp_buf_put_text(&sql, "TRUNCATE ");
 	rp_buf_put_text(&sql, t->stage_ups);
 	rp_buf_put_char(&sql, '\0');
 	rc = rp_mirror_exec(pg, sql.data, "applying upserts", t);
 	rp_buf_free(&sql);
+	rp_free(cols);
 	return rc;
 }
 
@@ -117,8 +219,11 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 	int			natts = t->rel->natts;
 	RpDatum    *datums = rp_malloc0(sizeof(RpDatum) * (size_t) (natts + t->nkey + 1));
 	uint8_t    *encs = rp_malloc0((size_t) (natts + t->nkey + 1));
+	bool	   *set = rp_malloc0(sizeof(bool) * (size_t) (natts + 1));
+	int		   *param = rp_malloc0(sizeof(int) * (size_t) (natts + 1));
 	RpBuf		sql;
 	int			n = 0,
+				nset,
 				rc;
 	char		tmp[32];
 
@@ -139,6 +244,8 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 			continue;
 		datums[n] = d;
 		encs[n] = t->rel->cols[i].encoding;
+		set[i] = true;
+		param[i] = n + 1;
 		qc = rp_mirror_ident(pg, t->rel->cols[i].name);
 		snprintf(tmp, sizeof(tmp), " = $%d", n + 1);
 		if (n)
@@ -148,11 +255,14 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 		rp_free(qc);
 		n++;
 	}
+	nset = n;
 	if (n == 0)
 	{
 		rp_buf_free(&sql);
 		rp_free(datums);
 		rp_free(encs);
+		rp_free(set);
+		rp_free(param);
 		return 0;
 	}
 	rp_buf_put_text(&sql, " WHERE ");
@@ -170,6 +280,9 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 		rp_free(qc);
 		n++;
 	}
+	/* a row whose carried values are what it holds is left alone (no new tuple) */
+	if (nset > 0)
+		rp_mirror_sql_changed(pg, &sql, t, set, t->qname, NULL, param);
 	if (extra_where)
 		rp_buf_put_text(&sql, extra_where);
 	rp_buf_put_char(&sql, '\0');
@@ -177,6 +290,8 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 	rp_buf_free(&sql);
 	rp_free(datums);
 	rp_free(encs);
+	rp_free(set);
+	rp_free(param);
 	return rc;
 }
 

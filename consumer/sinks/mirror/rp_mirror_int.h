@@ -337,6 +337,15 @@ extern int	rp_mirror_params_text(RpMirrorParams *p, const char *s);
 extern int	rp_mirror_params_exec(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what);
 extern int	rp_mirror_params_exec_count(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what);
 extern void rp_mirror_params_free(RpMirrorParams *p);
+/*
+ * " AND (a.c IS DISTINCT FROM b.c OR ...)" over the columns cols[i] marks,
+ * comparing exact images (send forms: numeric 1.0 and 1.00 differ), so an
+ * update that changes nothing writes nothing (no dead tuple, no WAL, no
+ * trigger).  params non-NULL: the right side of column i is $params[i]
+ * cast to the column's type instead of b.c.  Nothing when none is marked.
+ */
+extern void rp_mirror_sql_changed(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const bool *cols,
+								  const char *a, const char *b, const int *params);
 /* "alias.col IS NOT DISTINCT FROM $param", as the type compares (full_match tables). */
 extern void rp_mirror_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, int param, const char *alias);
 /* Run sql with n datums as its parameters. */

@@ -198,6 +198,72 @@ rp_mirror_params_free(RpMirrorParams *p)
 }
 
 /*
+ * The exact image of expr, a value of column col of t: its type's send
+ * form, or its text output for a type without one (rp_mirror_read_match).
+ */
+static void
+rp_mirror_sql_image(RpBuf *sql, const RpMirrorTable *t, int col, const char *expr)
+{
+	const char *fn = t->match_send ? t->match_send[col] : NULL;
+
+	rp_buf_put_text(sql, fn ? fn : "");
+	rp_buf_put_char(sql, '(');
+	rp_buf_put_text(sql, expr);
+	rp_buf_put_text(sql, fn ? ")" : ")::text");
+}
+
+void
+rp_mirror_sql_changed(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const bool *cols, const char *a,
+					  const char *b, const int *params)
+{
+	RpBuf		ea,
+				eb;
+	bool		any = false;
+	char		tmp[32];
+
+	rp_buf_init(&ea, 128);
+	rp_buf_init(&eb, 128);
+	for (int i = 0; i < t->rel->natts; i++)
+	{
+		char	   *qc;
+
+		if (!cols[i])
+			continue;
+		qc = rp_mirror_ident(pg, t->rel->cols[i].name);
+		rp_buf_reset(&ea);
+		rp_buf_put_text(&ea, a);
+		rp_buf_put_char(&ea, '.');
+		rp_buf_put_text(&ea, qc);
+		rp_buf_put_char(&ea, '\0');
+		rp_buf_reset(&eb);
+		if (params)
+		{
+			snprintf(tmp, sizeof(tmp), "$%d::", params[i]);
+			rp_buf_put_text(&eb, tmp);
+			rp_buf_put_text(&eb, t->match_type && t->match_type[i] ? t->match_type[i]
+							: t->rel->cols[i].type_name);
+		}
+		else
+		{
+			rp_buf_put_text(&eb, b);
+			rp_buf_put_char(&eb, '.');
+			rp_buf_put_text(&eb, qc);
+		}
+		rp_buf_put_char(&eb, '\0');
+		rp_buf_put_text(sql, any ? " OR " : " AND (");
+		rp_mirror_sql_image(sql, t, i, ea.data);
+		rp_buf_put_text(sql, " IS DISTINCT FROM ");
+		rp_mirror_sql_image(sql, t, i, eb.data);
+		rp_free(qc);
+		any = true;
+	}
+	if (any)
+		rp_buf_put_char(sql, ')');
+	rp_buf_free(&ea);
+	rp_buf_free(&eb);
+}
+
+/*
  * "send(o.c) IS NOT DISTINCT FROM send($n::type)": the old row's value
  * exactly, not one the type's "=" calls equal (rp_mirror_read_match); a type
  * without a send function compares its text output, and also works for

@@ -399,7 +399,9 @@ rp_mirror_read_constraints(RpMirror *pg, RpMirrorTable *t)
  * rows.  A type's binary send form is its value exactly (receive(send(x))
  * is x), so the match compares those: per column the destination's send
  * function and its type (with typmod) to cast the parameter to.  A type
- * with no send function falls back to its text output.
+ * with no send function falls back to its text output.  Keyed tables read
+ * them too: an upsert compares the same images to leave a row that would
+ * not change alone (rp_mirror_sql_changed).
  */
 static int
 rp_mirror_read_match(RpMirror *pg, RpMirrorTable *t)
@@ -411,8 +413,6 @@ rp_mirror_read_match(RpMirror *pg, RpMirrorTable *t)
 
 	rp_mirror_free_names(&t->match_send, natts);
 	rp_mirror_free_names(&t->match_type, natts);
-	if (!t->full_match)
-		return 0;
 	res = PQexecParams(pg->conn,
 					   "SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod),"
 					   " CASE WHEN ty.typsend = 0 THEN NULL ELSE pg_catalog.quote_ident(n.nspname)"
