@@ -4,7 +4,7 @@
  *    bench/nats_sink.sh: the data records of a file-sink log (one JSON
  *    object a line) published as they are, one message each, asynchronously
  *    with a window of publishes in flight, each with the headers the NATS
- *    sink sets (NATS_CONTRACT.md: Nats-Msg-Id, the Replicant-* headers and
+ *    sink sets (docs/sinks.md: Nats-Msg-Id, the Replicant-* headers and
  *    Nats-Expected-Last-Sequence), into a stream created here with the sink's
  *    settings (file storage, limits retention, deny delete and purge).  No
  *    PostgreSQL, no replicant: what is left is libnats' and the servers' own
