@@ -251,6 +251,49 @@ START_TEST(test_window_in_order)
 }
 END_TEST
 
+/*
+ * The window is bounded by bytes as well as by count: a window of 1,024
+ * publishes holds at most RP_NATS_WINDOW_BYTES of large rows, and a
+ * message larger than the bound still goes alone.
+ */
+START_TEST(test_window_bytes)
+{
+	RpNatsWin	w;
+	const int64_t row = 512 * 1024;
+	int			n = 0;
+
+	rp_nats_win_reset(&w, 1024, 0);
+	w.max_bytes = RP_NATS_WINDOW_BYTES;
+	while (rp_nats_win_room(&w, row) && n < 1024)
+	{
+		rp_nats_win_send(&w);
+		rp_nats_win_charge(&w, row);
+		n++;
+	}
+	ck_assert_int_eq(n, (int) (RP_NATS_WINDOW_BYTES / row));
+	ck_assert(!rp_nats_win_full(&w));	/* the count would have let more go */
+	/* an ack gives its bytes back */
+	rp_nats_win_charge(&w, -row);
+	rp_nats_win_ack(&w, 0, 1, false);
+	ck_assert(rp_nats_win_room(&w, row));
+	ck_assert(!rp_nats_win_room(&w, 2 * row));
+
+	/* one message over the bound goes when nothing else is in flight */
+	rp_nats_win_reset(&w, 1024, 0);
+	w.max_bytes = RP_NATS_WINDOW_BYTES;
+	ck_assert(rp_nats_win_room(&w, 2 * RP_NATS_WINDOW_BYTES));
+	rp_nats_win_send(&w);
+	rp_nats_win_charge(&w, 2 * RP_NATS_WINDOW_BYTES);
+	ck_assert(!rp_nats_win_room(&w, 1));
+	/* never below zero; no bound when max_bytes <= 0 */
+	rp_nats_win_charge(&w, -3 * RP_NATS_WINDOW_BYTES);
+	ck_assert_int_eq(w.bytes, 0);
+	w.max_bytes = 0;
+	rp_nats_win_charge(&w, 10 * RP_NATS_WINDOW_BYTES);
+	ck_assert(rp_nats_win_room(&w, RP_NATS_WINDOW_BYTES));
+}
+END_TEST
+
 START_TEST(test_window_failures)
 {
 	RpNatsWin	w;
@@ -326,6 +369,7 @@ ct_suite_nats(void)
 	tcase_add_test(tc, test_tail_roundtrip);
 	tcase_add_test(tc, test_tail_kinds);
 	tcase_add_test(tc, test_window_in_order);
+	tcase_add_test(tc, test_window_bytes);
 	tcase_add_test(tc, test_window_failures);
 	tcase_add_test(tc, test_classify);
 	suite_add_tcase(s, tc);

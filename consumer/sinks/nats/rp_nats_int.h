@@ -160,10 +160,25 @@ typedef struct RpNatsWin
 	RpNatsFailure failure;		/* the worst one seen since the last reset */
 	int			err_code;		/* its JetStream error code, or 0 */
 	int			status;			/* its libnats status */
+	/*
+	 * Bytes of the messages in flight (payload, subject, headers) and
+	 * their bound (<= 0: none): the count alone would let a window of
+	 * large rows be held at once (G5).  One message always goes, whatever
+	 * its size.
+	 */
+	int64_t		bytes;
+	int64_t		max_bytes;
 } RpNatsWin;
+
+/* the default of RpNatsWin.max_bytes */
+#define RP_NATS_WINDOW_BYTES ((int64_t) 32 * 1024 * 1024)
 
 extern void rp_nats_win_reset(RpNatsWin *w, int size, uint64_t last_seq);
 extern bool rp_nats_win_full(const RpNatsWin *w);
+/* Room for one more publish of `bytes` (by count and by bytes)? */
+extern bool rp_nats_win_room(const RpNatsWin *w, int64_t bytes);
+/* Bytes go into flight (delta > 0) or come back (< 0; never below 0). */
+extern void rp_nats_win_charge(RpNatsWin *w, int64_t delta);
 /* A publish goes out: the expected last sequence it must carry. */
 extern uint64_t rp_nats_win_send(RpNatsWin *w);
 /* Its publish call failed: it is not in flight. */

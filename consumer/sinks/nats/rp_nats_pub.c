@@ -1,7 +1,8 @@
 /*
  * rp_nats_pub.c
  *    Asynchronous publishing within a bounded window: at most `size`
- *    messages in flight (memory bounded whatever the transaction's size),
+ *    messages and RP_NATS_WINDOW_BYTES in flight (memory bounded whatever
+ *    the transaction's or the rows' size),
  *    each carrying the stream-wide Nats-Expected-Last-Sequence (set as a
  *    header: libnats' ExpectLastSeq = 0 means unset, and an empty stream's
  *    expectation is 0), each with a MaxWait so that an ack lost with a
@@ -22,6 +23,21 @@
 
 #define RP_NATS_EXPECT_HDR "Nats-Expected-Last-Sequence"
 
+/*
+ * What a message holds in memory until it is acknowledged: its payload
+ * and subject, and a fixed allowance for its headers (the sink's are well
+ * under it; the bound needs the order of magnitude only).
+ */
+#define RP_NATS_HDR_ALLOWANCE 1024
+
+static int64_t
+msg_bytes(natsMsg *m)
+{
+	const char *subj = natsMsg_GetSubject(m);
+
+	return natsMsg_GetDataLength(m) + (subj ? (int64_t) strlen(subj) : 0) + RP_NATS_HDR_ALLOWANCE;
+}
+
 static void
 deadline_in(struct timespec *ts, int64_t ms)
 {
@@ -40,6 +56,7 @@ rp_nats_pub_start(RpNatsLink *l, int size, uint64_t last_seq)
 {
 	pthread_mutex_lock(&l->mu);
 	rp_nats_win_reset(&l->win, size, last_seq);
+	l->win.max_bytes = RP_NATS_WINDOW_BYTES;
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -52,7 +69,10 @@ rp_nats_pub_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *c
 
 	if (natsMsgHeader_Get(msg, RP_NATS_EXPECT_HDR, &v) == NATS_OK && v)
 		expected = strtoull(v, NULL, 10);
+	int64_t		bytes = msg_bytes(msg);
+
 	pthread_mutex_lock(&l->mu);
+	rp_nats_win_charge(&l->win, -bytes);
 	if (pa)
 		rp_nats_win_ack(&l->win, expected, pa->Sequence, pa->Duplicate);
 	else
@@ -76,12 +96,12 @@ rp_nats_pub_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *c
  * counted lost, so a wait never lasts for ever.
  */
 static void
-wait_window(RpNatsLink *l, bool drain)
+wait_window(RpNatsLink *l, bool drain, int64_t bytes)
 {
 	int64_t		quiet_ms = 2 * l->ack_timeout_ms + 5000;
 
 	pthread_mutex_lock(&l->mu);
-	while (drain ? l->win.in_flight > 0 : rp_nats_win_full(&l->win))
+	while (drain ? l->win.in_flight > 0 : !rp_nats_win_room(&l->win, bytes))
 	{
 		struct timespec ts;
 		int			before = l->win.in_flight;
@@ -99,6 +119,7 @@ wait_window(RpNatsLink *l, bool drain)
 			pthread_mutex_lock(&l->mu);
 			while (l->win.in_flight > 0)
 				rp_nats_win_nak(&l->win, RP_NATS_ST_LOST, 0, NULL);
+			l->win.bytes = 0;
 		}
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -111,8 +132,9 @@ rp_nats_pub_send(RpNatsLink *l, natsMsg *m)
 	uint64_t	expected;
 	char		num[24];
 	natsStatus	s;
+	int64_t		bytes = msg_bytes(m);
 
-	wait_window(l, false);
+	wait_window(l, false, bytes);
 	pthread_mutex_lock(&l->mu);
 	if (l->win.failure != RP_NATS_FAIL_NONE)
 	{
@@ -122,6 +144,7 @@ rp_nats_pub_send(RpNatsLink *l, natsMsg *m)
 		return false;
 	}
 	expected = rp_nats_win_send(&l->win);
+	rp_nats_win_charge(&l->win, bytes);
 	pthread_mutex_unlock(&l->mu);
 
 	snprintf(num, sizeof(num), "%llu", (unsigned long long) expected);
@@ -133,6 +156,7 @@ rp_nats_pub_send(RpNatsLink *l, natsMsg *m)
 	if (s != NATS_OK)
 	{
 		pthread_mutex_lock(&l->mu);
+		rp_nats_win_charge(&l->win, -bytes);
 		rp_nats_win_unsend(&l->win, s == NATS_MAX_PAYLOAD ? RP_NATS_FAIL_FATAL : RP_NATS_FAIL_RETRY,
 						   s == NATS_MAX_PAYLOAD ? RP_NATS_ST_REFUSED : RP_NATS_ST_LOST);
 		pthread_mutex_unlock(&l->mu);
@@ -145,7 +169,7 @@ rp_nats_pub_send(RpNatsLink *l, natsMsg *m)
 void
 rp_nats_pub_drain(RpNatsLink *l)
 {
-	wait_window(l, true);
+	wait_window(l, true, 0);
 }
 
 RpNatsWin

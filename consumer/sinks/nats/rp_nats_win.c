@@ -30,6 +30,22 @@ rp_nats_win_full(const RpNatsWin *w)
 	return w->in_flight >= w->size;
 }
 
+bool
+rp_nats_win_room(const RpNatsWin *w, int64_t bytes)
+{
+	if (rp_nats_win_full(w))
+		return false;
+	return w->max_bytes <= 0 || w->bytes == 0 || w->bytes + bytes <= w->max_bytes;
+}
+
+void
+rp_nats_win_charge(RpNatsWin *w, int64_t delta)
+{
+	w->bytes += delta;
+	if (w->bytes < 0)
+		w->bytes = 0;
+}
+
 uint64_t
 rp_nats_win_send(RpNatsWin *w)
 {
