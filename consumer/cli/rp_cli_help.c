@@ -70,7 +70,7 @@ usage_sinks(void)
 	printf("      --nats-replicas=N  replicas when the stream is created (default: %d)\n", RP_NATS_DEFAULT_REPLICAS);
 	printf("      --nats-max-bytes=SIZE  max bytes when the stream is created, discard new (default: unlimited)\n");
 	printf("      --nats-duplicate-window=SECS  duplicate window when the stream is created (default: the server's)\n");
-	printf("      --nats-window=N    most publishes in flight (default: %d)\n", RP_NATS_DEFAULT_WINDOW);
+	printf("      --nats-window=N    most publishes in flight (default: %d; 32MB at most between them)\n", RP_NATS_DEFAULT_WINDOW);
 	printf("      --nats-ack-timeout=SECS  longest wait for one publish's ack (default: 5)\n");
 	printf("      --nats-creds=FILE, --nats-tls-ca=FILE, --nats-tls-cert=FILE, --nats-tls-key=FILE\n"
 		   "                         credentials and TLS (user and password also from NATS_USER, NATS_PASSWORD)\n");
