@@ -70,6 +70,8 @@ rp_ck_for(const RpDelivery *dl, const RpTxn *t, RpCheckpoint *ck)
 	ck->commit_lsn = t->commit_lsn;
 	if (t->end_lsn > ck->end_lsn)
 		ck->end_lsn = t->end_lsn;
+	if (t->source_seq > ck->source_seq)
+		ck->source_seq = t->source_seq;
 }
 
 /*
@@ -365,6 +367,8 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 
 		if (item->msg.lsn > ck.end_lsn)
 			ck.end_lsn = item->msg.lsn;
+		if (item->msg.source_seq > ck.source_seq)
+			ck.source_seq = item->msg.source_seq;
 		if (dl->sink->handle_message &&
 			dl->sink->handle_message(dl->sink, &item->msg, &ck) < 0)
 			rc = -1;
@@ -379,7 +383,7 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 }
 
 int
-rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
+rp_deliver_advance(RpDelivery *dl, uint64_t lsn, uint64_t source_seq)
 {
 	RpCheckpoint ck = dl->ck;
 
@@ -392,6 +396,8 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
 		dl->nbatch > 0 || dl->early_xid != 0 || lsn <= dl->ck.end_lsn)
 		return 0;
 	ck.end_lsn = lsn;
+	if (source_seq > ck.source_seq)
+		ck.source_seq = source_seq;
 	if (dl->sink->owns_checkpoint)
 	{
 		if (dl->sink->advance == NULL)

@@ -85,6 +85,7 @@ extern bool rp_deliver_pending(const RpDelivery *dl);
 /* A sink waiting on something slow calls this now and then. */
 extern void rp_deliver_idle(RpDelivery *dl);
 /* Nothing in flight: a state sink may record an idle-advanced position. */
-extern int	rp_deliver_advance(RpDelivery *dl, uint64_t lsn);
+/* source_seq: from a stream, the sequence of the position message (else 0) */
+extern int	rp_deliver_advance(RpDelivery *dl, uint64_t lsn, uint64_t source_seq);
 
 #endif							/* RP_DELIVER_H */

@@ -68,4 +68,10 @@ extern int	rp_jsonwire_value(RpBuf *out, RpBuf *scratch, const RpRelation *rel, 
 extern bool rp_jsonwire_value_lossless(uint8_t encoding, const unsigned char *data,
 									   uint32_t len);
 
+/* Canonical base64 (padded, as rp_fmt_base64 writes it) appended to out: 0 or -1. */
+extern int	rp_jsonwire_base64(const char *s, size_t n, RpBuf *out);
+
+/* An RFC 3339 UTC timestamp as rp_fmt_timestamp writes it, as wire microseconds: 0 or -1. */
+extern int	rp_jsonwire_timestamptz(const char *s, size_t n, int64_t *out);
+
 #endif							/* RP_JSONWIRE_H */

@@ -861,3 +861,28 @@ rp_jsonwire_value_lossless(uint8_t encoding, const unsigned char *data, uint32_t
 			return false;
 	}
 }
+
+/* ---- for the NATS source's headers ------------------------------------------ */
+
+int
+rp_jsonwire_base64(const char *s, size_t n, RpBuf *out)
+{
+	return jw_base64(out, s, n) ? 0 : -1;
+}
+
+int
+rp_jsonwire_timestamptz(const char *s, size_t n, int64_t *out)
+{
+	JwScan		sc = {s, n, 0};
+	int64_t		days,
+				rem,
+				t;
+
+	if (!jw_ymd(&sc, &days) || !jw_eat(&sc, 'T') || !jw_hms(&sc, 2, &rem) ||
+		rem >= RP_USECS_PER_DAY || !jw_eat(&sc, 'Z') || sc.i != sc.n ||
+		__builtin_mul_overflow(days - RP_PG_EPOCH_DAYS, RP_USECS_PER_DAY, &t) ||
+		__builtin_add_overflow(t, rem, &t) ||
+		t < RP_PG_TS_MIN || t >= RP_PG_TS_END || !rp_ts_from_pg(t, true, out))
+		return -1;
+	return 0;
+}
