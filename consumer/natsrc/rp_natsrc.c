@@ -374,7 +374,32 @@ rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint 
 	rp_natsrc_chain_init(&s->chain, start, have_ck ? ck->end_lsn : 0, true, bind->system_id,
 						 bind->timeline);
 	s->open_txn = false;
+	s->last_msg_ms = s->last_check_ms = rp_clock_mono_ms();
 	return subscribe(s, start);
+}
+
+/*
+ * Nothing delivered for a while: is the stream ahead of us?  Then the
+ * consumer is stuck (its server gone without libnats noticing): an error,
+ * and the run reopens the stream after what is durable.
+ */
+static int
+stall_check(RpNatsSrc *s)
+{
+	int64_t		now = rp_clock_mono_ms();
+	uint64_t	first,
+				last;
+
+	if (now - s->last_msg_ms < RP_NATSRC_STALL_MS || now - s->last_check_ms < RP_NATSRC_STALL_MS)
+		return 0;
+	s->last_check_ms = now;
+	if (stream_state(s, &first, &last) < 0)
+		return -1;
+	s->last_seq = last;
+	if (s->chain.next_seq != 0 && last >= s->chain.next_seq)
+		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": nothing delivered for %d s while the stream holds sequence %" PRIu64 " and this reader is at %" PRIu64 ": reopening",
+					   s->o.stream, RP_NATSRC_STALL_MS / 1000, last, s->chain.next_seq - 1);
+	return 0;
 }
 
 int
@@ -393,7 +418,7 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 
 		st = natsSubscription_NextMsg(&m, s->sub, left > 0 ? left : 0);
 		if (st == NATS_TIMEOUT)
-			return 0;
+			return stall_check(s);
 		if (st != NATS_OK)
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading failed (%s)", s->o.stream,
 						   rp_natsio_status_text(st));
@@ -405,6 +430,7 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 						   s->o.stream, rp_natsio_status_text(st));
 		}
 		ev->seq = meta->Sequence.Stream;
+		s->last_msg_ms = rp_clock_mono_ms();
 		if (meta->Sequence.Stream + meta->NumPending > s->last_seq)
 			s->last_seq = meta->Sequence.Stream + meta->NumPending;
 		jsMsgMetaData_Destroy(meta);

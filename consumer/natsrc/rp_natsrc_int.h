@@ -22,6 +22,8 @@ extern bool rp_natsrc_subject_match(const char *pattern, const char *subject);
 /* what libnats may hold unread for the reader (flow control keeps it below) */
 #define RP_NATSRC_PENDING_MSGS 65536
 #define RP_NATSRC_PENDING_BYTES (64 * 1024 * 1024)
+/* no message this long while the stream is ahead: the consumer is stuck */
+#define RP_NATSRC_STALL_MS 15000
 
 /* A relation description read from the stream. */
 typedef struct RpNatsSrcRel
@@ -42,6 +44,8 @@ struct RpNatsSrc
 	uint64_t	last_seq;		/* the stream's last sequence, as last seen */
 	RpNatsChain chain;
 	bool		skip_partial;	/* no checkpoint, the stream's start is gone: skip to a whole transaction */
+	int64_t		last_msg_ms;	/* when a message last came (monotonic) */
+	int64_t		last_check_ms;	/* when the stream's state was last read for a stall */
 
 	/* the transaction being framed */
 	bool		open_txn;
