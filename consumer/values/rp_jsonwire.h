@@ -11,7 +11,13 @@
  *
  * Not everything the renderer writes reads back to the same bytes (see
  * rp_jsonwire_lossless); the sink attaches the binary record whenever it
- * would not.
+ * would not.  What does: every finite float (rp_fmt_float4/8 print until
+ * strtof/strtod read the same bits back; -0 and subnormals included), every
+ * integer, interval, uuid, bytea, date and timestamp (the extended range
+ * too), and numerics in numeric_send's form, whose +-Infinity carry dscale
+ * 32 (the short header's bits, as PostgreSQL 15 sends them).  Floats are
+ * read with strtod/strtof, as the renderer printed them with snprintf: in
+ * the C locale, which the consumer never changes.
  */
 #ifndef RP_JSONWIRE_H
 #define RP_JSONWIRE_H

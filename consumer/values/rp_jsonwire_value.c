@@ -45,6 +45,19 @@ jw_bad_type(const RpRelation *rel, int col, int type, const char *want)
 	return jw_bad(rel, col, what);
 }
 
+/* An array, composite or range value: the JSON lost what the wire needs. */
+static int
+jw_container(const RpRelation *rel, int col)
+{
+	uint8_t		enc = rel->cols[col].encoding;
+
+	return rp_fail(RP_HALT_MALFORMED,
+				   "column \"%s\" of relation %s.%s is %s: its JSON form does not carry the %s; the stream must carry the binary record",
+				   rel->cols[col].name, rel->schema, rel->name,
+				   enc == RP_ENC_ARRAY ? "an array" : enc == RP_ENC_COMPOSITE ? "a composite" : "a range",
+				   enc == RP_ENC_ARRAY ? "element type" : enc == RP_ENC_COMPOSITE ? "field types" : "subtype");
+}
+
 /* ---- small text scanners over a decoded string ------------------------ */
 
 typedef struct JwScan
@@ -664,11 +677,9 @@ rp_jsonwire_value(RpBuf *out, RpBuf *scratch, const RpRelation *rel, int col, in
 				return jw_bad_type(rel, col, type, "an object");
 			break;
 		case RP_ENC_ARRAY:
-			return jw_bad(rel, col, "is an array: its JSON form does not carry the element type; the stream must carry the binary record");
 		case RP_ENC_COMPOSITE:
-			return jw_bad(rel, col, "is a composite: its JSON form does not carry the field types; the stream must carry the binary record");
 		case RP_ENC_RANGE:
-			return jw_bad(rel, col, "is a range: its JSON form does not carry the subtype; the stream must carry the binary record");
+			return jw_container(rel, col);
 		default:
 			if (enc >= RP_ENC__COUNT)
 				return jw_bad(rel, col, "an unknown encoding");
