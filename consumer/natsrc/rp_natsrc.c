@@ -248,6 +248,7 @@ check_checkpoint(RpNatsSrc *s, const RpCheckpoint *ck, uint64_t first, uint64_t 
 	natsMsg    *m = NULL;
 	RpNatsHead	h;
 	bool		same;
+	bool		nontx;
 
 	rp_natsrc_source_name(s->o.stream, source, sizeof(source));
 	if (rp_ckpt_check_kind(ck, source) < 0)
@@ -263,9 +264,16 @@ check_checkpoint(RpNatsSrc *s, const RpCheckpoint *ck, uint64_t first, uint64_t 
 	if (rp_natsrc_get(s, ck->source_seq, &m) < 0)
 		return -1;
 	rp_nats_head_parse(&h, rp_natsio_msg_header, m);
+	{
+		const char *t = rp_natsio_msg_header(m, "Replicant-Transactional");
+
+		/* a non-transactional message moves only the end LSN, not the dedup watermark */
+		nontx = t != NULL && strcmp(t, "false") == 0;
+	}
 	natsMsg_Destroy(m);
 	same = !h.bad && h.system_id == ck->system_id && h.timeline == ck->timeline &&
-		((h.kind == RP_NATS_KIND_DATA && h.last && h.commit_lsn == ck->commit_lsn) ||
+		((h.kind == RP_NATS_KIND_DATA && h.last && !nontx && h.commit_lsn == ck->commit_lsn) ||
+		 (h.kind == RP_NATS_KIND_DATA && nontx && h.end_lsn == ck->end_lsn) ||
 		 (h.kind == RP_NATS_KIND_POSITION && h.end_lsn <= ck->end_lsn));
 	if (!same)
 		return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\": the message at the checkpoint's sequence %" PRIu64 " is not the end of the transaction at commit %s the checkpoint records: it is not the stream this checkpoint was taken from",
