@@ -148,21 +148,9 @@ rp_natsrc_rel_at(RpNatsSrc *s, uint64_t seq)
 void
 rp_natsrc_rel_send(RpNatsSrc *s, RpNatsSrcRel *r)
 {
-	const RpRelation *rel = r->rel;
-	size_t		at;
-
 	if (r->sent)
 		return;
-	at = rp_enc_relation_start(&s->frame, rel->relid, rel->schema, rel->name, rel->identity,
-							   rel->natts);
-	for (uint16_t i = 0; i < rel->natts; i++)
-	{
-		const RpColumn *c = &rel->cols[i];
-
-		rp_enc_relation_column(&s->frame, c->attnum, c->name, c->type_oid, c->type_name, c->typmod,
-							   c->encoding, c->flags);
-	}
-	rp_buf_end_record(&s->frame, at);
+	rp_enc_relation_record(&s->frame, r->rel);
 	r->sent = true;
 }
 
