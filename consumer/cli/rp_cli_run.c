@@ -629,6 +629,9 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	run->metrics_src.spill = &run->spill;
 	run->metrics_src.agg = cli->agg;
 	run->metrics_src.sink = run->sink;
+	if (cli->source && (run->nsrc = rp_cli_fanout_source(cli)) == NULL)
+		return -1;
+	run->metrics_src.nsrc = run->nsrc;
 	if (rp_cli_metrics_register(&run->metrics, &run->metrics_src) < 0 ||
 		rp_metrics_start(&run->metrics, cli->metrics_port) < 0)
 		return -1;

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/rp_counter.h"
+#include "base/rp_metrics.h"
 #include "base/rp_status.h"
 #include "natsrc/rp_natsrc.h"
 #include "natsrc/rp_natsrc_int.h"
@@ -100,6 +102,12 @@ rp_natsrc_close(RpNatsSrc *s)
 	(void) s;
 }
 
+void
+rp_natsrc_metrics(RpBuf *out, const void *arg)
+{
+	(void) out, (void) arg;
+}
+
 #else
 
 #include "base/rp_clock.h"
@@ -174,6 +182,21 @@ uint64_t
 rp_natsrc_last_seq(const RpNatsSrc *s)
 {
 	return s->last_seq;
+}
+
+void
+rp_natsrc_metrics(RpBuf *out, const void *arg)
+{
+	const RpNatsSrcCounters *c = &((const RpNatsSrc *) arg)->count;
+	uint64_t	read = RP_COUNT_LOAD(c->read_seq);
+	uint64_t	last = RP_COUNT_LOAD(c->last_seq);
+
+	rp_metrics_sample(out, "replicant_nats_source_read_seq", "gauge", "The last stream sequence this reader read.", NULL, read);
+	rp_metrics_sample(out, "replicant_nats_source_last_seq", "gauge", "The stream's last sequence, as this reader last saw it.", NULL, last);
+	rp_metrics_sample(out, "replicant_nats_source_lag_messages", "gauge", "Messages the stream holds past what this reader read.", NULL, last > read ? last - read : 0);
+	rp_metrics_sample(out, "replicant_nats_source_messages_total", "counter", "Stream messages read (relation and position messages too).", NULL, RP_COUNT_LOAD(c->messages));
+	rp_metrics_sample(out, "replicant_nats_source_opens_total", "counter", "Times the stream was opened (the first, and every reopen after a failure).", NULL, RP_COUNT_LOAD(c->opens));
+	rp_metrics_sample(out, "replicant_nats_source_relation_gets_total", "counter", "Relation descriptions fetched by sequence (a reader that started after them).", NULL, RP_COUNT_LOAD(c->relation_gets));
 }
 
 /* The JetStream error of a request as text for a message. */
@@ -335,6 +358,7 @@ subscribe(RpNatsSrc *s, uint64_t start)
 		s->sub = NULL;
 		return js_fail(s, "subscribing", st, code);
 	}
+	RP_COUNT_ADD(s->count.opens, 1);
 	/* what libnats may hold unread: bounded (G5); flow control keeps it below */
 	natsSubscription_SetPendingLimits(s->sub, RP_NATSRC_PENDING_MSGS, RP_NATSRC_PENDING_BYTES);
 	return 0;
@@ -441,6 +465,9 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 		s->last_msg_ms = rp_clock_mono_ms();
 		if (meta->Sequence.Stream + meta->NumPending > s->last_seq)
 			s->last_seq = meta->Sequence.Stream + meta->NumPending;
+		RP_COUNT_ADD(s->count.messages, 1);
+		RP_COUNT_STORE(s->count.read_seq, ev->seq);
+		RP_COUNT_STORE(s->count.last_seq, s->last_seq);
 		jsMsgMetaData_Destroy(meta);
 		rc = rp_natsrc_message(s, m, ev->seq, ev);
 		natsMsg_Destroy(m);

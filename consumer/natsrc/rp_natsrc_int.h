@@ -34,6 +34,16 @@ typedef struct RpNatsSrcRel
 	bool		sent;			/* given to the assembler since the last open */
 } RpNatsSrcRel;
 
+/* value-free counters, read by the metrics thread (RP_COUNT_*) */
+typedef struct RpNatsSrcCounters
+{
+	uint64_t	read_seq;		/* the last sequence read */
+	uint64_t	last_seq;		/* the stream's last sequence, as last seen */
+	uint64_t	messages;		/* messages read (relation and position ones too) */
+	uint64_t	opens;			/* subscriptions opened (the first, and every reopen) */
+	uint64_t	relation_gets;	/* descriptions fetched by sequence */
+} RpNatsSrcCounters;
+
 struct RpNatsSrc
 {
 	RpNatsSrcOptions o;
@@ -58,6 +68,7 @@ struct RpNatsSrc
 	int			nrels;
 	int			caprels;
 
+	RpNatsSrcCounters count;
 	RpBuf		frame;			/* the frame handed out */
 	RpBuf		rec;			/* one record */
 	RpBuf		tmp;

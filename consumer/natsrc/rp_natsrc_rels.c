@@ -15,6 +15,7 @@
 
 #include <inttypes.h>
 
+#include "base/rp_counter.h"
 #include "base/rp_status.h"
 #include "natsrc/rp_natsrc_int.h"
 #include "rp_encode.h"
@@ -131,6 +132,7 @@ rp_natsrc_rel_at(RpNatsSrc *s, uint64_t seq)
 
 	if (r)
 		return r;
+	RP_COUNT_ADD(s->count.relation_gets, 1);
 	if (rp_natsrc_get(s, seq, &m) < 0)
 		return NULL;
 	if (natsMsgHeader_Get(m, "Replicant-Op", &op) != NATS_OK || strcmp(op, "relation") != 0)
