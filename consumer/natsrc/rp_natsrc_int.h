@@ -21,7 +21,7 @@ extern bool rp_natsrc_subject_match(const char *pattern, const char *subject);
 
 /* what libnats may hold unread for the reader (flow control keeps it below) */
 #define RP_NATSRC_PENDING_MSGS 65536
-#define RP_NATSRC_PENDING_BYTES (64 * 1024 * 1024)
+#define RP_NATSRC_PENDING_BYTES (32 * 1024 * 1024)
 /* no message this long while the stream is ahead: the consumer is stuck */
 #define RP_NATSRC_STALL_MS 15000
 
