@@ -38,7 +38,7 @@ rp_cli_fanout_source(const RpCli *cli)
  * delivery thread with).
  */
 static int
-source_connect(RpRun *run, bool have_ck)
+source_connect(RpRun *run, bool have_ck, RpCheckpoint *from)
 {
 	RpCli	   *cli = run->cli;
 	RpCheckpoint ck;
@@ -52,6 +52,7 @@ source_connect(RpRun *run, bool have_ck)
 		return -1;
 	if (rp_natsrc_open(run->nsrc, &ck, have_ck, &bind) < 0)
 		return -1;
+	*from = ck;
 	if (!run->pipe.started)
 	{
 		if (!have_ck)
@@ -80,17 +81,27 @@ int
 rp_run_nats_once(RpRun *run, bool have_ck)
 {
 	RpCli	   *cli = run->cli;
-	uint64_t	read_seq = 0;	/* the last sequence read */
+	RpCheckpoint from;
+	uint64_t	read_seq = 0;	/* the last sequence read (or durable) */
 	bool		in_txn = false; /* read into a transaction not yet complete */
+	bool		done;
 
-	if (source_connect(run, have_ck) < 0)
+	if (source_connect(run, have_ck, &from) < 0)
 		return -1;
+	/* an end already reached by what is durable: nothing to read (as a slot's keepalive says) */
+	if (have_ck || run->pipe.started)
+		read_seq = from.source_seq;
+	done = (cli->endpos_seq && read_seq >= cli->endpos_seq) ||
+		(cli->endpos && (have_ck || run->pipe.started) && from.end_lsn >= cli->endpos);
 	for (;;)
 	{
 		RpNatsSrcEvent ev;
-		bool		done = false;
 		int			rc;
 
+		if (cli->endpos_seq && read_seq >= cli->endpos_seq && !in_txn)
+			done = true;
+		if (done)
+			return rp_run_stream_done(run);
 		if (rp_stop_requested())
 			return rp_run_stop_stream(run);
 		rp_run_take_reopen(run);
@@ -118,9 +129,5 @@ rp_run_nats_once(RpRun *run, bool have_ck)
 					done = true;
 				break;
 		}
-		if (cli->endpos_seq && read_seq >= cli->endpos_seq && !in_txn)
-			done = true;
-		if (done)
-			return rp_run_stream_done(run);
 	}
 }
