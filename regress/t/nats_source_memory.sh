@@ -87,6 +87,12 @@ replicant --source "$(rp_nats_sink_url)" --nats-stream "$STREAM" -S reader2 --st
 replicant --source "$(rp_nats_sink_url)" --nats-stream "$STREAM" -S reader2 --state-dir "$work/r2" \
 	--start --sink stdout --endpos "$last2" >"$work/reader2.out" 2>"$work/reader2b.err" || fail "the resumed stdout reader failed"
 grep -c '"kind":"insert"' "$work/reader2.out" | grep -qx 1 || fail "the resumed reader did not write exactly the one new row"
+# its checkpoint is at last2 now: --endpos last2 again has nothing to read and must end (exit 0),
+# not wait for messages after it (the limit only keeps a broken build from hanging the suite)
+timeout 120 replicant --source "$(rp_nats_sink_url)" --nats-stream "$STREAM" -S reader2 --state-dir "$work/r2" \
+	--start --sink stdout --endpos "$last2" >"$work/reader2c.out" 2>"$work/reader2c.err" ||
+	fail "a reader whose checkpoint is at --endpos did not end (exit $?)"
+[[ ! -s $work/reader2c.out ]] || fail "a reader whose checkpoint is at --endpos wrote something"
 grep -q '"table":"small"' "$work/reader2.out" || fail "the resumed reader's row does not name its table"
 status=0
 printf 'PASS nats_source_memory: a 100 MB transaction read from the stream with peak RSS %d MB under %d MB, spilled, applied whole; a reader resumed past the relation message still knew the table\n' \
