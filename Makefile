@@ -8,6 +8,9 @@
 #   make unitcheck SAN=asan (or SAN=tsan)
 #                        the same built with the sanitizers, in consumer/obj-$(SAN)/
 #                        (see consumer/Makefile); the plugin is never built with them
+#   make dist            replicant-VERSION.zip for PGXN: the committed tree at HEAD (git
+#                        archive: no build outputs, nothing uncommitted), VERSION from
+#                        replicant.control; META.json is checked by regress/tools/check_meta.py
 # The whole suite, as a newcomer runs it: bash regress/run_tests.sh
 
 EXTENSION   = replicant
@@ -58,4 +61,10 @@ clean-consumer:
 	$(MAKE) -C consumer clean
 	rm -f regress/plugin_libraries.conf
 
-.PHONY: consumer unitcheck install-consumer clean-consumer
+DIST_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" replicant.control)
+DIST_NAME     = $(EXTENSION)-$(DIST_VERSION)
+dist:
+	rm -f $(DIST_NAME).zip
+	git archive --format=zip --prefix=$(DIST_NAME)/ -o $(DIST_NAME).zip HEAD
+
+.PHONY: consumer unitcheck install-consumer clean-consumer dist
