@@ -36,6 +36,11 @@ ifeq ($(PLUGIN_LIBS_SETTING),0)
 PLUGIN_LIBS_SETTING :=
 endif
 
+# CPPFLAGS, CFLAGS and LDFLAGS from the environment (dpkg-buildpackage passes its hardening
+# flags so): PGXS adds the plugin's to them (-DRP_BACKEND, -fPIC) and make would export the
+# result to the consumer's make; it gets the environment's own instead.
+RP_ENV_FLAGS := $(foreach v,CPPFLAGS CFLAGS LDFLAGS,$(if $(filter environment,$(origin $(v))),$(v)='$($(v))'))
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
@@ -43,7 +48,7 @@ include $(PGXS)
 # into the consumer (malloc) by consumer/Makefile, in its own object directory.
 all: consumer
 consumer:
-	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG)
+	$(RP_ENV_FLAGS) $(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG)
 
 installcheck: regress/plugin_libraries.conf
 regress/plugin_libraries.conf:
@@ -54,7 +59,7 @@ unitcheck:
 
 install: install-consumer
 install-consumer:
-	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) install
+	$(RP_ENV_FLAGS) $(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) install
 
 clean: clean-consumer
 clean-consumer:
