@@ -16,8 +16,8 @@
 #include "cli/rp_cli_run_int.h"
 
 /* The stream source's options, from the command line. */
-static RpNatsSrc *
-source_new(const RpCli *cli)
+RpNatsSrc *
+rp_cli_fanout_source(const RpCli *cli)
 {
 	RpNatsSrcOptions o;
 
@@ -44,7 +44,7 @@ source_connect(RpRun *run, bool have_ck)
 	RpCheckpoint ck;
 	RpCheckpoint bind;
 
-	if (run->nsrc == NULL && (run->nsrc = source_new(cli)) == NULL)
+	if (run->nsrc == NULL && (run->nsrc = rp_cli_fanout_source(cli)) == NULL)
 		return -1;
 	if (!run->pipe.started)
 		ck = run->dl.ck;

@@ -606,6 +606,8 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 		*have_ck = rp_ckpt_read(run->ckpt_path, ck);
 	if (*have_ck < 0)
 		return -1;
+	if (rp_deliver_check_sink(run->sink, rp_messages_pass(rp_cli_plugin_option(cli, "include_messages"), NULL, "") != RP_MSG_PASS_NO) < 0)
+		return -1;
 	if (rp_spill_init(&run->spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
 		return -1;
 	run->sink->spill = &run->spill;	/* the mirror's effect map charges it too */
@@ -627,6 +629,9 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	run->metrics_src.spill = &run->spill;
 	run->metrics_src.agg = cli->agg;
 	run->metrics_src.sink = run->sink;
+	if (cli->source && (run->nsrc = rp_cli_fanout_source(cli)) == NULL)
+		return -1;
+	run->metrics_src.nsrc = run->nsrc;
 	if (rp_cli_metrics_register(&run->metrics, &run->metrics_src) < 0 ||
 		rp_metrics_start(&run->metrics, cli->metrics_port) < 0)
 		return -1;

@@ -55,6 +55,8 @@ extern int	rp_run_stop_stream(RpRun *run);
 /* --endpos reached: everything pushed delivered and durable, then a clean end. */
 extern int	rp_run_stream_done(RpRun *run);
 
+/* rp_cli_fanout.c: the stream source of the command line (NULL after rp_fail). */
+extern RpNatsSrc *rp_cli_fanout_source(const RpCli *cli);
 /* rp_cli_fanout.c: one connection's life with a stream as the source. */
 extern int	rp_run_nats_once(RpRun *run, bool have_ck);
 

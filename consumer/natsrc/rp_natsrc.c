@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/rp_counter.h"
+#include "base/rp_metrics.h"
 #include "base/rp_status.h"
 #include "natsrc/rp_natsrc.h"
 #include "natsrc/rp_natsrc_int.h"
@@ -100,6 +102,12 @@ rp_natsrc_close(RpNatsSrc *s)
 	(void) s;
 }
 
+void
+rp_natsrc_metrics(RpBuf *out, const void *arg)
+{
+	(void) out, (void) arg;
+}
+
 #else
 
 #include "base/rp_clock.h"
@@ -176,6 +184,21 @@ rp_natsrc_last_seq(const RpNatsSrc *s)
 	return s->last_seq;
 }
 
+void
+rp_natsrc_metrics(RpBuf *out, const void *arg)
+{
+	const RpNatsSrcCounters *c = &((const RpNatsSrc *) arg)->count;
+	uint64_t	read = RP_COUNT_LOAD(c->read_seq);
+	uint64_t	last = RP_COUNT_LOAD(c->last_seq);
+
+	rp_metrics_sample(out, "replicant_nats_source_read_seq", "gauge", "The last stream sequence this reader read.", NULL, read);
+	rp_metrics_sample(out, "replicant_nats_source_last_seq", "gauge", "The stream's last sequence, as this reader last saw it.", NULL, last);
+	rp_metrics_sample(out, "replicant_nats_source_lag_messages", "gauge", "Messages the stream holds past what this reader read.", NULL, last > read ? last - read : 0);
+	rp_metrics_sample(out, "replicant_nats_source_messages_total", "counter", "Stream messages read (relation and position messages too).", NULL, RP_COUNT_LOAD(c->messages));
+	rp_metrics_sample(out, "replicant_nats_source_opens_total", "counter", "Times the stream was opened (the first, and every reopen after a failure).", NULL, RP_COUNT_LOAD(c->opens));
+	rp_metrics_sample(out, "replicant_nats_source_relation_gets_total", "counter", "Relation descriptions fetched by sequence (a reader that started after them).", NULL, RP_COUNT_LOAD(c->relation_gets));
+}
+
 /* The JetStream error of a request as text for a message. */
 static int
 js_fail(RpNatsSrc *s, const char *what, natsStatus st, jsErrCode code)
@@ -248,6 +271,7 @@ check_checkpoint(RpNatsSrc *s, const RpCheckpoint *ck, uint64_t first, uint64_t 
 	natsMsg    *m = NULL;
 	RpNatsHead	h;
 	bool		same;
+	bool		nontx;
 
 	rp_natsrc_source_name(s->o.stream, source, sizeof(source));
 	if (rp_ckpt_check_kind(ck, source) < 0)
@@ -263,9 +287,16 @@ check_checkpoint(RpNatsSrc *s, const RpCheckpoint *ck, uint64_t first, uint64_t 
 	if (rp_natsrc_get(s, ck->source_seq, &m) < 0)
 		return -1;
 	rp_nats_head_parse(&h, rp_natsio_msg_header, m);
+	{
+		const char *t = rp_natsio_msg_header(m, "Replicant-Transactional");
+
+		/* a non-transactional message moves only the end LSN, not the dedup watermark */
+		nontx = t != NULL && strcmp(t, "false") == 0;
+	}
 	natsMsg_Destroy(m);
 	same = !h.bad && h.system_id == ck->system_id && h.timeline == ck->timeline &&
-		((h.kind == RP_NATS_KIND_DATA && h.last && h.commit_lsn == ck->commit_lsn) ||
+		((h.kind == RP_NATS_KIND_DATA && h.last && !nontx && h.commit_lsn == ck->commit_lsn) ||
+		 (h.kind == RP_NATS_KIND_DATA && nontx && h.end_lsn == ck->end_lsn) ||
 		 (h.kind == RP_NATS_KIND_POSITION && h.end_lsn <= ck->end_lsn));
 	if (!same)
 		return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\": the message at the checkpoint's sequence %" PRIu64 " is not the end of the transaction at commit %s the checkpoint records: it is not the stream this checkpoint was taken from",
@@ -327,6 +358,7 @@ subscribe(RpNatsSrc *s, uint64_t start)
 		s->sub = NULL;
 		return js_fail(s, "subscribing", st, code);
 	}
+	RP_COUNT_ADD(s->count.opens, 1);
 	/* what libnats may hold unread: bounded (G5); flow control keeps it below */
 	natsSubscription_SetPendingLimits(s->sub, RP_NATSRC_PENDING_MSGS, RP_NATSRC_PENDING_BYTES);
 	return 0;
@@ -433,6 +465,9 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 		s->last_msg_ms = rp_clock_mono_ms();
 		if (meta->Sequence.Stream + meta->NumPending > s->last_seq)
 			s->last_seq = meta->Sequence.Stream + meta->NumPending;
+		RP_COUNT_ADD(s->count.messages, 1);
+		RP_COUNT_STORE(s->count.read_seq, ev->seq);
+		RP_COUNT_STORE(s->count.last_seq, s->last_seq);
 		jsMsgMetaData_Destroy(meta);
 		rc = rp_natsrc_message(s, m, ev->seq, ev);
 		natsMsg_Destroy(m);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rp_buf.h"
 #include "stream/rp_ckpt.h"
 
 typedef struct RpNatsSrcOptions
@@ -72,6 +73,9 @@ extern int	rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms);
 
 /* The stream's last sequence as last read (for progress and metrics). */
 extern uint64_t rp_natsrc_last_seq(const RpNatsSrc *s);
+
+/* The reader's metrics (value-free), for the metrics endpoint; arg is the RpNatsSrc. */
+extern void rp_natsrc_metrics(RpBuf *out, const void *arg);
 
 /* Disconnect; a transaction half read is read again by the next open. */
 extern void rp_natsrc_close(RpNatsSrc *s);

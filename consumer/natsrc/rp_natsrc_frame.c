@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "base/rp_status.h"
+#include "envelope/rp_jsonread.h"
 #include "natsrc/rp_natsrc_int.h"
 #include "rp_encode.h"
 #include "rp_read.h"
@@ -36,6 +37,38 @@ header_u64(RpNatsSrc *s, natsMsg *m, uint64_t seq, const char *key, uint64_t *ou
 		return 0;
 	return rp_fail(RP_HALT_MALFORMED, "NATS stream \"%s\": the message at sequence %" PRIu64 " has no valid %s header",
 				   s->o.stream, seq, key);
+}
+
+/*
+ * The transaction's replication origin, when it has one: the "origin"
+ * member the sink renders with every record (its LSN is not carried; the
+ * sinks use the name).
+ */
+static int
+frame_origin(RpNatsSrc *s, natsMsg *m)
+{
+	const char *json = natsMsg_GetData(m);
+	size_t		len = (size_t) natsMsg_GetDataLength(m);
+	const RpJrMember *om = NULL;
+	RpJrDoc		doc;
+
+	/* most transactions have none: no parse for them */
+	if (json == NULL || memmem(json, len, "\"origin\":", 9) == NULL)
+		return 0;
+	rp_jr_init(&doc);
+	if (rp_jr_parse(&doc, json, len) == 0 && rp_jr_find(&doc, "origin", &om) == 1 &&
+		om->type == RP_JR_STRING)
+	{
+		rp_buf_reset(&s->tmp);
+		if (rp_jr_string(om->val, om->val_len, &s->tmp) == 0)
+		{
+			rp_buf_put_char(&s->tmp, '\0');
+			rp_enc_origin(&s->frame, 0, s->tmp.data);
+		}
+	}
+	rp_jr_free(&doc);
+	rp_error_clear();
+	return 0;
 }
 
 /* Start the frame: magic and version, and the Begin of a transaction that starts here. */
@@ -61,6 +94,7 @@ frame_begin(RpNatsSrc *s, natsMsg *m, uint64_t seq, const RpNatsHead *h, bool be
 		s->end_lsn = h->end_lsn;
 		s->commit_time = commit_time;
 		rp_enc_begin(&s->frame, (uint32_t) xid, h->commit_lsn, commit_time);
+		return frame_origin(s, m);
 	}
 	return 0;
 }
@@ -126,6 +160,11 @@ data_record(RpNatsSrc *s, natsMsg *m, uint64_t seq)
 	const char *wire = header(m, "Replicant-Wire");
 	const RpRelation *rel = NULL;
 
+	/* --nats-subjects: the change is read and checked, but neither described nor delivered */
+	if (s->o.subjects && strcmp(op, "message") != 0 && strcmp(op, "truncate") != 0 &&
+		!rp_natsrc_subject_match(s->o.subjects, natsMsg_GetSubject(m)))
+		return 0;
+
 	if (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0 || strcmp(op, "delete") == 0)
 	{
 		uint64_t	rs;
@@ -146,11 +185,6 @@ data_record(RpNatsSrc *s, natsMsg *m, uint64_t seq)
 			return rp_fail(RP_HALT_MALFORMED, "NATS stream \"%s\": the truncate at sequence %" PRIu64 " carries no Replicant-Wire record (a stream written before replicant could read it back)",
 						   s->o.stream, seq);
 	}
-
-	/* --nats-subjects: the change is read and checked, but not delivered */
-	if (s->o.subjects && strcmp(op, "message") != 0 && strcmp(op, "truncate") != 0 &&
-		!rp_natsrc_subject_match(s->o.subjects, natsMsg_GetSubject(m)))
-		return 0;
 
 	if (wire)
 	{

@@ -21,7 +21,7 @@ extern bool rp_natsrc_subject_match(const char *pattern, const char *subject);
 
 /* what libnats may hold unread for the reader (flow control keeps it below) */
 #define RP_NATSRC_PENDING_MSGS 65536
-#define RP_NATSRC_PENDING_BYTES (64 * 1024 * 1024)
+#define RP_NATSRC_PENDING_BYTES (32 * 1024 * 1024)
 /* no message this long while the stream is ahead: the consumer is stuck */
 #define RP_NATSRC_STALL_MS 15000
 
@@ -33,6 +33,16 @@ typedef struct RpNatsSrcRel
 	RpRelation *rel;
 	bool		sent;			/* given to the assembler since the last open */
 } RpNatsSrcRel;
+
+/* value-free counters, read by the metrics thread (RP_COUNT_*) */
+typedef struct RpNatsSrcCounters
+{
+	uint64_t	read_seq;		/* the last sequence read */
+	uint64_t	last_seq;		/* the stream's last sequence, as last seen */
+	uint64_t	messages;		/* messages read (relation and position ones too) */
+	uint64_t	opens;			/* subscriptions opened (the first, and every reopen) */
+	uint64_t	relation_gets;	/* descriptions fetched by sequence */
+} RpNatsSrcCounters;
 
 struct RpNatsSrc
 {
@@ -58,6 +68,7 @@ struct RpNatsSrc
 	int			nrels;
 	int			caprels;
 
+	RpNatsSrcCounters count;
 	RpBuf		frame;			/* the frame handed out */
 	RpBuf		rec;			/* one record */
 	RpBuf		tmp;

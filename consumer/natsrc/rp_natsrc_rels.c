@@ -15,6 +15,7 @@
 
 #include <inttypes.h>
 
+#include "base/rp_counter.h"
 #include "base/rp_status.h"
 #include "natsrc/rp_natsrc_int.h"
 #include "rp_encode.h"
@@ -131,6 +132,7 @@ rp_natsrc_rel_at(RpNatsSrc *s, uint64_t seq)
 
 	if (r)
 		return r;
+	RP_COUNT_ADD(s->count.relation_gets, 1);
 	if (rp_natsrc_get(s, seq, &m) < 0)
 		return NULL;
 	if (natsMsgHeader_Get(m, "Replicant-Op", &op) != NATS_OK || strcmp(op, "relation") != 0)
@@ -148,21 +150,9 @@ rp_natsrc_rel_at(RpNatsSrc *s, uint64_t seq)
 void
 rp_natsrc_rel_send(RpNatsSrc *s, RpNatsSrcRel *r)
 {
-	const RpRelation *rel = r->rel;
-	size_t		at;
-
 	if (r->sent)
 		return;
-	at = rp_enc_relation_start(&s->frame, rel->relid, rel->schema, rel->name, rel->identity,
-							   rel->natts);
-	for (uint16_t i = 0; i < rel->natts; i++)
-	{
-		const RpColumn *c = &rel->cols[i];
-
-		rp_enc_relation_column(&s->frame, c->attnum, c->name, c->type_oid, c->type_name, c->typmod,
-							   c->encoding, c->flags);
-	}
-	rp_buf_end_record(&s->frame, at);
+	rp_enc_relation_record(&s->frame, r->rel);
 	r->sent = true;
 }
 

@@ -34,6 +34,15 @@ rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck, const char
 	return view_path ? rp_relview_load(dl) : 0;
 }
 
+int
+rp_deliver_check_sink(const RpSink *sink, bool messages)
+{
+	if (messages && sink->handle_message == NULL && !sink->declines_messages)
+		return rp_fail(RP_HALT_CONFIG, "sink \"%s\" has no handle_message callback while logical messages are enabled: implement it, or set declines_messages to pass them (or turn them off with -o include_messages=false)",
+					   sink->name ? sink->name : "(unnamed)");
+	return 0;
+}
+
 void
 rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c)
 {
@@ -369,8 +378,10 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 			ck.end_lsn = item->msg.lsn;
 		if (item->msg.source_seq > ck.source_seq)
 			ck.source_seq = item->msg.source_seq;
-		if (dl->sink->handle_message &&
-			dl->sink->handle_message(dl->sink, &item->msg, &ck) < 0)
+		if (dl->sink->handle_message == NULL && !dl->sink->declines_messages)
+			rc = rp_deliver_check_sink(dl->sink, true);
+		else if (dl->sink->handle_message &&
+				 dl->sink->handle_message(dl->sink, &item->msg, &ck) < 0)
 			rc = -1;
 		else
 		{

@@ -77,6 +77,12 @@ extern void rp_deliver_free(RpDelivery *dl);
 /* Count into c (the run's, kept across deliveries) from now on. */
 extern void rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c);
 
+/*
+ * Can this sink be given the stream (messages: the source sends logical
+ * messages)?  0, or -1 after rp_fail(RP_HALT_CONFIG) naming the missing
+ * callback: a sink with no handle_message must set declines_messages.
+ */
+extern int	rp_deliver_check_sink(const RpSink *sink, bool messages);
 /* Take one assembled item (ownership passes); may deliver a batch. */
 extern int	rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms);
 /* Deliver the pending batch if its time is up (or force). */

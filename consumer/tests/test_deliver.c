@@ -494,9 +494,22 @@ START_TEST(test_message_without_handler)
 
 	ct_sink_init(&f);
 	f.s.handle_message = NULL;
+	/* neither a callback nor an explicit decline: refused at start, and on a message */
+	ck_assert_int_eq(rp_deliver_check_sink(&f.s, true), -1);
+	ck_assert_msg(strstr(rp_error(), "no handle_message callback") != NULL, "%s", rp_error());
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_CONFIG);
+	ck_assert_int_eq(rp_deliver_check_sink(&f.s, false), 0);
+	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ckpt, NULL, &l), 0);
+	ck_assert_int_eq(rp_deliver_item(&dl, message(0x300, "audit"), 0), -1);
+	ck_assert_int_eq(rp_ckpt_read(ckpt, &back), 0);
+	rp_deliver_free(&dl);
+	rp_error_clear();
+
+	/* declined explicitly: skipped by the sink, but its position is passed */
+	f.s.declines_messages = true;
+	ck_assert_int_eq(rp_deliver_check_sink(&f.s, true), 0);
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ckpt, NULL, &l), 0);
 	ck_assert_int_eq(rp_deliver_item(&dl, message(0x300, "audit"), 0), 0);
-	/* skipped by the sink, but its position is passed */
 	ck_assert_int_eq(rp_ckpt_read(ckpt, &back), 1);
 	ck_assert_uint_eq(back.end_lsn, 0x300);
 	rp_deliver_free(&dl);

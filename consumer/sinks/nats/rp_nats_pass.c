@@ -189,19 +189,8 @@ next_seq(RpNatsSink *ns)
 static void
 relation_wire(RpNatsSink *ns, const RpRelation *rel)
 {
-	size_t		at;
-
 	rp_buf_reset(&ns->key);
-	at = rp_enc_relation_start(&ns->key, rel->relid, rel->schema, rel->name, rel->identity,
-							   rel->natts);
-	for (uint16_t i = 0; i < rel->natts; i++)
-	{
-		const RpColumn *c = &rel->cols[i];
-
-		rp_enc_relation_column(&ns->key, c->attnum, c->name, c->type_oid, c->type_name, c->typmod,
-							   c->encoding, c->flags);
-	}
-	rp_buf_end_record(&ns->key, at);
+	rp_enc_relation_record(&ns->key, rel);
 	rp_nats_hdrs_wire(&ns->hdrs, &ns->wire, (const unsigned char *) ns->key.data);
 }
 
