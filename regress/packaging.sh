@@ -9,7 +9,8 @@
 #             systemd needed), and the lines the service relies on
 #   dist      make dist: replicant-VERSION.zip holds the committed tree and no build output,
 #             and its META.json passes regress/tools/check_meta.py
-#   pgxn      pgxn install ./replicant-VERSION.zip (from the zip, not the tree), then in a
+#   pgxn      pgxn install ./replicant-VERSION.zip (from the zip, not the tree; without the
+#             consumer's optional libraries, as with only the server headers and libpq), then in a
 #             temporary cluster: pgxn load (CREATE EXTENSION), a decoding session through the
 #             installed plugin (replicant.peek_changes) and the installed consumer run to
 #             --endpos into a file sink, with --config
@@ -188,9 +189,15 @@ dist() {
 }
 
 pgxn_install() {
-	# from the zip, in a folder of its own: nothing of the tree is used
-	(cd "$scratch" && pgxn install --yes --unstable --pg_config "$(command -v "$PG_CONFIG")" "./$ZIPNAME") || return 1
+	# from the zip, in a folder of its own: nothing of the tree is used; built as on a
+	# machine with only the server headers and libpq (MHD=no NATS=no: the consumer's optional
+	# libraries left out even where they are installed)
+	(cd "$scratch" && MHD=no NATS=no pgxn install --yes --unstable --pg_config "$(command -v "$PG_CONFIG")" "./$ZIPNAME") || return 1
 	[[ -f $("$PG_CONFIG" --pkglibdir)/replicant.so ]] || { echo "no replicant.so installed"; return 1; }
+	if ldd "$RP_BINDIR/replicant" | grep -E 'libnats|libmicrohttpd'; then
+		echo "the PGXN build linked an optional library (above) despite MHD=no NATS=no"
+		return 1
+	fi
 	rp_run_unprivileged regress/packaging.sh --phase-session "$RP_BINDIR/replicant" "$scratch/$ZIPNAME"
 }
 

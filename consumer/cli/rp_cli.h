@@ -5,7 +5,8 @@
  *    line into an RpCli; rp_cli_run.c runs the slot actions and the stream
  *    (rp_cli_snapshot.c the copies it starts: --snapshot, --backfill);
  *    rp_cli_verify.c is `replicant verify-snapshot`; rp_cli_log.c the
- *    messages, with PostgreSQL's frontend logging signatures.
+ *    messages, with PostgreSQL's frontend logging signatures;
+ *    rp_cli_config.c reads --config FILE (rp_cli_config.h).
  */
 #ifndef RP_CLI_H
 #define RP_CLI_H
