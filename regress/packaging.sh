@@ -86,6 +86,36 @@ if [[ ${1:-} == --phase-session ]]; then
 		    sys.exit(f"file sink log: {dict(kinds)} (want {want}), last line {last}")
 		print("file sink log: 100 inserts, 10 updates, 5 deletes, then a checkpoint")
 	PY
+	# what the service unit does: SIGHUP (ExecReload) reopens the log after a rotation,
+	# SIGTERM stops cleanly (exit 0)
+	mv "$work/changes.jsonl" "$work/changes.jsonl.1"
+	"$consumer" --config "$work/session.conf" --start &
+	pid=$!
+	for _ in $(seq 600); do
+		[[ $(rp_psql src -Atc "SELECT active_pid IS NOT NULL FROM pg_replication_slots WHERE slot_name = 'pkg'") == t ]] && break
+		kill -0 "$pid" || rp_die "the consumer ended before it streamed"
+		sleep 0.1
+	done
+	rp_psql src -c "INSERT INTO pkg_t VALUES (1001, 'before the rotation')"
+	for _ in $(seq 600); do
+		grep -q '"id":1001' "$work/changes.jsonl" 2>/dev/null && break
+		sleep 0.1
+	done
+	grep -q '"id":1001' "$work/changes.jsonl" || rp_die "row 1001 never reached the log"
+	mv "$work/changes.jsonl" "$work/changes.jsonl.2"
+	kill -HUP "$pid"
+	rp_psql src -c "INSERT INTO pkg_t VALUES (1002, 'after the rotation')"
+	for _ in $(seq 600); do
+		grep -q '"id":1002' "$work/changes.jsonl" 2>/dev/null && break
+		sleep 0.1
+	done
+	grep -q '"id":1002' "$work/changes.jsonl" || rp_die "after SIGHUP, row 1002 is not in the reopened log"
+	! grep -q '"id":1002' "$work/changes.jsonl.2" || rp_die "after SIGHUP, row 1002 went to the rotated log"
+	kill -TERM "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	[[ $rc == 0 ]] || rp_die "SIGTERM: the consumer exited $rc, not 0"
+	echo "SIGHUP reopened the log, SIGTERM stopped the consumer with exit 0"
 	rm -rf "$work"
 	exit 0
 fi
