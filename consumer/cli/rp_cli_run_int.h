@@ -1,8 +1,8 @@
 /*
  * rp_cli_run_int.h
- *    The run's state and the steps its two kinds of source share: the
- *    replication slot (rp_cli_run.c) and a JetStream stream
- *    (rp_cli_fanout.c).
+ *    The run's state, and the steps its two kinds of source share
+ *    (rp_cli_runstep.c): the replication slot (rp_cli_run.c) and a
+ *    JetStream stream (rp_cli_fanout.c).
  */
 #ifndef RP_CLI_RUN_INT_H
 #define RP_CLI_RUN_INT_H
@@ -39,6 +39,12 @@ typedef struct RpRun
 	char		view_path[4096];	/* STATE-DIR/SLOT.relations */
 } RpRun;
 
+/* rp_cli_runstep.c: the steps both sources take */
+
+/* The one place that reports progress to the server: flush = durable (G2); 0 without a slot. */
+extern int	rp_run_send_feedback(RpRun *run, bool force, bool request_reply);
+/* The last feedback and the stream's clean end (a slot's connection). */
+extern void rp_run_finish_stream(RpRun *run, const RpCheckpoint *durable);
 /* While waiting for the delivery thread: keep the server answered. */
 extern void rp_run_wait_tick(void *arg);
 /* --progress: one line now and then. */

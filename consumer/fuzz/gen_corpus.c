@@ -15,6 +15,7 @@
 
 #include "fuzz_seed.h"
 #include "rp_decode.h"
+#include "rp_render.h"
 
 static const char *outdir;
 
@@ -94,6 +95,81 @@ insert_t(RpBuf *b, uint32_t xid, int32_t id, const char *note)
 	else
 		rp_enc_datum_kind(b, RP_DATUM_NULL);
 	rp_buf_end_record(b, at);
+}
+
+/*
+ * fuzz_jsonwire's seeds: records rendered as the NATS sink publishes them,
+ * each after the byte that picks how the target reads it (0: a change of
+ * the every-encoding relation, 2: of the IDENTITY FULL one, 3: a message,
+ * 4: a relation message).
+ */
+static void
+json_seed(const char *name, uint8_t pick, const RpRecord *rec, const RpRelMap *rels)
+{
+	RpBuf		j;
+	char		path[4096];
+	FILE	   *f;
+
+	rp_buf_init(&j, 0);
+	rp_buf_put_u8(&j, pick);
+	rp_render_record(&j, rec, rels, "\"commit_lsn\":\"0/16B3748\",\"end_lsn\":\"0/16B3778\",\"xid\":700,\"commit_time\":\"2023-11-14T22:13:20Z\"");
+	snprintf(path, sizeof(path), "%s/%s", outdir, name);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(j.data, 1, j.len, f) != j.len || fclose(f) != 0)
+	{
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	printf("%s: %zu bytes of JSON\n", name, j.len - 1);
+	rp_buf_free(&j);
+}
+
+static void
+json_seeds(void)
+{
+	RpDecoder	dec;
+	RpBuf		rels,
+				b;
+	RpRecord	rec;
+	size_t		at;
+	int			n = 0;
+	char		name[64];
+
+	rp_decoder_init(&dec);
+	rp_buf_init(&rels, 0);
+	fz_relations(&rels);
+	rp_decoder_records(&dec, rels.data, rels.len);
+	while (rp_decoder_next(&dec, &rec) == 1)
+	{
+		if (rec.u.relation.rel->relid == FZ_REL_ALL)
+			json_seed("json_relation", 4, &rec, &dec.rels);
+		rp_relation_free(rec.u.relation.previous);
+	}
+
+	rp_buf_init(&b, 0);
+	for (int v = 0; v < 2; v++)
+	{
+		at = rp_enc_change_start(&b, RP_TAG_INSERT, FZ_REL_ALL, 0, 0);
+		fz_tuple_all(&b, v);
+		rp_buf_end_record(&b, at);
+	}
+	at = rp_enc_change_start(&b, RP_TAG_DELETE, FZ_REL_ALL, RP_CHANGE_OLD_KEY, 0);
+	rp_enc_tuple_start(&b, RP_ENC__COUNT);
+	rp_enc_datum_kind(&b, RP_DATUM_VALUE);
+	fz_value(&b, 0, 0);
+	for (int e = 1; e < RP_ENC__COUNT; e++)
+		rp_enc_datum_kind(&b, RP_DATUM_NOT_IN_KEY);
+	rp_buf_end_record(&b, at);
+	rp_enc_message(&b, false, 0, 0x16B3748, "audit", "nightly \"run\"", 14);
+	rp_decoder_records(&dec, b.data, b.len);
+	while (rp_decoder_next(&dec, &rec) == 1)
+	{
+		snprintf(name, sizeof(name), "json_record_%d", n++);
+		json_seed(name, rec.tag == RP_TAG_MESSAGE ? 3 : 0, &rec, &dec.rels);
+	}
+	rp_buf_free(&b);
+	rp_buf_free(&rels);
+	rp_decoder_free(&dec);
 }
 
 int
@@ -238,5 +314,6 @@ main(int argc, char **argv)
 	rp_enc_begin(&b, 1, 1, 0);
 	rp_enc_commit(&b, 1, 2, 0);
 	emit("empty_txn", &b, true);
+	json_seeds();
 	return 0;
 }

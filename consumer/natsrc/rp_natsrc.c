@@ -28,31 +28,6 @@ rp_natsrc_source_name(const char *stream, char *out, size_t len)
 	snprintf(out, len, "nats:%s", stream);
 }
 
-/* Does a NATS subject match the wildcard pattern ('*' one token, '>' the rest)? */
-bool
-rp_natsrc_subject_match(const char *pattern, const char *subject)
-{
-	while (*pattern && *subject)
-	{
-		const char *pe = strchr(pattern, '.');
-		const char *se = strchr(subject, '.');
-		size_t		pl = pe ? (size_t) (pe - pattern) : strlen(pattern);
-		size_t		sl = se ? (size_t) (se - subject) : strlen(subject);
-
-		if (pl == 1 && pattern[0] == '>')
-			return true;
-		if (!(pl == 1 && pattern[0] == '*') && (pl != sl || memcmp(pattern, subject, pl) != 0))
-			return false;
-		pattern += pl + (pe ? 1 : 0);
-		subject += sl + (se ? 1 : 0);
-		if ((pe == NULL) != (se == NULL))
-			return false;
-		if (pe == NULL)
-			return true;
-	}
-	return *pattern == '\0' && *subject == '\0';
-}
-
 #ifndef RP_HAVE_NATS
 
 bool
@@ -199,64 +174,6 @@ rp_natsrc_metrics(RpBuf *out, const void *arg)
 	rp_metrics_sample(out, "replicant_nats_source_relation_gets_total", "counter", "Relation descriptions fetched by sequence (a reader that started after them).", NULL, RP_COUNT_LOAD(c->relation_gets));
 }
 
-/* The JetStream error of a request as text for a message. */
-static int
-js_fail(RpNatsSrc *s, const char *what, natsStatus st, jsErrCode code)
-{
-	if (code == JSStreamNotFoundErr)
-		return rp_fail(RP_HALT_CONFIG, "NATS stream \"%s\" does not exist (--nats-stream)", s->o.stream);
-	if (code)
-		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": %s failed (JetStream error %d)",
-					   s->o.stream, what, (int) code);
-	return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": %s failed (%s)", s->o.stream, what,
-				   rp_natsio_status_text(st));
-}
-
-/* The stream's first and last sequences and its one subject. */
-static int
-stream_state(RpNatsSrc *s, uint64_t *first, uint64_t *last)
-{
-	jsStreamInfo *si = NULL;
-	jsErrCode	code = 0;
-	natsStatus	st = js_GetStreamInfo(&si, s->js, s->o.stream, NULL, &code);
-
-	if (st != NATS_OK)
-		return js_fail(s, "reading its state", st, code);
-	*first = si->State.FirstSeq;
-	*last = si->State.LastSeq;
-	if (s->subject == NULL)
-	{
-		if (si->Config == NULL || si->Config->SubjectsLen != 1)
-		{
-			jsStreamInfo_Destroy(si);
-			return rp_fail(RP_HALT_CONFIG, "NATS stream \"%s\" has %d subjects; a stream the NATS sink wrote has one (<prefix>.>)",
-						   s->o.stream, si->Config ? si->Config->SubjectsLen : 0);
-		}
-		s->subject = rp_strndup(si->Config->Subjects[0], strlen(si->Config->Subjects[0]));
-	}
-	jsStreamInfo_Destroy(si);
-	return 0;
-}
-
-int
-rp_natsrc_get(RpNatsSrc *s, uint64_t seq, natsMsg **m)
-{
-	jsErrCode	code = 0;
-	natsStatus	st;
-
-	*m = NULL;
-	st = js_GetMsg(m, s->js, s->o.stream, seq, NULL, &code);
-	if (st != NATS_OK)
-	{
-		char		what[64];
-
-		snprintf(what, sizeof(what), "reading message %" PRIu64, seq);
-		*m = NULL;
-		return js_fail(s, what, st, code);
-	}
-	return 0;
-}
-
 /*
  * The checkpoint against the stream: the message at its sequence must be
  * the one it recorded (a transaction's last message at its commit LSN, or
@@ -320,7 +237,7 @@ learn_identity(RpNatsSrc *s, uint64_t *first, uint64_t *last, RpCheckpoint *bind
 		told = true;
 		if (!rp_pause_ms(1000))
 			return rp_fail(RP_HALT_NONE, "stopped while waiting for NATS stream \"%s\"", s->o.stream);
-		if (stream_state(s, first, last) < 0)
+		if (rp_natsrc_stream_state(s, first, last) < 0)
 			return -1;
 	}
 	if (rp_natsrc_get(s, *first, &m) < 0)
@@ -356,7 +273,7 @@ subscribe(RpNatsSrc *s, uint64_t start)
 	if (st != NATS_OK)
 	{
 		s->sub = NULL;
-		return js_fail(s, "subscribing", st, code);
+		return rp_natsrc_js_fail(s, "subscribing", st, code);
 	}
 	RP_COUNT_ADD(s->count.opens, 1);
 	/* what libnats may hold unread: bounded (G5); flow control keeps it below */
@@ -381,7 +298,7 @@ rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint 
 		s->js = NULL;
 		return rp_fail(RP_HALT_NONE, "NATS JetStream context failed (%s)", rp_natsio_status_text(st));
 	}
-	if (stream_state(s, &first, &last) < 0)
+	if (rp_natsrc_stream_state(s, &first, &last) < 0)
 		return -1;
 	s->last_seq = last;
 	memset(bind, 0, sizeof(*bind));
@@ -425,7 +342,7 @@ stall_check(RpNatsSrc *s)
 	if (now - s->last_msg_ms < RP_NATSRC_STALL_MS || now - s->last_check_ms < RP_NATSRC_STALL_MS)
 		return 0;
 	s->last_check_ms = now;
-	if (stream_state(s, &first, &last) < 0)
+	if (rp_natsrc_stream_state(s, &first, &last) < 0)
 		return -1;
 	s->last_seq = last;
 	if (s->chain.next_seq != 0 && last >= s->chain.next_seq)

@@ -74,8 +74,12 @@ struct RpNatsSrc
 	RpBuf		tmp;
 };
 
-/* rp_natsrc.c: a message by sequence (leader-routed get); -1 after rp_fail */
+/* rp_natsrc_js.c: a message by sequence (leader-routed get); -1 after rp_fail */
 extern int	rp_natsrc_get(RpNatsSrc *s, uint64_t seq, natsMsg **m);
+/* rp_natsrc_js.c: the stream's first and last sequences (and its one subject, kept); -1 after rp_fail */
+extern int	rp_natsrc_stream_state(RpNatsSrc *s, uint64_t *first, uint64_t *last);
+/* rp_natsrc_js.c: a failed JetStream request as a named error; -1 */
+extern int	rp_natsrc_js_fail(RpNatsSrc *s, const char *what, natsStatus st, jsErrCode code);
 
 /* rp_natsrc_frame.c: one message read at seq into ev (kind NONE: nothing to hand out); -1 a halt or error */
 extern int	rp_natsrc_message(RpNatsSrc *s, natsMsg *m, uint64_t seq, RpNatsSrcEvent *ev);

@@ -18,8 +18,8 @@ rp_status.o:rp_error_buf
 rp_status.o:rp_error_reason
 rp_status.o:rp_stop_watched
 rp_pipe.o:installed.0
-rp_cli_run.o:stop_requested
-rp_cli_run.o:reopen_requested
+rp_cli_runstep.o:stop_requested
+rp_cli_runstep.o:reopen_requested
 rp_cli_log.o:rp_cli_verbose
 rp_cli_log.o:rp_cli_log_context
 '
