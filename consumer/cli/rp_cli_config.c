@@ -10,6 +10,7 @@
 #include "rp_alloc.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,12 +66,19 @@ is_name_char(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
 }
 
-static int
-file_error(const RpCliConfig *cfg, int line, const char *fmt, const char *name)
-{
-	char		msg[256];
+/* A usage error about line of the file; fmt's arguments are never a value. */
+static int	file_error(const RpCliConfig *cfg, int line, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
 
-	snprintf(msg, sizeof(msg), fmt, name);
+static int
+file_error(const RpCliConfig *cfg, int line, const char *fmt,...)
+{
+	char		msg[512];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	return rp_cli_usage_error("configuration file \"%s\", line %d: %s", cfg->path, line, msg);
 }
 
@@ -131,7 +139,7 @@ parse_line(RpCliConfig *cfg, int lineno, char *line, const struct option *longop
 	while (is_blank(*p))
 		p++;
 	if (namelen == 0 || (*p != '\0' && *p != '='))
-		return file_error(cfg, lineno, "expected NAME = VALUE, or NAME for a flag%s", "");
+		return file_error(cfg, lineno, "expected NAME = VALUE, or NAME for a flag");
 	has_value = *p == '=';
 	name[namelen] = '\0';		/* a blank, the '=' or the end: all read */
 	if (has_value)
@@ -203,7 +211,7 @@ read_file(RpCliConfig *cfg, const struct option *longopts, const bool *given)
 		lineno++;
 		if (memchr(line, '\0', (size_t) len) != NULL)
 		{
-			rc = file_error(cfg, lineno, "a NUL byte (not a text file?)%s", "");
+			rc = file_error(cfg, lineno, "a NUL byte (not a text file?)");
 			break;
 		}
 		r = parse_line(cfg, lineno, line, longopts, &opt, &value);
@@ -279,9 +287,8 @@ rp_cli_config_apply(int *argc, char ***argv, const char *shortopts,
 }
 
 void
-rp_cli_config_context(const RpCliConfig *cfg, int n)
+rp_cli_config_context(RpCliConfig *cfg, int n)
 {
-	RpCliConfig *c = (RpCliConfig *) cfg;
 	const char *name;
 
 	if (cfg == NULL || n < 0 || n >= cfg->nlines)
@@ -290,9 +297,9 @@ rp_cli_config_context(const RpCliConfig *cfg, int n)
 		return;
 	}
 	name = cfg->lines[n].opt->name;
-	snprintf(c->where, sizeof(c->where), "configuration file \"%s\", line %d, option \"%s\"",
+	snprintf(cfg->where, sizeof(cfg->where), "configuration file \"%s\", line %d, option \"%s\"",
 			 cfg->path, cfg->lines[n].line, name);
-	rp_cli_log_set_context(c->where, rp_cli_config_secret(name));
+	rp_cli_log_set_context(cfg->where, rp_cli_config_secret(name));
 }
 
 void

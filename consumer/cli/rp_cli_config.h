@@ -48,7 +48,7 @@ extern int	rp_cli_config_apply(int *argc, char ***argv, const char *shortopts,
  * line is taken: usage errors then say which line of the file it came
  * from (nothing for a command-line option).  n < 0 ends that.
  */
-extern void rp_cli_config_context(const RpCliConfig *cfg, int n);
+extern void rp_cli_config_context(RpCliConfig *cfg, int n);
 
 /* Whether the option NAME's values are kept out of every message. */
 extern bool rp_cli_config_secret(const char *name);
