@@ -8,6 +8,9 @@
 #   make unitcheck SAN=asan (or SAN=tsan)
 #                        the same built with the sanitizers, in consumer/obj-$(SAN)/
 #                        (see consumer/Makefile); the plugin is never built with them
+#   make dist            replicant-VERSION.zip for PGXN: the committed tree at HEAD (git
+#                        archive: no build outputs, nothing uncommitted), VERSION from
+#                        replicant.control; META.json is checked by regress/tools/check_meta.py
 # The whole suite, as a newcomer runs it: bash regress/run_tests.sh
 
 EXTENSION   = replicant
@@ -33,6 +36,11 @@ ifeq ($(PLUGIN_LIBS_SETTING),0)
 PLUGIN_LIBS_SETTING :=
 endif
 
+# CPPFLAGS, CFLAGS and LDFLAGS from the environment (dpkg-buildpackage passes its hardening
+# flags so): PGXS adds the plugin's to them (-DRP_BACKEND, -fPIC) and make would export the
+# result to the consumer's make; it gets the environment's own instead.
+RP_ENV_FLAGS := $(foreach v,CPPFLAGS CFLAGS LDFLAGS,$(if $(filter environment,$(origin $(v))),$(v)='$($(v))'))
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
@@ -40,7 +48,7 @@ include $(PGXS)
 # into the consumer (malloc) by consumer/Makefile, in its own object directory.
 all: consumer
 consumer:
-	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG)
+	$(RP_ENV_FLAGS) $(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG)
 
 installcheck: regress/plugin_libraries.conf
 regress/plugin_libraries.conf:
@@ -51,11 +59,17 @@ unitcheck:
 
 install: install-consumer
 install-consumer:
-	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) install
+	$(RP_ENV_FLAGS) $(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) install
 
 clean: clean-consumer
 clean-consumer:
 	$(MAKE) -C consumer clean
 	rm -f regress/plugin_libraries.conf
 
-.PHONY: consumer unitcheck install-consumer clean-consumer
+DIST_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" replicant.control)
+DIST_NAME     = $(EXTENSION)-$(DIST_VERSION)
+dist:
+	rm -f $(DIST_NAME).zip
+	git archive --format=zip --prefix=$(DIST_NAME)/ -o $(DIST_NAME).zip HEAD
+
+.PHONY: consumer unitcheck install-consumer clean-consumer dist

@@ -9,6 +9,8 @@
 #   unitcheck-asan   the same built with AddressSanitizer + UndefinedBehaviorSanitizer
 #                    (make -C consumer SAN=asan unitcheck): a report, a leak included, fails
 #   unitcheck-tsan   the same built with ThreadSanitizer (SAN=tsan)
+#   check_man        regress/tools/check_man.sh: the man page lists what --help lists
+#   check_meta       regress/tools/check_meta.py: META.json against the PGXN meta spec
 #   installcheck     make installcheck: pg_regress suite (sql/, expected/) on a temp instance
 #   t/NAME.sh        each end-to-end script in regress/t/, run with bash       (not with --quick)
 #   tsan/t/NAME.sh   each script of TSAN_SCRIPTS (in this file) run again, with the consumer built with
@@ -208,6 +210,17 @@ unit_suite unitcheck make unitcheck
 unit_suite unitcheck-asan make -C consumer SAN=asan unitcheck
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$tsan_supp" \
 	unit_suite unitcheck-tsan make -C consumer SAN=tsan unitcheck
+
+# (a2) the packaging's checks that need no root: the man page against --help, META.json
+# against the PGXN meta spec (regress/packaging.sh, as root, builds and installs the packages)
+tool_check() {
+	local name=$1 log=$logdir/$1.log
+	shift
+	wanted "$name" || return 0
+	if run "$log" "$@"; then pass "$name" "$took"; else fail "$name" "$took"; show "$log" 30; fi
+}
+tool_check check_man bash regress/tools/check_man.sh
+tool_check check_meta python3 regress/tools/check_meta.py
 
 # (b) pg_regress on a temporary instance
 log=$logdir/installcheck.log

@@ -5,7 +5,8 @@
  *    line into an RpCli; rp_cli_run.c runs the slot actions and the stream
  *    (rp_cli_snapshot.c the copies it starts: --snapshot, --backfill);
  *    rp_cli_verify.c is `replicant verify-snapshot`; rp_cli_log.c the
- *    messages, with PostgreSQL's frontend logging signatures.
+ *    messages, with PostgreSQL's frontend logging signatures;
+ *    rp_cli_config.c reads --config FILE (rp_cli_config.h).
  */
 #ifndef RP_CLI_H
 #define RP_CLI_H
@@ -69,6 +70,7 @@ typedef struct RpCli
 	bool		no_early_apply;
 	uint64_t	decoding_work_mem_kb;	/* 0: default (see set_decoding_work_mem) */
 	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
+	struct RpCliConfig *config; /* --config's file: owns its option words */
 	bool		agg_only;
 	bool		snapshot;		/* initial snapshot before streaming */
 	int			snapshot_workers;
@@ -162,5 +164,10 @@ extern void pg_log_error(const char *fmt,...) __attribute__((format(printf, 1, 2
 extern void pg_log_info(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 /* A usage error: the message, then the "Try --help" line; returns 2. */
 extern int	rp_cli_usage_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+/*
+ * Usage errors from now on start with where (a --config file's line; NULL:
+ * none), and leave the message out when hide_value (a secret's value).
+ */
+extern void rp_cli_log_set_context(const char *where, bool hide_value);
 
 #endif							/* RP_CLI_H */

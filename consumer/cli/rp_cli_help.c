@@ -43,6 +43,8 @@ usage_general(void)
 		   "                         transactions early and the server's setting is higher; else the server's)\n");
 	printf("      --progress         one-line status on stderr when it is a terminal\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
+	printf("      --config=FILE      long options as lines NAME = VALUE (flags: NAME); # comments;\n"
+		   "                         the command line's options replace the file's\n");
 	printf("\nConnection options:\n");
 	printf("  -d, --dbname=CONNSTR   database to connect to (a database name, conninfo string or URI)\n");
 	printf("  -h, --host=HOSTNAME    database server host or socket directory\n");

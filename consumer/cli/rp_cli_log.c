@@ -17,6 +17,24 @@ static const char *const progname = RP_CLI_PROGNAME;
 /* -v's count; written once by option parsing, before any thread starts */
 static int	rp_cli_verbose = 0;
 
+/*
+ * Where the option being parsed came from (--config: its file and line),
+ * and whether its value must stay out of the message; set only while the
+ * options are parsed.
+ */
+static struct
+{
+	const char *where;
+	bool		hide;
+}			rp_cli_log_context = {NULL, false};
+
+void
+rp_cli_log_set_context(const char *where, bool hide_value)
+{
+	rp_cli_log_context.where = where;
+	rp_cli_log_context.hide = where != NULL && hide_value;
+}
+
 void
 rp_cli_log_set_verbose(int verbose)
 {
@@ -58,9 +76,26 @@ rp_cli_usage_error(const char *fmt,...)
 {
 	va_list		ap;
 
-	va_start(ap, fmt);
-	rp_cli_log_v("error: ", fmt, ap);
-	va_end(ap);
+	if (rp_cli_log_context.where)
+	{
+		/* the handlers' messages quote the value: a secret's is left out */
+		fprintf(stderr, "%s: error: %s: ", progname, rp_cli_log_context.where);
+		if (rp_cli_log_context.hide)
+			fprintf(stderr, "invalid value (not shown: this option may hold a password)\n");
+		else
+		{
+			va_start(ap, fmt);
+			vfprintf(stderr, fmt, ap);
+			va_end(ap);
+			fputc('\n', stderr);
+		}
+	}
+	else
+	{
+		va_start(ap, fmt);
+		rp_cli_log_v("error: ", fmt, ap);
+		va_end(ap);
+	}
 	fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
 	return RP_EXIT_USAGE;
 }

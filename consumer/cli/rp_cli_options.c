@@ -22,6 +22,7 @@
 #include "base/rp_metrics.h"
 #include "base/rp_status.h"
 #include "cli/rp_cli.h"
+#include "cli/rp_cli_config.h"
 #include "cli/rp_cliparse.h"
 #include "rp_buf.h"
 #include "stream/rp_ckpt.h"
@@ -76,6 +77,7 @@ typedef enum RpCliOpt
 	RP_OPT_DECODING_WORK_MEM,
 	RP_OPT_PROGRESS,
 	RP_OPT_METRICS_PORT,
+	RP_OPT_CONFIG,
 	/* action */
 	RP_OPT_CREATE_SLOT,
 	RP_OPT_DROP_SLOT,
@@ -146,6 +148,7 @@ static const struct option long_options[] = {
 	{"decoding-work-mem", required_argument, NULL, RP_OPT_DECODING_WORK_MEM},
 	{"progress", no_argument, NULL, RP_OPT_PROGRESS},
 	{"metrics-port", required_argument, NULL, RP_OPT_METRICS_PORT},
+	{"config", required_argument, NULL, RP_OPT_CONFIG},
 	/* connection */
 	{"dbname", required_argument, NULL, RP_OPT_DBNAME},
 	{"host", required_argument, NULL, RP_OPT_HOST},
@@ -920,6 +923,9 @@ take_option(RpCli *cli, int c, const char *arg, const char *word)
 
 	if (c == '?' || c == ':')
 		return bad_option(c, word);
+	/* read before the options (rp_cli_config_apply) */
+	if (c == RP_OPT_CONFIG)
+		return OPT_TAKEN;
 	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
 	{
 		int			rc = groups[i] (cli, c, arg);
@@ -935,6 +941,7 @@ rp_cli_parse(RpCli *cli, int argc, char **argv)
 {
 	int			c;
 	int			rc;
+	int			n = 0;
 
 	set_defaults(cli);
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
@@ -942,6 +949,11 @@ rp_cli_parse(RpCli *cli, int argc, char **argv)
 		rp_cli_usage();
 		return RP_EXIT_OK;
 	}
+	/* --config FILE: its options come first, the command line's win */
+	rc = rp_cli_config_apply(&argc, &argv, short_options, long_options, RP_OPT_CONFIG,
+							 &cli->config);
+	if (rc != RP_CLI_RUN)
+		return rc;
 	/* from the start, also when called again (the unit tests do) */
 	optind = 0;
 	opterr = 0;
@@ -953,7 +965,10 @@ rp_cli_parse(RpCli *cli, int argc, char **argv)
 		if (c == -1)
 			break;
 		/* the word getopt stopped at: the one just taken, or the current one */
+		/* the file's words are the first getopt returns, one option each */
+		rp_cli_config_context(cli->config, n++);
 		rc = take_option(cli, c, optarg, argv[optind > 1 ? optind - 1 : 1]);
+		rp_cli_config_context(cli->config, -1);
 		if (rc != RP_CLI_RUN)
 			return rc;
 	}
@@ -980,5 +995,6 @@ rp_cli_free(RpCli *cli)
 	free_names(cli->backfill, cli->nbackfill);
 	if (cli->conninfo)
 		rp_free(cli->conninfo);
+	rp_cli_config_free(cli->config);
 	memset(cli, 0, sizeof(*cli));
 }

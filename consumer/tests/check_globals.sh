@@ -21,6 +21,7 @@ rp_pipe.o:installed.0
 rp_cli_runstep.o:stop_requested
 rp_cli_runstep.o:reopen_requested
 rp_cli_log.o:rp_cli_verbose
+rp_cli_log.o:rp_cli_log_context
 '
 # rp_error_buf, rp_error_reason: the thread-local error slot (rp_status.h).
 # rp_stop_watched: where the CLI's stop flag is (rp_stop_watch), set once before any
@@ -29,6 +30,8 @@ rp_cli_log.o:rp_cli_verbose
 # The CLI's own (cli/, archived with the library so that unit tests link it):
 #   stop_requested, reopen_requested: the SIGINT/SIGTERM and SIGHUP flags;
 #   rp_cli_verbose: -v, as pg_recvlogical's verbose (pg_log_info).
+#   rp_cli_log_context: while the options are parsed (one thread), the --config line the
+#   option being taken came from, for the handlers' usage errors.
 
 found=$(objdump -t "$lib" | awk '
 	/file format/ { obj = $1; sub(/:$/, "", obj); next }
