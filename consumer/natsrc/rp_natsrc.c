@@ -171,6 +171,8 @@ rp_natsrc_metrics(RpBuf *out, const void *arg)
 	rp_metrics_sample(out, "replicant_nats_source_lag_messages", "gauge", "Messages the stream holds past what this reader read.", NULL, last > read ? last - read : 0);
 	rp_metrics_sample(out, "replicant_nats_source_messages_total", "counter", "Stream messages read (relation and position messages too).", NULL, RP_COUNT_LOAD(c->messages));
 	rp_metrics_sample(out, "replicant_nats_source_opens_total", "counter", "Times the stream was opened (the first, and every reopen after a failure).", NULL, RP_COUNT_LOAD(c->opens));
+	rp_metrics_sample(out, "replicant_nats_source_replays_total", "counter", "Messages the consumer delivered again (below the next sequence), dropped; the consumer started again where reading is.", NULL, RP_COUNT_LOAD(c->replays));
+	rp_metrics_sample(out, "replicant_nats_source_skips_total", "counter", "Times the consumer skipped a message the stream holds; started again at it.", NULL, RP_COUNT_LOAD(c->skips));
 	rp_metrics_sample(out, "replicant_nats_source_relation_gets_total", "counter", "Relation descriptions fetched by sequence (a reader that started after them).", NULL, RP_COUNT_LOAD(c->relation_gets));
 }
 
@@ -351,6 +353,60 @@ stall_check(RpNatsSrc *s)
 	return 0;
 }
 
+/* Drop the subscription and start a new one at seq. */
+static int
+resubscribe(RpNatsSrc *s, uint64_t seq)
+{
+	if (s->sub)
+	{
+		natsSubscription_Unsubscribe(s->sub);
+		natsSubscription_Destroy(s->sub);
+		s->sub = NULL;
+	}
+	return subscribe(s, seq);
+}
+
+/*
+ * A delivered message that is not the next one (seq != chain.next_seq).
+ * Below it: the consumer replays what was read (libnats recreates an
+ * ordered consumer after missed heartbeats or a leader change, and has
+ * been seen to start it again further back): dropped, and the consumer
+ * started again where reading is.  Above it: a hole only if the stream
+ * really lacks the next message (deleted or expired, so the get finds
+ * none); a message that is there was skipped by the consumer, which is
+ * started again at it.  1: the message is dropped; 0: let the hole checks
+ * see it (they refuse it); -1 after rp_fail.
+ */
+static int
+out_of_order(RpNatsSrc *s, uint64_t seq)
+{
+	uint64_t	next = s->chain.next_seq;
+	natsMsg    *m = NULL;
+	jsErrCode	code = 0;
+	natsStatus	st;
+
+	if (seq < next)
+	{
+		RP_COUNT_ADD(s->count.replays, 1);
+		/* once per replay: the next messages of the old consumer are replays too */
+		if (s->resub_at == next)
+			return 1;
+		s->resub_at = next;
+		return resubscribe(s, next) < 0 ? -1 : 1;
+	}
+	st = js_GetMsg(&m, s->js, s->o.stream, next, NULL, &code);
+	if (st == NATS_OK)
+	{
+		natsMsg_Destroy(m);
+		RP_COUNT_ADD(s->count.skips, 1);
+		s->resub_at = next;
+		return resubscribe(s, next) < 0 ? -1 : 1;
+	}
+	if (code == JSNoMessageFoundErr || st == NATS_NOT_FOUND)
+		return 0;
+	return rp_natsrc_js_fail(s, "checking a skipped sequence", st, code);
+}
+
 int
 rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 {
@@ -363,6 +419,7 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 		jsMsgMetaData *meta = NULL;
 		int64_t		left = deadline - rp_clock_mono_ms();
 		natsStatus	st;
+		uint64_t	seq;
 		int			rc;
 
 		st = natsSubscription_NextMsg(&m, s->sub, left > 0 ? left : 0);
@@ -378,14 +435,29 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": a delivered message has no metadata (%s)",
 						   s->o.stream, rp_natsio_status_text(st));
 		}
-		ev->seq = meta->Sequence.Stream;
+		seq = meta->Sequence.Stream;
 		s->last_msg_ms = rp_clock_mono_ms();
+		if (s->chain.next_seq != 0 && seq != s->chain.next_seq)
+		{
+			/* not the next message: a consumer's replay or skip, or a real hole? */
+			rc = out_of_order(s, seq);
+			if (rc != 0)
+			{
+				jsMsgMetaData_Destroy(meta);
+				natsMsg_Destroy(m);
+				if (rc < 0)
+					return -1;
+				continue;
+			}
+		}
+		ev->seq = seq;
 		if (meta->Sequence.Stream + meta->NumPending > s->last_seq)
 			s->last_seq = meta->Sequence.Stream + meta->NumPending;
 		RP_COUNT_ADD(s->count.messages, 1);
 		RP_COUNT_STORE(s->count.read_seq, ev->seq);
 		RP_COUNT_STORE(s->count.last_seq, s->last_seq);
 		jsMsgMetaData_Destroy(meta);
+		s->resub_at = 0;
 		rc = rp_natsrc_message(s, m, ev->seq, ev);
 		natsMsg_Destroy(m);
 		if (rc < 0 || ev->kind != RP_NATSRC_NONE)

@@ -42,6 +42,8 @@ typedef struct RpNatsSrcCounters
 	uint64_t	messages;		/* messages read (relation and position ones too) */
 	uint64_t	opens;			/* subscriptions opened (the first, and every reopen) */
 	uint64_t	relation_gets;	/* descriptions fetched by sequence */
+	uint64_t	replays;		/* messages delivered again, dropped */
+	uint64_t	skips;			/* messages the consumer skipped though the stream holds them */
 } RpNatsSrcCounters;
 
 struct RpNatsSrc
@@ -56,6 +58,7 @@ struct RpNatsSrc
 	bool		skip_partial;	/* no checkpoint, the stream's start is gone: skip to a whole transaction */
 	int64_t		last_msg_ms;	/* when a message last came (monotonic) */
 	int64_t		last_check_ms;	/* when the stream's state was last read for a stall */
+	uint64_t	resub_at;		/* the sequence the consumer was last started again at (0: none since) */
 
 	/* the transaction being framed */
 	bool		open_txn;
