@@ -13,6 +13,7 @@
 #   log     --sink file:$work/fanout.log
 #   agg     --sink postgres: database agg of dst, --create-tables and aggregate bindings
 #           on public.t_a (REPLICA IDENTITY FULL) and public.audit
+#           (sum, max, count, count_distinct)
 # Under a small-transaction worker (and a worker of 500-1500-row transactions in the first
 # phase) the readers are killed with SIGKILL in turn, ROUNDS (>= 10) times each, once they
 # made progress (odd kills) or at a random moment (even kills), and restarted at once. Meanwhile
@@ -74,6 +75,9 @@ rp_psql src >/dev/null <<'SQL'
 UPDATE wl_conf SET pace = 0.01;
 -- the aggregate bindings need the old row of updates and deletes
 ALTER TABLE public.t_a REPLICA IDENTITY FULL;
+-- the mirrors apply the workload's stop flag and pacing too: they need an identity
+ALTER TABLE ctl REPLICA IDENTITY FULL;
+ALTER TABLE wl_conf REPLICA IDENTITY FULL;
 SQL
 replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
 if [[ $STANDIN == slot ]]; then
@@ -104,7 +108,8 @@ start_reader() {
 		--aggregate "name=a_sum source=public.t_a dims=flag measure=amount agg=sum output=table:agg.a_sum"
 		--aggregate "name=a_max source=public.t_a dims=flag measure=ts agg=max output=table:agg.a_max"
 		--aggregate "name=a_cnt source=public.t_a dims=flag measure=id agg=count output=table:agg.a_cnt"
-		--aggregate "name=au_cnt source=public.audit dims=tbl,op measure=id agg=count output=table:agg.au_cnt"
+		--aggregate "name=au_cnt source=public.audit dims=tbl measure=id agg=count output=table:agg.au_cnt"
+		--aggregate "name=au_cd source=public.audit dims=tbl measure=txid agg=count_distinct output=table:agg.au_cd"
 		--aggregate "name=au_max source=public.audit dims=tbl measure=ver agg=max output=table:agg.au_max") ;;
 	esac
 	if [[ $STANDIN == slot ]]; then
@@ -192,7 +197,11 @@ kill_round() {
 }
 
 # the stream's last sequence
-stream_last() { rp_nats_tool "$STREAM" info | sed -n 's/.*"last_seq":\([0-9]*\).*/\1/p'; }
+stream_last() {
+	local n
+	n=$(rp_nats_tool "$STREAM" info | sed -n 's/.*"last_seq":\([0-9]*\).*/\1/p')
+	echo "${n:-0}"
+}
 
 kill_writer() {
 	local before
@@ -328,8 +337,10 @@ same a_max "SELECT flag || '|' || coalesce(max(ts)::text, '~') FROM t_a GROUP BY
 	agg "SELECT flag || '|' || coalesce(max_ts::text, '~') FROM agg.a_max"
 same a_cnt "SELECT flag || '|' || count(id) FROM t_a GROUP BY flag" \
 	agg "SELECT flag || '|' || count_id FROM agg.a_cnt"
-same au_cnt "SELECT tbl || '|' || op || '|' || count(id) FROM audit GROUP BY tbl, op" \
-	agg "SELECT tbl || '|' || op || '|' || count_id FROM agg.au_cnt"
+same au_cnt "SELECT tbl || '|' || count(id) FROM audit GROUP BY tbl" \
+	agg "SELECT tbl || '|' || count_id FROM agg.au_cnt"
+same au_cd "SELECT tbl || '|' || count(DISTINCT txid) FROM audit GROUP BY tbl" \
+	agg "SELECT tbl || '|' || count_distinct_txid FROM agg.au_cd"
 same au_max "SELECT tbl || '|' || max(ver) FROM audit GROUP BY tbl" \
 	agg "SELECT tbl || '|' || max_ver FROM agg.au_max"
 unset PGOPTIONS
