@@ -70,19 +70,20 @@ rp_cluster_start src
 rp_cluster_start dst
 rp_nats_start 3
 rp_psql dst -c "CREATE DATABASE mirror" -c "CREATE DATABASE agg" >/dev/null
+# the slots first: the mirrors (no snapshot) then see the workload's control rows inserted
+replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
+if [[ $STANDIN == slot ]]; then
+	for r in "${READERS[@]}"; do replicant -d "$src_CONNSTR" -S "fo_$r" --create-slot; done
+fi
 rp_nats_load_workload src "$SLOT"
 rp_psql src >/dev/null <<'SQL'
-UPDATE wl_conf SET pace = 0.01;
 -- the aggregate bindings need the old row of updates and deletes
 ALTER TABLE public.t_a REPLICA IDENTITY FULL;
 -- the mirrors apply the workload's stop flag and pacing too: they need an identity
 ALTER TABLE ctl REPLICA IDENTITY FULL;
 ALTER TABLE wl_conf REPLICA IDENTITY FULL;
+UPDATE wl_conf SET pace = 0.01;
 SQL
-replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
-if [[ $STANDIN == slot ]]; then
-	for r in "${READERS[@]}"; do replicant -d "$src_CONNSTR" -S "fo_$r" --create-slot; done
-fi
 
 # ---------------------------------------------------------------- processes
 
