@@ -70,11 +70,6 @@ rp_cluster_start src
 rp_cluster_start dst
 rp_nats_start 3
 rp_psql dst -c "CREATE DATABASE mirror" -c "CREATE DATABASE agg" >/dev/null
-# the slots first: the mirrors (no snapshot) then see the workload's control rows inserted
-replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
-if [[ $STANDIN == slot ]]; then
-	for r in "${READERS[@]}"; do replicant -d "$src_CONNSTR" -S "fo_$r" --create-slot; done
-fi
 rp_nats_load_workload src "$SLOT"
 rp_psql src >/dev/null <<'SQL'
 -- the aggregate bindings need the old row of updates and deletes
@@ -82,7 +77,18 @@ ALTER TABLE public.t_a REPLICA IDENTITY FULL;
 -- the mirrors apply the workload's stop flag and pacing too: they need an identity
 ALTER TABLE ctl REPLICA IDENTITY FULL;
 ALTER TABLE wl_conf REPLICA IDENTITY FULL;
-UPDATE wl_conf SET pace = 0.01;
+SQL
+replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
+if [[ $STANDIN == slot ]]; then
+	for r in "${READERS[@]}"; do replicant -d "$src_CONNSTR" -S "fo_$r" --create-slot; done
+fi
+# the control rows again, after the slots: the mirrors (no snapshot) must hold them too
+rp_psql src >/dev/null <<SQL
+BEGIN;
+TRUNCATE ctl, wl_conf;
+INSERT INTO ctl VALUES (false);
+INSERT INTO wl_conf VALUES ('$SLOT', 0.01);
+COMMIT;
 SQL
 
 # ---------------------------------------------------------------- processes
