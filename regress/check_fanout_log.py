@@ -7,7 +7,8 @@
 # rewrites each data line's table to "schema.table" (the workload tables; audit, fence and ctl
 # stay bare, as check_file_log.py expects them), drops wl_conf's lines (the scripts' pacing
 # knob, not audited) and truncates of only ctl and wl_conf (the scripts set the control rows
-# again after the slot is made), and runs check_file_log.py on the result. Nothing else of a line changes,
+# again after the slot is made), gives a delete of a REPLICA IDENTITY FULL table (its old
+# row as "old", no "key") that row as its key, and runs check_file_log.py on the result. Nothing else of a line changes,
 # so every check of check_file_log.py (dup, loss, phantom, commit order, xid pairing, versions,
 # the trailing checkpoint line) applies to the log as the sink wrote it.
 import json, os, subprocess, sys, tempfile
@@ -24,9 +25,11 @@ with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as out, ope
                 continue
             if rec["kind"] == "truncate" and all(r["table"] in ("ctl", "wl_conf") for r in rec["relations"]):
                 continue
+            if rec["kind"] == "delete" and "key" not in rec and "old" in rec:
+                rec["key"] = rec["old"]
             if "table" in rec and not (rec.get("schema") == "public" and rec["table"] in BARE):
                 rec["table"] = rec["schema"] + "." + rec["table"]
-                line = json.dumps(rec, ensure_ascii=False) + "\n"
+            line = json.dumps(rec, ensure_ascii=False) + "\n"
         out.write(line)
     tmp = out.name
 try:
