@@ -21,7 +21,7 @@
 # (walsenders, and all its processes; bench/cpu.sh, sampled every 0.1 s), the nats-servers'
 # CPU, the WAL the layout's slots retain on the source (pg_current_wal_lsn() - restart_lsn,
 # the largest of its slots, sampled every 0.25 s: peak, MB x s over the window, and the time
-# at which it fell below 16 MB for good), and each mirror's catch-up time. Every mirror's
+# at which all its slots had confirmed the backlog's end), and each mirror's catch-up time. Every mirror's
 # nsbench must equal the source's (count, sum of ids, sum of a), else the exit status is 1.
 # The report ends with a table per N with stream / slot ratios and names the crossover: the
 # smallest N at which the stream layout costs the source less walsender CPU than N slots.
@@ -136,12 +136,14 @@ nats_ticks() {
 	echo "$sum"
 }
 
-# retention sampler: every 0.25 s, "EPOCH BYTES" of the largest retention among the named slots
+# retention sampler: every 0.25 s, "EPOCH|BYTES|DONE": the largest retention among the named
+# slots, and whether all of them confirmed END
 ret_start() {
 	local list=$1 file=$2
 	(
 		while :; do
-			src -Atc "SELECT extract(epoch FROM clock_timestamp()), coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)), 0)::bigint
+			src -Atc "SELECT extract(epoch FROM clock_timestamp()), coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)), 0)::bigint,
+			                 bool_and(confirmed_flush_lsn >= '$END')
 			          FROM pg_replication_slots WHERE slot_name IN ($list)" >>"$file" 2>/dev/null || true
 			sleep 0.25 &
 			wait $!
@@ -150,14 +152,15 @@ ret_start() {
 	RET_PID=$!
 }
 ret_stop() { kill "$RET_PID" 2>/dev/null || true; wait "$RET_PID" 2>/dev/null || true; }
-# ret_summary FILE T0: "PEAK_MB MBxS RELEASED_S" (released: the first sample after which every
-# sample is below 16 MB, seconds after T0; "-" when the last sample is not)
+# ret_summary FILE T0: "PEAK_MB MBxS RELEASED_S" (released: the first sample at which every
+# slot of the layout had confirmed END, seconds after T0: from then on the source may drop the
+# backlog's WAL at its next checkpoint; "-" when none did within the window)
 ret_summary() {
-	awk -F'|' -v t0="$2" '{ t[NR] = $1; b[NR] = $2 }
+	awk -F'|' -v t0="$2" '{ t[NR] = $1; b[NR] = $2; d[NR] = $3 }
 		END {
 			peak = 0; area = 0; rel = "-"
 			for (i = 1; i <= NR; i++) { if (b[i] > peak) peak = b[i]; if (i > 1) area += (t[i] - t[i-1]) * (b[i] + b[i-1]) / 2 }
-			for (i = NR; i >= 1 && b[i] < 16 * 1048576; i--) rel = sprintf("%.2f", t[i] - t0)
+			for (i = 1; i <= NR; i++) if (d[i] == "t") { rel = sprintf("%.2f", t[i] - t0); break }
 			printf "%.1f %.1f %s", peak / 1048576, area / 1048576, rel
 		}' "$1"
 }
@@ -274,7 +277,7 @@ done
 
 # ---------------------------------------------------------------- report
 div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) printf "-"; else printf "%.2f", a / b }'; }
-maxof() { tr ' ' '\n' <<<"$1" | awk 'NF { if ($1 > m) m = $1 } END { printf "%.2f", m }'; }
+maxof() { tr ' ' '\n' <<<"$1" | awk 'NF { if ($1 > m) m = $1; n++ } END { if (n) printf "%.2f", m; else printf "-" }'; }
 printf '\n%-3s %-7s %8s %12s %10s %9s %10s %11s %12s %11s %11s\n' N layout wall_s walsender_s src_cpu_s nats_cpu_s \
 	ret_peak_MB ret_MBxs released_s catchup_max catchup_min
 for n in "${NS[@]}"; do
@@ -288,11 +291,12 @@ done
 printf '\nstream / slot:\n%-3s %12s %10s %10s %12s\n' N walsender src_cpu ret_MBxs catchup_max
 cross=
 for n in "${NS[@]}"; do
-	read -r _ a1 _ <<<"${RET[stream-$n]}"
-	read -r _ a2 _ <<<"${RET[slot-$n]}"
-	w=$(div "${WS_CPU[stream-$n]}" "${WS_CPU[slot-$n]}")
-	printf '%-3s %12s %10s %10s %12s\n' "$n" "$w" "$(div "${SRC_CPU[stream-$n]}" "${SRC_CPU[slot-$n]}")" \
-		"$(div "$a1" "$a2")" "$(div "$(maxof "${CATCH[stream-$n]}")" "$(maxof "${CATCH[slot-$n]}")")"
+	a1='' a2=''
+	read -r _ a1 _ <<<"${RET[stream-$n]:-}" || true
+	read -r _ a2 _ <<<"${RET[slot-$n]:-}" || true
+	w=$(div "${WS_CPU[stream-$n]:-}" "${WS_CPU[slot-$n]:-}")
+	printf '%-3s %12s %10s %10s %12s\n' "$n" "$w" "$(div "${SRC_CPU[stream-$n]:-}" "${SRC_CPU[slot-$n]:-}")" \
+		"$(div "$a1" "$a2")" "$(div "$(maxof "${CATCH[stream-$n]:-}")" "$(maxof "${CATCH[slot-$n]:-}")")"
 	if [[ -z $cross && $w != - ]] && awk -v w="$w" 'BEGIN { exit !(w < 1) }'; then cross=$n; fi
 done
 if [[ -n $cross ]]; then
@@ -301,7 +305,7 @@ else
 	printf 'crossover: none among N = %s (the stream layout never cost the source less walsender CPU)\n' "${NS[*]}"
 fi
 printf '(walsender_s, src_cpu_s: the source cluster'"'"'s processes over the window; nats_cpu_s: the 3 nats-servers; ret: the largest\n'
-printf ' pg_current_wal_lsn() - restart_lsn among the layout'"'"'s slots (stream: the writer'"'"'s), released_s: when it fell below 16 MB for good;\n'
+printf ' pg_current_wal_lsn() - restart_lsn among the layout'"'"'s slots (stream: the writer'"'"'s), released_s: when all of them confirmed the end;\n'
 printf ' catch-up: seconds from the common start to each mirror holding the whole backlog; one run on a shared machine)\n'
 printf 'load average at end: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 ((status == 0)) || { printf 'MIRROR MISMATCH\n'; exit 1; }
