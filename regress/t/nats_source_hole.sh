@@ -221,17 +221,17 @@ halted d HOLE_D '"HA"|nats:HA' "the checkpoint's stream HA"
 # a mirror that follows a slot of src, then pointed at the stream with the same -S
 rp_psql dst -c "CREATE DATABASE m" >/dev/null
 replicant -d "$src_CONNSTR" -S hole_m --create-slot
-rp_psql src -c "INSERT INTO h VALUES (1001, 100, 'after')" >/dev/null
-lsn=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
+# (one implicit transaction: the LSN is read before its commit)
+lsn=$(rp_psql src -Atc "INSERT INTO h VALUES (1001, 100, 'after'); SELECT pg_current_wal_lsn()")
 rc=0
 replicant -d "$src_CONNSTR" -S hole_m --start --sink "postgres:$(rp_conninfo dst m)" --create-tables \
-	-E "$lsn" 2>"$work/hole_m-slot.err" || rc=$?
+	--state-dir "$work/st-hole_m" -E "$lsn" 2>"$work/hole_m-slot.err" || rc=$?
 ((rc == 0)) || fail "(d) the mirror from slot hole_m exited with $rc: $(tail -n 3 "$work/hole_m-slot.err")"
 before=$(rp_psql dst -d m -Atc "SELECT count(*) FROM h")
 runs=$((runs + 1))
 err=$work/hole_m-$runs.err
 rc=0
-replicant --source "$(rp_nats_sink_url)" --nats-stream HA -S hole_m --start \
+replicant --source "$(rp_nats_sink_url)" --nats-stream HA -S hole_m --start --state-dir "$work/st-hole_m" \
 	--sink "postgres:$(rp_conninfo dst m)" --create-tables --endpos "$HA_LAST" 2>"$err" || rc=$?
 halted d-slot HA 'slot' "that the checkpoint follows a slot"
 [[ $(rp_psql dst -d m -Atc "SELECT count(*) FROM h") == "$before" ]] || fail "(d) the mirror took rows from the stream after the halt"
