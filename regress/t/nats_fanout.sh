@@ -21,7 +21,9 @@
 # killed with SIGKILL twice and restarted. Then agg is stopped (SIGSTOP) for a long stretch: the
 # others are killed on, the writer too, and a fence committed on the source must be confirmed
 # by the writer's slot and reached by mirror and log while agg's checkpoint is still behind it.
-# Then agg goes on (SIGCONT) and takes its kills while it catches up. At the end: the workload
+# The stretch lasts until the source wrote STOPPED_MB (24) MB of WAL past agg's checkpoint: more
+# than the 16 MB lag at which the workload waits for the writer's slot, so a slot held back by
+# agg would stop the workload and fail the test. Then agg goes on (SIGCONT) and takes its kills while it catches up. At the end: the workload
 # stops, the writer confirms a last fence, L = the stream's last sequence, and each reader is
 # restarted with --endpos L and must exit 0. Then the mirror (and agg's mirror) equals the
 # source table by table, the log holds every audited change exactly once in commit order
@@ -36,6 +38,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 
 ROUNDS=${ROUNDS:-10}      # kills per reader, at least
+STOPPED_MB=${STOPPED_MB:-24}   # WAL the source writes while agg is stopped (more than the workload's 16 MB throttle)
 ((ROUNDS >= 10)) || ROUNDS=10
 SLOT=fo_cdc
 STREAM=FANOUT
@@ -257,6 +260,13 @@ printf '          agg stopped (SIGSTOP) at checkpoint %s\n' "${stopped_at:-none}
 for ((i = 0; i < 6; i++)); do
 	kill_round "${READERS[i % 2]}"
 	((i == 2)) && kill_writer
+done
+# a long stretch: until the source wrote STOPPED_MB of WAL past agg's checkpoint
+deadline=$((SECONDS + 600))
+while (($(rp_psql src -Atc "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '${stopped_at:-0/0}')::bigint") < STOPPED_MB * 1048576)); do
+	((SECONDS < deadline)) || fail "the source did not write $STOPPED_MB MB of WAL within 600 s while agg was stopped"
+	kill -0 "${workers[0]}" 2>/dev/null || { cat "$work/worker1.out"; fail "the workload worker ended early"; }
+	sleep 0.5
 done
 f=$(fence)
 rp_nats_wait_confirmed src "$SLOT" "$f" 300 "$writer_pid" || fail "the writer's slot did not confirm $f within 300 s while agg was stopped"
