@@ -276,7 +276,7 @@ for n in "${NS[@]}"; do
 done
 
 # ---------------------------------------------------------------- report
-div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) printf "-"; else printf "%.2f", a / b }'; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b + 0 == 0) printf "-"; else printf "%.2f", a / b }'; }
 maxof() { tr ' ' '\n' <<<"$1" | awk 'NF { if ($1 > m) m = $1; n++ } END { if (n) printf "%.2f", m; else printf "-" }'; }
 printf '\n%-3s %-7s %8s %12s %10s %9s %10s %11s %12s %11s %11s\n' N layout wall_s walsender_s src_cpu_s nats_cpu_s \
 	ret_peak_MB ret_MBxs released_s catchup_max catchup_min
