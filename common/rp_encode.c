@@ -3,6 +3,7 @@
  *    Record encoders (see rp_encode.h and docs/protocol.md).
  */
 #include "rp_alloc.h"
+#include "rp_decode.h"
 #include "rp_encode.h"
 
 void
@@ -152,4 +153,20 @@ rp_enc_array_header(RpBuf *buf, uint8_t elem_encoding, uint32_t elem_oid, uint32
 		rp_buf_put_u32(buf, (uint32_t) dims[d]);
 		rp_buf_put_u32(buf, (uint32_t) lbounds[d]);
 	}
+}
+
+void
+rp_enc_relation_record(RpBuf *buf, const RpRelation *rel)
+{
+	size_t		at = rp_enc_relation_start(buf, rel->relid, rel->schema, rel->name, rel->identity,
+										   rel->natts);
+
+	for (uint16_t i = 0; i < rel->natts; i++)
+	{
+		const RpColumn *c = &rel->cols[i];
+
+		rp_enc_relation_column(buf, c->attnum, c->name, c->type_oid, c->type_name, c->typmod,
+							   c->encoding, c->flags);
+	}
+	rp_buf_end_record(buf, at);
 }

@@ -48,6 +48,11 @@ extern void rp_enc_relation_column(RpBuf *buf, int16_t attnum, const char *name,
 								   uint32_t type_oid, const char *type_name, int32_t typmod,
 								   uint8_t encoding, uint8_t flags);
 
+struct RpRelation;
+
+/* A decoded relation written back as its whole Relation record (the consumer's readers). */
+extern void rp_enc_relation_record(RpBuf *buf, const struct RpRelation *rel);
+
 /*
  * Change: rp_enc_change_start(), then per tuple rp_enc_tuple_start() and
  * natts datums, then rp_buf_end_record(buf, returned offset).

@@ -50,6 +50,9 @@ typedef struct RpCli
 	int			noptions;
 	uint64_t	startpos;
 	uint64_t	endpos;
+	uint64_t	endpos_seq;		/* --endpos N: a stream sequence (--source) */
+	const char *source;			/* --source nats://...: a JetStream stream, not a slot */
+	const char *nats_subjects;	/* --nats-subjects: the data that reaches the sink */
 	int			status_interval_ms;
 	bool		no_loop;
 	int			verbose;

@@ -18,14 +18,15 @@ usage_general(void)
 	printf("      --start            start streaming in a replication slot\n");
 	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
 	printf("\nOptions:\n");
-	printf("  -E, --endpos=LSN       stop at the first transaction boundary at or after LSN\n");
+	printf("  -E, --endpos=LSN|SEQ   stop at the first transaction boundary at or after LSN (with\n"
+		   "                         --source: or once stream sequence SEQ is read and delivered)\n");
 	printf("  -I, --startpos=LSN     where to start streaming in an existing slot\n");
 	printf("  -n, --no-loop          do not reconnect when the connection is lost\n");
 	printf("  -o, --option=NAME[=VALUE]\n"
 		   "                         pass option NAME with optional VALUE to the plugin\n");
 	printf("  -s, --status-interval=SECS\n"
 		   "                         time between status updates to the server (default: 10)\n");
-	printf("  -S, --slot=SLOTNAME    name of the logical replication slot\n");
+	printf("  -S, --slot=SLOTNAME    name of the logical replication slot (with --source: of this reader)\n");
 	printf("  -v, --verbose          output verbose messages\n");
 	printf("  -V, --version          output version information, then exit\n");
 	printf("  -?, --help             show this help, then exit\n");
@@ -50,6 +51,12 @@ usage_general(void)
 	printf("  -w, --no-password      never prompt for password (the default)\n");
 	printf("  -W, --password         prompt for a password before connecting (stdin without a terminal)\n");
 	printf("  (-h, -p, -U override what -d says; the PG* environment variables apply as in libpq)\n");
+	printf("\nStream source options (instead of a slot: a stream the NATS sink wrote):\n");
+	printf("      --source=nats://[USER:PASS@]HOST:PORT[,HOST:PORT...] or tls://...\n"
+		   "                         read --nats-stream into --sink (no -d: only --aggregate's seed uses it)\n");
+	printf("      --nats-subjects=FILTER  only data on subjects matching FILTER reaches the sink\n"
+		   "                         (the reader still reads and checks the whole stream)\n");
+	printf("  (--nats-stream names the stream; --nats-creds, --nats-tls-* apply to it)\n");
 }
 
 static void

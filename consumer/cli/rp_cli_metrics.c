@@ -13,6 +13,7 @@
 #include "base/rp_counter.h"
 #include "cli/rp_cli_metrics.h"
 #include "sinks/mirror/rp_mirror.h"
+#include "natsrc/rp_natsrc.h"
 #include "sinks/nats/rp_nats.h"
 #include "stream/rp_conn.h"
 
@@ -141,6 +142,7 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		(cm->agg && rp_metrics_add(m, rp_cli_metrics_aggregates, cm) < 0) ||
 		(cm->sink && rp_metrics_add(m, rp_cli_metrics_divergences, cm->sink) < 0) ||
 		(cm->sink && rp_nats_is(cm->sink) && rp_metrics_add(m, rp_nats_metrics, cm->sink) < 0) ||
+		(cm->nsrc && rp_metrics_add(m, rp_natsrc_metrics, cm->nsrc) < 0) ||
 		rp_metrics_add(m, rp_metrics_halts, m) < 0)
 		return -1;
 	return 0;

@@ -26,6 +26,7 @@ typedef struct RpCliMetrics
 	const RpSpill *spill;
 	const RpAgg *agg;			/* live aggregates */
 	const RpSink *sink;			/* the run's sink: a mirror's divergences */
+	const void *nsrc;			/* the run's stream source (RpNatsSrc), or NULL */
 } RpCliMetrics;
 
 /*

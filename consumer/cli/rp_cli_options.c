@@ -99,6 +99,8 @@ typedef enum RpCliOpt
 	RP_OPT_NATS_TLS_CA,
 	RP_OPT_NATS_TLS_CERT,
 	RP_OPT_NATS_TLS_KEY,
+	RP_OPT_SOURCE,
+	RP_OPT_NATS_SUBJECTS,
 	/* sinks: the mirror */
 	RP_OPT_CREATE_TABLES,
 	RP_OPT_ON_DESTRUCTIVE,
@@ -173,6 +175,8 @@ static const struct option long_options[] = {
 	{"nats-tls-ca", required_argument, NULL, RP_OPT_NATS_TLS_CA},
 	{"nats-tls-cert", required_argument, NULL, RP_OPT_NATS_TLS_CERT},
 	{"nats-tls-key", required_argument, NULL, RP_OPT_NATS_TLS_KEY},
+	{"source", required_argument, NULL, RP_OPT_SOURCE},
+	{"nats-subjects", required_argument, NULL, RP_OPT_NATS_SUBJECTS},
 	{"create-tables", no_argument, NULL, RP_OPT_CREATE_TABLES},
 	{"on-destructive", required_argument, NULL, RP_OPT_ON_DESTRUCTIVE},
 	{"schema-prefix", required_argument, NULL, RP_OPT_SCHEMA_PREFIX},
@@ -288,8 +292,16 @@ opt_general(RpCli *cli, int c, const char *arg)
 				return rp_cli_usage_error("plugin option \"%s\" is set by %s itself", arg, progname);
 			add_option(cli, arg);
 			return OPT_TAKEN;
-		case RP_OPT_STARTPOS:
 		case RP_OPT_ENDPOS:
+			/* digits alone: a stream sequence (--source nats://) */
+			if (*arg != '\0' && strspn(arg, "0123456789") == strlen(arg))
+			{
+				if (!rp_parse_size(arg, 1, UINT64_MAX, &cli->endpos_seq))
+					return bad_value("endpos", arg, "an LSN (X/Y), or a stream sequence from 1");
+				return OPT_TAKEN;
+			}
+			/* fall through */
+		case RP_OPT_STARTPOS:
 			if (!rp_lsn_parse(arg, c == RP_OPT_STARTPOS ? &cli->startpos : &cli->endpos))
 				return rp_cli_usage_error("could not parse %s position \"%s\"",
 										  c == RP_OPT_STARTPOS ? "start" : "end", arg);
@@ -498,6 +510,17 @@ opt_nats(RpCli *cli, int c, const char *arg)
 		case RP_OPT_NATS_TLS_KEY:
 			o->tls_key = arg;
 			return OPT_TAKEN;
+		case RP_OPT_SOURCE:
+			if (!rp_cli_sink_is_nats(arg))
+				return bad_value("source", arg, "nats://HOST:PORT[,...] or tls://... (a JetStream stream the NATS sink wrote)");
+			cli->source = arg;
+			return OPT_TAKEN;
+		case RP_OPT_NATS_SUBJECTS:
+			if (*arg == '\0' || strpbrk(arg, " \t") != NULL || arg[0] == '.' ||
+				arg[strlen(arg) - 1] == '.' || strstr(arg, "..") != NULL)
+				return bad_value("nats-subjects", arg, "a subject wildcard, e.g. replicant.cdc.public.*");
+			cli->nats_subjects = arg;
+			return OPT_TAKEN;
 	}
 	return OPT_OTHER;
 }
@@ -671,6 +694,36 @@ check_backfill(const RpCli *cli)
 	return RP_CLI_RUN;
 }
 
+/* --source nats://: what a stream reader takes. */
+static int
+check_source(const RpCli *cli)
+{
+	if (cli->source == NULL)
+	{
+		if (cli->endpos_seq)
+			return rp_cli_usage_error("--endpos as a stream sequence needs --source nats://...; with a slot it is an LSN (X/Y)");
+		if (cli->nats_subjects)
+			return rp_cli_usage_error("--nats-subjects needs --source nats://...");
+		return RP_CLI_RUN;
+	}
+	if (!cli->start || cli->create_slot || cli->drop_slot)
+		return rp_cli_usage_error("--source nats://... needs --start, and no --create-slot or --drop-slot (a stream has no slot)");
+	if (cli->nats.stream == NULL)
+		return rp_cli_usage_error("--source nats://... needs --nats-stream NAME");
+	if (cli->snapshot || cli->nbackfill > 0)
+		return rp_cli_usage_error("--snapshot and --backfill need a replication slot, not --source nats://...");
+	if (cli->noptions > 0 || cli->startpos)
+		return rp_cli_usage_error("-o and --startpos are for a replication slot, not --source nats://...");
+	if (rp_cli_sink_is_nats(cli->sink))
+		return rp_cli_usage_error("--source nats://... with --sink nats://... is not supported: read the stream directly");
+	/* the one use of the source database: the aggregates' seed (a normal connection) */
+	if (cli->dbname && cli->agg == NULL)
+		return rp_cli_usage_error("-d with --source nats://... is only for the aggregate bindings' seed (--aggregate)");
+	if (cli->agg && cli->dbname == NULL)
+		return rp_cli_usage_error("aggregate bindings read from a stream seed from the source database: give it with -d");
+	return RP_CLI_RUN;
+}
+
 /* Whether the options go together; RP_CLI_RUN, or the usage error's status. */
 static int
 check_options(const RpCli *cli, int argc, char **argv)
@@ -678,7 +731,7 @@ check_options(const RpCli *cli, int argc, char **argv)
 	if (optind < argc)
 		return rp_cli_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
 	if (cli->slot == NULL)
-		return rp_cli_usage_error("no slot specified");
+		return rp_cli_usage_error(cli->source ? "no reader name specified (-S NAME: the name this reader's position is kept under)" : "no slot specified");
 	if (!cli->create_slot && !cli->drop_slot && !cli->start)
 		return rp_cli_usage_error("at least one action needs to be specified");
 	if (cli->drop_slot && (cli->create_slot || cli->start))
@@ -695,7 +748,7 @@ check_options(const RpCli *cli, int argc, char **argv)
 	if (!rp_cli_sink_known(cli->sink))
 		return rp_cli_usage_error("unknown sink \"%s\" (expected stdout, file:PATH, exec:COMMAND, postgresql://..., postgres:CONNINFO or nats://...)",
 								  cli->sink);
-	return RP_CLI_RUN;
+	return check_source(cli);
 }
 
 bool

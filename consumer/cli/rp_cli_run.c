@@ -19,9 +19,8 @@
 #include "base/rp_lock.h"
 #include "base/rp_metrics.h"
 #include "base/rp_status.h"
-#include "cli/rp_cli_metrics.h"
 #include "backfill/rp_backfill.h"
-#include "cli/rp_cli.h"
+#include "cli/rp_cli_run_int.h"
 #include "cli/rp_cliparse.h"
 #include "stream/rp_asm.h"
 #include "stream/rp_conn.h"
@@ -43,27 +42,6 @@ static volatile sig_atomic_t reopen_requested = 0;
 /* SIGINT, SIGTERM: the library's threads read it (rp_stop_watch) */
 static atomic_int stop_requested;
 
-typedef struct RpRun
-{
-	RpCli	   *cli;
-	RpConn		conn;
-	RpSpill		spill;
-	RpAsm		asm_;
-	RpDelivery	dl;				/* owned by the delivery thread once it runs */
-	RpPipe		pipe;
-	RpSink	   *sink;
-	RpMetrics	metrics;
-	RpCliMetrics metrics_src;	/* what the metrics page reads */
-	RpDlCounters counters;		/* the deliveries' telemetry, for the process's life */
-	RpSnapStats snap;			/* the initial snapshot's counters */
-	bool		connected;
-	int64_t		last_progress_us;
-	uint64_t	last_progress_changes;
-	bool		streamed;		/* START_REPLICATION succeeded since the last retry */
-	int64_t		last_advance_us;	/* last idle advance asked of the delivery thread */
-	char		ckpt_path[4096];	/* STATE-DIR/SLOT.checkpoint (a sink that owns none) */
-	char		view_path[4096];	/* STATE-DIR/SLOT.relations */
-} RpRun;
 
 static void
 on_stop_signal(int signo)
@@ -107,8 +85,8 @@ send_feedback(RpRun *run, bool force, bool request_reply)
 }
 
 /* While waiting for the delivery thread: keep the server answered. */
-static void
-wait_tick(void *arg)
+void
+rp_run_wait_tick(void *arg)
 {
 	RpRun	   *run = arg;
 
@@ -117,8 +95,8 @@ wait_tick(void *arg)
 		rp_error_clear();
 }
 
-static void
-show_progress(RpRun *run)
+void
+rp_run_show_progress(RpRun *run)
 {
 	int64_t		now = rp_clock_wall_us();
 	char		ck[24];
@@ -141,21 +119,37 @@ show_progress(RpRun *run)
 
 /* ---- the stream ---------------------------------------------------------- */
 
-/* Deliver everything the assembler completed; true once endpos is reached. */
-static int
-deliver_ready(RpRun *run, bool *done)
+void
+rp_run_take_reopen(RpRun *run)
+{
+	if (reopen_requested)
+	{
+		/* the sink belongs to the delivery thread: it reopens between units */
+		reopen_requested = 0;
+		rp_pipe_reopen(&run->pipe);
+	}
+}
+
+int
+rp_run_deliver_ready(RpRun *run, bool *done, uint64_t source_seq)
 {
 	RpItem	   *item;
 	int			rc;
 
 	while ((item = rp_asm_pop(&run->asm_)) != NULL)
 	{
+		/* from a stream: the position the checkpoint will record */
+		if (item->kind == RP_ITEM_TXN)
+			item->txn->source_seq = source_seq;
+		else if (item->kind == RP_ITEM_MESSAGE)
+			item->msg.source_seq = source_seq;
+
 		uint64_t	end = item->kind == RP_ITEM_TXN ? item->txn->end_lsn : item->kind == RP_ITEM_MESSAGE ? item->msg.lsn : 0;
 
 		if (item->kind == RP_ITEM_TXN)
 			RP_COUNT_STORE(run->metrics.last_commit_time, item->txn->commit_time);
 
-		rc = rp_pipe_push(&run->pipe, item, wait_tick, run);
+		rc = rp_pipe_push(&run->pipe, item, rp_run_wait_tick, run);
 		if (rc < 0)
 			return -1;
 		/* a stop while the queue was full: the caller's loop stops */
@@ -300,10 +294,10 @@ finish_stream(RpRun *run, const RpCheckpoint *durable)
  * is dropped, and only what the sink holds is confirmed.  0, or -1 when
  * the delivery thread halted.
  */
-static int
-stop_stream(RpRun *run)
+int
+rp_run_stop_stream(RpRun *run)
 {
-	rp_pipe_abandon(&run->pipe, wait_tick, run);
+	rp_pipe_abandon(&run->pipe, rp_run_wait_tick, run);
 	finish_stream(run, &run->pipe.durable);
 	if (run->pipe.failed && run->pipe.halt != RP_HALT_NONE)
 		return rp_fail(run->pipe.halt, "%s", run->pipe.error);
@@ -335,6 +329,8 @@ stream_connect(RpRun *run, bool have_ck)
 	if (!run->pipe.started)
 	{
 		/* the first connection binds a new checkpoint to this source */
+		if (have_ck && rp_ckpt_check_kind(&run->dl.ck, "") < 0)
+			return -1;
 		if (have_ck && rp_ckpt_check_source(&run->dl.ck, run->conn.system_id,
 											run->conn.timeline, cli->slot) < 0)
 			return -1;
@@ -388,7 +384,7 @@ on_keepalive(RpRun *run, const RpMsg *msg, bool *done)
 		if (msg->reply_requested ||
 			now - run->last_advance_us >= (int64_t) cli->status_interval_ms * 1000)
 		{
-			rp_pipe_advance(&run->pipe, msg->lsn);
+			rp_pipe_advance(&run->pipe, msg->lsn, 0);
 			run->last_advance_us = now;
 		}
 		if (cli->endpos && msg->lsn >= cli->endpos)
@@ -400,17 +396,17 @@ on_keepalive(RpRun *run, const RpMsg *msg, bool *done)
 }
 
 /* endpos reached: what was pushed delivered and durable, then a clean end. */
-static int
-stream_done(RpRun *run)
+int
+rp_run_stream_done(RpRun *run)
 {
 	RpCheckpoint durable;
 	int			rc;
 
-	rc = rp_pipe_drain(&run->pipe, wait_tick, run);
+	rc = rp_pipe_drain(&run->pipe, rp_run_wait_tick, run);
 	if (rc < 0)
 		return -1;
 	if (rc > 0)
-		return stop_stream(run);
+		return rp_run_stop_stream(run);
 	if (rp_pipe_durable(&run->pipe, &durable) < 0)
 		return -1;
 	finish_stream(run, &durable);
@@ -433,16 +429,11 @@ stream_once(RpRun *run, bool have_ck)
 		int			wait_ms = cli->status_interval_ms;
 
 		if (rp_stop_requested())
-			return stop_stream(run);
-		if (reopen_requested)
-		{
-			/* the sink belongs to the delivery thread: it reopens between units */
-			reopen_requested = 0;
-			rp_pipe_reopen(&run->pipe);
-		}
+			return rp_run_stop_stream(run);
+		rp_run_take_reopen(run);
 		if (send_feedback(run, false, false) < 0)
 			return -1;
-		show_progress(run);
+		rp_run_show_progress(run);
 		RP_COUNT_STORE(run->metrics.server_wal_end, run->conn.server_wal_end);
 		if (wait_ms > 1000)
 			wait_ms = 1000;
@@ -457,7 +448,7 @@ stream_once(RpRun *run, bool have_ck)
 				rc = rp_asm_frame(&run->asm_, msg.data, msg.len, msg.lsn);
 				RP_COUNT_ADD(run->metrics.bytes, msg.len);
 				rp_conn_release(&msg);
-				if (rc < 0 || deliver_ready(run, &done) < 0)
+				if (rc < 0 || rp_run_deliver_ready(run, &done, 0) < 0)
 					return -1;
 				break;
 			case RP_MSG_KEEPALIVE:
@@ -469,7 +460,7 @@ stream_once(RpRun *run, bool have_ck)
 				return rp_fail(RP_HALT_NONE, "the server ended the replication stream");
 		}
 		if (done)
-			return stream_done(run);
+			return rp_run_stream_done(run);
 	}
 }
 
@@ -479,6 +470,8 @@ disconnect(RpRun *run)
 	if (run->connected)
 		rp_conn_close(&run->conn);
 	run->connected = false;
+	if (run->nsrc)
+		rp_natsrc_close(run->nsrc);
 	/* partial transactions are sent again by the server */
 	rp_asm_reset(&run->asm_);
 }
@@ -522,6 +515,11 @@ run_prepare(RpCli *cli, RpSinkEnv *env)
 	if (rp_cli_sink_is_nats(cli->sink) && !rp_nats_available())
 	{
 		pg_log_error("this replicant was built without the NATS sink (libnats)");
+		return RP_EXIT_ERROR;
+	}
+	if (cli->source && !rp_natsrc_available())
+	{
+		pg_log_error("this replicant was built without the NATS source (libnats)");
 		return RP_EXIT_ERROR;
 	}
 	/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
@@ -608,6 +606,8 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 		*have_ck = rp_ckpt_read(run->ckpt_path, ck);
 	if (*have_ck < 0)
 		return -1;
+	if (rp_deliver_check_sink(run->sink, rp_messages_pass(rp_cli_plugin_option(cli, "include_messages"), NULL, "") != RP_MSG_PASS_NO) < 0)
+		return -1;
 	if (rp_spill_init(&run->spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
 		return -1;
 	run->sink->spill = &run->spill;	/* the mirror's effect map charges it too */
@@ -629,6 +629,9 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	run->metrics_src.spill = &run->spill;
 	run->metrics_src.agg = cli->agg;
 	run->metrics_src.sink = run->sink;
+	if (cli->source && (run->nsrc = rp_cli_fanout_source(cli)) == NULL)
+		return -1;
+	run->metrics_src.nsrc = run->nsrc;
 	if (rp_cli_metrics_register(&run->metrics, &run->metrics_src) < 0 ||
 		rp_metrics_start(&run->metrics, cli->metrics_port) < 0)
 		return -1;
@@ -692,7 +695,7 @@ run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
 		bool		lost_sink;
 		RpCheckpoint durable;
 
-		if (stream_once(run, have_ck > 0) == 0)
+		if ((run->cli->source ? rp_run_nats_once(run, have_ck > 0) : stream_once(run, have_ck > 0)) == 0)
 			return 0;
 		RP_COUNT_ADD(run->metrics.halts[rp_error_halt()], 1);
 		/* a stop that met connection trouble is still a stop */
@@ -811,6 +814,7 @@ rp_cli_run_stream(RpCli *cli)
 				run.counters.early_chunks, run.counters.early_drops);
 	rp_deliver_free(&run.dl);
 	rp_asm_free(&run.asm_);
+	rp_natsrc_free(run.nsrc);
 	run.sink->close(run.sink);
 	return RP_EXIT_OK;
 }

@@ -149,8 +149,14 @@ struct RpSink
 	/* Optional: several transactions as one unit, ck after the last. */
 	int			(*handle_batch) (RpSink *sink, RpDelivery *dl, RpTxn **txns, int n,
 								 const RpCheckpoint *ck);
-	/* Optional: a non-transactional message (at-least-once). */
+	/*
+	 * A non-transactional message (at-least-once).  A sink that takes none
+	 * says so with declines_messages (its messages are then passed and their
+	 * position acknowledged); one with neither is refused at start while
+	 * messages are enabled (rp_deliver_check_sink), and halts on a message.
+	 */
 	int			(*handle_message) (RpSink *sink, const RpMessage *msg, const RpCheckpoint *ck);
+	bool		declines_messages;
 	/* Optional: return 0 to go on, -1 to halt.  Default: halt on destructive. */
 	int			(*handle_schema_change) (RpSink *sink, const RpRelation *before,
 										 const RpRelation *after, RpSchemaChange change);

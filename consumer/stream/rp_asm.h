@@ -44,6 +44,7 @@ typedef struct RpTxn
 	uint64_t	end_lsn;
 	int64_t		commit_time;	/* us since the Unix epoch */
 	uint64_t	nchanges;		/* rows, truncates, transactional messages */
+	uint64_t	source_seq;		/* from a stream: the sequence of its last message (0: a slot) */
 	char	   *origin;			/* replication origin name, or NULL */
 	RpStore		store;
 	RpRelStamp *stamps;
@@ -74,6 +75,7 @@ typedef struct RpMessage
 	char	   *prefix;
 	unsigned char *content;
 	uint32_t	content_len;
+	uint64_t	source_seq;		/* from a stream: its sequence (0: a slot) */
 } RpMessage;
 
 /*

@@ -23,6 +23,9 @@ rp_ckpt_format(const RpCheckpoint *ck, char *buf, size_t len)
 
 	rp_lsn_format(ck->commit_lsn, c);
 	rp_lsn_format(ck->end_lsn, e);
+	if (ck->source[0])
+		return snprintf(buf, len, "replicant-checkpoint v1 sysid=%" PRIu64 " tli=%u slot=%s commit=%s end=%s source=%s seq=%" PRIu64,
+						ck->system_id, ck->timeline, ck->slot, c, e, ck->source, ck->source_seq);
 	return snprintf(buf, len, "replicant-checkpoint v1 sysid=%" PRIu64 " tli=%u slot=%s commit=%s end=%s",
 					ck->system_id, ck->timeline, ck->slot, c, e);
 }
@@ -33,13 +36,23 @@ rp_ckpt_parse(const char *line, RpCheckpoint *ck)
 	char		slot[RP_SLOT_NAME_MAX];
 	char		c[32],
 				e[32];
+	char		source[RP_SOURCE_NAME_MAX];
 	unsigned long long sysid;
+	unsigned long long seq = 0;
 	unsigned	tli;
+	int			n;
 
 	memset(ck, 0, sizeof(*ck));
-	if (sscanf(line, "replicant-checkpoint v1 sysid=%llu tli=%u slot=%63s commit=%31s end=%31s",
-			   &sysid, &tli, slot, c, e) != 5)
+	source[0] = '\0';
+	n = sscanf(line, "replicant-checkpoint v1 sysid=%llu tli=%u slot=%63s commit=%31s end=%31s source=%271s seq=%llu",
+			   &sysid, &tli, slot, c, e, source, &seq);
+	if (n != 5 && n != 7)
 		return false;
+	if (n == 7)
+	{
+		memcpy(ck->source, source, sizeof(source));
+		ck->source_seq = seq;
+	}
 	ck->system_id = sysid;
 	ck->timeline = tli;
 	memcpy(ck->slot, slot, sizeof(slot));
@@ -52,9 +65,9 @@ rp_ckpt_parse(const char *line, RpCheckpoint *ck)
 	 * after the end LSN.
 	 */
 	{
-		char		canon[512];
-		int			n = rp_ckpt_format(ck, canon, sizeof(canon));
+		char		canon[1024];
 
+		n = rp_ckpt_format(ck, canon, sizeof(canon));
 		if (n <= 0 || (size_t) n >= sizeof(canon) || strncmp(line, canon, (size_t) n) != 0 ||
 			strspn(line + n, " \t\r\n") != strlen(line + n))
 		{
@@ -69,7 +82,7 @@ int
 rp_ckpt_read(const char *path, RpCheckpoint *ck)
 {
 	FILE	   *f = fopen(path, "r");
-	char		line[512];
+	char		line[1024];
 
 	if (f == NULL)
 	{
@@ -107,7 +120,7 @@ int
 rp_ckpt_write(const char *path, const RpCheckpoint *ck)
 {
 	char		tmp[4096];
-	char		line[512];
+	char		line[1024];
 	int			n = rp_ckpt_format(ck, line, sizeof(line) - 1);
 	int			fd;
 
@@ -146,6 +159,22 @@ rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint32_t timeli
 		return rp_fail(RP_HALT_IDENTITY, "checkpoint belongs to slot \"%s\", not \"%s\"",
 					   ck->slot, slot);
 	return 0;
+}
+
+const char *
+rp_ckpt_source_name(const char *source)
+{
+	return source[0] ? source : "slot";
+}
+
+int
+rp_ckpt_check_kind(const RpCheckpoint *ck, const char *source)
+{
+	if (strcmp(ck->source, source) == 0)
+		return 0;
+	return rp_fail(RP_HALT_IDENTITY, "checkpoint \"%s\" was taken from %s%s, not from %s%s",
+				   ck->slot, ck->source[0] ? "" : "a replication ", rp_ckpt_source_name(ck->source),
+				   source[0] ? "" : "a replication ", rp_ckpt_source_name(source));
 }
 
 int

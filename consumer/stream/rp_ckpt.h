@@ -18,6 +18,8 @@
 #include "rp_lsn.h"				/* the positions a checkpoint holds, as text */
 
 #define RP_SLOT_NAME_MAX 64
+/* "nats:" and a stream name (JetStream allows 255 bytes) */
+#define RP_SOURCE_NAME_MAX 272
 
 typedef struct RpCheckpoint
 {
@@ -26,9 +28,22 @@ typedef struct RpCheckpoint
 	char		slot[RP_SLOT_NAME_MAX];
 	uint64_t	commit_lsn;
 	uint64_t	end_lsn;
+
+	/*
+	 * What the positions were read from: "" a replication slot (slot is
+	 * the slot), or "nats:<stream>" a JetStream stream the NATS sink wrote
+	 * (slot then names the reader; system_id and timeline are the source
+	 * database's, from the stream's headers) and source_seq the stream
+	 * sequence of the last message the checkpoint covers.
+	 */
+	char		source[RP_SOURCE_NAME_MAX];
+	uint64_t	source_seq;
 } RpCheckpoint;
 
-/* One line: "replicant-checkpoint v1 sysid=... tli=... slot=... commit=X/Y end=X/Y" */
+/*
+ * One line: "replicant-checkpoint v1 sysid=... tli=... slot=... commit=X/Y end=X/Y",
+ * and " source=nats:S seq=N" after it for a stream's position.
+ */
 extern int	rp_ckpt_format(const RpCheckpoint *ck, char *buf, size_t len);
 extern bool rp_ckpt_parse(const char *line, RpCheckpoint *ck);
 
@@ -39,6 +54,16 @@ extern int	rp_ckpt_write(const char *path, const RpCheckpoint *ck);
 /* Is ck bound to this source?  Halts (G3) with a named reason if not. */
 extern int	rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint32_t timeline,
 								 const char *slot);
+
+/*
+ * Was ck taken from this kind of source (source: "" a slot, or
+ * "nats:<stream>")?  Halts (G3) naming both: a slot's position means
+ * nothing in a stream, nor one stream's in another.
+ */
+extern int	rp_ckpt_check_kind(const RpCheckpoint *ck, const char *source);
+
+/* "slot" or the source's name, for messages and the mirror's checkpoint row */
+extern const char *rp_ckpt_source_name(const char *source);
 
 /*
  * Is ck within the server's WAL (IDENTIFY_SYSTEM's flush position)?  A

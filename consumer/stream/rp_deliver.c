@@ -34,6 +34,15 @@ rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck, const char
 	return view_path ? rp_relview_load(dl) : 0;
 }
 
+int
+rp_deliver_check_sink(const RpSink *sink, bool messages)
+{
+	if (messages && sink->handle_message == NULL && !sink->declines_messages)
+		return rp_fail(RP_HALT_CONFIG, "sink \"%s\" has no handle_message callback while logical messages are enabled: implement it, or set declines_messages to pass them (or turn them off with -o include_messages=false)",
+					   sink->name ? sink->name : "(unnamed)");
+	return 0;
+}
+
 void
 rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c)
 {
@@ -70,6 +79,8 @@ rp_ck_for(const RpDelivery *dl, const RpTxn *t, RpCheckpoint *ck)
 	ck->commit_lsn = t->commit_lsn;
 	if (t->end_lsn > ck->end_lsn)
 		ck->end_lsn = t->end_lsn;
+	if (t->source_seq > ck->source_seq)
+		ck->source_seq = t->source_seq;
 }
 
 /*
@@ -365,8 +376,12 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 
 		if (item->msg.lsn > ck.end_lsn)
 			ck.end_lsn = item->msg.lsn;
-		if (dl->sink->handle_message &&
-			dl->sink->handle_message(dl->sink, &item->msg, &ck) < 0)
+		if (item->msg.source_seq > ck.source_seq)
+			ck.source_seq = item->msg.source_seq;
+		if (dl->sink->handle_message == NULL && !dl->sink->declines_messages)
+			rc = rp_deliver_check_sink(dl->sink, true);
+		else if (dl->sink->handle_message &&
+				 dl->sink->handle_message(dl->sink, &item->msg, &ck) < 0)
 			rc = -1;
 		else
 		{
@@ -379,7 +394,7 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 }
 
 int
-rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
+rp_deliver_advance(RpDelivery *dl, uint64_t lsn, uint64_t source_seq)
 {
 	RpCheckpoint ck = dl->ck;
 
@@ -392,6 +407,8 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn)
 		dl->nbatch > 0 || dl->early_xid != 0 || lsn <= dl->ck.end_lsn)
 		return 0;
 	ck.end_lsn = lsn;
+	if (source_seq > ck.source_seq)
+		ck.source_seq = source_seq;
 	if (dl->sink->owns_checkpoint)
 	{
 		if (dl->sink->advance == NULL)

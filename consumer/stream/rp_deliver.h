@@ -77,6 +77,12 @@ extern void rp_deliver_free(RpDelivery *dl);
 /* Count into c (the run's, kept across deliveries) from now on. */
 extern void rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c);
 
+/*
+ * Can this sink be given the stream (messages: the source sends logical
+ * messages)?  0, or -1 after rp_fail(RP_HALT_CONFIG) naming the missing
+ * callback: a sink with no handle_message must set declines_messages.
+ */
+extern int	rp_deliver_check_sink(const RpSink *sink, bool messages);
 /* Take one assembled item (ownership passes); may deliver a batch. */
 extern int	rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms);
 /* Deliver the pending batch if its time is up (or force). */
@@ -85,6 +91,7 @@ extern bool rp_deliver_pending(const RpDelivery *dl);
 /* A sink waiting on something slow calls this now and then. */
 extern void rp_deliver_idle(RpDelivery *dl);
 /* Nothing in flight: a state sink may record an idle-advanced position. */
-extern int	rp_deliver_advance(RpDelivery *dl, uint64_t lsn);
+/* source_seq: from a stream, the sequence of the position message (else 0) */
+extern int	rp_deliver_advance(RpDelivery *dl, uint64_t lsn, uint64_t source_seq);
 
 #endif							/* RP_DELIVER_H */

@@ -126,10 +126,12 @@ rp_pipe_main(void *arg)
 		if (p->advance_lsn)
 		{
 			uint64_t	lsn = p->advance_lsn;
+			uint64_t	seq = p->advance_seq;
 
 			p->advance_lsn = 0;
+			p->advance_seq = 0;
 			pthread_mutex_unlock(&p->lock);
-			rc = rp_deliver_advance(p->dl, lsn);
+			rc = rp_deliver_advance(p->dl, lsn, seq);
 			pthread_mutex_lock(&p->lock);
 			rp_pipe_publish(p, rc);
 			continue;
@@ -288,10 +290,11 @@ rp_pipe_reopen(RpPipe *p)
 }
 
 void
-rp_pipe_advance(RpPipe *p, uint64_t lsn)
+rp_pipe_advance(RpPipe *p, uint64_t lsn, uint64_t source_seq)
 {
 	pthread_mutex_lock(&p->lock);
 	p->advance_lsn = lsn;
+	p->advance_seq = source_seq;
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 }

@@ -32,6 +32,7 @@ typedef struct RpPipe
 	bool		flush_requested;	/* deliver the pending batch now */
 	bool		reopen_requested;	/* SIGHUP: the sink reopens (log rotation) */
 	uint64_t	advance_lsn;	/* idle advance requested (0: none) */
+	uint64_t	advance_seq;	/* and the stream sequence it reaches (0: a slot) */
 	bool		stopping;
 	bool		abandoned;		/* a stop: finish the step in hand, nothing more */
 	bool		exited;			/* the delivery thread returned */
@@ -59,7 +60,7 @@ extern bool rp_pipe_idle(RpPipe *p);
 /* Ask the sink to reopen its output (SIGHUP), between two units. */
 extern void rp_pipe_reopen(RpPipe *p);
 /* Ask for an idle advance to lsn (state sinks; see rp_deliver_advance). */
-extern void rp_pipe_advance(RpPipe *p, uint64_t lsn);
+extern void rp_pipe_advance(RpPipe *p, uint64_t lsn, uint64_t source_seq);
 /* The durable checkpoint; -1 (with the delivery thread's error) once it failed. */
 extern int	rp_pipe_durable(RpPipe *p, RpCheckpoint *ck);
 /* Deliver what is queued and batched, then end the thread (ends of a run). */

@@ -322,6 +322,21 @@ START_TEST(test_parse_connection)
 		rp_cli_free(&cli);
 	}
 	{
+		/* a stream reader: no -d, the end as a sequence */
+		const char *const args[] = {"--source", "nats://h:1,h:2", "--nats-stream", "REPLICANT_cdc", "-S", "r1",
+		"--start", "--endpos", "42", "--nats-subjects", "replicant.cdc.public.*", NULL};
+
+		ck_assert_int_eq(parse(&cli, &err, args), RP_CLI_RUN);
+		ck_assert_str_eq(err, "");
+		ck_assert_str_eq(cli.source, "nats://h:1,h:2");
+		ck_assert_str_eq(cli.nats.stream, "REPLICANT_cdc");
+		ck_assert_str_eq(cli.nats_subjects, "replicant.cdc.public.*");
+		ck_assert_uint_eq(cli.endpos_seq, 42);
+		ck_assert_uint_eq(cli.endpos, 0);
+		free(err);
+		rp_cli_free(&cli);
+	}
+	{
 		/* -d alone is passed on as written: nothing composed */
 		const char *const args[] = {"-d", "postgresql:///src?host=/tmp", "-S", "s", "--start", NULL};
 
@@ -390,6 +405,21 @@ START_TEST(test_usage_errors)
 		"-o message_prefixes=app filters them out"},
 		{{"-S", "s", "--start", "--sink", "kafka:x", NULL}, "unknown sink \"kafka:x\""},
 		{{"-S", "s", "--start", "-d", "host='x", "-h", "/tmp", NULL}, "invalid connection string \"host='x\""},
+		/* a stream as the source */
+		{{"-S", "s", "--start", "--source", "postgres://x", NULL}, "invalid value \"postgres://x\" for option --source"},
+		{{"-S", "s", "--start", "--source", "nats://h:1", NULL}, "--source nats://... needs --nats-stream NAME"},
+		{{"-S", "s", "--create-slot", "--source", "nats://h:1", "--nats-stream", "S", NULL}, "needs --start, and no --create-slot"},
+		{{"-S", "s", "--start", "--source", "nats://h:1", "--nats-stream", "S", "--snapshot", NULL}, "--snapshot and --backfill need a replication slot"},
+		{{"-S", "s", "--start", "--source", "nats://h:1", "--nats-stream", "S", "-o", "a=b", NULL}, "-o and --startpos are for a replication slot"},
+		{{"-S", "s", "--start", "--source", "nats://h:1", "--nats-stream", "S", "--sink", "nats://h:1", NULL}, "with --sink nats://... is not supported"},
+		{{"-S", "s", "--start", "--source", "nats://h:1", "--nats-stream", "S", "-d", "db", NULL}, "only for the aggregate bindings' seed"},
+		{{"-S", "s", "--start", "--source", "nats://h:1", "--nats-stream", "S", "--sink", "postgres:",
+		"--aggregate", "name=a source=public.t dims=a measure=b agg=sum output=stdout", NULL}, "seed from the source database: give it with -d"},
+		{{"--start", "--source", "nats://h:1", "--nats-stream", "S", NULL}, "no reader name specified"},
+		{{"-S", "s", "--start", "-E", "12", NULL}, "--endpos as a stream sequence needs --source"},
+		{{"-S", "s", "--start", "--source", "nats://h:1", "--nats-stream", "S", "-E", "0", NULL}, "invalid value \"0\" for option --endpos"},
+		{{"-S", "s", "--start", "--nats-subjects", "a.>", NULL}, "--nats-subjects needs --source"},
+		{{"-S", "s", "--start", "--source", "nats://h:1", "--nats-stream", "S", "--nats-subjects", "a b", NULL}, "invalid value \"a b\" for option --nats-subjects"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

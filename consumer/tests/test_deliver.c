@@ -494,9 +494,22 @@ START_TEST(test_message_without_handler)
 
 	ct_sink_init(&f);
 	f.s.handle_message = NULL;
+	/* neither a callback nor an explicit decline: refused at start, and on a message */
+	ck_assert_int_eq(rp_deliver_check_sink(&f.s, true), -1);
+	ck_assert_msg(strstr(rp_error(), "no handle_message callback") != NULL, "%s", rp_error());
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_CONFIG);
+	ck_assert_int_eq(rp_deliver_check_sink(&f.s, false), 0);
+	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ckpt, NULL, &l), 0);
+	ck_assert_int_eq(rp_deliver_item(&dl, message(0x300, "audit"), 0), -1);
+	ck_assert_int_eq(rp_ckpt_read(ckpt, &back), 0);
+	rp_deliver_free(&dl);
+	rp_error_clear();
+
+	/* declined explicitly: skipped by the sink, but its position is passed */
+	f.s.declines_messages = true;
+	ck_assert_int_eq(rp_deliver_check_sink(&f.s, true), 0);
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ckpt, NULL, &l), 0);
 	ck_assert_int_eq(rp_deliver_item(&dl, message(0x300, "audit"), 0), 0);
-	/* skipped by the sink, but its position is passed */
 	ck_assert_int_eq(rp_ckpt_read(ckpt, &back), 1);
 	ck_assert_uint_eq(back.end_lsn, 0x300);
 	rp_deliver_free(&dl);
@@ -927,7 +940,7 @@ START_TEST(test_advance)
 	ct_sink_init(&f);
 	f.s.kind = RP_SINK_APPEND_LOG;
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ckpt, NULL, &l), 0);
-	ck_assert_int_eq(rp_deliver_advance(&dl, 0x9000), 0);
+	ck_assert_int_eq(rp_deliver_advance(&dl, 0x9000, 0), 0);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x60);
 	ck_assert(!ct_exists(ckpt));
 	rp_deliver_free(&dl);
@@ -937,16 +950,16 @@ START_TEST(test_advance)
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ckpt, NULL, &l), 0);
 	ck_assert_int_eq(rp_deliver_item(&dl, txn(1, 0x100, 1), 0), 0);
 	ck_assert(rp_deliver_pending(&dl));
-	ck_assert_int_eq(rp_deliver_advance(&dl, 0x9000), 0);
+	ck_assert_int_eq(rp_deliver_advance(&dl, 0x9000, 0), 0);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x60);
 	ck_assert(!ct_exists(ckpt));
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x128);
 	/* never backwards */
-	ck_assert_int_eq(rp_deliver_advance(&dl, 0x100), 0);
+	ck_assert_int_eq(rp_deliver_advance(&dl, 0x100, 0), 0);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x128);
 	/* idle: forward, the commit watermark stays */
-	ck_assert_int_eq(rp_deliver_advance(&dl, 0x9000), 0);
+	ck_assert_int_eq(rp_deliver_advance(&dl, 0x9000, 0), 0);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x9000);
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x100);
 	ck_assert_int_eq(rp_ckpt_read(ckpt, &back), 1);
@@ -959,14 +972,14 @@ START_TEST(test_advance)
 	f.s.owns_checkpoint = true;
 	f.s.advance = ct_sink_advance;
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, NULL, &l), 0);
-	ck_assert_int_eq(rp_deliver_advance(&dl, 0xA000), 0);
+	ck_assert_int_eq(rp_deliver_advance(&dl, 0xA000, 0), 0);
 	ck_assert_int_eq(f.nadvance, 1);
 	ck_assert_uint_eq(f.advanced.end_lsn, 0xA000);
 	ck_assert_uint_eq(f.advanced.commit_lsn, 0x50);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0xA000);
 	/* not while batched */
 	ck_assert_int_eq(rp_deliver_item(&dl, txn(2, 0xB000, 1), 0), 0);
-	ck_assert_int_eq(rp_deliver_advance(&dl, 0xC000), 0);
+	ck_assert_int_eq(rp_deliver_advance(&dl, 0xC000, 0), 0);
 	ck_assert_int_eq(f.nadvance, 1);
 	rp_deliver_free(&dl);
 
@@ -974,7 +987,7 @@ START_TEST(test_advance)
 	ct_sink_init(&f);
 	f.s.owns_checkpoint = true;
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, NULL, &l), 0);
-	ck_assert_int_eq(rp_deliver_advance(&dl, 0xA000), 0);
+	ck_assert_int_eq(rp_deliver_advance(&dl, 0xA000, 0), 0);
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x60);
 	rp_deliver_free(&dl);
 }

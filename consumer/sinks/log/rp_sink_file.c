@@ -44,25 +44,36 @@ typedef struct RpFileSink
 	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their limits */
 } RpFileSink;
 
-/* The checkpoint line of ck, newline included, into line[512]; its length. */
+/*
+ * The checkpoint line of ck, newline included, into line[RP_CKPT_LINE_MAX];
+ * its length.  A stream's position (ck->source set) adds its source and
+ * stream sequence before the closing brace.
+ */
+#define RP_CKPT_LINE_MAX 1024
+
 static size_t
 rp_file_ckpt_format(char *line, const RpCheckpoint *ck)
 {
 	char		commit[RP_LSN_BUFLEN],
 				end[RP_LSN_BUFLEN];
-	int			n = snprintf(line, 512,
+	int			n = snprintf(line, RP_CKPT_LINE_MAX,
 							 RP_CKPT_PREFIX "\"system_id\":\"%" PRIu64 "\",\"timeline\":%u,"
-							 "\"slot\":\"%s\",\"commit_lsn\":\"%s\",\"end_lsn\":\"%s\"}\n",
+							 "\"slot\":\"%s\",\"commit_lsn\":\"%s\",\"end_lsn\":\"%s\"",
 							 ck->system_id, ck->timeline, ck->slot,
 							 rp_lsn_format(ck->commit_lsn, commit), rp_lsn_format(ck->end_lsn, end));
 
-	return n < 0 ? 0 : (size_t) n < 512 ? (size_t) n : 511;
+	if (n > 0 && ck->source[0])
+		n += snprintf(line + n, RP_CKPT_LINE_MAX - (size_t) n,
+					  ",\"source\":\"%s\",\"source_seq\":%" PRIu64, ck->source, ck->source_seq);
+	if (n > 0)
+		n += snprintf(line + n, RP_CKPT_LINE_MAX - (size_t) n, "}\n");
+	return n < 0 ? 0 : (size_t) n < RP_CKPT_LINE_MAX ? (size_t) n : RP_CKPT_LINE_MAX - 1;
 }
 
 static void
 rp_file_ckpt_line(RpBuf *out, const RpCheckpoint *ck)
 {
-	char		line[512];
+	char		line[RP_CKPT_LINE_MAX];
 
 	rp_buf_put_bytes(out, line, rp_file_ckpt_format(line, ck));
 }
@@ -71,16 +82,34 @@ static bool
 rp_file_ckpt_parse(const char *line, RpCheckpoint *ck)
 {
 	unsigned long long sysid;
+	unsigned long long seq = 0;
 	unsigned	tli;
 	char		slot[RP_SLOT_NAME_MAX];
 	char		commit[RP_LSN_BUFLEN],
 				end[RP_LSN_BUFLEN];
+	char		source[RP_SOURCE_NAME_MAX];
+	char		close = '\0';
+	int			n;
 
 	memset(ck, 0, sizeof(*ck));
 	/* the LSNs as text, then through the one LSN parser (common/rp_lsn.h) */
-	if (sscanf(line, RP_CKPT_PREFIX "\"system_id\":\"%llu\",\"timeline\":%u,\"slot\":\"%63[^\"]\","
-			   "\"commit_lsn\":\"%17[^\"]\",\"end_lsn\":\"%17[^\"]\"}",
-			   &sysid, &tli, slot, commit, end) != 5)
+	n = sscanf(line, RP_CKPT_PREFIX "\"system_id\":\"%llu\",\"timeline\":%u,\"slot\":\"%63[^\"]\","
+			   "\"commit_lsn\":\"%17[^\"]\",\"end_lsn\":\"%17[^\"]\"%c",
+			   &sysid, &tli, slot, commit, end, &close);
+	if (n != 6)
+		return false;
+	if (close == ',')
+	{
+		const char *rest = strstr(line, "\"end_lsn\":\"");
+
+		rest = rest ? strchr(rest + strlen("\"end_lsn\":\""), '"') : NULL;
+		if (rest == NULL ||
+			sscanf(rest, "\",\"source\":\"%271[^\"]\",\"source_seq\":%llu}", source, &seq) != 2)
+			return false;
+		memcpy(ck->source, source, sizeof(source));
+		ck->source_seq = seq;
+	}
+	else if (close != '}')
 		return false;
 	if (!rp_lsn_parse(commit, &ck->commit_lsn) || !rp_lsn_parse(end, &ck->end_lsn))
 		return false;
@@ -101,7 +130,7 @@ static size_t
 rp_file_ckpt_match(const char *p, size_t avail, RpCheckpoint *ck)
 {
 	RpCheckpoint c;
-	char		line[512];
+	char		line[RP_CKPT_LINE_MAX];
 	size_t		n;
 
 	if (!rp_file_ckpt_parse(p, &c))
@@ -163,16 +192,13 @@ rp_file_data_opening(const char *line, size_t len)
  * character outside its class, so a greedy walk decides.
  */
 static bool
-rp_file_ckpt_prefix(const char *line, size_t len)
+rp_file_ckpt_prefix_of(const char *tmpl, const char *line, size_t len)
 {
-	/* the runs: \001 digits, \002 hex digits, \003 slot characters */
-	static const char tmpl[] = RP_CKPT_PREFIX "\"system_id\":\"\001\",\"timeline\":\001,\"slot\":\"\003\","
-		"\"commit_lsn\":\"\002/\002\",\"end_lsn\":\"\002/\002\"}";
 	size_t		i = 0;
 
 	for (const char *t = tmpl; *t; t++)
 	{
-		if (*t == '\001' || *t == '\002' || *t == '\003')
+		if (*t >= '\001' && *t <= '\004')
 		{
 			size_t		run = 0;
 
@@ -184,7 +210,8 @@ rp_file_ckpt_prefix(const char *line, size_t len)
 				i++;
 				run++;
 			}
-			if (run > (*t == '\003' ? RP_SLOT_NAME_MAX - 1 : *t == '\002' ? 8 : 20))
+			if (run > (*t == '\003' ? RP_SLOT_NAME_MAX - 1 : *t == '\004' ? RP_SOURCE_NAME_MAX - 1 :
+					   *t == '\002' ? 8 : 20))
 				return false;
 			if (i == len)
 				return true;
@@ -199,6 +226,19 @@ rp_file_ckpt_prefix(const char *line, size_t len)
 	}
 	/* the whole line but its newline is a torn write too; more is not */
 	return i == len;
+}
+
+static bool
+rp_file_ckpt_prefix(const char *line, size_t len)
+{
+	/* the runs: \001 digits, \002 hex digits, \003 slot, \004 source characters */
+#define RP_CKPT_TMPL RP_CKPT_PREFIX "\"system_id\":\"\001\",\"timeline\":\001,\"slot\":\"\003\"," \
+	"\"commit_lsn\":\"\002/\002\",\"end_lsn\":\"\002/\002\""
+	static const char slot_tmpl[] = RP_CKPT_TMPL "}";
+	static const char stream_tmpl[] = RP_CKPT_TMPL ",\"source\":\"\004\",\"source_seq\":\001}";
+
+	return rp_file_ckpt_prefix_of(slot_tmpl, line, len) ||
+		rp_file_ckpt_prefix_of(stream_tmpl, line, len);
 }
 
 /* The bytes [from, to) of the file into buf (to - from <= RP_SCAN_CHUNK). */
@@ -257,7 +297,7 @@ rp_file_zero_tail(RpFileSink *f, char *buf, off_t from, off_t size, off_t *zstar
 static int
 rp_file_check_tail(RpFileSink *f, char *buf, off_t from, off_t size)
 {
-	char		head[512];
+	char		head[RP_CKPT_LINE_MAX];
 	size_t		headlen = 0;
 	off_t		line_at = from,
 				zstart,
@@ -398,7 +438,7 @@ rp_file_recover(RpFileSink *f)
 		if (start == 0)
 			break;
 		/* overlap so a checkpoint line split across chunks is seen whole */
-		pos = start + 512;
+		pos = start + RP_CKPT_LINE_MAX;
 		if (pos >= size || pos <= start)
 			pos = start;
 	}

@@ -35,6 +35,13 @@ static const char *const rp_mirror_setup_sql =
 "  commit_lsn pg_catalog.pg_lsn NOT NULL, end_lsn pg_catalog.pg_lsn NOT NULL,"
 "  updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),"
 "  PRIMARY KEY (system_id, slot));"
+/*
+ * what the row's positions were read from: 'slot', or 'nats:<stream>' and
+ * the stream sequence they reach (destinations made before fan-out get
+ * the columns here)
+ */
+"ALTER TABLE @bk.checkpoint ADD COLUMN IF NOT EXISTS source text NOT NULL DEFAULT 'slot',"
+"  ADD COLUMN IF NOT EXISTS source_seq bigint;"
 "CREATE TABLE IF NOT EXISTS @bk.messages ("
 "  system_id text NOT NULL, slot text NOT NULL, lsn pg_catalog.pg_lsn NOT NULL,"
 "  transactional boolean NOT NULL, commit_lsn pg_catalog.pg_lsn, prefix text NOT NULL,"
@@ -409,8 +416,8 @@ rp_mirror_read_checkpoint(RpMirror *pg, RpCheckpoint *ck)
 	if (rp_mirror_connect(pg) < 0)
 		return -1;
 	res = PQexecParams(pg->conn,
-					   rp_mirror_bk(pg, "SELECT system_id, timeline, commit_lsn::text, end_lsn::text "
-								"FROM @bk.checkpoint WHERE slot = $1 ORDER BY updated_at DESC"),
+					   rp_mirror_bk(pg, "SELECT system_id, timeline, commit_lsn::text, end_lsn::text, "
+								"source, source_seq FROM @bk.checkpoint WHERE slot = $1 ORDER BY updated_at DESC"),
 					   1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		rc = rp_mirror_fail_result(pg, res, "reading the checkpoint", NULL);
@@ -422,6 +429,10 @@ rp_mirror_read_checkpoint(RpMirror *pg, RpCheckpoint *ck)
 		snprintf(ck->slot, sizeof(ck->slot), "%s", pg->opts.slot);
 		rp_lsn_parse(PQgetvalue(res, 0, 2), &ck->commit_lsn);
 		rp_lsn_parse(PQgetvalue(res, 0, 3), &ck->end_lsn);
+		if (strcmp(PQgetvalue(res, 0, 4), "slot") != 0)
+			snprintf(ck->source, sizeof(ck->source), "%s", PQgetvalue(res, 0, 4));
+		if (!PQgetisnull(res, 0, 5))
+			ck->source_seq = strtoull(PQgetvalue(res, 0, 5), NULL, 10);
 		rc = 1;
 	}
 	PQclear(res);
@@ -449,7 +460,7 @@ rp_mirror_begin(RpMirror *pg, const RpCheckpoint *ck, uint64_t *done)
 				tli[16],
 				commit[24],
 				end[24];
-	const char *vals[3];
+	const char *vals[4];
 	PGresult   *res;
 	int			rc = 0;
 
@@ -462,9 +473,10 @@ rp_mirror_begin(RpMirror *pg, const RpCheckpoint *ck, uint64_t *done)
 	vals[0] = sysid;
 	vals[1] = ck->slot;
 	vals[2] = tli;
-	if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "INSERT INTO @bk.checkpoint (system_id, slot, timeline, commit_lsn, end_lsn) "
-										   "VALUES ($1, $2, $3, '0/0', '0/0') ON CONFLICT DO NOTHING"),
-						  3, vals, "creating the checkpoint row", NULL) < 0)
+	vals[3] = rp_ckpt_source_name(ck->source);
+	if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "INSERT INTO @bk.checkpoint (system_id, slot, timeline, commit_lsn, end_lsn, source) "
+										   "VALUES ($1, $2, $3, '0/0', '0/0', $4) ON CONFLICT DO NOTHING"),
+						  4, vals, "creating the checkpoint row", NULL) < 0)
 		return -1;
 	res = PQexecParams(pg->conn,
 					   rp_mirror_bk(pg, "SELECT commit_lsn::text FROM @bk.checkpoint "
@@ -486,19 +498,24 @@ rp_mirror_session_commit(RpMirror *pg, const RpCheckpoint *ck)
 				tli[16],
 				commit[24],
 				end[24];
-	const char *vals[5];
+	char		seq[24];
+	const char *vals[7];
 
 	rp_mirror_ck_params(ck, sysid, tli, commit, end);
+	snprintf(seq, sizeof(seq), "%" PRIu64, ck->source_seq);
 	vals[0] = sysid;
 	vals[1] = ck->slot;
 	vals[2] = tli;
 	vals[3] = commit;
 	vals[4] = end;
+	vals[5] = rp_ckpt_source_name(ck->source);
+	vals[6] = ck->source[0] ? seq : NULL;
 	if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "UPDATE @bk.checkpoint SET timeline = $3,"
 										   " commit_lsn = GREATEST(commit_lsn, $4::pg_lsn),"
-										   " end_lsn = GREATEST(end_lsn, $5::pg_lsn), updated_at = now()"
+										   " end_lsn = GREATEST(end_lsn, $5::pg_lsn), source = $6,"
+										   " source_seq = GREATEST(source_seq, $7::bigint), updated_at = now()"
 										   " WHERE system_id = $1 AND slot = $2"),
-						  5, vals, "advancing the checkpoint", NULL) < 0)
+						  7, vals, "advancing the checkpoint", NULL) < 0)
 		return -1;
 	if (rp_mirror_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
 		return -1;

@@ -271,6 +271,7 @@ rp_nats_close(RpSink *s)
 	rp_buf_free(&ns->subject);
 	rp_buf_free(&ns->extra);
 	rp_buf_free(&ns->key);
+	rp_buf_free(&ns->wire);
 	rp_nats_hdrs_free(&ns->hdrs);
 	if (ns->rels)
 		rp_free(ns->rels);
@@ -367,6 +368,7 @@ rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
 	rp_buf_init(&ns->subject, 256);
 	rp_buf_init(&ns->extra, 256);
 	rp_buf_init(&ns->key, 256);
+	rp_buf_init(&ns->wire, 256);
 	rp_nats_hdrs_init(&ns->hdrs);
 	ns->resume.none = true;
 	s->name = rp_nats_name;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "rp_buf.h"
+#include "natsio/rp_natsio.h"
 #include "stream/rp_ckpt.h"
 
 /* ---- subjects (rp_nats_subject.c) ---- */
@@ -79,36 +80,14 @@ extern void rp_nats_hdrs_ident(RpNatsHdrs *h, const RpNatsIdent *id);
  */
 extern void rp_nats_hdrs_place(RpNatsHdrs *h, const RpNatsIdent *id, const RpNatsPlace *p);
 
+/* ---- the binary record of a message (rp_nats_wire.c) ---- */
+
+/* The record at raw (tag, length, payload), without a streamed change's xid, into out. */
+extern void rp_nats_wire_record(RpBuf *out, const unsigned char *raw);
+/* Its base64 as the Replicant-Wire header (tmp: work buffer). */
+extern void rp_nats_hdrs_wire(RpNatsHdrs *h, RpBuf *tmp, const unsigned char *raw);
+
 /* ---- the tail and the resume point (rp_nats_tail.c) ---- */
-
-typedef enum RpNatsKind
-{
-	RP_NATS_KIND_OTHER,			/* no Replicant-Op: not ours */
-	RP_NATS_KIND_DATA,			/* insert, update, delete, truncate, message */
-	RP_NATS_KIND_RELATION,		/* a relation description */
-	RP_NATS_KIND_POSITION		/* an end LSN without data (empty transactions) */
-} RpNatsKind;
-
-/* A message's headers as the sink reads them back. */
-typedef struct RpNatsHead
-{
-	RpNatsKind	kind;
-	bool		bad;			/* ours, but a header is missing or malformed */
-	uint64_t	system_id;
-	uint32_t	timeline;
-	char		slot[RP_SLOT_NAME_MAX];
-	char		writer[64];
-	uint64_t	commit_lsn;
-	uint64_t	end_lsn;
-	uint64_t	prev_end_lsn;
-	uint64_t	index;
-	bool		last;
-} RpNatsHead;
-
-/* A header's value by name, or NULL (a message, or RpNatsHdrs in the tests). */
-typedef const char *(*RpNatsHdrGet) (void *arg, const char *key);
-
-extern void rp_nats_head_parse(RpNatsHead *head, RpNatsHdrGet get, void *arg);
 
 /*
  * Where to resume: after (commit_lsn, index), or after the whole
@@ -217,11 +196,9 @@ typedef struct RpNatsLink
 	RpNatsWin	win;
 } RpNatsLink;
 
-/* rp_nats_conn.c: connect (credentials, TLS, reconnects); -1 after rp_fail */
+/* rp_nats_conn.c: connect (natsio/) and the JetStream context with the ack handler; -1 after rp_fail */
 extern int	rp_nats_connect(RpNatsLink *l, const RpNatsOptions *o);
 extern void rp_nats_disconnect(RpNatsLink *l);
-/* a libnats status as text for an error message (never a value) */
-extern const char *rp_nats_status_text(natsStatus s);
 
 /* rp_nats_stream.c: create the stream when missing, check it when present */
 extern int	rp_nats_stream_ensure(RpNatsLink *l, const RpNatsOptions *o, const char *stream,
@@ -302,6 +279,7 @@ typedef struct RpNatsSink
 	RpBuf		subject;
 	RpBuf		extra;
 	RpBuf		key;
+	RpBuf		wire;
 	RpNatsHdrs	hdrs;
 	RpNatsCounters count;
 } RpNatsSink;

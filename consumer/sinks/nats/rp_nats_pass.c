@@ -17,12 +17,14 @@
 
 #include "base/rp_counter.h"
 #include "base/rp_status.h"
+#include "rp_encode.h"
 #include "rp_format.h"
 #include "rp_json.h"
 #include "sinks/log/rp_lines.h"
 #include "sinks/nats/rp_nats_int.h"
 #include "stream/rp_cursor.h"
 #include "stream/rp_deliver.h"
+#include "values/rp_jsonwire.h"
 
 /* ---- relations described ---- */
 
@@ -183,6 +185,15 @@ next_seq(RpNatsSink *ns)
 	return rp_nats_pub_result(&ns->link).last_seq + 1;
 }
 
+/* A relation whose names JSON cannot carry exactly: its binary record too. */
+static void
+relation_wire(RpNatsSink *ns, const RpRelation *rel)
+{
+	rp_buf_reset(&ns->key);
+	rp_enc_relation_record(&ns->key, rel);
+	rp_nats_hdrs_wire(&ns->hdrs, &ns->wire, (const unsigned char *) ns->key.data);
+}
+
 static bool
 send_relation(RpNatsSink *ns, const RpNatsIdent *id, const RpRelation *rel, uint64_t commit_lsn)
 {
@@ -204,6 +215,8 @@ send_relation(RpNatsSink *ns, const RpNatsIdent *id, const RpRelation *rel, uint
 	rp_fmt_lsn(&ns->hdrs.buf, commit_lsn);
 	rp_nats_hdrs_end(&ns->hdrs);
 	rp_nats_hdrs_ident(&ns->hdrs, id);
+	if (!rp_jsonwire_relation_lossless(rel))
+		relation_wire(ns, rel);
 	seq = next_seq(ns);
 	if (!send_msg(ns, make_msg(ns)))
 		return false;
@@ -249,6 +262,10 @@ data_record(RpNatsSink *ns, RpDelivery *dl, RpRecord *rec, const RpNatsIdent *id
 	const RpRelation *rel = NULL;
 	RpNatsRelSeq *rs = NULL;
 
+	/* the record's bytes, before rendering touches the decoded form */
+	const unsigned char *raw = (const unsigned char *) dl->dec.frame_start + rec->offset;
+	bool		lossless = rp_jsonwire_lossless(rec);
+
 	if (!flush_held(ns, false))
 		return 0;
 	if (rec->tag == RP_TAG_INSERT || rec->tag == RP_TAG_UPDATE || rec->tag == RP_TAG_DELETE)
@@ -257,6 +274,17 @@ data_record(RpNatsSink *ns, RpDelivery *dl, RpRecord *rec, const RpNatsIdent *id
 		if (rel_find(ns, rel->relid) == NULL && !send_relation(ns, id, rel, place->commit_lsn))
 			return 0;
 		rs = rel_find(ns, rel->relid);
+	}
+	else if (rec->tag == RP_TAG_TRUNCATE)
+	{
+		/* a reader needs every truncated table described, too */
+		for (uint32_t i = 0; i < rec->u.truncate.nrels; i++)
+		{
+			const RpRelation *t = rp_relmap_get(&dl->dec.rels, rp_truncate_relid(rec, i));
+
+			if (t && rel_find(ns, t->relid) == NULL && !send_relation(ns, id, t, place->commit_lsn))
+				return 0;
+		}
 	}
 
 	rp_buf_reset(&ns->payload);
@@ -293,7 +321,19 @@ data_record(RpNatsSink *ns, RpDelivery *dl, RpRecord *rec, const RpNatsIdent *id
 				put_table(&ns->hdrs.buf, t);
 		}
 		rp_nats_hdrs_end(&ns->hdrs);
+		rp_nats_hdrs_begin(&ns->hdrs, "Replicant-Relation-Seqs");
+		for (uint32_t i = 0; i < rec->u.truncate.nrels; i++)
+		{
+			RpNatsRelSeq *t = rel_find(ns, rp_truncate_relid(rec, i));
+
+			if (i)
+				rp_buf_put_u8(&ns->hdrs.buf, ',');
+			rp_fmt_uint64(&ns->hdrs.buf, t ? t->seq : 0);
+		}
+		rp_nats_hdrs_end(&ns->hdrs);
 	}
+	if (!lossless)
+		rp_nats_hdrs_wire(&ns->hdrs, &ns->wire, raw);
 
 	/* a message the server would refuse: no retry can help */
 	if (ns->link.max_payload > 0 &&

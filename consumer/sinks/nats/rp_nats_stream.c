@@ -27,7 +27,7 @@ stream_fail(const char *what, const char *stream, natsStatus s, jsErrCode code)
 		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": %s failed (JetStream error %d)", stream,
 					   what, (int) code);
 	return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": %s failed (%s)", stream, what,
-				   rp_nats_status_text(s));
+				   rp_natsio_status_text(s));
 }
 
 static int

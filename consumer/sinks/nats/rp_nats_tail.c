@@ -13,89 +13,6 @@
 
 #include "sinks/nats/rp_nats_int.h"
 
-static bool
-parse_u64(const char *s, uint64_t *out)
-{
-	char	   *end;
-	unsigned long long v;
-
-	if (s == NULL || *s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return false;
-	*out = (uint64_t) v;
-	return true;
-}
-
-static bool
-parse_lsn(const char *s, uint64_t *out)
-{
-	return s != NULL && rp_lsn_parse(s, out);
-}
-
-static bool
-copy_name(char *dst, size_t len, const char *s)
-{
-	if (s == NULL || *s == '\0' || strlen(s) >= len)
-		return false;
-	memcpy(dst, s, strlen(s) + 1);
-	return true;
-}
-
-void
-rp_nats_head_parse(RpNatsHead *head, RpNatsHdrGet get, void *arg)
-{
-	const char *op = get(arg, "Replicant-Op");
-	uint64_t	tli = 0;
-	bool		ok = true;
-
-	memset(head, 0, sizeof(*head));
-	if (op == NULL)
-	{
-		head->kind = RP_NATS_KIND_OTHER;
-		return;
-	}
-	if (strcmp(op, "relation") == 0)
-		head->kind = RP_NATS_KIND_RELATION;
-	else if (strcmp(op, "position") == 0)
-		head->kind = RP_NATS_KIND_POSITION;
-	else if (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0 ||
-			 strcmp(op, "delete") == 0 || strcmp(op, "truncate") == 0 ||
-			 strcmp(op, "message") == 0)
-		head->kind = RP_NATS_KIND_DATA;
-	else
-	{
-		head->kind = RP_NATS_KIND_OTHER;
-		return;
-	}
-
-	ok &= parse_u64(get(arg, "Replicant-System-Id"), &head->system_id);
-	ok &= parse_u64(get(arg, "Replicant-Timeline"), &tli) && tli <= UINT32_MAX;
-	head->timeline = (uint32_t) tli;
-	ok &= copy_name(head->slot, sizeof(head->slot), get(arg, "Replicant-Slot"));
-	ok &= copy_name(head->writer, sizeof(head->writer), get(arg, "Replicant-Writer"));
-	if (head->kind == RP_NATS_KIND_RELATION)
-	{
-		head->bad = !ok;
-		return;
-	}
-	ok &= parse_lsn(get(arg, "Replicant-Lsn"), &head->commit_lsn);
-	ok &= parse_lsn(get(arg, "Replicant-End-Lsn"), &head->end_lsn);
-	if (head->kind == RP_NATS_KIND_DATA)
-	{
-		const char *last = get(arg, "Replicant-Last");
-
-		ok &= parse_lsn(get(arg, "Replicant-Prev-End-Lsn"), &head->prev_end_lsn);
-		ok &= parse_u64(get(arg, "Replicant-Index"), &head->index);
-		head->last = last != NULL && strcmp(last, "true") == 0;
-	}
-	else
-		head->last = true;		/* a position ends what it covers */
-	head->bad = !ok;
-}
-
 /*
  * A complete transaction (its last message, or a position): done up to its
  * commit, confirmable up to its end.  In the middle of one: the
@@ -154,16 +71,6 @@ rp_nats_resume_covers(const RpNatsResume *r, uint64_t commit_lsn, uint64_t index
 /* Relation descriptions that may lie between the last data message and the end. */
 #define RP_NATS_TAIL_WALK_MAX 100000
 
-static const char *
-msg_get(void *arg, const char *key)
-{
-	const char *v = NULL;
-
-	if (natsMsgHeader_Get((natsMsg *) arg, key, &v) != NATS_OK)
-		return NULL;
-	return v;
-}
-
 /*
  * Leader-routed gets (STREAM.MSG.GET, not a direct get, which any replica
  * may answer from behind): the stream's last sequence, then back over
@@ -187,7 +94,7 @@ rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_seq, RpNatsH
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading its last sequence failed (JetStream error %d)",
 						   stream, (int) code);
 		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading its last sequence failed (%s)",
-					   stream, rp_nats_status_text(s));
+					   stream, rp_natsio_status_text(s));
 	}
 	*last_seq = si->State.LastSeq;
 	first = si->State.FirstSeq;
@@ -205,8 +112,8 @@ rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_seq, RpNatsH
 		s = js_GetMsg(&m, l->js, stream, seq, NULL, &code);
 		if (s != NATS_OK)
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading message %llu failed (%s, JetStream error %d)",
-						   stream, (unsigned long long) seq, rp_nats_status_text(s), (int) code);
-		rp_nats_head_parse(&h, msg_get, m);
+						   stream, (unsigned long long) seq, rp_natsio_status_text(s), (int) code);
+		rp_nats_head_parse(&h, rp_natsio_msg_header, m);
 		natsMsg_Destroy(m);
 		if (h.kind == RP_NATS_KIND_OTHER || h.bad)
 			return rp_fail(RP_HALT_SINK, "NATS stream \"%s\" holds a message at sequence %llu that this sink did not write (missing or malformed Replicant headers)",

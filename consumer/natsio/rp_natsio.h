@@ -1,0 +1,72 @@
+/*
+ * rp_natsio.h
+ *    What the NATS sink (sinks/nats/) and the NATS source (natsrc/) share:
+ *    the connection (URL, credentials, TLS) and the Replicant-* headers
+ *    read back from a message.  The header parse is pure and built
+ *    always; the connection only with libnats (RP_HAVE_NATS).
+ */
+#ifndef RP_NATSIO_H
+#define RP_NATSIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stream/rp_ckpt.h"
+
+/* ---- the headers of a message (rp_natsio_head.c) ---- */
+
+typedef enum RpNatsKind
+{
+	RP_NATS_KIND_OTHER,			/* no Replicant-Op: not ours */
+	RP_NATS_KIND_DATA,			/* insert, update, delete, truncate, message */
+	RP_NATS_KIND_RELATION,		/* a relation description */
+	RP_NATS_KIND_POSITION		/* an end LSN without data (empty transactions) */
+} RpNatsKind;
+
+/* A message's headers as they are read back. */
+typedef struct RpNatsHead
+{
+	RpNatsKind	kind;
+	bool		bad;			/* ours, but a header is missing or malformed */
+	uint64_t	system_id;
+	uint32_t	timeline;
+	char		slot[RP_SLOT_NAME_MAX];
+	char		writer[64];
+	uint64_t	commit_lsn;
+	uint64_t	end_lsn;
+	uint64_t	prev_end_lsn;
+	uint64_t	index;
+	bool		last;
+} RpNatsHead;
+
+/* A header's value by name, or NULL (a message, or RpNatsHdrs in the tests). */
+typedef const char *(*RpNatsHdrGet) (void *arg, const char *key);
+
+extern void rp_nats_head_parse(RpNatsHead *head, RpNatsHdrGet get, void *arg);
+
+/* A decimal u64 header value (digits only): true with *out. */
+extern bool rp_natsio_parse_u64(const char *s, uint64_t *out);
+
+#ifdef RP_HAVE_NATS
+/* ---- the connection (rp_natsio_conn.c) ---- */
+#include <nats/nats.h>
+
+typedef struct RpNatsioAuth
+{
+	const char *url;			/* nats://[user:pass@]HOST:PORT[,HOST:PORT...] or tls://... */
+	const char *creds;
+	const char *tls_ca;
+	const char *tls_cert;
+	const char *tls_key;
+} RpNatsioAuth;
+
+/* Connect (libnats reconnects from then on by itself); -1 after rp_fail. */
+extern int	rp_natsio_connect(natsConnection **nc, const RpNatsioAuth *a);
+extern void rp_natsio_close(natsConnection *nc);
+/* a libnats status as text for an error message (never a value) */
+extern const char *rp_natsio_status_text(natsStatus s);
+/* natsMsgHeader_Get as an RpNatsHdrGet (arg: the natsMsg) */
+extern const char *rp_natsio_msg_header(void *arg, const char *key);
+#endif							/* RP_HAVE_NATS */
+
+#endif							/* RP_NATSIO_H */

@@ -1,0 +1,481 @@
+/*
+ * rp_natsrc.c
+ *    The NATS source (rp_natsrc.h): the connection, the checkpoint's check
+ *    against the stream, an ordered consumer from the checkpoint on, and
+ *    each message through the hole checks into a frame (rp_natsrc_frame.c).
+ *
+ * Reading uses an ordered consumer: ephemeral, flow controlled, no acks,
+ * and libnats recreates it by itself after a leader change or a missed
+ * heartbeat, from the last stream sequence it delivered; a reconnect is
+ * survived the same way.  The reader never acknowledges anything to the
+ * stream, so any number of readers share it, each at its own pace.
+ */
+#include "rp_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/rp_counter.h"
+#include "base/rp_metrics.h"
+#include "base/rp_status.h"
+#include "natsrc/rp_natsrc.h"
+#include "natsrc/rp_natsrc_int.h"
+
+void
+rp_natsrc_source_name(const char *stream, char *out, size_t len)
+{
+	snprintf(out, len, "nats:%s", stream);
+}
+
+/* Does a NATS subject match the wildcard pattern ('*' one token, '>' the rest)? */
+bool
+rp_natsrc_subject_match(const char *pattern, const char *subject)
+{
+	while (*pattern && *subject)
+	{
+		const char *pe = strchr(pattern, '.');
+		const char *se = strchr(subject, '.');
+		size_t		pl = pe ? (size_t) (pe - pattern) : strlen(pattern);
+		size_t		sl = se ? (size_t) (se - subject) : strlen(subject);
+
+		if (pl == 1 && pattern[0] == '>')
+			return true;
+		if (!(pl == 1 && pattern[0] == '*') && (pl != sl || memcmp(pattern, subject, pl) != 0))
+			return false;
+		pattern += pl + (pe ? 1 : 0);
+		subject += sl + (se ? 1 : 0);
+		if ((pe == NULL) != (se == NULL))
+			return false;
+		if (pe == NULL)
+			return true;
+	}
+	return *pattern == '\0' && *subject == '\0';
+}
+
+#ifndef RP_HAVE_NATS
+
+bool
+rp_natsrc_available(void)
+{
+	return false;
+}
+
+RpNatsSrc *
+rp_natsrc_new(const RpNatsSrcOptions *o)
+{
+	(void) o;
+	rp_fail(RP_HALT_CONFIG, "this replicant was built without NATS (libnats)");
+	return NULL;
+}
+
+void
+rp_natsrc_free(RpNatsSrc *s)
+{
+	(void) s;
+}
+
+int
+rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint *bind)
+{
+	(void) s, (void) ck, (void) have_ck, (void) bind;
+	return rp_fail(RP_HALT_CONFIG, "this replicant was built without NATS (libnats)");
+}
+
+int
+rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
+{
+	(void) s, (void) ev, (void) timeout_ms;
+	return rp_fail(RP_HALT_CONFIG, "this replicant was built without NATS (libnats)");
+}
+
+uint64_t
+rp_natsrc_last_seq(const RpNatsSrc *s)
+{
+	(void) s;
+	return 0;
+}
+
+void
+rp_natsrc_close(RpNatsSrc *s)
+{
+	(void) s;
+}
+
+void
+rp_natsrc_metrics(RpBuf *out, const void *arg)
+{
+	(void) out, (void) arg;
+}
+
+#else
+
+#include "base/rp_clock.h"
+
+bool
+rp_natsrc_available(void)
+{
+	return true;
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s ? rp_strndup(s, strlen(s)) : NULL;
+}
+
+RpNatsSrc *
+rp_natsrc_new(const RpNatsSrcOptions *o)
+{
+	RpNatsSrc  *s = rp_malloc(sizeof(RpNatsSrc));
+
+	memset(s, 0, sizeof(*s));
+	s->o = *o;
+	s->o.url = dup_or_null(o->url);
+	s->o.stream = dup_or_null(o->stream);
+	s->o.subjects = dup_or_null(o->subjects);
+	rp_buf_init(&s->frame, 4096);
+	rp_buf_init(&s->rec, 1024);
+	rp_buf_init(&s->tmp, 256);
+	return s;
+}
+
+void
+rp_natsrc_free(RpNatsSrc *s)
+{
+	if (s == NULL)
+		return;
+	rp_natsrc_close(s);
+	rp_natsrc_rels_free(s);
+	rp_buf_free(&s->frame);
+	rp_buf_free(&s->rec);
+	rp_buf_free(&s->tmp);
+	rp_free((void *) s->o.url);
+	rp_free((void *) s->o.stream);
+	if (s->o.subjects)
+		rp_free((void *) s->o.subjects);
+	if (s->subject)
+		rp_free(s->subject);
+	rp_free(s);
+}
+
+void
+rp_natsrc_close(RpNatsSrc *s)
+{
+	if (s->sub)
+	{
+		/* the ordered consumer is ephemeral: the server drops it with the subscription */
+		natsSubscription_Unsubscribe(s->sub);
+		natsSubscription_Destroy(s->sub);
+	}
+	if (s->js)
+		jsCtx_Destroy(s->js);
+	rp_natsio_close(s->nc);
+	s->sub = NULL;
+	s->js = NULL;
+	s->nc = NULL;
+	/* the assembler forgets the half-read transaction: describe every table again */
+	rp_natsrc_rels_unsent(s);
+}
+
+uint64_t
+rp_natsrc_last_seq(const RpNatsSrc *s)
+{
+	return s->last_seq;
+}
+
+void
+rp_natsrc_metrics(RpBuf *out, const void *arg)
+{
+	const RpNatsSrcCounters *c = &((const RpNatsSrc *) arg)->count;
+	uint64_t	read = RP_COUNT_LOAD(c->read_seq);
+	uint64_t	last = RP_COUNT_LOAD(c->last_seq);
+
+	rp_metrics_sample(out, "replicant_nats_source_read_seq", "gauge", "The last stream sequence this reader read.", NULL, read);
+	rp_metrics_sample(out, "replicant_nats_source_last_seq", "gauge", "The stream's last sequence, as this reader last saw it.", NULL, last);
+	rp_metrics_sample(out, "replicant_nats_source_lag_messages", "gauge", "Messages the stream holds past what this reader read.", NULL, last > read ? last - read : 0);
+	rp_metrics_sample(out, "replicant_nats_source_messages_total", "counter", "Stream messages read (relation and position messages too).", NULL, RP_COUNT_LOAD(c->messages));
+	rp_metrics_sample(out, "replicant_nats_source_opens_total", "counter", "Times the stream was opened (the first, and every reopen after a failure).", NULL, RP_COUNT_LOAD(c->opens));
+	rp_metrics_sample(out, "replicant_nats_source_relation_gets_total", "counter", "Relation descriptions fetched by sequence (a reader that started after them).", NULL, RP_COUNT_LOAD(c->relation_gets));
+}
+
+/* The JetStream error of a request as text for a message. */
+static int
+js_fail(RpNatsSrc *s, const char *what, natsStatus st, jsErrCode code)
+{
+	if (code == JSStreamNotFoundErr)
+		return rp_fail(RP_HALT_CONFIG, "NATS stream \"%s\" does not exist (--nats-stream)", s->o.stream);
+	if (code)
+		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": %s failed (JetStream error %d)",
+					   s->o.stream, what, (int) code);
+	return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": %s failed (%s)", s->o.stream, what,
+				   rp_natsio_status_text(st));
+}
+
+/* The stream's first and last sequences and its one subject. */
+static int
+stream_state(RpNatsSrc *s, uint64_t *first, uint64_t *last)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode	code = 0;
+	natsStatus	st = js_GetStreamInfo(&si, s->js, s->o.stream, NULL, &code);
+
+	if (st != NATS_OK)
+		return js_fail(s, "reading its state", st, code);
+	*first = si->State.FirstSeq;
+	*last = si->State.LastSeq;
+	if (s->subject == NULL)
+	{
+		if (si->Config == NULL || si->Config->SubjectsLen != 1)
+		{
+			jsStreamInfo_Destroy(si);
+			return rp_fail(RP_HALT_CONFIG, "NATS stream \"%s\" has %d subjects; a stream the NATS sink wrote has one (<prefix>.>)",
+						   s->o.stream, si->Config ? si->Config->SubjectsLen : 0);
+		}
+		s->subject = rp_strndup(si->Config->Subjects[0], strlen(si->Config->Subjects[0]));
+	}
+	jsStreamInfo_Destroy(si);
+	return 0;
+}
+
+int
+rp_natsrc_get(RpNatsSrc *s, uint64_t seq, natsMsg **m)
+{
+	jsErrCode	code = 0;
+	natsStatus	st;
+
+	*m = NULL;
+	st = js_GetMsg(m, s->js, s->o.stream, seq, NULL, &code);
+	if (st != NATS_OK)
+	{
+		char		what[64];
+
+		snprintf(what, sizeof(what), "reading message %" PRIu64, seq);
+		*m = NULL;
+		return js_fail(s, what, st, code);
+	}
+	return 0;
+}
+
+/*
+ * The checkpoint against the stream: the message at its sequence must be
+ * the one it recorded (a transaction's last message at its commit LSN, or
+ * a position at its end LSN), and the stream must still hold everything
+ * after it.
+ */
+static int
+check_checkpoint(RpNatsSrc *s, const RpCheckpoint *ck, uint64_t first, uint64_t last)
+{
+	char		source[RP_SOURCE_NAME_MAX];
+	char		c[RP_LSN_BUFLEN];
+	natsMsg    *m = NULL;
+	RpNatsHead	h;
+	bool		same;
+	bool		nontx;
+
+	rp_natsrc_source_name(s->o.stream, source, sizeof(source));
+	if (rp_ckpt_check_kind(ck, source) < 0)
+		return -1;
+	if (ck->source_seq > last)
+		return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\" ends at sequence %" PRIu64 ", before the checkpoint's sequence %" PRIu64 ": it is not the stream this checkpoint was taken from",
+					   s->o.stream, last, ck->source_seq);
+	if (first > ck->source_seq + 1)
+		return rp_fail(RP_HALT_GAP, "NATS stream \"%s\": hole after the checkpoint: its first message is at sequence %" PRIu64 ", the checkpoint reaches %" PRIu64 " (sequences %" PRIu64 " to %" PRIu64 " were deleted or expired)",
+					   s->o.stream, first, ck->source_seq, ck->source_seq + 1, first - 1);
+	if (ck->source_seq == 0 || ck->source_seq < first)
+		return 0;
+	if (rp_natsrc_get(s, ck->source_seq, &m) < 0)
+		return -1;
+	rp_nats_head_parse(&h, rp_natsio_msg_header, m);
+	{
+		const char *t = rp_natsio_msg_header(m, "Replicant-Transactional");
+
+		/* a non-transactional message moves only the end LSN, not the dedup watermark */
+		nontx = t != NULL && strcmp(t, "false") == 0;
+	}
+	natsMsg_Destroy(m);
+	same = !h.bad && h.system_id == ck->system_id && h.timeline == ck->timeline &&
+		((h.kind == RP_NATS_KIND_DATA && h.last && !nontx && h.commit_lsn == ck->commit_lsn) ||
+		 (h.kind == RP_NATS_KIND_DATA && nontx && h.end_lsn == ck->end_lsn) ||
+		 (h.kind == RP_NATS_KIND_POSITION && h.end_lsn <= ck->end_lsn));
+	if (!same)
+		return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\": the message at the checkpoint's sequence %" PRIu64 " is not the end of the transaction at commit %s the checkpoint records: it is not the stream this checkpoint was taken from",
+					   s->o.stream, ck->source_seq, rp_lsn_format(ck->commit_lsn, c));
+	return 0;
+}
+
+/* Without a checkpoint: the source identity from the stream's first message (waiting for one). */
+static int
+learn_identity(RpNatsSrc *s, uint64_t *first, uint64_t *last, RpCheckpoint *bind)
+{
+	natsMsg    *m = NULL;
+	RpNatsHead	h;
+	bool		told = false;
+
+	while (*last == 0)
+	{
+		if (!told)
+			fprintf(stderr, "replicant: NATS stream \"%s\" is empty: waiting for its first message\n",
+					s->o.stream);
+		told = true;
+		if (!rp_pause_ms(1000))
+			return rp_fail(RP_HALT_NONE, "stopped while waiting for NATS stream \"%s\"", s->o.stream);
+		if (stream_state(s, first, last) < 0)
+			return -1;
+	}
+	if (rp_natsrc_get(s, *first, &m) < 0)
+		return -1;
+	rp_nats_head_parse(&h, rp_natsio_msg_header, m);
+	natsMsg_Destroy(m);
+	if (h.kind == RP_NATS_KIND_OTHER || h.bad)
+		return rp_fail(RP_HALT_GAP, "NATS stream \"%s\": the message at sequence %" PRIu64 " was not written by the replicant NATS sink (missing or malformed Replicant headers)",
+					   s->o.stream, *first);
+	bind->system_id = h.system_id;
+	bind->timeline = h.timeline;
+	return 0;
+}
+
+static int
+subscribe(RpNatsSrc *s, uint64_t start)
+{
+	jsSubOptions so;
+	jsErrCode	code = 0;
+	natsStatus	st;
+
+	jsSubOptions_Init(&so);
+	so.Stream = s->o.stream;
+	so.Ordered = true;
+	if (start > 1)
+	{
+		so.Config.DeliverPolicy = js_DeliverByStartSequence;
+		so.Config.OptStartSeq = start;
+	}
+	else
+		so.Config.DeliverPolicy = js_DeliverAll;
+	st = js_SubscribeSync(&s->sub, s->js, s->subject, NULL, &so, &code);
+	if (st != NATS_OK)
+	{
+		s->sub = NULL;
+		return js_fail(s, "subscribing", st, code);
+	}
+	RP_COUNT_ADD(s->count.opens, 1);
+	/* what libnats may hold unread: bounded (G5); flow control keeps it below */
+	natsSubscription_SetPendingLimits(s->sub, RP_NATSRC_PENDING_MSGS, RP_NATSRC_PENDING_BYTES);
+	return 0;
+}
+
+int
+rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint *bind)
+{
+	RpNatsioAuth a = {s->o.url, s->o.creds, s->o.tls_ca, s->o.tls_cert, s->o.tls_key};
+	uint64_t	first = 0,
+				last = 0;
+	uint64_t	start;
+	natsStatus	st;
+
+	if (rp_natsio_connect(&s->nc, &a) < 0)
+		return -1;
+	st = natsConnection_JetStream(&s->js, s->nc, NULL);
+	if (st != NATS_OK)
+	{
+		s->js = NULL;
+		return rp_fail(RP_HALT_NONE, "NATS JetStream context failed (%s)", rp_natsio_status_text(st));
+	}
+	if (stream_state(s, &first, &last) < 0)
+		return -1;
+	s->last_seq = last;
+	memset(bind, 0, sizeof(*bind));
+	rp_natsrc_source_name(s->o.stream, bind->source, sizeof(bind->source));
+	if (have_ck)
+	{
+		if (check_checkpoint(s, ck, first, last) < 0)
+			return -1;
+		bind->system_id = ck->system_id;
+		bind->timeline = ck->timeline;
+		start = ck->source_seq + 1;
+		s->skip_partial = false;
+	}
+	else
+	{
+		if (learn_identity(s, &first, &last, bind) < 0)
+			return -1;
+		start = first;
+		/* a stream whose beginning is gone: start at its first whole transaction */
+		s->skip_partial = first > 1;
+	}
+	rp_natsrc_chain_init(&s->chain, start, have_ck ? ck->end_lsn : 0, true, bind->system_id,
+						 bind->timeline);
+	s->open_txn = false;
+	s->last_msg_ms = s->last_check_ms = rp_clock_mono_ms();
+	return subscribe(s, start);
+}
+
+/*
+ * Nothing delivered for a while: is the stream ahead of us?  Then the
+ * consumer is stuck (its server gone without libnats noticing): an error,
+ * and the run reopens the stream after what is durable.
+ */
+static int
+stall_check(RpNatsSrc *s)
+{
+	int64_t		now = rp_clock_mono_ms();
+	uint64_t	first,
+				last;
+
+	if (now - s->last_msg_ms < RP_NATSRC_STALL_MS || now - s->last_check_ms < RP_NATSRC_STALL_MS)
+		return 0;
+	s->last_check_ms = now;
+	if (stream_state(s, &first, &last) < 0)
+		return -1;
+	s->last_seq = last;
+	if (s->chain.next_seq != 0 && last >= s->chain.next_seq)
+		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": nothing delivered for %d s while the stream holds sequence %" PRIu64 " and this reader is at %" PRIu64 ": reopening",
+					   s->o.stream, RP_NATSRC_STALL_MS / 1000, last, s->chain.next_seq - 1);
+	return 0;
+}
+
+int
+rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
+{
+	int64_t		deadline = rp_clock_mono_ms() + timeout_ms;
+
+	memset(ev, 0, sizeof(*ev));
+	for (;;)
+	{
+		natsMsg    *m = NULL;
+		jsMsgMetaData *meta = NULL;
+		int64_t		left = deadline - rp_clock_mono_ms();
+		natsStatus	st;
+		int			rc;
+
+		st = natsSubscription_NextMsg(&m, s->sub, left > 0 ? left : 0);
+		if (st == NATS_TIMEOUT)
+			return stall_check(s);
+		if (st != NATS_OK)
+			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading failed (%s)", s->o.stream,
+						   rp_natsio_status_text(st));
+		st = natsMsg_GetMetaData(&meta, m);
+		if (st != NATS_OK)
+		{
+			natsMsg_Destroy(m);
+			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": a delivered message has no metadata (%s)",
+						   s->o.stream, rp_natsio_status_text(st));
+		}
+		ev->seq = meta->Sequence.Stream;
+		s->last_msg_ms = rp_clock_mono_ms();
+		if (meta->Sequence.Stream + meta->NumPending > s->last_seq)
+			s->last_seq = meta->Sequence.Stream + meta->NumPending;
+		RP_COUNT_ADD(s->count.messages, 1);
+		RP_COUNT_STORE(s->count.read_seq, ev->seq);
+		RP_COUNT_STORE(s->count.last_seq, s->last_seq);
+		jsMsgMetaData_Destroy(meta);
+		rc = rp_natsrc_message(s, m, ev->seq, ev);
+		natsMsg_Destroy(m);
+		if (rc < 0 || ev->kind != RP_NATSRC_NONE)
+			return rc < 0 ? -1 : 0;
+		if (rp_clock_mono_ms() >= deadline)
+			return 0;
+	}
+}
+
+#endif							/* RP_HAVE_NATS */
