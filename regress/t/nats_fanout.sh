@@ -8,7 +8,8 @@
 # the stream holds while the reader is behind). Source cluster src (regress/tools/
 # nats_workload.sql: hostile identifiers and values, an audit table recording every committed
 # change in its own transaction), the writer (-S fo_cdc --sink nats://, 3-node cluster), and
-# three readers of the stream (--source nats://... --nats-stream FANOUT, no -d):
+# three readers of the stream (--source nats://... --nats-stream FANOUT, no -d but agg's, for
+# its bindings' seed):
 #   mirror  --sink postgres: database mirror of cluster dst, --create-tables
 #   log     --sink file:$work/fanout.log
 #   agg     --sink postgres: database agg of dst, --create-tables and aggregate bindings
@@ -44,8 +45,6 @@ SLOT=fo_cdc
 STREAM=FANOUT
 PREFIX=fo
 READERS=(mirror log agg)
-# extra arguments of the aggregate reader (empty: it seeds its bindings without the source)
-read -r -a AGG_READER_ARGS <<<"${AGG_READER_ARGS:-}"
 # RP_FANOUT_STANDIN=slot: each reader reads a slot of its own on the source instead of the
 # stream (--endpos the last fence's LSN; the checkpoints' source is not checked): the harness
 # checked against readers that exist without the stream reader
@@ -114,7 +113,7 @@ start_reader() {
 	case $r in
 	mirror) sink=(--sink "postgres:$(rp_conninfo dst mirror)" --create-tables) ;;
 	log) sink=(--sink "file:$LOG") ;;
-	agg) sink=(--sink "postgres:$(rp_conninfo dst agg)" --create-tables "${AGG_READER_ARGS[@]}"
+	agg) sink=(--sink "postgres:$(rp_conninfo dst agg)" --create-tables
 		--aggregate "name=a_sum source=public.t_a dims=flag measure=amount agg=sum output=table:agg.a_sum"
 		--aggregate "name=a_max source=public.t_a dims=flag measure=ts agg=max output=table:agg.a_max"
 		--aggregate "name=a_cnt source=public.t_a dims=flag measure=id agg=count output=table:agg.a_cnt"
@@ -127,6 +126,9 @@ start_reader() {
 		[[ ${1:-} != --endpos ]] || set -- -E "$f"
 	else
 		source=(--source "$(rp_nats_sink_url)" --nats-stream "$STREAM")
+		# the bindings' seed is a SELECT on the source (docs/aggregates.md), the stream's
+		# xids and LSNs decide what it already holds
+		[[ $r != agg ]] || source+=(-d "$src_CONNSTR")
 	fi
 	replicant "${source[@]}" -S "fo_$r" \
 		--state-dir "$work/st-$r" --start "${sink[@]}" --max-memory 16MB "$@" \
