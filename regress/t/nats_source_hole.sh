@@ -147,12 +147,12 @@ print(" ".join(map(str, sorted(seen))))' "$1"
 }
 
 # halted CASE STREAM PATTERN WHAT: the last read halted with exit 3, its stderr names the
-# stream and matches the extended regex PATTERN (WHAT says what it should have named)
+# stream (NATS stream "S", or nats:S as a checkpoint's source) and matches the extended regex PATTERN (WHAT says what it should have named)
 halted() {
 	((rc == 3)) || fail "($1) the reader of $2 exited with $rc, not 3 (halt): $(tail -n 3 "$err")"
-	grep -qF "NATS stream \"$2\"" "$err" || fail "($1) the halt does not name stream $2: $(tail -n 3 "$err")"
+	grep -qE "NATS stream \"$2\"|nats:$2\b" "$err" || fail "($1) the halt does not name stream $2: $(tail -n 3 "$err")"
 	grep -qE -- "$3" "$err" || fail "($1) the halt does not name $4: $(tail -n 3 "$err")"
-	printf '(%s) halted (exit 3): %s\n' "$1" "$(grep -m 1 -F "NATS stream \"$2\"" "$err" | cut -c 1-200)"
+	printf '(%s) halted (exit 3): %s\n' "$1" "$(grep -m 1 -E "NATS stream \"$2\"|nats:$2\b" "$err" | cut -c 1-240)"
 }
 
 # nothing_from CASE LOG K: no row of Tk or later in LOG
