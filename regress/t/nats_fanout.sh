@@ -25,8 +25,9 @@
 # The stretch lasts until the source wrote STOPPED_MB (24) MB of WAL past agg's checkpoint: more
 # than the 16 MB lag at which the workload waits for the writer's slot, so a slot held back by
 # agg would stop the workload and fail the test. Then agg goes on (SIGCONT) and takes its kills while it catches up. At the end: the workload
-# stops, the writer confirms a last fence, L = the stream's last sequence, and each reader is
-# restarted with --endpos L and must exit 0. Then the mirror (and agg's mirror) equals the
+# stops, the readers are stopped, the writer confirms a last fence, L = the stream's last
+# sequence, and each reader is restarted with --endpos L and must exit 0 (and the log reader,
+# its checkpoint then at L, once more: it must end at once, writing nothing). Then the mirror (and agg's mirror) equals the
 # source table by table, the log holds every audited change exactly once in commit order
 # (regress/check_fanout_log.py), the aggregate outputs equal GROUP BY on the source, the
 # checkpoints say they follow the stream, and no reader's stderr shows a row value (G4).
@@ -301,13 +302,13 @@ for p in "${workers[@]}"; do
 	wait "$p" || { cat "$work"/worker*.out; fail "a workload job failed"; }
 done
 workers=()
+# the readers down first: the last fence is then past every checkpoint, and each run below reads up
+# to L (a checkpoint already at --endpos is checked apart, at the end)
+for r in "${READERS[@]}"; do kill_reader "$r"; done
 f=$(fence)
 rp_nats_wait_confirmed src "$SLOT" "$f" 300 "$writer_pid" || fail "the writer did not confirm the last fence $f within 300 s"
 L=$(stream_last)
-for r in "${READERS[@]}"; do
-	kill_reader "$r"
-	start_reader "$r" --endpos "$L"
-done
+for r in "${READERS[@]}"; do start_reader "$r" --endpos "$L"; done
 for r in "${READERS[@]}"; do
 	deadline=$((SECONDS + 600))
 	while kill -0 "${pid[$r]}" 2>/dev/null; do
@@ -377,6 +378,21 @@ for r in mirror agg; do
 	((${ck#* } <= L)) || fail "reader $r's checkpoint is at stream sequence ${ck#* }, past the stream's last $L"
 done
 [[ -n $STANDIN ]] || tail -n 1 "$LOG" | grep -q "nats:$STREAM" || fail "the log's last checkpoint line does not name nats:$STREAM: $(tail -n 1 "$LOG")"
+# a reader whose checkpoint is already at --endpos L ends at once (exit 0) and delivers nothing
+if [[ -z $STANDIN ]]; then
+	size=$(stat -c %s "$LOG")
+	start_reader log --endpos "$L"
+	deadline=$((SECONDS + 120))
+	while kill -0 "${pid[log]}" 2>/dev/null; do
+		((SECONDS < deadline)) || fail "reader log, its checkpoint at sequence $L, did not end within 120 s of a start with --endpos $L"
+		sleep 0.2
+	done
+	rc=0
+	wait "${pid[log]}" || rc=$?
+	pid[log]=
+	((rc == 0)) || fail "reader log, its checkpoint at sequence $L, exited with $rc on a start with --endpos $L"
+	[[ $(stat -c %s "$LOG") == "$size" ]] || fail "reader log, its checkpoint at --endpos $L, wrote to the log"
+fi
 # G4: the workload's values carry this; no reader or writer log may
 if grep -l -F '€🙂' "$work"/*.err >/dev/null 2>&1; then
 	fail "a row value reached a consumer's log (G4): $(grep -l -F '€🙂' "$work"/*.err | head -n 3)"
