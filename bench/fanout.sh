@@ -138,20 +138,24 @@ nats_ticks() {
 
 # retention sampler: every 0.25 s, "EPOCH|BYTES|DONE": the largest retention among the named
 # slots, and whether all of them confirmed END
+ret_sample() {
+	src -Atc "SELECT extract(epoch FROM clock_timestamp()), coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)), 0)::bigint,
+	                 bool_and(confirmed_flush_lsn >= '$END')
+	          FROM pg_replication_slots WHERE slot_name IN ($1)" >>"$2" 2>/dev/null || true
+}
 ret_start() {
-	local list=$1 file=$2
+	RET_LIST=$1 RET_FILE=$2
 	(
 		while :; do
-			src -Atc "SELECT extract(epoch FROM clock_timestamp()), coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)), 0)::bigint,
-			                 bool_and(confirmed_flush_lsn >= '$END')
-			          FROM pg_replication_slots WHERE slot_name IN ($list)" >>"$file" 2>/dev/null || true
+			ret_sample "$RET_LIST" "$RET_FILE"
 			sleep 0.25 &
 			wait $!
 		done
 	) &
 	RET_PID=$!
 }
-ret_stop() { kill "$RET_PID" 2>/dev/null || true; wait "$RET_PID" 2>/dev/null || true; }
+# (one last sample at the window's end: a short window may end between two)
+ret_stop() { kill "$RET_PID" 2>/dev/null || true; wait "$RET_PID" 2>/dev/null || true; ret_sample "$RET_LIST" "$RET_FILE"; }
 # ret_summary FILE T0: "PEAK_MB MBxS RELEASED_S" (released: the first sample at which every
 # slot of the layout had confirmed END, seconds after T0: from then on the source may drop the
 # backlog's WAL at its next checkpoint; "-" when none did within the window)
