@@ -23,6 +23,20 @@
  *   nats_dump URLS STREAM publish SUBJECT DATA [KEY=VALUE...]
  *                                       one synchronous publish with those headers (a foreign
  *                                       writer for the fencing tests); prints the sequence
+ *   nats_dump URLS STREAM create-open PREFIX REPLICAS
+ *                                       create as "create" does, but with delete and purge
+ *                                       allowed and no max bytes: a stream to plant holes in
+ *   nats_dump URLS STREAM copy SRC OLD NEW FROM TO [SKIP...]
+ *                                       publish SRC's messages FROM..TO into STREAM in order,
+ *                                       the subject prefix OLD made NEW (two streams cannot
+ *                                       share subjects), headers and payload as they are, except the
+ *                                       sequences SKIP (and any SRC lacks); Nats-Expected-*
+ *                                       headers are dropped and Replicant-Relation-Seq is
+ *                                       mapped to the copy of that relation message; prints
+ *                                       "SRC_SEQ NEW_SEQ" per message copied
+ *   nats_dump URLS STREAM delete SEQ    delete one message (the stream must allow it)
+ *   nats_dump URLS STREAM purge-below SEQ
+ *                                       purge every message below SEQ
  *
  * Every read is a leader-routed get (js_GetMsg, the stream info API), not a direct get, so
  * what it prints is what the stream's RAFT group committed. A request that fails with a
@@ -363,7 +377,8 @@ info(jsCtx *js, const char *stream)
 }
 
 static void
-create(jsCtx *js, const char *stream, const char *prefix, int64_t max_bytes, int64_t replicas)
+create(jsCtx *js, const char *stream, const char *prefix, int64_t max_bytes, int64_t replicas,
+	   bool deny)
 {
 	jsStreamConfig cfg;
 	char		subject[1024];
@@ -381,8 +396,8 @@ create(jsCtx *js, const char *stream, const char *prefix, int64_t max_bytes, int
 	cfg.MaxBytes = max_bytes;
 	cfg.Discard = js_DiscardNew;
 	cfg.Replicas = replicas;
-	cfg.DenyDelete = true;
-	cfg.DenyPurge = true;
+	cfg.DenyDelete = deny;
+	cfg.DenyPurge = deny;
 	for (;;)
 	{
 		jsErrCode	jerr = 0;
@@ -454,6 +469,164 @@ publish(jsCtx *js, int argc, char **argv)
 	natsMsg_Destroy(m);
 }
 
+/* a publish of m retried through elections; the stream sequence it got */
+static uint64_t
+publish_retry(jsCtx *js, natsMsg *m)
+{
+	double		deadline = now_s() + RETRY_SECONDS;
+
+	for (;;)
+	{
+		jsPubAck   *ack = NULL;
+		jsErrCode	jerr = 0;
+		natsStatus	s = js_PublishMsg(&ack, js, m, NULL, &jerr);
+
+		if (s == NATS_OK)
+		{
+			uint64_t	seq = ack->Sequence;
+
+			if (ack->Duplicate)
+			{
+				fprintf(stderr, "nats_dump: copy: the server took a message as a duplicate\n");
+				exit(1);
+			}
+			jsPubAck_Destroy(ack);
+			return seq;
+		}
+		if (!transient(s, jerr) || now_s() > deadline)
+			die("publish", s, jerr);
+		usleep(200 * 1000);
+	}
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+copy(jsCtx *js, const char *stream, const char *src, const char *old_prefix,
+	 const char *new_prefix, uint64_t from, uint64_t to, uint64_t *skip, int nskip)
+{
+	uint64_t	seq;
+	uint64_t   *old_of = NULL;	/* sequence map: copied[i] = (old, new) pairs */
+	uint64_t   *new_of = NULL;
+	size_t		n = 0,
+				cap = 0;
+
+	qsort(skip, nskip, sizeof(uint64_t), cmp_u64);
+	for (seq = from; seq <= to; seq++)
+	{
+		natsMsg    *m,
+				   *c = NULL;
+		const char *subject;
+		char		newsub[4096];
+		const char **keys = NULL;
+		int			nkeys = 0;
+		int			i;
+		natsStatus	s;
+
+		if (nskip > 0 && bsearch(&seq, skip, nskip, sizeof(uint64_t), cmp_u64) != NULL)
+			continue;
+		if ((m = get_msg(js, src, seq)) == NULL)
+			continue;
+		subject = natsMsg_GetSubject(m);
+		if (strncmp(subject, old_prefix, strlen(old_prefix)) != 0)
+		{
+			fprintf(stderr, "nats_dump: copy: sequence %" PRIu64 "'s subject does not start with %s\n",
+					seq, old_prefix);
+			exit(1);
+		}
+		snprintf(newsub, sizeof(newsub), "%s%s", new_prefix, subject + strlen(old_prefix));
+		if ((s = natsMsg_Create(&c, newsub, NULL,
+								natsMsg_GetData(m), natsMsg_GetDataLength(m))) != NATS_OK)
+			die("message", s, 0);
+		if (natsMsgHeader_Keys(m, &keys, &nkeys) == NATS_OK)
+		{
+			for (i = 0; i < nkeys; i++)
+			{
+				const char **vals = NULL;
+				int			nvals = 0;
+				int			j;
+
+				if (strncmp(keys[i], "Nats-Expected-", 14) == 0)
+					continue;
+				if (natsMsgHeader_Values(m, keys[i], &vals, &nvals) != NATS_OK)
+					nvals = 0;
+				for (j = 0; j < nvals; j++)
+				{
+					char		mapped[32];
+					const char *v = vals[j];
+
+					if (strcmp(keys[i], "Replicant-Relation-Seq") == 0)
+					{
+						uint64_t	rel = strtoull(v, NULL, 10);
+						size_t		k;
+
+						for (k = n; k > 0; k--)
+							if (old_of[k - 1] == rel)
+							{
+								snprintf(mapped, sizeof(mapped), "%" PRIu64, new_of[k - 1]);
+								v = mapped;
+								break;
+							}
+					}
+					if ((s = natsMsgHeader_Add(c, keys[i], v)) != NATS_OK)
+						die("header", s, 0);
+				}
+				free((void *) vals);
+			}
+			free((void *) keys);
+		}
+		if (n == cap)
+		{
+			cap = cap ? cap * 2 : 1024;
+			old_of = realloc(old_of, cap * sizeof(uint64_t));
+			new_of = realloc(new_of, cap * sizeof(uint64_t));
+			if (old_of == NULL || new_of == NULL)
+			{
+				fprintf(stderr, "nats_dump: out of memory\n");
+				exit(1);
+			}
+		}
+		old_of[n] = seq;
+		new_of[n] = publish_retry(js, c);
+		printf("%" PRIu64 " %" PRIu64 "\n", seq, new_of[n]);
+		n++;
+		natsMsg_Destroy(c);
+		natsMsg_Destroy(m);
+	}
+	free(old_of);
+	free(new_of);
+}
+
+static void
+delete_msg(jsCtx *js, const char *stream, uint64_t seq)
+{
+	jsErrCode	jerr = 0;
+	natsStatus	s = js_DeleteMsg(js, stream, seq, NULL, &jerr);
+
+	if (s != NATS_OK)
+		die("delete message", s, jerr);
+}
+
+static void
+purge_below(jsCtx *js, const char *stream, uint64_t seq)
+{
+	jsOptions	o;
+	jsErrCode	jerr = 0;
+	natsStatus	s;
+
+	jsOptions_Init(&o);
+	o.Stream.Purge.Sequence = seq;
+	if ((s = js_PurgeStream(js, stream, &o, &jerr)) != NATS_OK)
+		die("purge stream", s, jerr);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -508,7 +681,24 @@ main(int argc, char **argv)
 	else if (strcmp(cmd, "info") == 0)
 		info(js, argv[2]);
 	else if (strcmp(cmd, "create") == 0 && argc == 7)
-		create(js, argv[2], argv[4], strtoll(argv[5], NULL, 10), strtoll(argv[6], NULL, 10));
+		create(js, argv[2], argv[4], strtoll(argv[5], NULL, 10), strtoll(argv[6], NULL, 10), true);
+	else if (strcmp(cmd, "create-open") == 0 && argc == 6)
+		create(js, argv[2], argv[4], -1, strtoll(argv[5], NULL, 10), false);
+	else if (strcmp(cmd, "copy") == 0 && argc >= 9)
+	{
+		uint64_t   *skip = calloc(argc, sizeof(uint64_t));
+		int			i;
+
+		for (i = 9; i < argc; i++)
+			skip[i - 9] = strtoull(argv[i], NULL, 10);
+		copy(js, argv[2], argv[4], argv[5], argv[6], strtoull(argv[7], NULL, 10),
+			 strtoull(argv[8], NULL, 10), skip, argc - 9);
+		free(skip);
+	}
+	else if (strcmp(cmd, "delete") == 0 && argc == 5)
+		delete_msg(js, argv[2], strtoull(argv[4], NULL, 10));
+	else if (strcmp(cmd, "purge-below") == 0 && argc == 5)
+		purge_below(js, argv[2], strtoull(argv[4], NULL, 10));
 	else if (strcmp(cmd, "max-bytes") == 0 && argc == 5)
 		set_max_bytes(js, argv[2], strtoll(argv[4], NULL, 10));
 	else if (strcmp(cmd, "tail") == 0)
