@@ -246,6 +246,15 @@ read_stream HOLE_E hole_e "$work/e.log"
 halted e HOLE_E '[Ss]ystem' "the system id"
 nothing_from e "$work/e.log" 100
 
+# ---- (g) a stream the sink never writes (two subjects): refused as a config error (exit 1)
+rp_nats_tool HOLE_G create-open "hg1,hg2" 3
+rc=0
+timeout 120 replicant --source "$(rp_nats_sink_url)" --nats-stream HOLE_G -S hole_g --state-dir "$work/st-hole_g" \
+	--start --sink "file:$work/g.log" --no-loop 2>"$work/hole_g.err" || rc=$?
+((rc == 1)) || fail "(g) a reader of a stream with two subjects exited $rc, not 1"
+grep -q 'NATS stream "HOLE_G" has 2 subjects' "$work/hole_g.err" || fail "(g) the refusal does not name the stream and its 2 subjects: $(tail -1 "$work/hole_g.err")"
+printf '(g) refused (exit 1): %s\n' "$(grep -m1 'error' "$work/hole_g.err")"
+
 status=0
-printf 'PASS nats_source_hole: a deleted sequence, a transaction cut short, an index gap, a broken chain, a purge below the checkpoint, a checkpoint of another stream and of a slot, another system id: each halted with exit 3 naming it, nothing of the damage delivered (%ds)\n' \
+printf 'PASS nats_source_hole: a deleted sequence, a transaction cut short, an index gap, a broken chain, a purge below the checkpoint, a checkpoint of another stream and of a slot, another system id: each halted with exit 3 naming it, nothing of the damage delivered; a stream of two subjects refused (%ds)\n' \
 	"$((SECONDS - started))"

@@ -381,16 +381,23 @@ create(jsCtx *js, const char *stream, const char *prefix, int64_t max_bytes, int
 	   bool deny)
 {
 	jsStreamConfig cfg;
-	char		subject[1024];
-	const char *subjects[1];
+	char		subject[2][1024];
+	const char *subjects[2];
+	const char *comma = strchr(prefix, ',');
 	double		deadline = now_s() + RETRY_SECONDS;
 
-	snprintf(subject, sizeof(subject), "%s.>", prefix);
-	subjects[0] = subject;
+	/* "a,b": two subjects, a.> and b.> (a stream the sink never writes) */
+	snprintf(subject[0], sizeof(subject[0]), "%.*s.>", comma ? (int) (comma - prefix) : (int) strlen(prefix), prefix);
+	subjects[0] = subject[0];
+	if (comma)
+	{
+		snprintf(subject[1], sizeof(subject[1]), "%s.>", comma + 1);
+		subjects[1] = subject[1];
+	}
 	jsStreamConfig_Init(&cfg);
 	cfg.Name = stream;
 	cfg.Subjects = subjects;
-	cfg.SubjectsLen = 1;
+	cfg.SubjectsLen = comma ? 2 : 1;
 	cfg.Storage = js_FileStorage;
 	cfg.Retention = js_LimitsPolicy;
 	cfg.MaxBytes = max_bytes;
