@@ -97,6 +97,38 @@ insert_t(RpBuf *b, uint32_t xid, int32_t id, const char *note)
 	rp_buf_end_record(b, at);
 }
 
+/* Two inserts of every encoding (both value shapes), then a delete by its old key. */
+static void
+all_encodings_changes(RpBuf *b, bool with_update)
+{
+	size_t		at;
+
+	for (int v = 0; v < 2; v++)
+	{
+		at = rp_enc_change_start(b, RP_TAG_INSERT, FZ_REL_ALL, 0, 0);
+		fz_tuple_all(b, v);
+		rp_buf_end_record(b, at);
+	}
+	if (with_update)
+	{
+		at = rp_enc_change_start(b, RP_TAG_UPDATE, FZ_REL_ALL, RP_CHANGE_OLD_KEY, 0);
+		rp_enc_tuple_start(b, RP_ENC__COUNT);
+		rp_enc_datum_kind(b, RP_DATUM_VALUE);
+		fz_value(b, 0, 1);
+		for (int e = 1; e < RP_ENC__COUNT; e++)
+			rp_enc_datum_kind(b, RP_DATUM_NOT_IN_KEY);
+		fz_tuple_all(b, 1);
+		rp_buf_end_record(b, at);
+	}
+	at = rp_enc_change_start(b, RP_TAG_DELETE, FZ_REL_ALL, RP_CHANGE_OLD_KEY, 0);
+	rp_enc_tuple_start(b, RP_ENC__COUNT);
+	rp_enc_datum_kind(b, RP_DATUM_VALUE);
+	fz_value(b, 0, 0);
+	for (int e = 1; e < RP_ENC__COUNT; e++)
+		rp_enc_datum_kind(b, RP_DATUM_NOT_IN_KEY);
+	rp_buf_end_record(b, at);
+}
+
 /*
  * fuzz_jsonwire's seeds: records rendered as the NATS sink publishes them,
  * each after the byte that picks how the target reads it (0: a change of
@@ -131,7 +163,6 @@ json_seeds(void)
 	RpBuf		rels,
 				b;
 	RpRecord	rec;
-	size_t		at;
 	int			n = 0;
 	char		name[64];
 
@@ -147,19 +178,7 @@ json_seeds(void)
 	}
 
 	rp_buf_init(&b, 0);
-	for (int v = 0; v < 2; v++)
-	{
-		at = rp_enc_change_start(&b, RP_TAG_INSERT, FZ_REL_ALL, 0, 0);
-		fz_tuple_all(&b, v);
-		rp_buf_end_record(&b, at);
-	}
-	at = rp_enc_change_start(&b, RP_TAG_DELETE, FZ_REL_ALL, RP_CHANGE_OLD_KEY, 0);
-	rp_enc_tuple_start(&b, RP_ENC__COUNT);
-	rp_enc_datum_kind(&b, RP_DATUM_VALUE);
-	fz_value(&b, 0, 0);
-	for (int e = 1; e < RP_ENC__COUNT; e++)
-		rp_enc_datum_kind(&b, RP_DATUM_NOT_IN_KEY);
-	rp_buf_end_record(&b, at);
+	all_encodings_changes(&b, false);
 	rp_enc_message(&b, false, 0, 0x16B3748, "audit", "nightly \"run\"", 14);
 	rp_decoder_records(&dec, b.data, b.len);
 	while (rp_decoder_next(&dec, &rec) == 1)
@@ -190,27 +209,7 @@ main(int argc, char **argv)
 	/* every encoding: inserts, an update with the old key, a delete */
 	frame(&b);
 	rp_enc_begin(&b, 700, 0x16B374D848ULL, 1700000000000000LL);
-	for (int v = 0; v < 2; v++)
-	{
-		at = rp_enc_change_start(&b, RP_TAG_INSERT, FZ_REL_ALL, 0, 0);
-		fz_tuple_all(&b, v);
-		rp_buf_end_record(&b, at);
-	}
-	at = rp_enc_change_start(&b, RP_TAG_UPDATE, FZ_REL_ALL, RP_CHANGE_OLD_KEY, 0);
-	rp_enc_tuple_start(&b, RP_ENC__COUNT);
-	rp_enc_datum_kind(&b, RP_DATUM_VALUE);
-	fz_value(&b, 0, 1);
-	for (int e = 1; e < RP_ENC__COUNT; e++)
-		rp_enc_datum_kind(&b, RP_DATUM_NOT_IN_KEY);
-	fz_tuple_all(&b, 1);
-	rp_buf_end_record(&b, at);
-	at = rp_enc_change_start(&b, RP_TAG_DELETE, FZ_REL_ALL, RP_CHANGE_OLD_KEY, 0);
-	rp_enc_tuple_start(&b, RP_ENC__COUNT);
-	rp_enc_datum_kind(&b, RP_DATUM_VALUE);
-	fz_value(&b, 0, 0);
-	for (int e = 1; e < RP_ENC__COUNT; e++)
-		rp_enc_datum_kind(&b, RP_DATUM_NOT_IN_KEY);
-	rp_buf_end_record(&b, at);
+	all_encodings_changes(&b, true);
 	rp_enc_commit(&b, 0x16B374D848ULL, 0x16B374D878ULL, 1700000000000001LL);
 	emit("txn_all_encodings", &b, true);
 

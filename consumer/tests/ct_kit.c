@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/rp_cli.h"
 #include "rp_read.h"
 #include "rp_wire.h"
 
@@ -990,4 +991,44 @@ done:
 	rp_buf_free(&out);
 	rp_decoder_free(&dec);
 	return n;
+}
+
+/* ---- the command line ---- */
+
+/*
+ * rp_cli_parse on a NULL-terminated argv (argv[0] added), with stdout and
+ * stderr captured; *err (the caller frees) what it wrote on stderr.
+ */
+int
+ct_cli_parse(RpCli *cli, char **err, const char *const *args)
+{
+	char	   *argv[64];
+	int			argc = 0;
+	int			saved_out = dup(1),
+				saved_err = dup(2),
+				fo,
+				fe,
+				rc;
+
+	argv[argc++] = "replicant";
+	for (; *args; args++)
+		argv[argc++] = (char *) *args;
+	argv[argc] = NULL;
+	fflush(stdout);
+	fflush(stderr);
+	fo = open(ct_path("parse.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	fe = open(ct_path("parse.err"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fo, 1);
+	dup2(fe, 2);
+	rc = rp_cli_parse(cli, argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(saved_out, 1);
+	dup2(saved_err, 2);
+	close(fo);
+	close(fe);
+	close(saved_out);
+	close(saved_err);
+	*err = ct_slurp(ct_path("parse.err"), NULL);
+	return rc;
 }

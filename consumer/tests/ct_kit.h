@@ -69,6 +69,14 @@ extern bool ct_exists(const char *path);
 extern off_t ct_file_size(const char *path);
 /* Whole file into a NUL-terminated malloc'd buffer (caller frees). */
 extern char *ct_slurp(const char *path, size_t *lenp);
+
+struct RpCli;
+
+/*
+ * rp_cli_parse on a NULL-terminated argv (argv[0] added), with stdout and
+ * stderr captured; *err (the caller frees) what it wrote on stderr.
+ */
+extern int	ct_cli_parse(struct RpCli *cli, char **err, const char *const *args);
 extern void ct_write_file(const char *path, const void *data, size_t len, bool append);
 /* Number of directory entries (other than . and ..) whose name has prefix. */
 extern int	ct_count_entries(const char *dir, const char *prefix);

@@ -23,40 +23,6 @@ conf(const char *name, const char *text)
 	return path;
 }
 
-/* rp_cli_parse on argv[0] and args, stdout and stderr captured; *err: stderr. */
-static int
-parse(RpCli *cli, char **err, const char *const *args)
-{
-	char	   *argv[64];
-	int			argc = 0;
-	int			saved_out = dup(1),
-				saved_err = dup(2),
-				fo,
-				fe,
-				rc;
-
-	argv[argc++] = "replicant";
-	for (; *args; args++)
-		argv[argc++] = (char *) *args;
-	argv[argc] = NULL;
-	fflush(stdout);
-	fflush(stderr);
-	fo = open(ct_path("parse.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	fe = open(ct_path("parse.err"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	dup2(fo, 1);
-	dup2(fe, 2);
-	rc = rp_cli_parse(cli, argc, argv);
-	fflush(stdout);
-	fflush(stderr);
-	dup2(saved_out, 1);
-	dup2(saved_err, 2);
-	close(fo);
-	close(fe);
-	close(saved_out);
-	close(saved_err);
-	*err = ct_slurp(ct_path("parse.err"), NULL);
-	return rc;
-}
 
 /* Every kind of line, and every value reaches the RpCli. */
 START_TEST(test_config_values)
@@ -83,7 +49,7 @@ START_TEST(test_config_values)
 							"endpos = 0/ABC\n");
 	const char *const args[] = {"--config", path, NULL};
 
-	ck_assert_int_eq(parse(&cli, &err, args), RP_CLI_RUN);
+	ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
 	ck_assert_str_eq(err, "");
 	ck_assert_str_eq(cli.slot, "cdc");
 	ck_assert(cli.start);
@@ -125,7 +91,7 @@ START_TEST(test_config_command_line_wins)
 		const char *const args[] = {"-S", "cmd", "--batch-txns=9", "--config", path,
 		"-o", "include_tables=a.b", NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_CLI_RUN);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
 		ck_assert_str_eq(err, "");
 		ck_assert_str_eq(cli.slot, "cmd");
 		ck_assert_int_eq(cli.limits.max_txns, 9);
@@ -143,7 +109,7 @@ START_TEST(test_config_command_line_wins)
 		const char *const args[] = {word, NULL};
 
 		snprintf(word, sizeof(word), "--config=%s", path);
-		ck_assert_int_eq(parse(&cli, &err, args), RP_CLI_RUN);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
 		ck_assert_str_eq(err, "");
 		ck_assert_str_eq(cli.slot, "fromfile");
 		ck_assert_int_eq(cli.limits.max_txns, 7);
@@ -155,7 +121,7 @@ START_TEST(test_config_command_line_wins)
 		/* a command-line usage error is still the command line's own */
 		const char *const args[] = {"--config", path, "--batch-txns=0", NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_EXIT_USAGE);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_EXIT_USAGE);
 		ck_assert_msg(strstr(err, "replicant: error: invalid value \"0\" for option --batch-txns") != NULL, "%s", err);
 		ck_assert(strstr(err, "configuration file") == NULL);
 		free(err);
@@ -204,7 +170,7 @@ START_TEST(test_config_errors)
 		const char *path = conf("e.conf", cases[i].text);
 		const char *const args[] = {"--config", path, NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_EXIT_USAGE);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_EXIT_USAGE);
 		snprintf(want, sizeof(want), "replicant: error: configuration file \"%s\", line %d", path, cases[i].line);
 		ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "case %zu: got %s", i, err);
 		ck_assert_msg(strstr(err, cases[i].says) != NULL, "case %zu: got %s", i, err);
@@ -226,7 +192,7 @@ START_TEST(test_config_unreadable)
 	{
 		const char *const args[] = {"-S", "s", "--start", "--config", "/nonexistent/r.conf", NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_EXIT_USAGE);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_EXIT_USAGE);
 		ck_assert_msg(strstr(err, "could not open configuration file \"/nonexistent/r.conf\": No such file or directory") != NULL, "%s", err);
 		free(err);
 		rp_cli_free(&cli);
@@ -236,7 +202,7 @@ START_TEST(test_config_unreadable)
 		const char *const args[] = {"--config", path, NULL};
 
 		ct_write_file(path, "slot = s\nstart\0\n", 16, false);
-		ck_assert_int_eq(parse(&cli, &err, args), RP_EXIT_USAGE);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_EXIT_USAGE);
 		ck_assert_msg(strstr(err, "line 2: a NUL byte") != NULL, "%s", err);
 		free(err);
 		rp_cli_free(&cli);
@@ -245,7 +211,7 @@ START_TEST(test_config_unreadable)
 		/* --config needs its argument like any option */
 		const char *const args[] = {"-S", "s", "--start", "--config", NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_EXIT_USAGE);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_EXIT_USAGE);
 		ck_assert_msg(strstr(err, "option \"--config\" requires an argument") != NULL, "%s", err);
 		free(err);
 		rp_cli_free(&cli);
@@ -275,7 +241,7 @@ START_TEST(test_config_secrets)
 		const char *path = conf("s.conf", cases[i].text);
 		const char *const args[] = {"--config", path, NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_EXIT_USAGE);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_EXIT_USAGE);
 		ck_assert_msg(strstr(err, cases[i].says) != NULL, "case %zu: got %s", i, err);
 		ck_assert_msg(strstr(err, "hunter2") == NULL, "case %zu: the secret shows: %s", i, err);
 		free(err);
@@ -297,7 +263,7 @@ START_TEST(test_config_help)
 	char	   *out;
 	const char *const args[] = {"--help", NULL};
 
-	ck_assert_int_eq(parse(&cli, &err, args), RP_EXIT_OK);
+	ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_EXIT_OK);
 	out = ct_slurp(ct_path("parse.out"), NULL);
 	ck_assert_msg(strstr(out, "--config=FILE") != NULL, "%s", out);
 	free(out);

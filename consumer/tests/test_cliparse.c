@@ -251,43 +251,6 @@ START_TEST(test_conninfo)
 }
 END_TEST
 
-/*
- * rp_cli_parse on a NULL-terminated argv (argv[0] added), with stdout and
- * stderr captured; *err (the caller frees) what it wrote on stderr.
- */
-static int
-parse(RpCli *cli, char **err, const char *const *args)
-{
-	char	   *argv[64];
-	int			argc = 0;
-	int			saved_out = dup(1),
-				saved_err = dup(2),
-				fo,
-				fe,
-				rc;
-
-	argv[argc++] = "replicant";
-	for (; *args; args++)
-		argv[argc++] = (char *) *args;
-	argv[argc] = NULL;
-	fflush(stdout);
-	fflush(stderr);
-	fo = open(ct_path("parse.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	fe = open(ct_path("parse.err"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	dup2(fo, 1);
-	dup2(fe, 2);
-	rc = rp_cli_parse(cli, argc, argv);
-	fflush(stdout);
-	fflush(stderr);
-	dup2(saved_out, 1);
-	dup2(saved_err, 2);
-	close(fo);
-	close(fe);
-	close(saved_out);
-	close(saved_err);
-	*err = ct_slurp(ct_path("parse.err"), NULL);
-	return rc;
-}
 
 START_TEST(test_parse_connection)
 {
@@ -298,7 +261,7 @@ START_TEST(test_parse_connection)
 		const char *const args[] = {"-d", "host=h1 dbname=src", "-h", "/tmp/x", "-p", "5433",
 		"-U", "bob", "-S", "s", "--start", NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_CLI_RUN);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
 		ck_assert_str_eq(err, "");
 		assert_conn(cli.dbname, "host", "/tmp/x");
 		assert_conn(cli.dbname, "port", "5433");
@@ -312,7 +275,7 @@ START_TEST(test_parse_connection)
 		const char *const args[] = {"--host=/tmp/y", "--port=1", "--username=u", "-S", "s",
 		"--create-slot", "-W", "-w", NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_CLI_RUN);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
 		ck_assert(!cli.password_prompt);	/* the last of -W and -w wins */
 		assert_conn(cli.dbname, "host", "/tmp/y");
 		assert_conn(cli.dbname, "port", "1");
@@ -326,7 +289,7 @@ START_TEST(test_parse_connection)
 		const char *const args[] = {"--source", "nats://h:1,h:2", "--nats-stream", "REPLICANT_cdc", "-S", "r1",
 		"--start", "--endpos", "42", "--nats-subjects", "replicant.cdc.public.*", NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_CLI_RUN);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
 		ck_assert_str_eq(err, "");
 		ck_assert_str_eq(cli.source, "nats://h:1,h:2");
 		ck_assert_str_eq(cli.nats.stream, "REPLICANT_cdc");
@@ -340,7 +303,7 @@ START_TEST(test_parse_connection)
 		/* -d alone is passed on as written: nothing composed */
 		const char *const args[] = {"-d", "postgresql:///src?host=/tmp", "-S", "s", "--start", NULL};
 
-		ck_assert_int_eq(parse(&cli, &err, args), RP_CLI_RUN);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
 		ck_assert_str_eq(cli.dbname, "postgresql:///src?host=/tmp");
 		ck_assert_ptr_null(cli.conninfo);
 		free(err);
@@ -426,7 +389,7 @@ START_TEST(test_usage_errors)
 	{
 		RpCli		cli;
 		char	   *err;
-		int			rc = parse(&cli, &err, cases[i].args);
+		int			rc = ct_cli_parse(&cli, &err, cases[i].args);
 		size_t		len = strlen(err);
 
 		ck_assert_msg(rc == RP_EXIT_USAGE, "case %zu (%s): exit %d", i, cases[i].says, rc);
@@ -452,7 +415,7 @@ START_TEST(test_help_version)
 	char	   *err,
 			   *out;
 
-	ck_assert_int_eq(parse(&cli, &err, help), RP_EXIT_OK);
+	ck_assert_int_eq(ct_cli_parse(&cli, &err, help), RP_EXIT_OK);
 	out = ct_slurp(ct_path("parse.out"), NULL);
 	/* grouped as the option table is */
 	ck_assert_ptr_nonnull(strstr(out, "Action to be performed:"));
@@ -465,9 +428,9 @@ START_TEST(test_help_version)
 	ck_assert_str_eq(err, "");
 	free(out);
 	free(err);
-	ck_assert_int_eq(parse(&cli, &err, qhelp), RP_EXIT_OK);
+	ck_assert_int_eq(ct_cli_parse(&cli, &err, qhelp), RP_EXIT_OK);
 	free(err);
-	ck_assert_int_eq(parse(&cli, &err, version), RP_EXIT_OK);
+	ck_assert_int_eq(ct_cli_parse(&cli, &err, version), RP_EXIT_OK);
 	out = ct_slurp(ct_path("parse.out"), NULL);
 	ck_assert_ptr_nonnull(strstr(out, "replicant (replicant) "));
 	free(out);
@@ -486,7 +449,7 @@ START_TEST(test_log)
 	int			saved = dup(2);
 	int			fe;
 
-	ck_assert_int_eq(parse(&cli, &err, quiet), RP_CLI_RUN);
+	ck_assert_int_eq(ct_cli_parse(&cli, &err, quiet), RP_CLI_RUN);
 	free(err);
 	rp_cli_free(&cli);
 	fe = open(ct_path("log.err"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -500,7 +463,7 @@ START_TEST(test_log)
 	ck_assert_str_eq(err, "replicant: error: shown 2\n");
 	free(err);
 
-	ck_assert_int_eq(parse(&cli, &err, verbose), RP_CLI_RUN);
+	ck_assert_int_eq(ct_cli_parse(&cli, &err, verbose), RP_CLI_RUN);
 	free(err);
 	rp_cli_free(&cli);
 	fe = open(ct_path("log.err"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
