@@ -34,14 +34,8 @@ static const char *const rp_mirror_setup_sql =
 "  system_id text NOT NULL, slot text NOT NULL, timeline integer NOT NULL,"
 "  commit_lsn pg_catalog.pg_lsn NOT NULL, end_lsn pg_catalog.pg_lsn NOT NULL,"
 "  updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),"
+"  source text NOT NULL DEFAULT 'slot', source_seq bigint,"
 "  PRIMARY KEY (system_id, slot));"
-/*
- * what the row's positions were read from: 'slot', or 'nats:<stream>' and
- * the stream sequence they reach (destinations made before fan-out get
- * the columns here)
- */
-"ALTER TABLE @bk.checkpoint ADD COLUMN IF NOT EXISTS source text NOT NULL DEFAULT 'slot',"
-"  ADD COLUMN IF NOT EXISTS source_seq bigint;"
 "CREATE TABLE IF NOT EXISTS @bk.messages ("
 "  system_id text NOT NULL, slot text NOT NULL, lsn pg_catalog.pg_lsn NOT NULL,"
 "  transactional boolean NOT NULL, commit_lsn pg_catalog.pg_lsn, prefix text NOT NULL,"
@@ -370,6 +364,40 @@ rp_mirror_read_max_ident(RpMirror *pg)
 	return rc;
 }
 
+/*
+ * The checkpoint row says what its positions were read from: 'slot', or
+ * 'nats:<stream>' and the stream sequence they reach (source, source_seq).
+ * A destination made before fan-out gets the columns here, and only then:
+ * ALTER TABLE takes the table's exclusive lock, which would queue behind
+ * any other mirror's open batch (and every later batch behind it) at each
+ * start.
+ */
+static int
+rp_mirror_checkpoint_columns(RpMirror *pg)
+{
+	const char *vals[1] = {pg->opts.bookkeeping_schema ? pg->opts.bookkeeping_schema : "replicant"};
+	PGresult   *res;
+	bool		have;
+
+	res = PQexecParams(pg->conn,
+					   "SELECT count(*) = 2 FROM pg_catalog.pg_attribute a"
+					   " JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
+					   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+					   " WHERE n.nspname = $1 AND c.relname = 'checkpoint'"
+					   " AND a.attname IN ('source', 'source_seq') AND NOT a.attisdropped",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		return rp_mirror_fail_result(pg, res, "reading the checkpoint table's columns", NULL);
+	have = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if (have)
+		return 0;
+	return rp_mirror_exec(pg, rp_mirror_bk(pg, "ALTER TABLE @bk.checkpoint"
+									   " ADD COLUMN IF NOT EXISTS source text NOT NULL DEFAULT 'slot',"
+									   " ADD COLUMN IF NOT EXISTS source_seq bigint"),
+						  "adding the checkpoint table's source columns", NULL);
+}
+
 int
 rp_mirror_connect(RpMirror *pg)
 {
@@ -400,7 +428,9 @@ rp_mirror_connect(RpMirror *pg)
 		return -1;
 	if (rp_mirror_read_max_ident(pg) < 0)
 		return -1;
-	return rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_setup_sql), "creating the checkpoint table", NULL);
+	if (rp_mirror_exec(pg, rp_mirror_bk(pg, rp_mirror_setup_sql), "creating the checkpoint table", NULL) < 0)
+		return -1;
+	return rp_mirror_checkpoint_columns(pg);
 }
 
 /* ---- the checkpoint row ----------------------------------------------------------- */
