@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # A first look at replicant:  bash regress/demo.sh
+#                              bash regress/demo.sh --installed   (replicant as installed:
+#                              the packages, PGXN or an earlier make install; nothing built)
 #
 # Builds and installs replicant (like regress/run_tests.sh), starts a throwaway source and
 # destination cluster, creates two slots with the replicant output plugin, runs a small
@@ -13,9 +15,27 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
 
 if [[ ${1:-} != --phase-demo ]]; then
-	rp_build_install || exit 1
+	case ${1:-} in
+	'')
+		rp_build_install || exit 1
+		consumer=$RP_BINDIR/replicant
+		;;
+	--installed)
+		# the consumer on the PATH and the plugin in the server's library folder, neither
+		# from this tree
+		consumer=$(command -v replicant) || rp_die "--installed: no replicant on the PATH"
+		[[ $(realpath "$consumer") != "$(realpath "$RP_ROOT")"/* ]] ||
+			rp_die "--installed: $consumer is this tree's build"
+		[[ -f $("$PG_CONFIG" --pkglibdir)/replicant.so ]] ||
+			rp_die "--installed: no replicant.so in $("$PG_CONFIG" --pkglibdir)"
+		;;
+	*)
+		echo "usage: bash regress/demo.sh [--installed]" >&2
+		exit 2
+		;;
+	esac
 	rc=0
-	rp_run_unprivileged regress/demo.sh --phase-demo || rc=$?
+	rp_run_unprivileged regress/demo.sh --phase-demo "$consumer" || rc=$?
 	exit "$rc"
 fi
 
@@ -24,7 +44,8 @@ trap rp_cluster_cleanup_all EXIT
 SLOT=demo_slot
 LOG=$RP_ROOT/regress/log/demo-changes.jsonl
 STATE=$RP_ROOT/regress/log/demo-state
-REPLICANT=$RP_BINDIR/replicant
+REPLICANT=${2:-$RP_BINDIR/replicant}
+rp_say "the consumer: $REPLICANT; the plugin: $("$PG_CONFIG" --pkglibdir)/replicant.so"
 mkdir -p "$(dirname "$LOG")"
 
 src_sql() { rp_psql src -d demo "$@"; }

@@ -18,7 +18,8 @@
 #             with the files each must hold
 #   deb-run   the .debs installed (apt-get), the unit verified where it is installed, the
 #             same session with /usr/bin/replicant and the packaged plugin (no tree build on
-#             PATH), then apt-get purge: no file of either package left
+#             PATH), the demo on the installed files (regress/demo.sh --installed: a mirror
+#             and a log), then apt-get purge: no file of either package left
 # At the end the tree's build is installed again (make install in RP_RESTORE_TREE, the tree
 # by default). Logs in regress/log/packaging-*.log. The last line is "N passed, N failed".
 #
@@ -267,6 +268,7 @@ deb_run() {
 	man -w replicant || { echo "man replicant: no page"; rc=1; }
 	verify_unit /lib/systemd/system demo || rc=1
 	((rc == 0)) && { rp_run_unprivileged regress/packaging.sh --phase-session /usr/bin/replicant || rc=1; }
+	((rc == 0)) && { bash "$RP_ROOT/regress/demo.sh" --installed || { echo "the demo on the installed files failed"; rc=1; }; }
 	DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq replicant "$(dpkg-deb -f "$ext" Package)" || return 1
 	while read -r f; do
 		# folders the system shares (/usr/bin) stay; no file may

@@ -40,8 +40,12 @@
  *
  * Every read is a leader-routed get (js_GetMsg, the stream info API), not a direct get, so
  * what it prints is what the stream's RAFT group committed. A request that fails with a
- * timeout, no responders or no leader is retried for up to 120 s (leader elections).
- * Built by the scripts into their temp dir:
+ * timeout, no responders or no leader is retried for up to 120 s (leader elections); after
+ * 5 s of such answers on one connection it connects again, to a server picked at random: a
+ * node that rejoined the cluster can keep answering "JetStream system temporarily unavailable"
+ * (10008) from its own view of the meta group while the others serve the stream.
+ * The servers are tried from one picked at random, or from the first when NATS_DUMP_IN_ORDER is
+ * set (t/nats_dump_detached.sh). Built by the scripts into their temp dir:
  *   cc -O2 -o DIR/nats_dump regress/tools/nats_dump.c $(pkg-config --cflags --libs libnats)
  */
 #include <inttypes.h>
@@ -54,6 +58,18 @@
 #include <nats/nats.h>
 
 #define RETRY_SECONDS 120
+#define RECONNECT_SECONDS 5
+
+/*
+ * one connection for the whole run, to servers[first] (then the next ones in order);
+ * connect_js() replaces it, starting one server further on
+ */
+static const char *servers[16];
+static int	nservers;
+static int	first;
+static natsOptions *opts;
+static natsConnection *nc;
+static jsCtx *js;
 
 static void
 die(const char *what, natsStatus s, jsErrCode jerr)
@@ -115,8 +131,70 @@ put_str(FILE *f, const char *s)
 	put_json_string(f, s, (int) strlen(s));
 }
 
+/* connect (again): a cluster with a node down answers on another, so retry while none does */
+static void
+connect_js(void)
+{
+	double		deadline = now_s() + RETRY_SECONDS;
+	jsOptions	jo;
+	natsStatus	s;
+
+	const char *order[16];
+	int			i;
+
+	if (js != NULL)
+		jsCtx_Destroy(js);
+	js = NULL;
+	if (nc != NULL)
+		natsConnection_Destroy(nc);
+	nc = NULL;
+	for (i = 0; i < nservers; i++)
+		order[i] = servers[(first + i) % nservers];
+	first++;
+	natsOptions_Destroy(opts);
+	opts = NULL;
+	if ((s = natsOptions_Create(&opts)) != NATS_OK ||
+		(s = natsOptions_SetServers(opts, order, nservers)) != NATS_OK ||
+		(s = natsOptions_SetNoRandomize(opts, true)) != NATS_OK ||
+		(s = natsOptions_SetTimeout(opts, 5000)) != NATS_OK ||
+		(s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||
+		(s = natsOptions_SetReconnectWait(opts, 200)) != NATS_OK)
+		die("options", s, 0);
+	while ((s = natsConnection_Connect(&nc, opts)) != NATS_OK)
+	{
+		if (now_s() > deadline)
+			die("connect", s, 0);
+		usleep(200 * 1000);
+	}
+	jsOptions_Init(&jo);
+	jo.Wait = 5000;
+	if ((s = natsConnection_JetStream(&js, nc, &jo)) != NATS_OK)
+		die("jetstream context", s, 0);
+}
+
+/* between two tries of a request that got a transient answer */
+static void
+retry_pause(void)
+{
+	static double first;
+	static double last;
+	double		now = now_s();
+
+	/* a streak: transient answers no more than a second apart */
+	if (last == 0 || now - last > 1.0)
+		first = now;
+	last = now;
+	if (now - first > RECONNECT_SECONDS)
+	{
+		connect_js();
+		first = last = 0;
+		return;
+	}
+	usleep(200 * 1000);
+}
+
 static jsStreamInfo *
-stream_info(jsCtx *js, const char *stream)
+stream_info(const char *stream)
 {
 	double		deadline = now_s() + RETRY_SECONDS;
 
@@ -132,7 +210,7 @@ stream_info(jsCtx *js, const char *stream)
 			return NULL;
 		if (!transient(s, jerr) || now_s() > deadline)
 			die("stream info", s, jerr);
-		usleep(200 * 1000);
+		retry_pause();
 	}
 }
 
@@ -190,7 +268,7 @@ print_msg(uint64_t seq, natsMsg *m)
 
 /* the message at seq (NULL when the stream has none there), retried through elections */
 static natsMsg *
-get_msg(jsCtx *js, const char *stream, uint64_t seq)
+get_msg(const char *stream, uint64_t seq)
 {
 	double		deadline = now_s() + RETRY_SECONDS;
 
@@ -206,7 +284,7 @@ get_msg(jsCtx *js, const char *stream, uint64_t seq)
 			return NULL;
 		if (!transient(s, jerr) || now_s() > deadline)
 			die("get message", s, jerr);
-		usleep(200 * 1000);
+		retry_pause();
 	}
 }
 
@@ -229,9 +307,9 @@ is_data(natsMsg *m)
 }
 
 static void
-tail(jsCtx *js, const char *stream)
+tail(const char *stream)
 {
-	jsStreamInfo *si = stream_info(js, stream);
+	jsStreamInfo *si = stream_info(stream);
 	uint64_t	last,
 				seq;
 	natsMsg    *m;
@@ -249,12 +327,12 @@ tail(jsCtx *js, const char *stream)
 		printf("{\"seq\":0,\"last_complete_end\":\"\"}\n");
 		return;
 	}
-	m = get_msg(js, stream, last);
+	m = get_msg(stream, last);
 	seq = last;
 	/* walk back to the last message with Replicant-Last, skipping the open transaction */
 	while (seq > 0)
 	{
-		natsMsg    *w = (seq == last) ? m : get_msg(js, stream, seq);
+		natsMsg    *w = (seq == last) ? m : get_msg(stream, seq);
 		const char *lastv;
 		const char *idx;
 		uint64_t	next = seq - 1;
@@ -295,9 +373,9 @@ tail(jsCtx *js, const char *stream)
 }
 
 static void
-dump(jsCtx *js, const char *stream, uint64_t from, uint64_t to)
+dump(const char *stream, uint64_t from, uint64_t to)
 {
-	jsStreamInfo *si = stream_info(js, stream);
+	jsStreamInfo *si = stream_info(stream);
 	uint64_t	first,
 				last,
 				seq;
@@ -337,15 +415,15 @@ dump(jsCtx *js, const char *stream, uint64_t from, uint64_t to)
 			}
 			if (!transient(s, jerr) || now_s() > deadline)
 				die("get message", s, jerr);
-			usleep(200 * 1000);
+			retry_pause();
 		}
 	}
 }
 
 static void
-info(jsCtx *js, const char *stream)
+info(const char *stream)
 {
-	jsStreamInfo *si = stream_info(js, stream);
+	jsStreamInfo *si = stream_info(stream);
 	int			i;
 
 	if (si == NULL)
@@ -377,7 +455,7 @@ info(jsCtx *js, const char *stream)
 }
 
 static void
-create(jsCtx *js, const char *stream, const char *prefix, int64_t max_bytes, int64_t replicas,
+create(const char *stream, const char *prefix, int64_t max_bytes, int64_t replicas,
 	   bool deny)
 {
 	jsStreamConfig cfg;
@@ -414,18 +492,18 @@ create(jsCtx *js, const char *stream, const char *prefix, int64_t max_bytes, int
 			return;
 		if (!transient(s, jerr) || now_s() > deadline)
 			die("create stream", s, jerr);
-		usleep(200 * 1000);
+		retry_pause();
 	}
 }
 
 static void
-set_max_bytes(jsCtx *js, const char *stream, int64_t max_bytes)
+set_max_bytes(const char *stream, int64_t max_bytes)
 {
 	double		deadline = now_s() + RETRY_SECONDS;
 
 	for (;;)
 	{
-		jsStreamInfo *si = stream_info(js, stream);
+		jsStreamInfo *si = stream_info(stream);
 		jsErrCode	jerr = 0;
 		natsStatus	s;
 
@@ -441,12 +519,12 @@ set_max_bytes(jsCtx *js, const char *stream, int64_t max_bytes)
 			return;
 		if (!transient(s, jerr) || now_s() > deadline)
 			die("update stream", s, jerr);
-		usleep(200 * 1000);
+		retry_pause();
 	}
 }
 
 static void
-publish(jsCtx *js, int argc, char **argv)
+publish(int argc, char **argv)
 {
 	natsMsg    *m = NULL;
 	jsPubAck   *ack = NULL;
@@ -478,7 +556,7 @@ publish(jsCtx *js, int argc, char **argv)
 
 /* a publish of m retried through elections; the stream sequence it got */
 static uint64_t
-publish_retry(jsCtx *js, natsMsg *m)
+publish_retry(natsMsg *m)
 {
 	double		deadline = now_s() + RETRY_SECONDS;
 
@@ -502,7 +580,7 @@ publish_retry(jsCtx *js, natsMsg *m)
 		}
 		if (!transient(s, jerr) || now_s() > deadline)
 			die("publish", s, jerr);
-		usleep(200 * 1000);
+		retry_pause();
 	}
 }
 
@@ -516,7 +594,7 @@ cmp_u64(const void *a, const void *b)
 }
 
 static void
-copy(jsCtx *js, const char *stream, const char *src, const char *old_prefix,
+copy(const char *stream, const char *src, const char *old_prefix,
 	 const char *new_prefix, uint64_t from, uint64_t to, uint64_t *skip, int nskip)
 {
 	uint64_t	seq;
@@ -539,7 +617,7 @@ copy(jsCtx *js, const char *stream, const char *src, const char *old_prefix,
 
 		if (nskip > 0 && bsearch(&seq, skip, nskip, sizeof(uint64_t), cmp_u64) != NULL)
 			continue;
-		if ((m = get_msg(js, src, seq)) == NULL)
+		if ((m = get_msg(src, seq)) == NULL)
 			continue;
 		subject = natsMsg_GetSubject(m);
 		if (strncmp(subject, old_prefix, strlen(old_prefix)) != 0)
@@ -601,7 +679,7 @@ copy(jsCtx *js, const char *stream, const char *src, const char *old_prefix,
 			}
 		}
 		old_of[n] = seq;
-		new_of[n] = publish_retry(js, c);
+		new_of[n] = publish_retry(c);
 		printf("%" PRIu64 " %" PRIu64 "\n", seq, new_of[n]);
 		n++;
 		natsMsg_Destroy(c);
@@ -612,7 +690,7 @@ copy(jsCtx *js, const char *stream, const char *src, const char *old_prefix,
 }
 
 static void
-delete_msg(jsCtx *js, const char *stream, uint64_t seq)
+delete_msg(const char *stream, uint64_t seq)
 {
 	jsErrCode	jerr = 0;
 	natsStatus	s = js_DeleteMsg(js, stream, seq, NULL, &jerr);
@@ -622,7 +700,7 @@ delete_msg(jsCtx *js, const char *stream, uint64_t seq)
 }
 
 static void
-purge_below(jsCtx *js, const char *stream, uint64_t seq)
+purge_below(const char *stream, uint64_t seq)
 {
 	jsOptions	o;
 	jsErrCode	jerr = 0;
@@ -637,15 +715,7 @@ purge_below(jsCtx *js, const char *stream, uint64_t seq)
 int
 main(int argc, char **argv)
 {
-	natsOptions *opts = NULL;
-	natsConnection *nc = NULL;
-	jsCtx	   *js = NULL;
-	jsOptions	jo;
-	natsStatus	s;
 	const char *cmd;
-	double		deadline = now_s() + RETRY_SECONDS;
-	const char *servers[16];
-	int			nservers = 0;
 
 	if (argc < 4)
 	{
@@ -663,34 +733,21 @@ main(int argc, char **argv)
 			 tok = strtok_r(NULL, ",", &save))
 			servers[nservers++] = tok;
 	}
-	if ((s = natsOptions_Create(&opts)) != NATS_OK ||
-		(s = natsOptions_SetServers(opts, servers, nservers)) != NATS_OK ||
-		(s = natsOptions_SetTimeout(opts, 5000)) != NATS_OK ||
-		(s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||
-		(s = natsOptions_SetReconnectWait(opts, 200)) != NATS_OK)
-		die("options", s, 0);
-	/* a cluster with a node down: connect to another, retry while none answers */
-	while ((s = natsConnection_Connect(&nc, opts)) != NATS_OK)
-	{
-		if (now_s() > deadline)
-			die("connect", s, 0);
-		usleep(200 * 1000);
-	}
-	jsOptions_Init(&jo);
-	jo.Wait = 5000;
-	if ((s = natsConnection_JetStream(&js, nc, &jo)) != NATS_OK)
-		die("jetstream context", s, 0);
+	/* the first server at random (spreads the parallel dumps), unless the test asks for order */
+	if (getenv("NATS_DUMP_IN_ORDER") == NULL)
+		first = (int) (getpid() % nservers);
+	connect_js();
 
 	if (strcmp(cmd, "dump") == 0 && argc == 4)
-		dump(js, argv[2], 0, 0);
+		dump(argv[2], 0, 0);
 	else if (strcmp(cmd, "dump") == 0 && argc == 6)
-		dump(js, argv[2], strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10));
+		dump(argv[2], strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10));
 	else if (strcmp(cmd, "info") == 0)
-		info(js, argv[2]);
+		info(argv[2]);
 	else if (strcmp(cmd, "create") == 0 && argc == 7)
-		create(js, argv[2], argv[4], strtoll(argv[5], NULL, 10), strtoll(argv[6], NULL, 10), true);
+		create(argv[2], argv[4], strtoll(argv[5], NULL, 10), strtoll(argv[6], NULL, 10), true);
 	else if (strcmp(cmd, "create-open") == 0 && argc == 6)
-		create(js, argv[2], argv[4], -1, strtoll(argv[5], NULL, 10), false);
+		create(argv[2], argv[4], -1, strtoll(argv[5], NULL, 10), false);
 	else if (strcmp(cmd, "copy") == 0 && argc >= 9)
 	{
 		uint64_t   *skip = calloc(argc, sizeof(uint64_t));
@@ -698,20 +755,20 @@ main(int argc, char **argv)
 
 		for (i = 9; i < argc; i++)
 			skip[i - 9] = strtoull(argv[i], NULL, 10);
-		copy(js, argv[2], argv[4], argv[5], argv[6], strtoull(argv[7], NULL, 10),
+		copy(argv[2], argv[4], argv[5], argv[6], strtoull(argv[7], NULL, 10),
 			 strtoull(argv[8], NULL, 10), skip, argc - 9);
 		free(skip);
 	}
 	else if (strcmp(cmd, "delete") == 0 && argc == 5)
-		delete_msg(js, argv[2], strtoull(argv[4], NULL, 10));
+		delete_msg(argv[2], strtoull(argv[4], NULL, 10));
 	else if (strcmp(cmd, "purge-below") == 0 && argc == 5)
-		purge_below(js, argv[2], strtoull(argv[4], NULL, 10));
+		purge_below(argv[2], strtoull(argv[4], NULL, 10));
 	else if (strcmp(cmd, "max-bytes") == 0 && argc == 5)
-		set_max_bytes(js, argv[2], strtoll(argv[4], NULL, 10));
+		set_max_bytes(argv[2], strtoll(argv[4], NULL, 10));
 	else if (strcmp(cmd, "tail") == 0)
-		tail(js, argv[2]);
+		tail(argv[2]);
 	else if (strcmp(cmd, "publish") == 0 && argc >= 6)
-		publish(js, argc, argv);
+		publish(argc, argv);
 	else
 	{
 		fprintf(stderr, "nats_dump: unknown command or wrong arguments: %s\n", cmd);
