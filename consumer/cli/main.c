@@ -19,6 +19,8 @@ main(int argc, char **argv)
 	/* subcommands that need no server */
 	if (argc > 1 && strcmp(argv[1], "verify-snapshot") == 0)
 		return rp_verify_snapshot_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "verify") == 0)
+		return rp_dbverify_main(argc - 1, argv + 1);
 
 	rc = rp_cli_parse(&cli, argc, argv);
 	if (rc != RP_CLI_RUN)

@@ -156,6 +156,11 @@ extern int	rp_cli_backfill_start(RpCli *cli, RpSink *sink);
  */
 extern int	rp_verify_snapshot_main(int argc, char **argv);
 
+/* ---- rp_cli_dbverify.c: replicant verify (migrate/rp_dbverify.h) ---- */
+
+/* The mirror compared with its source; argv[0] is "verify"; returns the exit status. */
+extern int	rp_dbverify_main(int argc, char **argv);
+
 /* ---- rp_cli_log.c: PostgreSQL's frontend logging, for this program ---- */
 
 /* Messages of pg_log_info are shown from this level (-v) on. */
