@@ -4,7 +4,9 @@
  *    mirror caught up, and the report (see rp_dbverify.h).
  *
  * A chunk is first read on the source (its hash and last key, LIMIT
- * --chunk-rows in key order), then pg_current_wal_lsn() there, then the same
+ * --chunk-rows in key order), then pg_current_wal_insert_lsn() there (at
+ * or past the end of every commit the read saw, even an asynchronous one
+ * not yet written), then the same
  * key range on the destination.  A chunk that differs is re-read in rounds:
  * the source again (same bounds, now without a limit), its LSN L, a wait
  * until the mirror's checkpoint (end_lsn of the slot) is at or past L, the
@@ -70,6 +72,7 @@ typedef struct DbvTable
 	int64_t		chunks;
 	int64_t		rows;
 	int64_t		differing;
+	int64_t		reread;			/* chunks that differed on the first read */
 	bool		not_compared;
 } DbvTable;
 
@@ -125,7 +128,7 @@ dbv_pace(DbvRun *r, int64_t rows)
 static int
 dbv_source_lsn(DbvRun *r, uint64_t *lsn)
 {
-	PGresult   *res = dbv_exec(r, r->src, "SELECT pg_catalog.pg_current_wal_lsn()::text", 0, NULL,
+	PGresult   *res = dbv_exec(r, r->src, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0, NULL,
 							   "reading the WAL position", NULL);
 
 	if (res == NULL)
@@ -501,8 +504,11 @@ dbv_chunk_differs(DbvRun *r, DbvTable *t, int64_t chunk, int64_t first_row, cons
 {
 	DbvHash		s,
 				d;
-	int			rc = dbv_recheck(r, t, b, &s, &d);
+	int			rc;
 	RpBuf		line;
+
+	t->reread++;
+	rc = dbv_recheck(r, t, b, &s, &d);
 
 	if (rc < 0)
 		return -1;
@@ -661,7 +667,10 @@ dbv_keyless(DbvRun *r, DbvTable *t)
 		int			w;
 
 		if (deadline == 0)
+		{
+			t->reread++;
 			deadline = rp_clock_mono_us() + (int64_t) r->o->recheck_timeout_s * 1000000;
+		}
 		if (dbv_buckets(r, r->src, t, s1) < 0 || dbv_source_lsn(r, &lsn) < 0)
 		{
 			rc = -1;
@@ -781,7 +790,11 @@ dbv_tables(DbvRun *r)
 			else
 			{
 				nequal++;
-				if (!r->o->quiet)
+				if (!r->o->quiet && t.reread > 0)
+					printf("%s: equal (%" PRId64 " rows, %" PRId64 " chunks, %" PRId64
+						   " re-read after the mirror caught up)\n", t.qname, t.rows, t.chunks,
+						   t.reread);
+				else if (!r->o->quiet)
 					printf("%s: equal (%" PRId64 " rows, %" PRId64 " chunks)\n", t.qname, t.rows,
 						   t.chunks);
 			}
