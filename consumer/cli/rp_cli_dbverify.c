@@ -95,7 +95,8 @@ enum
 	OPT_KEYS_FILE,
 	OPT_CHUNK_ROWS,
 	OPT_RECHECK_TIMEOUT,
-	OPT_MAX_RATE
+	OPT_MAX_RATE,
+	OPT_HELP
 };
 
 int
@@ -113,7 +114,7 @@ rp_dbverify_main(int argc, char **argv)
 		{"recheck-timeout", required_argument, NULL, OPT_RECHECK_TIMEOUT},
 		{"max-rate", required_argument, NULL, OPT_MAX_RATE},
 		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, '?'},
+		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
 	RpDbVerifyOptions o;
@@ -179,15 +180,19 @@ rp_dbverify_main(int argc, char **argv)
 			case 'q':
 				o.quiet = true;
 				break;
+			case OPT_HELP:
+				dbverify_usage(stdout);
+				return RP_EXIT_OK;
 			case '?':
-				if (optopt == 0 || optopt == '?')
+				/* -? is help; anything else getopt could not match is a usage error */
+				if (optopt == '?' || (optopt == 0 && strcmp(argv[optind - 1], "-?") == 0))
 				{
 					dbverify_usage(stdout);
 					return RP_EXIT_OK;
 				}
-				if (optopt >= 256 || optopt < 0)
-					return dbverify_usage_error("unrecognized option \"%s\"", argv[optind - 1]);
-				return dbverify_usage_error("invalid option -%c", optopt);
+				if (optopt > 0 && optopt < 256)
+					return dbverify_usage_error("invalid option -%c", optopt);
+				return dbverify_usage_error("unrecognized option \"%s\"", argv[optind - 1]);
 			case ':':
 				return dbverify_usage_error("option \"%s\" needs a value", argv[optind - 1]);
 			default:

@@ -15,8 +15,9 @@
 #      exactly a, b, c (with the right chunk numbers and row counts) and n, not d or w; the
 #      --keys-file holds exactly the three planted keys; no planted value or key is in
 #      verify's output (G4: the canary).
-#   4. exit statuses: 2 for usage errors, 3 when the destination cannot be reached, 1 with the
-#      table named when a table is missing on the destination.
+#   4. exit statuses: 2 for usage errors, 3 when the destination cannot be reached or the slot has
+#      no checkpoint row, 1 with the table named when a table is missing on the destination (also
+#      under a --schema-prefix the mirror did not use).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -96,7 +97,7 @@ grep -q '^7 tables: 7 equal, 0 different, 0 not compared$' "$work/equal.out" ||
 grep -q '^public\.a: equal (5000 rows, 6 chunks)$' "$work/equal.out" ||
 	fail "a's line: $(grep '^public.a' "$work/equal.out")"
 # -S names the slot the same way
-run_verify equal_s --chunk-rows 1000 -S "$SLOT" -q
+run_verify equal_s --chunk-rows 1000 -S "$SLOT" -q --max-rate 200000
 ((vrc == 0)) || fail "verify -S $SLOT exited $vrc"
 [[ $(wc -l <"$work/equal_s.out") == 1 ]] || fail "-q printed more than the summary"
 
@@ -170,6 +171,13 @@ run_verify usage --chunk-rows 0
 ((vrc == 2)) || fail "--chunk-rows 0 exited $vrc, not 2"
 run_verify usage2 -o nonsense=1
 ((vrc == 2)) || fail "-o nonsense=1 exited $vrc, not 2"
+run_verify usage3 --bogus
+((vrc == 2)) || fail "--bogus exited $vrc, not 2"
+# --schema-prefix maps the names as the mirror's does: a prefix the mirror did not use finds nothing
+run_verify prefix --schema-prefix nope_ -o include_tables=public.a
+((vrc == 1)) || fail "a wrong --schema-prefix exited $vrc, not 1"
+grep -qx 'public.a: different: missing on the destination (nope_public.a)' "$work/prefix.out" ||
+	fail "the prefixed name: $(cat "$work/prefix.out")"
 vrc=0
 replicant verify --sink "postgres:$dst_CONNSTR" >/dev/null 2>&1 || vrc=$?
 ((vrc == 2)) || fail "no -d exited $vrc, not 2"
