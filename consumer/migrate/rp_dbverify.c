@@ -153,7 +153,13 @@ dbv_checkpoint(DbvRun *r, uint64_t *lsn)
 	return 0;
 }
 
-/* 1 when the checkpoint reached lsn before deadline_us, 0 not, -1 error */
+/*
+ * 1 when the checkpoint reached lsn before deadline_us, 0 not, -1 error.
+ * An idle mirror's checkpoint moves with the server's keepalives (once per
+ * status interval); an insert position just past a page header is reached
+ * only with the next WAL record, which an idle server writes within 15 s
+ * (the standby snapshot record).
+ */
 static int
 dbv_wait_checkpoint(DbvRun *r, uint64_t lsn, int64_t deadline_us)
 {

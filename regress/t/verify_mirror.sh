@@ -28,10 +28,9 @@ work=$(mktemp -d /tmp/rp-verify-mirror.XXXXXX)
 SLOT=verify_mirror
 consumer_pid=
 workload_pid=
-verify_pid=
 status=1
 
-cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid verify_pid; }
+cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid; }
 trap cleanup EXIT
 
 fail() { rp_e2e_fail verify_mirror "$work/*.err" 10 "$*"; }
