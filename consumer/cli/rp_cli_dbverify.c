@@ -46,6 +46,7 @@ dbverify_usage(FILE *f)
 			"                         mirror to catch up (default 60)\n"
 			"      --max-rate=N       read at most N rows per second on each server\n"
 			"  -q, --quiet            report only the tables that differ\n"
+			"  -v, --verbose          say on stderr which ranges are read again\n"
 			"  -?, --help             show this help, then exit\n\n"
 			"Output: one line per table (\"S.T: equal (N rows, K chunks)\"), one per differing\n"
 			"range (\"S.T: different: chunk K (rows A-B of the source): ...\"), then a summary.\n\n"
@@ -114,6 +115,7 @@ rp_dbverify_main(int argc, char **argv)
 		{"recheck-timeout", required_argument, NULL, OPT_RECHECK_TIMEOUT},
 		{"max-rate", required_argument, NULL, OPT_MAX_RATE},
 		{"quiet", no_argument, NULL, 'q'},
+		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
@@ -128,7 +130,7 @@ rp_dbverify_main(int argc, char **argv)
 	o.recheck_timeout_s = 60;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:S:o:q?", long_options, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":d:S:o:qv?", long_options, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -179,6 +181,9 @@ rp_dbverify_main(int argc, char **argv)
 				break;
 			case 'q':
 				o.quiet = true;
+				break;
+			case 'v':
+				o.verbose = true;
 				break;
 			case OPT_HELP:
 				dbverify_usage(stdout);

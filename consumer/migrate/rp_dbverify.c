@@ -514,6 +514,9 @@ dbv_chunk_differs(DbvRun *r, DbvTable *t, int64_t chunk, int64_t first_row, cons
 	RpBuf		line;
 
 	t->reread++;
+	if (r->o->verbose)
+		fprintf(stderr, "%s: %s: chunk %" PRId64 " differs on the first read: reading it again"
+				" once the mirror has caught up\n", PROG, t->qname, chunk);
 	rc = dbv_recheck(r, t, b, &s, &d);
 
 	if (rc < 0)
@@ -675,6 +678,9 @@ dbv_keyless(DbvRun *r, DbvTable *t)
 		if (deadline == 0)
 		{
 			t->reread++;
+			if (r->o->verbose)
+				fprintf(stderr, "%s: %s: the rows differ on the first read: reading them again"
+						" once the mirror has caught up\n", PROG, t->qname);
 			deadline = rp_clock_mono_us() + (int64_t) r->o->recheck_timeout_s * 1000000;
 		}
 		if (dbv_buckets(r, r->src, t, s1) < 0 || dbv_source_lsn(r, &lsn) < 0)

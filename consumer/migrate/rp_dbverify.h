@@ -42,6 +42,7 @@ typedef struct RpDbVerifyOptions
 	int			recheck_timeout_s;
 	int64_t		max_rate;		/* rows per second read on each side, 0: no limit */
 	bool		quiet;			/* only the differences */
+	bool		verbose;		/* say on stderr which chunks are re-read */
 } RpDbVerifyOptions;
 
 /* Compare; returns an RP_DBVERIFY_* status (reports on stdout, errors on stderr). */

@@ -4,12 +4,14 @@
 #
 # A mirror (--create-slot --snapshot --start --create-tables) of five tables: a, b (int keys),
 # c (a two-column key), d (untouched throughout) and n (no key, REPLICA IDENTITY FULL, rows in
-# duplicate pairs), plus w, the workload's table, whose every statement on the destination
-# sleeps (an event trigger: lib.sh rp_slow_new_tables) so that the mirror lags behind it.
+# duplicate pairs), plus w, the workload's table, whose apply on the destination waits behind a
+# SHARE lock (reads pass it) so that the mirror lags behind it until verify waits.
 #   1. caught up: verify exits 0, every table "equal".
 #   2. verify started while the mirror lags under a running workload on w (proved: the source's
-#      WAL position verify printed at its start is past the checkpoint it printed, and w's
-#      chunks differed on the first read) exits 0 once the mirror caught up.
+#      WAL position verify printed at its start is past the checkpoint it printed, verify -v says
+#      w's chunk differed on the first read, and the workload still runs then) exits 0 once the
+#      mirror caught up: the lock is released, the mirror catches up while the workload goes on,
+#      then the workload stops.
 #   3. planted on the destination: a changed value in a, a deleted row in b, an extra row in c
 #      (past the source's last key), one of n's duplicate pairs halved: verify exits 1 naming
 #      exactly a, b, c (with the right chunk numbers and row counts) and n, not d or w; the
@@ -28,9 +30,11 @@ work=$(mktemp -d /tmp/rp-verify-mirror.XXXXXX)
 SLOT=verify_mirror
 consumer_pid=
 workload_pid=
+verify_pid=
+locker_pid=
 status=1
 
-cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid; }
+cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid verify_pid locker_pid; }
 trap cleanup EXIT
 
 fail() { rp_e2e_fail verify_mirror "$work/*.err" 10 "$*"; }
@@ -55,8 +59,6 @@ INSERT INTO d SELECT i, 'd' || i, i * interval '1 second' FROM generate_series(1
 INSERT INTO n SELECT i, 'n' || i FROM generate_series(1, 300) i, generate_series(1, 2);
 INSERT INTO w SELECT i, 0 FROM generate_series(1, 2000) i;
 SQL
-# the mirror applies w's statements slowly: it lags while the workload runs
-rp_slow_new_tables dst 0.05 "INSERT OR UPDATE OR DELETE" '' w
 
 replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot --snapshot --start --create-tables \
 	--sink "postgres:$dst_CONNSTR" --state-dir "$work/state" -s 1 -v >"$work/consumer.out" 2>"$work/consumer.err" &
@@ -101,9 +103,21 @@ run_verify equal_s --chunk-rows 1000 -S "$SLOT" -q --max-rate 200000
 [[ $(wc -l <"$work/equal_s.out") == 1 ]] || fail "-q printed more than the summary"
 
 # ---- 2. a lagging mirror under a running workload
+# The mirror's apply of w waits behind a SHARE lock on the destination (reads pass it), so it
+# lags for as long as the script says, however fast the machine is.
+PGAPPNAME=vm_locker rp_psql dst -c "BEGIN; LOCK TABLE public.w IN SHARE MODE; SELECT pg_sleep(900);" \
+	>/dev/null 2>&1 &
+locker_pid=$!
+for _ in $(seq 1 600); do
+	[[ $(rp_psql dst -Atc "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+	     WHERE a.application_name = 'vm_locker' AND l.mode = 'ShareLock' AND l.granted") == 1 ]] && break
+	sleep 0.1
+done
+# the workload runs until $work/stop exists
 (
-	for i in $(seq 1 400); do
-		rp_psql src -c "UPDATE w SET v = v + 1 WHERE id = $(( (i * 37) % 2000 + 1 ))" >/dev/null 2>>"$work/workload.err" || break
+	for i in $(seq 1 100000); do
+		[[ -e $work/stop ]] && break
+		rp_psql src -c "UPDATE w SET v = v + 1 WHERE id = $(((i * 37) % 2000 + 1))" >/dev/null 2>>"$work/workload.err" || break
 	done
 ) &
 workload_pid=$!
@@ -115,9 +129,34 @@ for _ in $(seq 1 600); do
 	sleep 0.1
 done
 ((lag > 2000)) || fail "the mirror never lagged"
-run_verify lag --chunk-rows 1000 --recheck-timeout 300
-kill -0 "$workload_pid" 2>/dev/null && wait "$workload_pid"
+replicant verify -d "$src_CONNSTR" --sink "postgres:$dst_CONNSTR" --chunk-rows 1000 --recheck-timeout 300 -v \
+	>"$work/lag.out" 2>"$work/lag.verr" &
+verify_pid=$!
+# verify found w's first chunk different and waits for the checkpoint: let the mirror go on
+for _ in $(seq 1 3000); do
+	grep -q '^replicant verify: public\.w: chunk [0-9]* differs on the first read' "$work/lag.verr" && break
+	kill -0 "$verify_pid" 2>/dev/null || break
+	sleep 0.1
+done
+grep -q '^replicant verify: public\.w: chunk [0-9]* differs on the first read' "$work/lag.verr" ||
+	fail "verify did not find w different while the mirror was held back"
+kill -0 "$workload_pid" 2>/dev/null || fail "the workload ended before verify waited"
+held=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
+rp_psql dst -Atc "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'vm_locker'" >/dev/null
+wait "$locker_pid" || true
+locker_pid=
+# the mirror applies what it was held from while the workload goes on, then the workload stops
+for _ in $(seq 1 3000); do
+	ck=$(rp_dst_checkpoint dst "$SLOT")
+	[[ $(rp_psql src -Atc "SELECT '$ck'::pg_lsn >= '$held'") == t ]] && break
+	sleep 0.1
+done
+touch "$work/stop"
+wait "$workload_pid" || true
 workload_pid=
+vrc=0
+wait "$verify_pid" || vrc=$?
+verify_pid=
 ((vrc == 0)) || { cat "$work/lag.out"; fail "verify of a lagging mirror exited $vrc"; }
 start_line=$(grep '^replicant verify: source WAL at ' "$work/lag.verr") || fail "no start line"
 read -r src_at ck_at < <(sed -E 's/.* at ([0-9A-F]+\/[0-9A-F]+), mirror .* at ([0-9A-F]+\/[0-9A-F]+)$/\1 \2/' <<<"$start_line")
