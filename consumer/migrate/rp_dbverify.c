@@ -44,6 +44,7 @@ typedef struct DbvRun
 	PGconn	   *dst;
 	FILE	   *keys;
 	char	   *slot;			/* the checkpoint row's slot */
+	char		system_id[32];	/* the source's, or "" when it cannot be read */
 	RpBuf		ckpt_sql;
 	RpBuf		sql;
 	int64_t		rate_rows;		/* rows read since rate_t0 (--max-rate) */
@@ -141,8 +142,8 @@ dbv_source_lsn(DbvRun *r, uint64_t *lsn)
 static int
 dbv_checkpoint(DbvRun *r, uint64_t *lsn)
 {
-	const char *params[1] = {r->slot};
-	PGresult   *res = dbv_exec(r, r->dst, r->ckpt_sql.data, 1, params, "reading the checkpoint", NULL);
+	const char *params[2] = {r->slot, r->system_id};
+	PGresult   *res = dbv_exec(r, r->dst, r->ckpt_sql.data, 2, params, "reading the checkpoint", NULL);
 
 	if (res == NULL)
 		return -1;
@@ -177,22 +178,42 @@ dbv_wait_checkpoint(DbvRun *r, uint64_t lsn, int64_t deadline_us)
 	}
 }
 
+/*
+ * The source's system id as the mirror stores it (unsigned decimal), so
+ * that a destination holding mirrors of several sources picks this one's
+ * rows; "" when the role may not call pg_control_system() (then the slot
+ * alone names the row).
+ */
+static void
+dbv_system_id(DbvRun *r)
+{
+	PGresult   *res = PQexec(r->src,
+							 "SELECT CASE WHEN system_identifier < 0"
+							 " THEN (system_identifier::numeric + 18446744073709551616)::text"
+							 " ELSE system_identifier::text END FROM pg_catalog.pg_control_system()");
+
+	r->system_id[0] = '\0';
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+		snprintf(r->system_id, sizeof(r->system_id), "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+}
+
 /* The slot's row (-S), or the one row there is; the RP_DBVERIFY_* status of a failure. */
 static int
 dbv_find_slot(DbvRun *r)
 {
 	RpBuf		sql;
 	PGresult   *res;
+	const char *params[2] = {r->o->slot ? r->o->slot : "", r->system_id};
 	int			n;
 
+	dbv_system_id(r);
 	rp_buf_init(&sql, 256);
 	rp_buf_put_text(&sql, "SELECT slot, end_lsn::text FROM ");
 	rp_dbverify_put_ident(&sql, r->o->bookkeeping);
-	rp_buf_put_text(&sql, ".checkpoint");
-	if (r->o->slot)
-		rp_buf_put_text(&sql, " WHERE slot = $1");
+	rp_buf_put_text(&sql, ".checkpoint WHERE ($1 = '' OR slot = $1) AND ($2 = '' OR system_id = $2)");
 	rp_buf_put_char(&sql, '\0');
-	res = PQexecParams(r->dst, sql.data, r->o->slot ? 1 : 0, NULL, &r->o->slot, NULL, NULL, 0);
+	res = PQexecParams(r->dst, sql.data, 2, NULL, params, NULL, NULL, 0);
 	rp_buf_free(&sql);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
@@ -207,17 +228,25 @@ dbv_find_slot(DbvRun *r)
 		return RP_DBVERIFY_FAILED;
 	}
 	n = PQntuples(res);
-	if (n != 1)
+	if (n == 0)
 	{
 		if (r->o->slot)
-			fprintf(stderr, "%s: error: the destination's checkpoint table has no row of slot \"%s\"\n",
-					PROG, r->o->slot);
+			fprintf(stderr, "%s: error: the destination's checkpoint table has no row of slot \"%s\""
+					" for this source\n", PROG, r->o->slot);
 		else
-			fprintf(stderr, "%s: error: the destination's checkpoint table has %d rows:"
-					" name the mirror's slot with -S\n"
-					"Try \"%s --help\" for more information.\n", PROG, n, PROG);
+			fprintf(stderr, "%s: error: the destination's checkpoint table has no row for this source\n",
+					PROG);
 		PQclear(res);
-		return r->o->slot || n == 0 ? RP_DBVERIFY_FAILED : RP_DBVERIFY_USAGE;
+		return RP_DBVERIFY_FAILED;
+	}
+	if (n > 1)
+	{
+		/* only without -S, or when the source's system id could not be read */
+		fprintf(stderr, "%s: error: the destination's checkpoint table has %d rows for this source:"
+				" name the mirror's slot with -S\n"
+				"Try \"%s --help\" for more information.\n", PROG, n, PROG);
+		PQclear(res);
+		return RP_DBVERIFY_USAGE;
 	}
 	r->slot = rp_strndup(PQgetvalue(res, 0, 0), strlen(PQgetvalue(res, 0, 0)));
 	PQclear(res);
@@ -380,12 +409,36 @@ dbv_hash_eq(const DbvHash *a, const DbvHash *b)
 	return a->rows == b->rows && strcmp(a->md5, b->md5) == 0;
 }
 
+/* A key's text on one line of the keys file: backslash, tab, newline and CR escaped. */
+static void
+dbv_put_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++)
+	{
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '\t')
+			fputs("\\t", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else if (*s == '\r')
+			fputs("\\r", f);
+		else
+			fputc(*s, f);
+	}
+}
+
 static void
 dbv_emit_key(void *arg, RpDbvKeyDiff d, const char *key)
 {
 	void	  **a = arg;
+	FILE	   *f = a[0];
 
-	fprintf((FILE *) a[0], "key\t%s\t%s\t%s\n", (const char *) a[1], rp_dbverify_diff_name(d), key);
+	fputs("key\t", f);
+	dbv_put_escaped(f, (const char *) a[1]);
+	fprintf(f, "\t%s\t", rp_dbverify_diff_name(d));
+	dbv_put_escaped(f, key);
+	fputc('\n', f);
 }
 
 static RpDbvKey *
@@ -424,7 +477,11 @@ dbv_put_bound(FILE *f, char **k, int n)
 	}
 	fputc('(', f);
 	for (int i = 0; i < n; i++)
-		fprintf(f, "%s%s", i ? "," : "", k[i]);
+	{
+		if (i > 0)
+			fputc(',', f);
+		dbv_put_escaped(f, k[i]);
+	}
 	fputc(')', f);
 }
 
@@ -440,7 +497,9 @@ dbv_write_keys(DbvRun *r, DbvTable *t, int64_t chunk, const DbvBounds *b)
 			   *dk;
 	void	   *arg[2] = {r->keys, t->qname};
 
-	fprintf(r->keys, "range\t%s\t%" PRId64 "\t", t->qname, chunk);
+	fputs("range\t", r->keys);
+	dbv_put_escaped(r->keys, t->qname);
+	fprintf(r->keys, "\t%" PRId64 "\t", chunk);
 	dbv_put_bound(r->keys, b->lo, t->src.nkey);
 	fputc('\t', r->keys);
 	dbv_put_bound(r->keys, b->hi, t->src.nkey);
@@ -853,7 +912,7 @@ rp_dbverify_run(const RpDbVerifyOptions *o)
 		goto done;
 	rp_buf_put_text(&r.ckpt_sql, "SELECT end_lsn::text FROM ");
 	rp_dbverify_put_ident(&r.ckpt_sql, o->bookkeeping);
-	rp_buf_put_text(&r.ckpt_sql, ".checkpoint WHERE slot = $1");
+	rp_buf_put_text(&r.ckpt_sql, ".checkpoint WHERE slot = $1 AND ($2 = '' OR system_id = $2)");
 	rp_buf_put_char(&r.ckpt_sql, '\0');
 	if (dbv_source_lsn(&r, &src_lsn) < 0 || dbv_checkpoint(&r, &ck_lsn) < 0)
 	{

@@ -15,7 +15,7 @@
 #   3. planted on the destination: a changed value in a, a deleted row in b, an extra row in c
 #      (past the source's last key), one of n's duplicate pairs halved: verify exits 1 naming
 #      exactly a, b, c (with the right chunk numbers and row counts) and n, not d or w; the
-#      --keys-file holds exactly the three planted keys; no planted value or key is in
+#      --keys-file holds exactly the three planted keys (a tab in c's escaped); no planted value or key is in
 #      verify's output (G4: the canary).
 #   4. exit statuses: 2 for usage errors, 3 when the destination cannot be reached or the slot has
 #      no checkpoint row, 1 with the table named when a table is missing on the destination (also
@@ -172,7 +172,7 @@ caught_up
 rp_psql dst <<'SQL' >/dev/null
 UPDATE public.a SET v = 'CANARYVALUE' WHERE id = 1234;
 DELETE FROM public.b WHERE id = 3500;
-INSERT INTO public.c VALUES (99, 'CANARYKEY', 1);
+INSERT INTO public.c VALUES (99, E'CANARY\tKEY', 1);
 DELETE FROM public.n WHERE ctid = (SELECT min(ctid) FROM public.n WHERE a = 77);
 SQL
 run_verify plant --chunk-rows 1000 --keys-file "$work/keys.tsv" --recheck-timeout 120
@@ -193,7 +193,7 @@ grep -qx 'public.c: different: chunk 4 (after row 3000 of the source): source 0 
 grep -qx '7 tables: 3 equal, 4 different, 0 not compared' "$work/plant.out" ||
 	fail "unexpected summary: $(tail -n 1 "$work/plant.out")"
 grep '^key' "$work/keys.tsv" | sort >"$work/keys.got"
-printf 'key\tpublic.a\tchanged\t(1234)\nkey\tpublic.b\tmissing\t(3500)\nkey\tpublic.c\textra\t(99,CANARYKEY)\n' |
+printf 'key\tpublic.a\tchanged\t(1234)\nkey\tpublic.b\tmissing\t(3500)\nkey\tpublic.c\textra\t(99,"CANARY\\tKEY")\n' |
 	sort >"$work/keys.want"
 diff "$work/keys.want" "$work/keys.got" >/dev/null ||
 	fail "keys file: $(tr '\t\n' ' |' <"$work/keys.got")"
