@@ -37,7 +37,7 @@ status=1
 cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid verify_pid locker_pid; }
 trap cleanup EXIT
 
-fail() { rp_e2e_fail verify_mirror "$work/*.err" 10 "$*"; }
+fail() { rp_e2e_fail verify_mirror "$work/*.err $work/*.verr" 10 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src
@@ -113,6 +113,9 @@ for _ in $(seq 1 600); do
 	     WHERE a.application_name = 'vm_locker' AND l.mode = 'ShareLock' AND l.granted") == 1 ]] && break
 	sleep 0.1
 done
+[[ $(rp_psql dst -Atc "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+     WHERE a.application_name = 'vm_locker' AND l.mode = 'ShareLock' AND l.granted") == 1 ]] ||
+	fail "the SHARE lock on the destination's w was not granted"
 # the workload runs until $work/stop exists
 (
 	for i in $(seq 1 100000); do
