@@ -6,16 +6,17 @@
  * A chunk is first read on the source (its hash and last key, LIMIT
  * --chunk-rows in key order), then pg_current_wal_insert_lsn() there (at
  * or past the end of every commit the read saw, even an asynchronous one
- * not yet written), then the same
- * key range on the destination.  A chunk that differs is re-read in rounds:
- * the source again (same bounds, now without a limit), its LSN L, a wait
- * until the mirror's checkpoint (end_lsn of the slot) is at or past L, the
- * destination, and the source once more.  Equal to either source read: the
- * first difference was lag.  Different, with both source reads the same:
- * the mirror had applied everything up to L and still differs, a real
- * difference.  The source changed in between: another round, until
+ * not yet written), then the same key range on the destination.  A chunk
+ * that differs is read again on the destination once the mirror's
+ * checkpoint (end_lsn of the slot) passed that LSN; equal to the first
+ * source read: it was lag.  Still different, it is re-read in rounds: the
+ * source (same bounds, now without a limit), its LSN L, a wait until the
+ * checkpoint is at or past L, the destination, the source once more.
+ * Equal to either source read: lag.  Different, with both source reads
+ * the same: the mirror had applied everything up to L and still differs,
+ * a real difference.  The source changed in between: another round, until
  * --recheck-timeout.  Every statement is autocommit: neither server holds a
- * snapshot open for longer than one chunk.
+ * snapshot open for longer than one statement.
  */
 #include "rp_alloc.h"
 
@@ -525,13 +526,25 @@ dbv_write_keys(DbvRun *r, DbvTable *t, int64_t chunk, const DbvBounds *b)
 /*
  * Re-read a chunk that differed until it is equal, or differs with the
  * mirror caught up to a stable source read; 1 equal, 0 different, 2 not
- * compared (the mirror never reached the LSN), -1 error.
+ * compared (the mirror never reached the LSN), -1 error.  first and
+ * first_lsn are the first read's: once the mirror passed first_lsn, the
+ * destination alone is read again first (a chunk the source no longer
+ * changes costs the source nothing more).
  */
 static int
-dbv_recheck(DbvRun *r, DbvTable *t, const DbvBounds *b, DbvHash *src_out, DbvHash *dst_out)
+dbv_recheck(DbvRun *r, DbvTable *t, const DbvBounds *b, const DbvHash *first, uint64_t first_lsn,
+			DbvHash *src_out, DbvHash *dst_out)
 {
 	int64_t		deadline = rp_clock_mono_us() + (int64_t) r->o->recheck_timeout_s * 1000000;
+	int			w = dbv_wait_checkpoint(r, first_lsn, deadline);
 
+	if (w <= 0)
+		return w < 0 ? -1 : 2;
+	if (dbv_range_hash(r, r->dst, t, b, dst_out) < 0)
+		return -1;
+	*src_out = *first;
+	if (dbv_hash_eq(first, dst_out))
+		return 1;
 	for (;;)
 	{
 		DbvHash		s1,
@@ -565,7 +578,8 @@ dbv_recheck(DbvRun *r, DbvTable *t, const DbvBounds *b, DbvHash *src_out, DbvHas
 
 /* A chunk that differed on the first read: re-read, report; -1 error. */
 static int
-dbv_chunk_differs(DbvRun *r, DbvTable *t, int64_t chunk, int64_t first_row, const DbvBounds *b)
+dbv_chunk_differs(DbvRun *r, DbvTable *t, int64_t chunk, int64_t first_row, const DbvBounds *b,
+				  const DbvHash *first, uint64_t first_lsn)
 {
 	DbvHash		s,
 				d;
@@ -576,7 +590,7 @@ dbv_chunk_differs(DbvRun *r, DbvTable *t, int64_t chunk, int64_t first_row, cons
 	if (r->o->verbose)
 		fprintf(stderr, "%s: %s: chunk %" PRId64 " differs on the first read: reading it again"
 				" once the mirror has caught up\n", PROG, t->qname, chunk);
-	rc = dbv_recheck(r, t, b, &s, &d);
+	rc = dbv_recheck(r, t, b, first, first_lsn, &s, &d);
 
 	if (rc < 0)
 		return -1;
@@ -642,12 +656,11 @@ dbv_keyed(DbvRun *r, DbvTable *t)
 		dbv_pace(r, s.rows);
 		t->chunks++;
 		t->rows += s.rows;
-		(void) lsn;				/* the re-read takes its own; this one only orders the reads */
 
 		if (dbv_range_hash(r, r->dst, t, &b, &d) < 0)
 			rc = -1;
 		else if (!dbv_hash_eq(&s, &d))
-			rc = dbv_chunk_differs(r, t, chunk, first_row, &b);
+			rc = dbv_chunk_differs(r, t, chunk, first_row, &b, &s, lsn);
 		dbv_keys_free(lo, nkey);
 		lo = b.hi;
 		first_row += s.rows;
