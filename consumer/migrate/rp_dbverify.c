@@ -1,7 +1,8 @@
 /*
  * rp_dbverify.c
- *    replicant verify: the sessions, the chunk walk, the re-reads after the
- *    mirror caught up, and the report (see rp_dbverify.h).
+ *    replicant verify: the sessions, the checkpoint, the tables and the
+ *    report (see rp_dbverify.h); a keyed table's chunk walk and re-reads are
+ *    in rp_dbverify_keyed.c, a keyless table's in rp_dbverify_keyless.c.
  *
  * A chunk is first read on the source (its hash and last key, LIMIT
  * --chunk-rows in key order), then pg_current_wal_insert_lsn() there (at
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -33,59 +33,17 @@
 #include "base/rp_clock.h"
 #include "base/rp_session.h"
 #include "base/rp_status.h"
-#include "migrate/rp_dbverify.h"
+#include "migrate/rp_dbverify_int.h"
 #include "snapshot/rp_snapcat.h"
-
-#define PROG "replicant verify"
-
-typedef struct DbvRun
-{
-	const RpDbVerifyOptions *o;
-	PGconn	   *src;
-	PGconn	   *dst;
-	FILE	   *keys;
-	char	   *slot;			/* the checkpoint row's slot */
-	char		system_id[32];	/* the source's, or "" when it cannot be read */
-	RpBuf		ckpt_sql;
-	RpBuf		sql;
-	int64_t		rate_rows;		/* rows read since rate_t0 (--max-rate) */
-	int64_t		rate_t0_us;
-	bool		broken;			/* a session failed: stop */
-} DbvRun;
-
-/* A chunk's hash on one side. */
-typedef struct DbvHash
-{
-	int64_t		rows;
-	char		md5[33];
-} DbvHash;
-
-/* Per table: the two descriptions and the report's counters. */
-typedef struct DbvTable
-{
-	const RpSnapTable *st;
-	RpDbvTable	src;
-	RpDbvTable	dst;
-	char		dst_schema[256];
-	char		qname[600];		/* schema.table of the source, for messages */
-	const char **cols;
-	const char **keys;
-	const char **keytypes;
-	int64_t		chunks;
-	int64_t		rows;
-	int64_t		differing;
-	int64_t		reread;			/* chunks that differed on the first read */
-	bool		not_compared;
-} DbvTable;
 
 /* ---- errors, value-free ------------------------------------------------------ */
 
-static void
-dbv_error(DbvRun *r, PGconn *conn, PGresult *res, const char *what, const DbvTable *t)
+void
+rp_dbverify_error(RpDbvRun *r, PGconn *conn, PGresult *res, const char *what, const RpDbvTableRun *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
-	fprintf(stderr, "%s: error: %s%s%s%s on the %s failed: %s%s\n", PROG,
+	fprintf(stderr, "%s: error: %s%s%s%s on the %s failed: %s%s\n", RP_DBVERIFY_PROG,
 			t ? "table " : "", t ? t->qname : "", t ? ": " : "", what,
 			conn == r->src ? "source" : "destination",
 			state ? "SQLSTATE " : "",
@@ -93,15 +51,15 @@ dbv_error(DbvRun *r, PGconn *conn, PGresult *res, const char *what, const DbvTab
 	r->broken = true;
 }
 
-static PGresult *
-dbv_exec(DbvRun *r, PGconn *conn, const char *sql, int nparams, const char *const *params,
-		 const char *what, const DbvTable *t)
+PGresult *
+rp_dbverify_exec(RpDbvRun *r, PGconn *conn, const char *sql, int nparams, const char *const *params,
+		 const char *what, const RpDbvTableRun *t)
 {
 	PGresult   *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		dbv_error(r, conn, res, what, t);
+		rp_dbverify_error(r, conn, res, what, t);
 		PQclear(res);
 		return NULL;
 	}
@@ -110,8 +68,8 @@ dbv_exec(DbvRun *r, PGconn *conn, const char *sql, int nparams, const char *cons
 
 /* ---- --max-rate ------------------------------------------------------------------ */
 
-static void
-dbv_pace(DbvRun *r, int64_t rows)
+void
+rp_dbverify_pace(RpDbvRun *r, int64_t rows)
 {
 	int64_t		due_us;
 	int64_t		now;
@@ -127,10 +85,10 @@ dbv_pace(DbvRun *r, int64_t rows)
 
 /* ---- LSNs and the checkpoint ---------------------------------------------------- */
 
-static int
-dbv_source_lsn(DbvRun *r, uint64_t *lsn)
+int
+rp_dbverify_source_lsn(RpDbvRun *r, uint64_t *lsn)
 {
-	PGresult   *res = dbv_exec(r, r->src, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0, NULL,
+	PGresult   *res = rp_dbverify_exec(r, r->src, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0, NULL,
 							   "reading the WAL position", NULL);
 
 	if (res == NULL)
@@ -141,10 +99,10 @@ dbv_source_lsn(DbvRun *r, uint64_t *lsn)
 }
 
 static int
-dbv_checkpoint(DbvRun *r, uint64_t *lsn)
+dbv_checkpoint(RpDbvRun *r, uint64_t *lsn)
 {
 	const char *params[2] = {r->slot, r->system_id};
-	PGresult   *res = dbv_exec(r, r->dst, r->ckpt_sql.data, 2, params, "reading the checkpoint", NULL);
+	PGresult   *res = rp_dbverify_exec(r, r->dst, r->ckpt_sql.data, 2, params, "reading the checkpoint", NULL);
 
 	if (res == NULL)
 		return -1;
@@ -162,8 +120,8 @@ dbv_checkpoint(DbvRun *r, uint64_t *lsn)
  * only with the next WAL record, which an idle server writes within 15 s
  * (the standby snapshot record).
  */
-static int
-dbv_wait_checkpoint(DbvRun *r, uint64_t lsn, int64_t deadline_us)
+int
+rp_dbverify_wait_checkpoint(RpDbvRun *r, uint64_t lsn, int64_t deadline_us)
 {
 	for (;;)
 	{
@@ -186,7 +144,7 @@ dbv_wait_checkpoint(DbvRun *r, uint64_t lsn, int64_t deadline_us)
  * alone names the row).
  */
 static void
-dbv_system_id(DbvRun *r)
+dbv_system_id(RpDbvRun *r)
 {
 	PGresult   *res = PQexec(r->src,
 							 "SELECT CASE WHEN system_identifier < 0"
@@ -201,7 +159,7 @@ dbv_system_id(DbvRun *r)
 
 /* The slot's row (-S), or the one row there is; the RP_DBVERIFY_* status of a failure. */
 static int
-dbv_find_slot(DbvRun *r)
+dbv_find_slot(RpDbvRun *r)
 {
 	RpBuf		sql;
 	PGresult   *res;
@@ -222,9 +180,9 @@ dbv_find_slot(DbvRun *r)
 
 		if (state && strcmp(state, "42P01") == 0)
 			fprintf(stderr, "%s: error: the destination has no checkpoint table %s.checkpoint:"
-					" not a mirror, or another --bookkeeping-schema\n", PROG, r->o->bookkeeping);
+					" not a mirror, or another --bookkeeping-schema\n", RP_DBVERIFY_PROG, r->o->bookkeeping);
 		else
-			dbv_error(r, r->dst, res, "reading the checkpoint table", NULL);
+			rp_dbverify_error(r, r->dst, res, "reading the checkpoint table", NULL);
 		PQclear(res);
 		return RP_DBVERIFY_FAILED;
 	}
@@ -233,10 +191,10 @@ dbv_find_slot(DbvRun *r)
 	{
 		if (r->o->slot)
 			fprintf(stderr, "%s: error: the destination's checkpoint table has no row of slot \"%s\""
-					" for this source\n", PROG, r->o->slot);
+					" for this source\n", RP_DBVERIFY_PROG, r->o->slot);
 		else
 			fprintf(stderr, "%s: error: the destination's checkpoint table has no row for this source\n",
-					PROG);
+					RP_DBVERIFY_PROG);
 		PQclear(res);
 		return RP_DBVERIFY_FAILED;
 	}
@@ -245,7 +203,7 @@ dbv_find_slot(DbvRun *r)
 		/* only without -S, or when the source's system id could not be read */
 		fprintf(stderr, "%s: error: the destination's checkpoint table has %d rows for this source:"
 				" name the mirror's slot with -S\n"
-				"Try \"%s --help\" for more information.\n", PROG, n, PROG);
+				"Try \"%s --help\" for more information.\n", RP_DBVERIFY_PROG, n, RP_DBVERIFY_PROG);
 		PQclear(res);
 		return RP_DBVERIFY_USAGE;
 	}
@@ -258,10 +216,10 @@ dbv_find_slot(DbvRun *r)
 
 /* 1 when the destination has the table with every source column, 0 not (reported), -1 error */
 static int
-dbv_table_present(DbvRun *r, DbvTable *t)
+dbv_table_present(RpDbvRun *r, RpDbvTableRun *t)
 {
 	const char *params[2] = {t->dst.schema, t->dst.name};
-	PGresult   *res = dbv_exec(r, r->dst,
+	PGresult   *res = rp_dbverify_exec(r, r->dst,
 							   "SELECT a.attname FROM pg_catalog.pg_attribute a"
 							   " JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
 							   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
@@ -299,7 +257,7 @@ dbv_table_present(DbvRun *r, DbvTable *t)
 }
 
 static void
-dbv_table_init(DbvRun *r, DbvTable *t, const RpSnapTable *st)
+dbv_table_init(RpDbvRun *r, RpDbvTableRun *t, const RpSnapTable *st)
 {
 	const RpRelation *rel = st->rel;
 
@@ -330,479 +288,11 @@ dbv_table_init(DbvRun *r, DbvTable *t, const RpSnapTable *st)
 }
 
 static void
-dbv_table_free(DbvTable *t)
+dbv_table_free(RpDbvTableRun *t)
 {
 	rp_free(t->cols);
 	rp_free(t->keys);
 	rp_free(t->keytypes);
-}
-
-/* ---- keyed tables ----------------------------------------------------------------- */
-
-/* A chunk's bounds: nkey texts each, NULL for an open end. */
-typedef struct DbvBounds
-{
-	char	  **lo;
-	char	  **hi;
-} DbvBounds;
-
-static char **
-dbv_keys_dup(PGresult *res, int first, int n)
-{
-	char	  **k = rp_malloc(sizeof(char *) * (size_t) n);
-
-	for (int i = 0; i < n; i++)
-		k[i] = rp_strndup(PQgetvalue(res, 0, first + i), strlen(PQgetvalue(res, 0, first + i)));
-	return k;
-}
-
-static void
-dbv_keys_free(char **k, int n)
-{
-	if (k == NULL)
-		return;
-	for (int i = 0; i < n; i++)
-		rp_free(k[i]);
-	rp_free(k);
-}
-
-/* params = lo then hi (those present) */
-static int
-dbv_params(const DbvTable *t, const DbvBounds *b, const char **params)
-{
-	int			n = 0;
-
-	for (int i = 0; b->lo && i < t->src.nkey; i++)
-		params[n++] = b->lo[i];
-	for (int i = 0; b->hi && i < t->src.nkey; i++)
-		params[n++] = b->hi[i];
-	return n;
-}
-
-/* The hash of the bounded range on one side; -1 error. */
-static int
-dbv_range_hash(DbvRun *r, PGconn *conn, DbvTable *t, const DbvBounds *b, DbvHash *h)
-{
-	const char *params[2 * 32 + 2];
-	const char **pp = t->src.nkey <= 32 ? params : rp_malloc(sizeof(char *) * 2 * (size_t) t->src.nkey);
-	int			np = dbv_params(t, b, pp);
-	PGresult   *res;
-
-	rp_buf_reset(&r->sql);
-	rp_dbverify_sql_range(&r->sql, conn == r->src ? &t->src : &t->dst, b->lo != NULL, b->hi != NULL,
-						  0, false);
-	rp_buf_put_char(&r->sql, '\0');
-	res = dbv_exec(r, conn, r->sql.data, np, pp, "hashing a chunk", t);
-	if (pp != params)
-		rp_free(pp);
-	if (res == NULL)
-		return -1;
-	h->rows = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	snprintf(h->md5, sizeof(h->md5), "%s", PQgetvalue(res, 0, 1));
-	PQclear(res);
-	dbv_pace(r, h->rows);
-	return 0;
-}
-
-static bool
-dbv_hash_eq(const DbvHash *a, const DbvHash *b)
-{
-	return a->rows == b->rows && strcmp(a->md5, b->md5) == 0;
-}
-
-/* A key's text on one line of the keys file: backslash, tab, newline and CR escaped. */
-static void
-dbv_put_escaped(FILE *f, const char *s)
-{
-	for (; *s; s++)
-	{
-		if (*s == '\\')
-			fputs("\\\\", f);
-		else if (*s == '\t')
-			fputs("\\t", f);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else if (*s == '\r')
-			fputs("\\r", f);
-		else
-			fputc(*s, f);
-	}
-}
-
-static void
-dbv_emit_key(void *arg, RpDbvKeyDiff d, const char *key)
-{
-	void	  **a = arg;
-	FILE	   *f = a[0];
-
-	fputs("key\t", f);
-	dbv_put_escaped(f, (const char *) a[1]);
-	fprintf(f, "\t%s\t", rp_dbverify_diff_name(d));
-	dbv_put_escaped(f, key);
-	fputc('\n', f);
-}
-
-static RpDbvKey *
-dbv_list_keys(DbvRun *r, PGconn *conn, DbvTable *t, const DbvBounds *b, PGresult **out, size_t *n)
-{
-	const char *params[64];
-	const char **pp = t->src.nkey <= 32 ? params : rp_malloc(sizeof(char *) * 2 * (size_t) t->src.nkey);
-	int			np = dbv_params(t, b, pp);
-	RpDbvKey   *k;
-
-	rp_buf_reset(&r->sql);
-	rp_dbverify_sql_keys(&r->sql, conn == r->src ? &t->src : &t->dst, b->lo != NULL, b->hi != NULL);
-	rp_buf_put_char(&r->sql, '\0');
-	*out = dbv_exec(r, conn, r->sql.data, np, pp, "listing a chunk's keys", t);
-	if (pp != params)
-		rp_free(pp);
-	if (*out == NULL)
-		return NULL;
-	*n = (size_t) PQntuples(*out);
-	k = rp_malloc(sizeof(RpDbvKey) * (*n + 1));
-	for (size_t i = 0; i < *n; i++)
-	{
-		k[i].key = PQgetvalue(*out, (int) i, 0);
-		k[i].hash = PQgetvalue(*out, (int) i, 1);
-	}
-	return k;
-}
-
-static void
-dbv_put_bound(FILE *f, char **k, int n)
-{
-	if (k == NULL)
-	{
-		fputs("-", f);
-		return;
-	}
-	fputc('(', f);
-	for (int i = 0; i < n; i++)
-	{
-		if (i > 0)
-			fputc(',', f);
-		dbv_put_escaped(f, k[i]);
-	}
-	fputc(')', f);
-}
-
-/* --keys-file: the range's bounds and the keys that differ in it (bounded by one chunk). */
-static int
-dbv_write_keys(DbvRun *r, DbvTable *t, int64_t chunk, const DbvBounds *b)
-{
-	PGresult   *sres,
-			   *dres;
-	size_t		ns = 0,
-				nd = 0;
-	RpDbvKey   *sk,
-			   *dk;
-	void	   *arg[2] = {r->keys, t->qname};
-
-	fputs("range\t", r->keys);
-	dbv_put_escaped(r->keys, t->qname);
-	fprintf(r->keys, "\t%" PRId64 "\t", chunk);
-	dbv_put_bound(r->keys, b->lo, t->src.nkey);
-	fputc('\t', r->keys);
-	dbv_put_bound(r->keys, b->hi, t->src.nkey);
-	fputc('\n', r->keys);
-	sk = dbv_list_keys(r, r->src, t, b, &sres, &ns);
-	if (sk == NULL)
-		return -1;
-	dk = dbv_list_keys(r, r->dst, t, b, &dres, &nd);
-	if (dk == NULL)
-	{
-		rp_free(sk);
-		PQclear(sres);
-		return -1;
-	}
-	rp_dbverify_diff_keys(sk, ns, dk, nd, dbv_emit_key, arg);
-	rp_free(sk);
-	rp_free(dk);
-	PQclear(sres);
-	PQclear(dres);
-	return 0;
-}
-
-/*
- * Re-read a chunk that differed until it is equal, or differs with the
- * mirror caught up to a stable source read; 1 equal, 0 different, 2 not
- * compared (the mirror never reached the LSN), -1 error.  first and
- * first_lsn are the first read's: once the mirror passed first_lsn, the
- * destination alone is read again first (a chunk the source no longer
- * changes costs the source nothing more).
- */
-static int
-dbv_recheck(DbvRun *r, DbvTable *t, const DbvBounds *b, const DbvHash *first, uint64_t first_lsn,
-			DbvHash *src_out, DbvHash *dst_out)
-{
-	int64_t		deadline = rp_clock_mono_us() + (int64_t) r->o->recheck_timeout_s * 1000000;
-	int			w = dbv_wait_checkpoint(r, first_lsn, deadline);
-
-	if (w <= 0)
-		return w < 0 ? -1 : 2;
-	if (dbv_range_hash(r, r->dst, t, b, dst_out) < 0)
-		return -1;
-	*src_out = *first;
-	if (dbv_hash_eq(first, dst_out))
-		return 1;
-	for (;;)
-	{
-		DbvHash		s1,
-					s2,
-					d;
-		uint64_t	lsn;
-		int			w;
-
-		if (dbv_range_hash(r, r->src, t, b, &s1) < 0 || dbv_source_lsn(r, &lsn) < 0)
-			return -1;
-		w = dbv_wait_checkpoint(r, lsn, deadline);
-		if (w <= 0)
-			return w < 0 ? -1 : 2;
-		if (dbv_range_hash(r, r->dst, t, b, &d) < 0)
-			return -1;
-		*src_out = s1;
-		*dst_out = d;
-		if (dbv_hash_eq(&s1, &d))
-			return 1;
-		if (dbv_range_hash(r, r->src, t, b, &s2) < 0)
-			return -1;
-		if (dbv_hash_eq(&s2, &d))
-			return 1;
-		if (dbv_hash_eq(&s1, &s2))
-			return 0;
-		/* the source changed under us: another round while time remains */
-		if (rp_clock_mono_us() >= deadline || rp_stop_requested())
-			return 0;
-	}
-}
-
-/* A chunk that differed on the first read: re-read, report; -1 error. */
-static int
-dbv_chunk_differs(DbvRun *r, DbvTable *t, int64_t chunk, int64_t first_row, const DbvBounds *b,
-				  const DbvHash *first, uint64_t first_lsn)
-{
-	DbvHash		s,
-				d;
-	int			rc;
-	RpBuf		line;
-
-	t->reread++;
-	if (r->o->verbose)
-		fprintf(stderr, "%s: %s: chunk %" PRId64 " differs on the first read: reading it again"
-				" once the mirror has caught up\n", PROG, t->qname, chunk);
-	rc = dbv_recheck(r, t, b, first, first_lsn, &s, &d);
-
-	if (rc < 0)
-		return -1;
-	if (rc == 1)
-		return 0;
-	if (rc == 2)
-	{
-		printf("%s: chunk %" PRId64 " not compared: the mirror's checkpoint did not reach the"
-			   " source's WAL position within %d s\n", t->qname, chunk, r->o->recheck_timeout_s);
-		t->not_compared = true;
-		return 0;
-	}
-	t->differing++;
-	rp_buf_init(&line, 160);
-	rp_dbverify_range_text(&line, chunk, first_row, s.rows, d.rows);
-	rp_buf_put_char(&line, '\0');
-	printf("%s: different: %s\n", t->qname, line.data);
-	rp_buf_free(&line);
-	if (r->keys && dbv_write_keys(r, t, chunk, b) < 0)
-		return -1;
-	return 0;
-}
-
-static int
-dbv_keyed(DbvRun *r, DbvTable *t)
-{
-	int			nkey = t->src.nkey;
-	char	  **lo = NULL;
-	int64_t		first_row = 1;
-	const char *params[64];
-	const char **pp = nkey <= 32 ? params : rp_malloc(sizeof(char *) * (size_t) nkey);
-	int			rc = 0;
-	RpBuf		sql_next;
-
-	rp_buf_init(&sql_next, 1024);
-	for (int64_t chunk = 1;; chunk++)
-	{
-		PGresult   *res;
-		DbvHash		s,
-					d;
-		DbvBounds	b;
-		uint64_t	lsn;
-
-		/* the next chunk on the source: its hash and its last key */
-		rp_buf_reset(&sql_next);
-		rp_dbverify_sql_range(&sql_next, &t->src, lo != NULL, false, r->o->chunk_rows, true);
-		rp_buf_put_char(&sql_next, '\0');
-		for (int i = 0; lo && i < nkey; i++)
-			pp[i] = lo[i];
-		res = dbv_exec(r, r->src, sql_next.data, lo ? nkey : 0, pp, "hashing a chunk", t);
-		if (res == NULL || dbv_source_lsn(r, &lsn) < 0)
-		{
-			PQclear(res);
-			rc = -1;
-			break;
-		}
-		s.rows = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-		snprintf(s.md5, sizeof(s.md5), "%s", PQgetvalue(res, 0, 1));
-		b.lo = lo;
-		/* a short chunk is the last: its range is open, so extra rows past it count */
-		b.hi = s.rows >= r->o->chunk_rows ? dbv_keys_dup(res, 2, nkey) : NULL;
-		PQclear(res);
-		dbv_pace(r, s.rows);
-		t->chunks++;
-		t->rows += s.rows;
-
-		if (dbv_range_hash(r, r->dst, t, &b, &d) < 0)
-			rc = -1;
-		else if (!dbv_hash_eq(&s, &d))
-			rc = dbv_chunk_differs(r, t, chunk, first_row, &b, &s, lsn);
-		dbv_keys_free(lo, nkey);
-		lo = b.hi;
-		first_row += s.rows;
-		if (rc < 0 || lo == NULL || rp_stop_requested())
-			break;
-	}
-	dbv_keys_free(lo, nkey);
-	rp_buf_free(&sql_next);
-	if (pp != params)
-		rp_free(pp);
-	return rc;
-}
-
-/* ---- keyless tables: multisets by bucket ------------------------------------------ */
-
-typedef struct DbvBucket
-{
-	int64_t		rows;
-	char		s1[32];
-	char		s2[32];
-} DbvBucket;
-
-/* every bucket's figures (256, the empty ones zero); -1 error */
-static int
-dbv_buckets(DbvRun *r, PGconn *conn, DbvTable *t, DbvBucket *bk)
-{
-	PGresult   *res;
-
-	memset(bk, 0, sizeof(DbvBucket) * 256);
-	rp_buf_reset(&r->sql);
-	rp_dbverify_sql_buckets(&r->sql, conn == r->src ? &t->src : &t->dst);
-	rp_buf_put_char(&r->sql, '\0');
-	res = dbv_exec(r, conn, r->sql.data, 0, NULL, "hashing the rows", t);
-	if (res == NULL)
-		return -1;
-	for (int i = 0; i < PQntuples(res); i++)
-	{
-		int			n = (int) strtol(PQgetvalue(res, i, 0), NULL, 16);
-
-		if (n < 0 || n > 255)
-			continue;
-		bk[n].rows = strtoll(PQgetvalue(res, i, 1), NULL, 10);
-		snprintf(bk[n].s1, sizeof(bk[n].s1), "%s", PQgetvalue(res, i, 2));
-		snprintf(bk[n].s2, sizeof(bk[n].s2), "%s", PQgetvalue(res, i, 3));
-		dbv_pace(r, bk[n].rows);
-	}
-	PQclear(res);
-	return 0;
-}
-
-static bool
-dbv_bucket_eq(const DbvBucket *a, const DbvBucket *b)
-{
-	return a->rows == b->rows && strcmp(a->s1, b->s1) == 0 && strcmp(a->s2, b->s2) == 0;
-}
-
-static int
-dbv_count_diff(const DbvBucket *a, const DbvBucket *b)
-{
-	int			n = 0;
-
-	for (int i = 0; i < 256; i++)
-		n += !dbv_bucket_eq(&a[i], &b[i]);
-	return n;
-}
-
-static int
-dbv_keyless(DbvRun *r, DbvTable *t)
-{
-	DbvBucket  *s1 = rp_malloc(sizeof(DbvBucket) * 256 * 3);
-	DbvBucket  *s2 = s1 + 256;
-	DbvBucket  *d = s1 + 512;
-	int64_t		deadline = 0;
-	int			rc = 0;
-
-	if (dbv_buckets(r, r->src, t, s1) < 0 || dbv_buckets(r, r->dst, t, d) < 0)
-		rc = -1;
-	t->chunks = 1;
-	for (int i = 0; rc == 0 && i < 256; i++)
-		t->rows += s1[i].rows;
-	/* the same rounds as a keyed chunk's, the whole table being one chunk */
-	while (rc == 0 && dbv_count_diff(s1, d) > 0)
-	{
-		uint64_t	lsn;
-		int			w;
-
-		if (deadline == 0)
-		{
-			t->reread++;
-			if (r->o->verbose)
-				fprintf(stderr, "%s: %s: the rows differ on the first read: reading them again"
-						" once the mirror has caught up\n", PROG, t->qname);
-			deadline = rp_clock_mono_us() + (int64_t) r->o->recheck_timeout_s * 1000000;
-		}
-		if (dbv_buckets(r, r->src, t, s1) < 0 || dbv_source_lsn(r, &lsn) < 0)
-		{
-			rc = -1;
-			break;
-		}
-		w = dbv_wait_checkpoint(r, lsn, deadline);
-		if (w <= 0)
-		{
-			if (w < 0)
-				rc = -1;
-			else
-			{
-				printf("%s: not compared: the mirror's checkpoint did not reach the source's"
-					   " WAL position within %d s\n", t->qname, r->o->recheck_timeout_s);
-				t->not_compared = true;
-			}
-			break;
-		}
-		if (dbv_buckets(r, r->dst, t, d) < 0)
-		{
-			rc = -1;
-			break;
-		}
-		if (dbv_count_diff(s1, d) == 0)
-			break;
-		if (dbv_buckets(r, r->src, t, s2) < 0)
-		{
-			rc = -1;
-			break;
-		}
-		if (dbv_count_diff(s2, d) == 0)
-			break;
-		if (dbv_count_diff(s1, s2) == 0 || rp_clock_mono_us() >= deadline || rp_stop_requested())
-		{
-			/* a real difference: the buckets, by hash prefix (no value) */
-			for (int i = 0; i < 256; i++)
-			{
-				if (dbv_bucket_eq(&s1[i], &d[i]))
-					continue;
-				t->differing++;
-				printf("%s: different: rows hashing to %02x: source %" PRId64
-					   " rows, destination %" PRId64 " rows\n", t->qname, i, s1[i].rows, d[i].rows);
-			}
-			break;
-		}
-	}
-	rp_free(s1);
-	return rc;
 }
 
 /* ---- the run ----------------------------------------------------------------------- */
@@ -826,16 +316,16 @@ dbv_connect(const char *conninfo, const char *who)
 
 		if (err.result)
 			fprintf(stderr, "%s: error: setting up the session on the %s failed: SQLSTATE %s\n",
-					PROG, who, state ? state : "?");
+					RP_DBVERIFY_PROG, who, state ? state : "?");
 		else
-			fprintf(stderr, "%s: error: could not connect to the %s: %s\n", PROG, who, err.message);
+			fprintf(stderr, "%s: error: could not connect to the %s: %s\n", RP_DBVERIFY_PROG, who, err.message);
 		PQclear(err.result);
 	}
 	return conn;
 }
 
 static int
-dbv_tables(DbvRun *r)
+dbv_tables(RpDbvRun *r)
 {
 	RpSnapSelect sel = {r->o->include, r->o->exclude};
 	int			n = 0;
@@ -846,12 +336,12 @@ dbv_tables(DbvRun *r)
 
 	if (tables == NULL)
 	{
-		fprintf(stderr, "%s: error: listing the source's tables failed: %s\n", PROG, rp_error());
+		fprintf(stderr, "%s: error: listing the source's tables failed: %s\n", RP_DBVERIFY_PROG, rp_error());
 		return RP_DBVERIFY_FAILED;
 	}
 	for (int i = 0; i < n && !r->broken && !rp_stop_requested(); i++)
 	{
-		DbvTable	t;
+		RpDbvTableRun	t;
 		int			present;
 		int			rc = 0;
 
@@ -862,9 +352,9 @@ dbv_tables(DbvRun *r)
 		else if (present == 0)
 			t.differing = 1;
 		else if (t.src.nkey > 0)
-			rc = dbv_keyed(r, &t);
+			rc = rp_dbverify_keyed(r, &t);
 		else
-			rc = dbv_keyless(r, &t);
+			rc = rp_dbverify_keyless(r, &t);
 		if (rc == 0)
 		{
 			if (t.differing > 0)
@@ -891,7 +381,7 @@ dbv_tables(DbvRun *r)
 		return RP_DBVERIFY_FAILED;
 	if (rp_stop_requested())
 	{
-		fprintf(stderr, "%s: stopped before every table was compared\n", PROG);
+		fprintf(stderr, "%s: stopped before every table was compared\n", RP_DBVERIFY_PROG);
 		return RP_DBVERIFY_FAILED;
 	}
 	printf("%d tables: %d equal, %d different, %d not compared\n", n, nequal, ndiff, nskip);
@@ -901,7 +391,7 @@ dbv_tables(DbvRun *r)
 int
 rp_dbverify_run(const RpDbVerifyOptions *o)
 {
-	DbvRun		r;
+	RpDbvRun		r;
 	int			rc;
 	uint64_t	src_lsn = 0,
 				ck_lsn = 0;
@@ -927,20 +417,20 @@ rp_dbverify_run(const RpDbVerifyOptions *o)
 	rp_dbverify_put_ident(&r.ckpt_sql, o->bookkeeping);
 	rp_buf_put_text(&r.ckpt_sql, ".checkpoint WHERE slot = $1 AND ($2 = '' OR system_id = $2)");
 	rp_buf_put_char(&r.ckpt_sql, '\0');
-	if (dbv_source_lsn(&r, &src_lsn) < 0 || dbv_checkpoint(&r, &ck_lsn) < 0)
+	if (rp_dbverify_source_lsn(&r, &src_lsn) < 0 || dbv_checkpoint(&r, &ck_lsn) < 0)
 	{
 		rc = RP_DBVERIFY_FAILED;
 		goto done;
 	}
 	/* positions, not values: where the two stood when the comparison began */
-	fprintf(stderr, "%s: source WAL at %s, mirror checkpoint of slot \"%s\" at %s\n", PROG,
+	fprintf(stderr, "%s: source WAL at %s, mirror checkpoint of slot \"%s\" at %s\n", RP_DBVERIFY_PROG,
 			rp_lsn_format(src_lsn, a), r.slot, rp_lsn_format(ck_lsn, b));
 	if (o->keys_file)
 	{
 		r.keys = fopen(o->keys_file, "w");
 		if (r.keys == NULL)
 		{
-			fprintf(stderr, "%s: error: could not open the keys file \"%s\": %s\n", PROG,
+			fprintf(stderr, "%s: error: could not open the keys file \"%s\": %s\n", RP_DBVERIFY_PROG,
 					o->keys_file, strerror(errno));
 			rc = RP_DBVERIFY_FAILED;
 			goto done;
@@ -949,7 +439,7 @@ rp_dbverify_run(const RpDbVerifyOptions *o)
 	rc = dbv_tables(&r);
 	if (r.keys && (fflush(r.keys) != 0 || ferror(r.keys)))
 	{
-		fprintf(stderr, "%s: error: could not write the keys file \"%s\"\n", PROG, o->keys_file);
+		fprintf(stderr, "%s: error: could not write the keys file \"%s\"\n", RP_DBVERIFY_PROG, o->keys_file);
 		rc = RP_DBVERIFY_FAILED;
 	}
 done:
