@@ -17,8 +17,8 @@
 #      exactly a, b, c (with the right chunk numbers and row counts) and n, not d or w; the
 #      --keys-file holds exactly the three planted keys (a tab in c's escaped); no planted value or key is in
 #      verify's output (G4: the canary).
-#   4. exit statuses: 2 for usage errors, 3 when the destination cannot be reached or the slot has
-#      no checkpoint row, 1 with the table named when a table is missing on the destination (also
+#   4. exit statuses: 2 for usage errors, 3 when the destination cannot be reached, the slot has
+#      no checkpoint row, or the mirror is held back past --recheck-timeout ("not compared"), 1 with the table named when a table is missing on the destination (also
 #      under a --schema-prefix the mirror did not use).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -227,6 +227,25 @@ replicant verify -d "$src_CONNSTR" --sink "postgres:host=$dst_HOST port=1 dbname
 ((vrc == 3)) || fail "an unreachable destination exited $vrc, not 3"
 run_verify noslot -S no_such_slot
 ((vrc == 3)) || fail "an unknown slot exited $vrc, not 3"
+# a mirror held back (the SHARE lock again) past --recheck-timeout: not compared, exit 3
+PGAPPNAME=vm_locker rp_psql dst -c "BEGIN; LOCK TABLE public.w IN SHARE MODE; SELECT pg_sleep(900);" \
+	>/dev/null 2>&1 &
+locker_pid=$!
+for _ in $(seq 1 600); do
+	[[ $(rp_psql dst -Atc "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+	     WHERE a.application_name = 'vm_locker' AND l.mode = 'ShareLock' AND l.granted") == 1 ]] && break
+	sleep 0.1
+done
+rp_psql src -c "UPDATE w SET v = v + 1 WHERE id = 7" >/dev/null
+run_verify held --chunk-rows 1000 --recheck-timeout 1 -o include_tables=public.w
+((vrc == 3)) || { cat "$work/held.out"; fail "verify of a held-back mirror exited $vrc, not 3"; }
+grep -qx 'public.w: chunk 1 not compared: the mirror.s checkpoint did not reach the source.s WAL position within 1 s' "$work/held.out" ||
+	fail "the chunk not compared: $(cat "$work/held.out")"
+grep -qx '1 tables: 0 equal, 0 different, 1 not compared' "$work/held.out" || fail "held summary: $(tail -n 1 "$work/held.out")"
+rp_psql dst -Atc "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'vm_locker'" >/dev/null
+wait "$locker_pid" || true
+locker_pid=
+caught_up
 rp_psql dst -c "DROP TABLE public.d" >/dev/null
 run_verify missing --chunk-rows 1000 -o include_tables=public.d,public.w
 ((vrc == 1)) || fail "a table missing on the destination exited $vrc, not 1"
