@@ -77,7 +77,8 @@ rp_dbverify_pace(RpDbvRun *r, int64_t rows)
 	if (r->o->max_rate <= 0)
 		return;
 	r->rate_rows += rows;
-	due_us = r->rate_t0_us + r->rate_rows * 1000000 / r->o->max_rate;
+	/* rows of both servers are counted: each side reads about half of them */
+	due_us = r->rate_t0_us + r->rate_rows * 500000 / r->o->max_rate;
 	now = rp_clock_mono_us();
 	if (due_us > now)
 		rp_pause_ms((int) ((due_us - now + 999) / 1000));
