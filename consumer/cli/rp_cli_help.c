@@ -124,6 +124,8 @@ rp_cli_usage(void)
 	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
 	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
 		   progname, progname);
+	printf("  %s verify -d SRC --sink postgresql://DST [OPTION]...   (compare a mirror with its source; --help for details)\n",
+		   progname);
 	usage_general();
 	usage_sinks();
 	usage_copies();
