@@ -13,6 +13,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "cli/rp_cliparse.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -100,10 +102,7 @@ extern int	rp_cli_parse(RpCli *cli, int argc, char **argv);
 extern void rp_cli_free(RpCli *cli);
 /* The plugin option's value ("" for a bare -o NAME), or NULL. */
 extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
-/* Whether --sink names a kind of sink this program has. */
-extern bool rp_cli_sink_known(const char *sink);
-/* nats://... or tls://...: the NATS JetStream sink */
-extern bool rp_cli_sink_is_nats(const char *sink);
+/* rp_cli_sink_known, rp_cli_sink_is_nats: cli/rp_cliparse.h */
 /*
  * dbname (a database name, a conninfo string or a URI, or NULL) as one
  * keyword/value conninfo, followed by the keys whose vals are not NULL
