@@ -207,6 +207,21 @@ grep -q "timed out after 3 s: the checkpoint reached $reached, not $target" "$wo
 	fail "the timeout message does not name the checkpoint and the LSN"
 grep -q "waiting for $target: checkpoint $reached, [0-9]* bytes behind" "$work/wait2.err" ||
 	fail "replicant wait did not show the lag"
+# on a terminal the lag is redrawn in place: one line, then the timeout's message below it
+tmux_sock="rp-migration-$$"
+tmux -L "$tmux_sock" new-session -d -x 200 -y 20 \
+	"replicant wait -d '$src_CONNSTR' --sink 'postgres:$dst_CONNSTR' --lsn $target --timeout 3; echo \"exit=\$?\"; sleep 60"
+for _ in $(seq 1 300); do
+	tmux -L "$tmux_sock" capture-pane -p >"$work/tty.txt" 2>/dev/null || true
+	grep -q '^exit=' "$work/tty.txt" && break
+	sleep 0.1
+done
+tmux -L "$tmux_sock" kill-server 2>/dev/null || true
+grep -q '^exit=1$' "$work/tty.txt" || fail "replicant wait on a terminal did not exit 1 (screen in $work/tty.txt)"
+(($(grep -c 'waiting for' "$work/tty.txt") == 1)) || fail "replicant wait on a terminal did not redraw its line in place"
+grep -q "^waiting for $target: checkpoint $reached, [0-9]* bytes behind *$" "$work/tty.txt" ||
+	fail "replicant wait on a terminal left a broken line"
+grep -A1 'waiting for' "$work/tty.txt" | grep -q 'timed out after 3 s' || fail "the timeout message is not on the line after the lag"
 # an LSN already passed returns at once; no checkpoint table: 3; usage: 2
 replicant wait -d "$src_CONNSTR" --sink "postgres:$dst_CONNSTR" --lsn "$reached" -q 2>"$work/wait3.err" ||
 	fail "replicant wait on a passed LSN did not exit 0"
