@@ -190,6 +190,7 @@ grep -q 'warning: sequence "public"."Late seq" is missing on the destination' "$
 	fail "the missing sequence was not named"
 replicant sync-sequences -d "$src_CONNSTR" --sink "postgres:$dst_CONNSTR" -o exclude_tables=public.ctl --create-tables \
 	>"$work/sync5.out" 2>"$work/sync5.err" || fail "sync-sequences --create-tables failed"
+# shellcheck disable=SC2016 # $$...$$ is SQL dollar quoting
 [[ $(rp_psql dst -Atc 'SELECT nextval($$public."Late seq"$$)') == 2 ]] || fail "the created sequence is not past the source's"
 
 # ---- wait for an LSN the mirror cannot reach: its consumer stopped
