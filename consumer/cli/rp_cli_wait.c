@@ -17,6 +17,7 @@
 #include "base/rp_status.h"
 #include "cli/rp_cli.h"
 #include "migrate/rp_mwait.h"
+#include "migrate/rp_seqsync.h"
 #include "rp_lsn.h"
 
 #define PROG "replicant wait"
@@ -41,10 +42,17 @@ wait_usage(FILE *f)
 			"      --timeout=SECS           give up after SECS seconds (default: no limit)\n"
 			"      --bookkeeping-schema=S   the mirror's own schema (default replicant)\n"
 			"  -q, --quiet                  no lag lines\n"
-			"  -?, --help                   show this help, then exit\n\n"
+			"  -?, --help                   show this help, then exit\n"
+			"\nOnce passed, the sequences too (as replicant sync-sequences does):\n"
+			"      --sync-sequences         then sync the destination's sequences\n"
+			"      --margin=N               their next value at least N past the source's\n"
+			"      --create-tables          create a selected sequence missing on the destination\n"
+			"  -o, --option=NAME=VALUE      include_tables, exclude_tables (others ignored)\n"
+			"      --schema-prefix=P        destination schema = P || source schema\n\n"
 			"Exit status:\n"
 			"  0  the checkpoint passed the LSN\n"
-			"  1  --timeout expired first (the message names the LSN and the checkpoint)\n"
+			"  1  --timeout expired first (the message names the LSN and the checkpoint);\n"
+			"     with --sync-sequences also: some sequences were not synced (warned)\n"
 			"  2  usage error\n"
 			"  3  a side could not be read\n",
 			PROG, PROG);
@@ -63,12 +71,33 @@ wait_usage_error(const char *fmt,...)
 	return RP_EXIT_USAGE;
 }
 
+/* --sync-sequences, once the checkpoint passed: the exit status (0, 1 or 3). */
+static int
+wait_sync(const RpMwaitOptions *wo, RpSeqSyncOptions *so)
+{
+	RpSeqSyncStats st;
+	int			rc;
+
+	so->src_conninfo = wo->src_conninfo;
+	so->dst_conninfo = wo->dst_conninfo;
+	so->bookkeeping_schema = wo->bookkeeping_schema;
+	if (wo->progress)
+		fprintf(stderr, "%s: the checkpoint has passed the target: syncing the sequences\n", PROG);
+	rc = rp_seqsync_run(so, &st);
+	if (rc < 0)
+		return RP_MWAIT_UNREADABLE;
+	fprintf(stderr, "%s: sequences: %d selected: %d advanced, %d already there, %d created, %d missing\n",
+			PROG, st.selected, st.advanced, st.kept, st.created, st.missing);
+	return rc == 0 ? 0 : RP_MWAIT_TIMEOUT;
+}
+
 int
 rp_wait_main(int argc, char **argv)
 {
 	enum
 	{
-		OPT_SINK = 256, OPT_LSN, OPT_TIMEOUT, OPT_BK, OPT_HELP
+		OPT_SINK = 256, OPT_LSN, OPT_TIMEOUT, OPT_BK, OPT_HELP, OPT_SYNC, OPT_MARGIN, OPT_CREATE,
+		OPT_PREFIX
 	};
 	static const struct option long_options[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -81,6 +110,11 @@ rp_wait_main(int argc, char **argv)
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"bookkeeping-schema", required_argument, NULL, OPT_BK},
 		{"quiet", no_argument, NULL, 'q'},
+		{"sync-sequences", no_argument, NULL, OPT_SYNC},
+		{"margin", required_argument, NULL, OPT_MARGIN},
+		{"create-tables", no_argument, NULL, OPT_CREATE},
+		{"option", required_argument, NULL, 'o'},
+		{"schema-prefix", required_argument, NULL, OPT_PREFIX},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
@@ -89,6 +123,9 @@ rp_wait_main(int argc, char **argv)
 	const char *dbname = NULL;
 	const char *sink = NULL;
 	bool		quiet = false;
+	bool		sync = false;
+	bool		seq_opts = false;	/* a sequence option given */
+	RpSeqSyncOptions so;
 	RpMwaitOptions wo;
 	RpMwaitResult res;
 	char		err[256];
@@ -97,9 +134,11 @@ rp_wait_main(int argc, char **argv)
 	int			rc;
 
 	memset(&wo, 0, sizeof(wo));
+	memset(&so, 0, sizeof(so));
+	so.progname = PROG;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "d:h:p:U:S:q?", long_options, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:h:p:U:S:qo:?", long_options, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -146,6 +185,34 @@ rp_wait_main(int argc, char **argv)
 			case 'q':
 				quiet = true;
 				break;
+			case OPT_SYNC:
+				sync = true;
+				break;
+			case OPT_MARGIN:
+				{
+					char	   *end;
+
+					errno = 0;
+					so.margin = strtoll(optarg, &end, 10);
+					if (errno != 0 || end == optarg || *end != '\0' || so.margin < 0)
+						return wait_usage_error("invalid value \"%s\" for --margin (a number of 0 or more)", optarg);
+					seq_opts = true;
+					break;
+				}
+			case OPT_CREATE:
+				so.create = seq_opts = true;
+				break;
+			case 'o':
+				if (strncmp(optarg, "include_tables=", 15) == 0)
+					so.select.include = optarg + 15;
+				else if (strncmp(optarg, "exclude_tables=", 15) == 0)
+					so.select.exclude = optarg + 15;
+				seq_opts = true;
+				break;
+			case OPT_PREFIX:
+				so.schema_prefix = optarg;
+				seq_opts = true;
+				break;
 			case OPT_HELP:
 				wait_usage(stdout);
 				return RP_EXIT_OK;
@@ -160,6 +227,8 @@ rp_wait_main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return wait_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
+	if (seq_opts && !sync)
+		return wait_usage_error("--margin, --create-tables, -o and --schema-prefix are for --sync-sequences");
 	if (sink == NULL)
 		return wait_usage_error("no destination: --sink=postgresql://... is required");
 	if ((wo.dst_conninfo = rp_cli_pg_sink_conninfo(sink)) == NULL)
@@ -172,6 +241,14 @@ rp_wait_main(int argc, char **argv)
 	wo.in_place = !quiet && isatty(STDERR_FILENO);
 
 	rc = rp_mwait_run(&wo, &res);
+	if (rc == 0 && sync)
+	{
+		rc = wait_sync(&wo, &so);
+		if (rc == RP_MWAIT_UNREADABLE)
+			fprintf(stderr, "%s: error: %s\n", PROG, rp_error());
+		rp_free(src);
+		return rc;
+	}
 	rp_free(src);
 	if (rc == RP_MWAIT_UNREADABLE)
 		fprintf(stderr, "%s: error: %s\n", PROG, rp_error());

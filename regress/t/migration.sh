@@ -13,7 +13,8 @@
 # missing on the destination is named and exit 1 without --create-tables, created with it;
 # -o include_tables narrows the selection. `replicant wait` for an LSN the mirror cannot reach
 # (its consumer stopped) exits 1 after --timeout naming the LSN and the checkpoint; 3 when the
-# checkpoint table is not there; 2 on a usage error.
+# checkpoint table is not there; 2 on a usage error; `replicant wait --sync-sequences` waits
+# and then syncs.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -179,6 +180,17 @@ replicant sync-sequences -d "$src_CONNSTR" --sink "postgres:$dst_CONNSTR" -o inc
 	--margin 5000000 >"$work/sync3.out" 2>"$work/sync3.err" || fail "sync-sequences -o include_tables failed"
 grep -q ': 1 selected: 1 advanced' "$work/sync3.err" || fail "include_tables did not select exactly serial_t's sequence"
 (($(dst_next ident_t_id_seq 1) < src_at[ident_t_id_seq] + 5000000)) || fail "a sequence outside include_tables was moved"
+
+# ---- the cutover command does both: wait, then sync (here narrowed to ident_t, with a margin)
+before_ident=$(src_next ident_t_id_seq 1)
+replicant wait -d "$src_CONNSTR" --sink "postgres:$dst_CONNSTR" -S "$SLOT" --timeout 300 --sync-sequences \
+	-o include_tables=public.ident_t --margin 7000000 >"$work/wait_sync.out" 2>"$work/wait_sync.err" ||
+	fail "replicant wait --sync-sequences failed"
+grep -q 'sequences: 1 selected: 1 advanced' "$work/wait_sync.err" || fail "replicant wait --sync-sequences did not sync ident_t's sequence"
+(($(dst_next ident_t_id_seq 1) >= before_ident + 7000000)) || fail "replicant wait --sync-sequences did not apply the margin"
+wrc=0
+replicant wait -d "$src_CONNSTR" --sink "postgres:$dst_CONNSTR" --margin 5 2>"$work/wait_usage.err" || wrc=$?
+((wrc == 2)) || fail "replicant wait --margin without --sync-sequences exited $wrc, expected 2"
 
 # ---- missing on the destination: named, exit 1; created with --create-tables
 rp_psql src -c 'CREATE SEQUENCE "Late seq"; SELECT nextval($$"Late seq"$$)' >/dev/null
