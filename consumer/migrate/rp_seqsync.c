@@ -316,17 +316,22 @@ rp_seq_catalog(RpSeqRun *r, int *n)
 	return seqs;
 }
 
-static bool
-rp_seq_selected(const RpSeqRun *r, const RpSeq *q)
+bool
+rp_seqsync_selected(const RpSnapSelect *sel, int nlinks, bool linked_selected,
+					const char *schema, const char *name)
 {
-	const RpSnapSelect *sel = &r->opts->select;
-
-	if (q->nlinks > 0)
-		return q->linked_selected;
+	if (nlinks > 0)
+		return linked_selected;
 	/* a standalone sequence: only without an include list, by its own name */
 	if (sel->include && *sel->include)
 		return false;
-	return rp_snapcat_selected(sel, q->schema, q->name);
+	return rp_snapcat_selected(sel, schema, name);
+}
+
+static bool
+rp_seq_selected(const RpSeqRun *r, const RpSeq *q)
+{
+	return rp_seqsync_selected(&r->opts->select, q->nlinks, q->linked_selected, q->schema, q->name);
 }
 
 /* ---- one sequence --------------------------------------------------------- */

@@ -73,6 +73,13 @@ typedef enum RpSeqAction
 extern RpSeqAction rp_seqsync_decide(RpSeqPos src, RpSeqPos dst, int64_t inc, int64_t min,
 									 int64_t max, int64_t margin, int64_t *next);
 
+/*
+ * The pure part of the selection: a sequence that nlinks tables own or use
+ * (linked_selected: one of them passes sel), or none, named schema.name.
+ */
+extern bool rp_seqsync_selected(const RpSnapSelect *sel, int nlinks, bool linked_selected,
+								const char *schema, const char *name);
+
 /* The next value nextval would return at pos (saturating at the int64 ends). */
 extern int64_t rp_seqsync_next(RpSeqPos pos, int64_t inc);
 

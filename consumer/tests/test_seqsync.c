@@ -4,7 +4,9 @@
  *    destination's next value made at least the source's plus the margin,
  *    in the increment's direction; is_called read the way nextval reads
  *    it; never backwards; a target outside the bounds refused, also past
- *    the int64 ends) and rp_mwait's lag and progress line.
+ *    the int64 ends), the selection rule (owned or used by a selected
+ *    table; standalone ones only without include_tables) and rp_mwait's
+ *    lag and progress line.
  *    Guarantee: a synced sequence hands out no key the source handed out.
  */
 #include "ct_kit.h"
@@ -97,6 +99,24 @@ START_TEST(test_range)
 }
 END_TEST
 
+START_TEST(test_selected)
+{
+	RpSnapSelect all = {NULL, NULL};
+	RpSnapSelect inc = {"public.orders", NULL};
+	RpSnapSelect exc = {NULL, "public.loose*"};
+
+	/* owned or used by a selected table: selected; only by others: not */
+	ck_assert(rp_seqsync_selected(&inc, 1, true, "public", "orders_id_seq"));
+	ck_assert(!rp_seqsync_selected(&inc, 2, false, "public", "orders_id_seq"));
+	ck_assert(!rp_seqsync_selected(&all, 1, false, "public", "t_id_seq"));
+	/* standalone: with no include list by its own name, never with one */
+	ck_assert(rp_seqsync_selected(&all, 0, false, "public", "loose_seq"));
+	ck_assert(!rp_seqsync_selected(&inc, 0, false, "public", "loose_seq"));
+	ck_assert(!rp_seqsync_selected(&exc, 0, false, "public", "loose_seq"));
+	ck_assert(rp_seqsync_selected(&exc, 0, false, "public", "ids"));
+}
+END_TEST
+
 START_TEST(test_lag)
 {
 	char		line[200];
@@ -122,6 +142,7 @@ ct_suite_seqsync(void)
 	tcase_add_test(tc, test_never_backwards);
 	tcase_add_test(tc, test_descending);
 	tcase_add_test(tc, test_range);
+	tcase_add_test(tc, test_selected);
 	tcase_add_test(tc, test_lag);
 	suite_add_tcase(s, tc);
 	return s;

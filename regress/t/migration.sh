@@ -223,8 +223,8 @@ grep -q "waiting for $target: checkpoint $reached, [0-9]* bytes behind" "$work/w
 # on a terminal the lag is redrawn in place: one line, then the timeout's message below it
 tmux_sock="rp-migration-$$"
 tmux -L "$tmux_sock" new-session -d -x 200 -y 20 \
-	"replicant wait -d '$src_CONNSTR' --sink 'postgres:$dst_CONNSTR' --lsn $target --timeout 3; echo \"exit=\$?\"; sleep 60"
-for _ in $(seq 1 300); do
+	"'$RP_ROOT/consumer/replicant' wait -d '$src_CONNSTR' --sink 'postgres:$dst_CONNSTR' --lsn $target --timeout 3; echo \"exit=\$?\"; sleep 60"
+for _ in $(seq 1 600); do
 	tmux -L "$tmux_sock" capture-pane -p >"$work/tty.txt" 2>/dev/null || true
 	grep -q '^exit=' "$work/tty.txt" && break
 	sleep 0.1
