@@ -62,12 +62,12 @@ rp_mwait_open(const char *conninfo, const char *side)
 	{
 		const char *state = PQresultErrorField(err.result, PG_DIAG_SQLSTATE);
 
-		rp_fail(RP_HALT_NONE, "wait: the session setup failed on the %s (SQLSTATE %s)",
+		rp_fail(RP_HALT_NONE, "the session setup failed on the %s (SQLSTATE %s)",
 				side, state ? state : "none");
 		PQclear(err.result);
 	}
 	else
-		rp_fail(RP_HALT_NONE, "wait: could not connect to the %s: %s", side, err.message);
+		rp_fail(RP_HALT_NONE, "could not connect to the %s: %s", side, err.message);
 	return NULL;
 }
 
@@ -77,12 +77,12 @@ rp_mwait_fail_res(PGconn *conn, PGresult *res, const char *side, const char *wha
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
 	if (PQstatus(conn) == CONNECTION_BAD)
-		rp_fail(RP_HALT_NONE, "wait: the connection to the %s was lost (%s)", side, what);
+		rp_fail(RP_HALT_NONE, "the connection to the %s was lost (%s)", side, what);
 	else if (state && strcmp(state, "42P01") == 0)
-		rp_fail(RP_HALT_NONE, "wait: the destination has no checkpoint table (%s): is this the mirror's destination, with its --bookkeeping-schema?",
+		rp_fail(RP_HALT_NONE, "the destination has no checkpoint table (%s): is this the mirror's destination, with its --bookkeeping-schema?",
 				what);
 	else
-		rp_fail(RP_HALT_NONE, "wait: %s failed on the %s (SQLSTATE %s)", what, side,
+		rp_fail(RP_HALT_NONE, "%s failed on the %s (SQLSTATE %s)", what, side,
 				state ? state : "none");
 	PQclear(res);
 	return -1;
@@ -106,7 +106,7 @@ rp_mwait_source(const RpMwaitOptions *o, char *sysid, size_t len, uint64_t *targ
 	{
 		snprintf(sysid, len, "%s", PQgetvalue(res, 0, 0));
 		if (o->target == 0 && !rp_lsn_parse(PQgetvalue(res, 0, 1), target))
-			rc = rp_fail(RP_HALT_NONE, "wait: the source's WAL position does not parse");
+			rc = rp_fail(RP_HALT_NONE, "the source's WAL position does not parse");
 		else if (o->target != 0)
 			*target = o->target;
 		PQclear(res);
@@ -129,10 +129,10 @@ rp_mwait_checkpoint(PGconn *dst, const char *sql, const RpMwaitOptions *o, const
 	if (PQntuples(res) == 0)
 		rc = 0;
 	else if (PQntuples(res) > 1)
-		rc = rp_fail(RP_HALT_NONE, "wait: the destination holds checkpoints of %d slots of this source: name one with -S/--slot",
+		rc = rp_fail(RP_HALT_NONE, "the destination holds checkpoints of %d slots of this source: name one with -S/--slot",
 					 PQntuples(res));
 	else if (!rp_lsn_parse(PQgetvalue(res, 0, 1), reached))
-		rc = rp_fail(RP_HALT_NONE, "wait: the checkpoint of slot \"%s\" does not parse",
+		rc = rp_fail(RP_HALT_NONE, "the checkpoint of slot \"%s\" does not parse",
 					 PQgetvalue(res, 0, 0));
 	else
 		rc = 1;
@@ -174,7 +174,7 @@ rp_mwait_run(const RpMwaitOptions *o, RpMwaitResult *r)
 		return RP_MWAIT_UNREADABLE;
 	if ((qbk = PQescapeIdentifier(dst, bk, strlen(bk))) == NULL)
 	{
-		rp_fail(RP_HALT_NONE, "wait: could not quote the bookkeeping schema's name");
+		rp_fail(RP_HALT_NONE, "could not quote the bookkeeping schema's name");
 		PQfinish(dst);
 		return RP_MWAIT_UNREADABLE;
 	}
@@ -211,7 +211,7 @@ rp_mwait_run(const RpMwaitOptions *o, RpMwaitResult *r)
 		}
 		if (!rp_pause_ms(RP_MWAIT_POLL_MS))
 		{
-			rp_fail(RP_HALT_NONE, "wait: stopped before the checkpoint passed the target");
+			rp_fail(RP_HALT_NONE, "stopped before the checkpoint passed the target");
 			rc = RP_MWAIT_UNREADABLE;
 			break;
 		}

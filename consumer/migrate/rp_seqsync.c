@@ -130,13 +130,13 @@ rp_seq_fail_res(PGconn *conn, PGresult *res, const char *side, const char *what,
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
 	if (PQstatus(conn) == CONNECTION_BAD)
-		rp_fail(RP_HALT_NONE, "sync-sequences: the connection to the %s was lost (%s%s%s%s)",
+		rp_fail(RP_HALT_NONE, "the connection to the %s was lost (%s%s%s%s)",
 				side, what, q ? " of sequence \"" : "", q ? q->schema : "", q ? "\"" : "");
 	else if (q)
-		rp_fail(RP_HALT_NONE, "sync-sequences: %s of sequence \"%s\".\"%s\" failed on the %s (SQLSTATE %s)",
+		rp_fail(RP_HALT_NONE, "%s of sequence \"%s\".\"%s\" failed on the %s (SQLSTATE %s)",
 				what, q->schema, q->name, side, state ? state : "none");
 	else
-		rp_fail(RP_HALT_NONE, "sync-sequences: %s failed on the %s (SQLSTATE %s)",
+		rp_fail(RP_HALT_NONE, "%s failed on the %s (SQLSTATE %s)",
 				what, side, state ? state : "none");
 	PQclear(res);
 	return -1;
@@ -175,12 +175,12 @@ rp_seq_open(const char *conninfo, const char *side)
 	{
 		const char *state = PQresultErrorField(err.result, PG_DIAG_SQLSTATE);
 
-		rp_fail(RP_HALT_NONE, "sync-sequences: the session setup failed on the %s (SQLSTATE %s)",
+		rp_fail(RP_HALT_NONE, "the session setup failed on the %s (SQLSTATE %s)",
 				side, state ? state : "none");
 		PQclear(err.result);
 	}
 	else
-		rp_fail(RP_HALT_NONE, "sync-sequences: could not connect to the %s: %s", side, err.message);
+		rp_fail(RP_HALT_NONE, "could not connect to the %s: %s", side, err.message);
 	return NULL;
 }
 
@@ -200,7 +200,7 @@ rp_seq_qname(PGconn *conn, const char *schema, const char *name)
 		snprintf(out, len, "%s.%s", qs, qn);
 	}
 	else
-		rp_fail(RP_HALT_NONE, "sync-sequences: could not quote the name of sequence \"%s\".\"%s\"",
+		rp_fail(RP_HALT_NONE, "could not quote the name of sequence \"%s\".\"%s\"",
 				schema, name);
 	PQfreemem(qs);
 	PQfreemem(qn);
@@ -231,7 +231,7 @@ rp_seq_position(PGconn *conn, const char *qname, const char *side, const RpSeq *
 	if (PQntuples(res) != 1 || !rp_seq_int64(PQgetvalue(res, 0, 0), &pos->last_value))
 	{
 		PQclear(res);
-		return rp_fail(RP_HALT_NONE, "sync-sequences: sequence \"%s\".\"%s\" on the %s has no readable position",
+		return rp_fail(RP_HALT_NONE, "sequence \"%s\".\"%s\" on the %s has no readable position",
 					   q->schema, q->name, side);
 	}
 	pos->is_called = PQgetvalue(res, 0, 1)[0] == 't';
@@ -361,7 +361,7 @@ rp_seq_dest_find(RpSeqRun *r, const RpSeq *q, const char *schema, RpSeqDest *d)
 	if (res == NULL)
 		return -1;
 	if (PQntuples(res) == 1 && PQgetvalue(res, 0, 1)[0] != 'S')
-		rc = rp_fail(RP_HALT_NONE, "sync-sequences: \"%s\".\"%s\" on the destination is not a sequence (the mirror of source sequence \"%s\".\"%s\")",
+		rc = rp_fail(RP_HALT_NONE, "\"%s\".\"%s\" on the destination is not a sequence (the mirror of source sequence \"%s\".\"%s\")",
 					 schema, q->name, q->schema, q->name);
 	else if (PQntuples(res) == 1)
 	{
@@ -369,7 +369,7 @@ rp_seq_dest_find(RpSeqRun *r, const RpSeq *q, const char *schema, RpSeqDest *d)
 		if (!rp_seq_int64(PQgetvalue(res, 0, 2), &d->inc) ||
 			!rp_seq_int64(PQgetvalue(res, 0, 3), &d->min) ||
 			!rp_seq_int64(PQgetvalue(res, 0, 4), &d->max) || d->inc == 0)
-			rc = rp_fail(RP_HALT_NONE, "sync-sequences: sequence \"%s\".\"%s\" on the destination has no readable definition",
+			rc = rp_fail(RP_HALT_NONE, "sequence \"%s\".\"%s\" on the destination has no readable definition",
 						 schema, q->name);
 	}
 	PQclear(res);
@@ -394,18 +394,18 @@ rp_seq_create(RpSeqRun *r, const RpSeq *q, const char *schema, const char *qname
 		if (!rp_seq_int64(nums[i], &v))
 		{
 			PQfreemem(qs);
-			return rp_fail(RP_HALT_NONE, "sync-sequences: sequence \"%s\".\"%s\" on the source has an unreadable definition",
+			return rp_fail(RP_HALT_NONE, "sequence \"%s\".\"%s\" on the source has an unreadable definition",
 						   q->schema, q->name);
 		}
 	if (strcmp(q->type, "smallint") != 0 && strcmp(q->type, "integer") != 0 &&
 		strcmp(q->type, "bigint") != 0)
 	{
 		PQfreemem(qs);
-		return rp_fail(RP_HALT_NONE, "sync-sequences: sequence \"%s\".\"%s\" on the source has an unknown type",
+		return rp_fail(RP_HALT_NONE, "sequence \"%s\".\"%s\" on the source has an unknown type",
 					   q->schema, q->name);
 	}
 	if (qs == NULL)
-		return rp_fail(RP_HALT_NONE, "sync-sequences: could not quote schema \"%s\"", schema);
+		return rp_fail(RP_HALT_NONE, "could not quote schema \"%s\"", schema);
 	snprintf(sql, sizeof(sql),
 			 "CREATE SCHEMA IF NOT EXISTS %s; CREATE SEQUENCE IF NOT EXISTS %s AS %s INCREMENT BY %s"
 			 " MINVALUE %s MAXVALUE %s START WITH %s CACHE %s %s",
@@ -460,10 +460,10 @@ rp_seq_one(RpSeqRun *r, const RpSeq *q)
 	snprintf(schema, sizeof(schema), "%s%s", r->opts->schema_prefix ? r->opts->schema_prefix : "",
 			 q->schema);
 	if (strlen(schema) > RP_SEQ_MAX_IDENT)
-		return rp_fail(RP_HALT_NONE, "sync-sequences: source sequence \"%s\".\"%s\" maps to schema \"%s\", longer than %d bytes (shorten --schema-prefix)",
+		return rp_fail(RP_HALT_NONE, "source sequence \"%s\".\"%s\" maps to schema \"%s\", longer than %d bytes (shorten --schema-prefix)",
 					   q->schema, q->name, schema, RP_SEQ_MAX_IDENT);
 	if (strcmp(schema, bk) == 0)
-		return rp_fail(RP_HALT_NONE, "sync-sequences: source sequence \"%s\".\"%s\" maps into the mirror's bookkeeping schema \"%s\" (exclude it, or choose another --schema-prefix or --bookkeeping-schema)",
+		return rp_fail(RP_HALT_NONE, "source sequence \"%s\".\"%s\" maps into the mirror's bookkeeping schema \"%s\" (exclude it, or choose another --schema-prefix or --bookkeeping-schema)",
 					   q->schema, q->name, bk);
 	if ((qname = rp_seq_qname(r->dst, schema, q->name)) == NULL)
 		return -1;
@@ -483,7 +483,7 @@ rp_seq_one(RpSeqRun *r, const RpSeq *q)
 			goto out;
 		if (d.oid[0] == '\0')
 		{
-			rp_fail(RP_HALT_NONE, "sync-sequences: sequence \"%s\".\"%s\" is still missing on the destination after CREATE",
+			rp_fail(RP_HALT_NONE, "sequence \"%s\".\"%s\" is still missing on the destination after CREATE",
 					schema, q->name);
 			goto out;
 		}
