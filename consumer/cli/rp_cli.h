@@ -155,6 +155,14 @@ extern int	rp_cli_backfill_start(RpCli *cli, RpSink *sink);
  */
 extern int	rp_verify_snapshot_main(int argc, char **argv);
 
+/* ---- rp_cli_seqsync.c, rp_cli_wait.c: replicant sync-sequences, replicant wait ---- */
+
+/* argv[0] is the subcommand's name; each returns the exit status (its --help lists them). */
+extern int	rp_seqsync_main(int argc, char **argv);
+extern int	rp_wait_main(int argc, char **argv);
+/* --sink's destination conninfo (postgresql://..., postgres:CONNINFO), or NULL. */
+extern const char *rp_cli_pg_sink_conninfo(const char *sink);
+
 /* ---- rp_cli_log.c: PostgreSQL's frontend logging, for this program ---- */
 
 /* Messages of pg_log_info are shown from this level (-v) on. */

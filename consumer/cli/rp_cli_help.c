@@ -125,6 +125,9 @@ rp_cli_usage(void)
 	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
 	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
 		   progname, progname);
+	printf("  %s sync-sequences -d SRC --sink postgresql://DST [OPTION]...   (a mirror's sequences; --help)\n"
+		   "  %s wait -d SRC --sink postgresql://DST [OPTION]...   (until the mirror passes an LSN; --help)\n",
+		   progname, progname);
 	usage_general();
 	usage_sinks();
 	usage_copies();
