@@ -210,11 +210,7 @@ rp_dbverify_main(int argc, char **argv)
 		return dbverify_usage_error("no source database given: -d");
 	if (sink == NULL)
 		return dbverify_usage_error("no mirror given: --sink postgresql://...");
-	if (strncmp(sink, "postgresql://", 13) == 0 || strncmp(sink, "postgres://", 11) == 0)
-		o.sink = sink;
-	else if (strncmp(sink, "postgres:", 9) == 0)
-		o.sink = sink + 9;
-	else
+	if ((o.sink = rp_cli_pg_sink_conninfo(sink)) == NULL)
 		return dbverify_usage_error("--sink must be a PostgreSQL mirror (postgresql://... or postgres:CONNINFO)");
 	return rp_dbverify_run(&o);
 }

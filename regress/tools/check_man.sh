@@ -64,6 +64,14 @@ compare "replicant verify-snapshot" "$verify_help" "$verify_man" || rc=1
 compare "replicant verify" "$dbverify_help" "$dbverify_man" || rc=1
 grep -q 'verify\\-snapshot' "$man" || { echo "check_man: verify-snapshot is not documented" >&2; rc=1; }
 
+# the migration subcommands: each its own .SH section, up to the next one
+for sub in sync-sequences wait; do
+	sub_help=$("$bin" "$sub" --help | help_opts)
+	sub_man=$(sed -n "/^\.SH ${sub^^}\$/,/^\.SH /p" "$man" | sed '$d' | man_opts)
+	(($(wc -l <<<"$sub_help") >= 3)) || { echo "check_man: $sub --help listed too few options" >&2; rc=1; }
+	compare "replicant $sub" "$sub_help" "$sub_man" || rc=1
+done
+
 if command -v groff >/dev/null; then
 	warnings=$(groff -man -Tutf8 -ww -z "$man" 2>&1)
 	if [[ -n $warnings ]]; then
