@@ -259,5 +259,5 @@ for f in "$work"/*.err "$work"/*.out; do
 done
 
 status=0
-printf 'PASS migration: snapshot + stream under load, wait, sync-sequences (serial, identity, default, standalone), never backwards, wait timeout (%ss)\n' \
+printf 'PASS migration: snapshot + stream under load, wait, sync-sequences (serial, identity, default, standalone), verify, never backwards, wait timeout (%ss)\n' \
 	$((SECONDS - started))
