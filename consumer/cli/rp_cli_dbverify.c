@@ -45,6 +45,8 @@ dbverify_usage(FILE *f)
 			"      --recheck-timeout=S  wait at most S seconds per differing range for the\n"
 			"                         mirror to catch up (default 60)\n"
 			"      --max-rate=N       read at most N rows per second on each server\n"
+			"      --duty=PCT         keep each server busy at most PCT%% of the time\n"
+			"                         (default 10; 100: as fast as the servers go)\n"
 			"  -q, --quiet            report only the tables that differ\n"
 			"  -v, --verbose          say on stderr which ranges are read again\n"
 			"  -?, --help             show this help, then exit\n\n"
@@ -97,6 +99,7 @@ enum
 	OPT_CHUNK_ROWS,
 	OPT_RECHECK_TIMEOUT,
 	OPT_MAX_RATE,
+	OPT_DUTY,
 	OPT_HELP
 };
 
@@ -114,6 +117,7 @@ rp_dbverify_main(int argc, char **argv)
 		{"chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS},
 		{"recheck-timeout", required_argument, NULL, OPT_RECHECK_TIMEOUT},
 		{"max-rate", required_argument, NULL, OPT_MAX_RATE},
+		{"duty", required_argument, NULL, OPT_DUTY},
 		{"quiet", no_argument, NULL, 'q'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, OPT_HELP},
@@ -128,6 +132,7 @@ rp_dbverify_main(int argc, char **argv)
 	o.bookkeeping = "replicant";
 	o.chunk_rows = 10000;
 	o.recheck_timeout_s = 60;
+	o.duty = 10;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:S:o:qv?", long_options, NULL)) != -1)
@@ -178,6 +183,12 @@ rp_dbverify_main(int argc, char **argv)
 				if (!parse_count(optarg, 1, INT64_MAX / 1000000, &o.max_rate))
 					return dbverify_usage_error("invalid value \"%s\" for --max-rate (rows per second, at least 1)",
 												optarg);
+				break;
+			case OPT_DUTY:
+				if (!parse_count(optarg, 1, 100, &v))
+					return dbverify_usage_error("invalid value \"%s\" for --duty (a percent, 1 to 100)",
+												optarg);
+				o.duty = (int) v;
 				break;
 			case 'q':
 				o.quiet = true;

@@ -55,7 +55,11 @@ PGresult *
 rp_dbverify_exec(RpDbvRun *r, PGconn *conn, const char *sql, int nparams, const char *const *params,
 		 const char *what, const RpDbvTableRun *t)
 {
+	int64_t		t0 = rp_clock_mono_us();
 	PGresult   *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+
+	r->busy_us += rp_clock_mono_us() - t0;
+	r->busy_total_us += rp_clock_mono_us() - t0;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
@@ -74,6 +78,23 @@ rp_dbverify_pace(RpDbvRun *r, int64_t rows)
 	int64_t		due_us;
 	int64_t		now;
 
+	/*
+	 * --duty: after statements that kept the servers busy for B, rest for
+	 * B * (100 - duty) / duty, so that the comparison takes at most that
+	 * share of one backend on each side, however fast the hashing is: the
+	 * mirror's own apply keeps the rest of the machine.
+	 */
+	if (r->o->duty > 0 && r->o->duty < 100 && r->busy_us > 0)
+	{
+		int64_t		rest_us = r->busy_us * (100 - r->o->duty) / r->o->duty;
+
+		int64_t		t0 = rp_clock_mono_us();
+
+		r->busy_us = 0;
+		rp_pause_ms((int) ((rest_us + 999) / 1000));
+		r->rested_us += rp_clock_mono_us() - t0;
+	}
+	r->busy_us = 0;
 	if (r->o->max_rate <= 0)
 		return;
 	r->rate_rows += rows;
@@ -438,6 +459,9 @@ rp_dbverify_run(const RpDbVerifyOptions *o)
 		}
 	}
 	rc = dbv_tables(&r);
+	if (o->verbose)
+		fprintf(stderr, "%s: statements took %" PRId64 " ms, rests %" PRId64 " ms (--duty %d)\n",
+				RP_DBVERIFY_PROG, r.busy_total_us / 1000, r.rested_us / 1000, o->duty ? o->duty : 100);
 	if (r.keys && (fflush(r.keys) != 0 || ferror(r.keys)))
 	{
 		fprintf(stderr, "%s: error: could not write the keys file \"%s\"\n", RP_DBVERIFY_PROG, o->keys_file);

@@ -41,6 +41,8 @@ typedef struct RpDbVerifyOptions
 	int64_t		chunk_rows;
 	int			recheck_timeout_s;
 	int64_t		max_rate;		/* rows per second read on each side, 0: no limit */
+	int			duty;			/* percent of the time a server may be busy with the
+								 * comparison's statements (1..100; 0 = 100) */
 	bool		quiet;			/* only the differences */
 	bool		verbose;		/* say on stderr which chunks are re-read */
 } RpDbVerifyOptions;

@@ -32,6 +32,9 @@ typedef struct RpDbvRun
 	RpBuf		sql;
 	int64_t		rate_rows;		/* rows read since rate_t0 (--max-rate) */
 	int64_t		rate_t0_us;
+	int64_t		busy_us;		/* statement time since the last pause (--duty) */
+	int64_t		busy_total_us;	/* the run's statement time */
+	int64_t		rested_us;		/* and its rests */
 	bool		broken;			/* a session failed: stop */
 } RpDbvRun;
 

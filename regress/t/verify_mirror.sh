@@ -93,6 +93,22 @@ run_verify equal --chunk-rows 1000
 for t in a b c d n w; do
 	grep -q "^public\.$t: equal" "$work/equal.out" || fail "no \"public.$t: equal\" line"
 done
+# --duty: the rests are (100 - duty) / duty times the statements' time (the default 10: 9 times)
+for duty in 20 100; do
+	run_verify "duty$duty" --chunk-rows 500 --duty "$duty" -v
+	((vrc == 0)) || fail "verify --duty $duty exited $vrc"
+	line=$(grep -E '^replicant verify: statements took [0-9]+ ms, rests [0-9]+ ms \(--duty '"$duty"'\)$' "$work/duty$duty.verr") ||
+		fail "verify -v --duty $duty: no statements/rests line"
+	busy=$(sed -E 's/.*took ([0-9]+) ms.*/\1/' <<<"$line")
+	rest=$(sed -E 's/.*rests ([0-9]+) ms.*/\1/' <<<"$line")
+	if ((duty == 100)); then
+		((rest == 0)) || fail "--duty 100 rested $rest ms"
+	else
+		((rest * 100 >= busy * (100 - duty) * 100 / duty * 95 / 100)) ||
+			fail "--duty $duty: statements $busy ms, rests only $rest ms (want about $((busy * (100 - duty) / duty)))"
+	fi
+	printf 'verify --duty %d: statements %d ms, rests %d ms\n' "$duty" "$busy" "$rest"
+done
 grep -q '^7 tables: 7 equal, 0 different, 0 not compared$' "$work/equal.out" ||
 	fail "unexpected summary: $(tail -n 1 "$work/equal.out")"
 grep -q '^public\.a: equal (5000 rows, 6 chunks)$' "$work/equal.out" ||
