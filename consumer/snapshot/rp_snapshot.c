@@ -301,8 +301,23 @@ rp_snap_plan(RpSnapRun *run, RpUuid7Gen *ids, RpSnapTable *tables, int ntables)
 					rp_snaptoken_free(&job->tok);
 					continue;	/* copied before the stop */
 				}
-				job->at_ms = job->tok.at_ms;
-				snprintf(job->snapshot_id, sizeof(job->snapshot_id), "%s", job->tok.snapshot_id);
+				if (job->tok.snapshot_id[0] == '\0' && job->tok.rows == 0 &&
+					job->tok.nkeys == 0 && !job->tok.heap)
+				{
+					/*
+					 * A token with no dump (a log sink's, rp_snapresume.h):
+					 * only the consistent point is kept, the table is
+					 * copied again whole as a new dump.
+					 */
+					rp_snaptoken_free(&job->tok);
+					memset(&job->tok, 0, sizeof(job->tok));
+					job->have_tok = false;
+				}
+				else
+				{
+					job->at_ms = job->tok.at_ms;
+					snprintf(job->snapshot_id, sizeof(job->snapshot_id), "%s", job->tok.snapshot_id);
+				}
 			}
 		}
 		if (job->snapshot_id[0] == '\0')
