@@ -572,6 +572,71 @@ START_TEST(test_interleaved)
 }
 END_TEST
 
+/* d's frames under the snapshot id id (d->id as well). */
+static void
+dump_set_id(Dump *d, const char *id)
+{
+	for (int i = 0; i < d->n; i++)
+	{
+		char	   *l = replace(d->lines[i], d->id, id);
+
+		free(d->lines[i]);
+		d->lines[i] = l;
+	}
+	snprintf(d->id, sizeof(d->id), "%s", id);
+}
+
+/*
+ * A log sink's resumed snapshot: per store, the newest complete dump is
+ * the one a rebuild takes; an open dump before it is superseded, one after
+ * it is not (rp_reasm_newest_complete, rp_reasm_superseded).
+ */
+START_TEST(test_newest_complete)
+{
+	Dump		d[5];
+	static const char *const ids[] = {
+		"01900000-0000-7000-8000-000000000001", "01900000-0000-7000-8000-000000000002",
+		"01900000-0000-7000-8000-000000000003", "01900000-0000-7000-8000-000000000004",
+		"01900000-0000-7000-8000-000000000005",
+	};
+	char	  **all = NULL;
+	int			n = 0;
+	RpReasm    *r;
+
+	make_dump(&d[0], "public.a", 6, 0, true);	/* an older complete dump */
+	make_dump(&d[1], "public.a", 9, 0, false);	/* stopped: open */
+	make_dump(&d[2], "public.a", 7, 0, true);	/* the resumed run's */
+	make_dump(&d[3], "public.a", 2, 0, false);	/* open, after it */
+	make_dump(&d[4], "public.b", 3, 0, false);	/* only open */
+	for (int k = 4; k >= 0; k--)	/* the file order does not decide */
+	{
+		dump_set_id(&d[k], ids[k]);
+		for (int i = 0; i < d[k].n; i++)
+		{
+			all = realloc(all, sizeof(char *) * (size_t) (n + 1));
+			all[n++] = d[k].lines[i];
+		}
+	}
+	write_lines(ct_path("resumed.jsonl"), all, n);
+	r = run1(NULL, ct_path("resumed.jsonl"));
+	ck_assert_uint_eq(rp_reasm_count(r), 5);
+	ck_assert_ptr_nonnull(rp_reasm_newest_complete(r, "public.a"));
+	ck_assert_str_eq(rp_reasm_newest_complete(r, "public.a")->id, ids[2]);
+	ck_assert_uint_eq(rp_reasm_newest_complete(r, "public.a")->row_count, 7);
+	ck_assert_ptr_null(rp_reasm_newest_complete(r, "public.b"));
+	ck_assert_ptr_null(rp_reasm_newest_complete(r, "public.c"));
+	ck_assert(!rp_reasm_superseded(r, rp_reasm_find(r, ids[0])));	/* complete */
+	ck_assert(rp_reasm_superseded(r, rp_reasm_find(r, ids[1])));
+	ck_assert(!rp_reasm_superseded(r, rp_reasm_find(r, ids[2])));
+	ck_assert(!rp_reasm_superseded(r, rp_reasm_find(r, ids[3])));
+	ck_assert(!rp_reasm_superseded(r, rp_reasm_find(r, ids[4])));
+	rp_reasm_free(r);
+	free(all);
+	for (int k = 0; k < 5; k++)
+		dump_free(&d[k]);
+}
+END_TEST
+
 /* Frames spread over two files (a rotated log): even seqs and the end in one. */
 START_TEST(test_two_files)
 {
@@ -1062,6 +1127,7 @@ ct_suite_reassemble(void)
 	tcase_add_test(tc, test_open);
 	tcase_add_test(tc, test_conflict);
 	tcase_add_test(tc, test_interleaved);
+	tcase_add_test(tc, test_newest_complete);
 	tcase_add_test(tc, test_two_files);
 	tcase_add_test(tc, test_foreign_and_malformed);
 	tcase_add_test(tc, test_oversize_stubs);
