@@ -648,9 +648,27 @@ rp_file_reopen(RpSink *s)
 	RpFileSink *f = s->priv;
 	RpCheckpoint ck = f->ck;
 	bool		had_ck = f->have_ck;
+	struct stat before,
+				after;
+	bool		same;
 
+	same = fstat(f->fd, &before) == 0;
 	close(f->fd);
-	if (rp_file_open_path(f) < 0 || rp_file_recover(f) < 0)
+	if (rp_file_open_path(f) < 0)
+		return -1;
+	same = same && fstat(f->fd, &after) == 0 && after.st_dev == before.st_dev &&
+		after.st_ino == before.st_ino;
+	/*
+	 * A rotated log: a snapshot's frames so far stay in the old file (a
+	 * reader reads both); the new one's durable length counts from 0.
+	 */
+	if (!same && f->resume.have)
+	{
+		f->resume.offset = 0;
+		if (rp_snapresume_store(&f->resume) < 0)
+			return -1;
+	}
+	if (rp_file_recover(f) < 0)
 		return -1;
 	/* a fresh file must carry the position too, or a restart would lose it */
 	if (f->have_ck || !had_ck)
