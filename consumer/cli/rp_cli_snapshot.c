@@ -56,6 +56,9 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	rc = rp_snapshot_run(&so, sink, &ck);
 	if (rc < 0)
 		return -1;
+	/* the sink holds its checkpoint: a progress file left by a crash is done with */
+	if (rc == 0)
+		return rp_cli_snapshot_progress_clear(cli);
 	if (rc > 0)
 	{
 		char		lsn[24];
