@@ -86,6 +86,7 @@ typedef struct RpCli
 	uint64_t	backfill_chunk_rows;
 	int			exec_ack_timeout_s; /* exec sink: 0 waits for ever */
 	char		dlq_default[4096];	/* STATE-DIR/SLOT.dead-letter, without --dead-letter-file */
+	char		snapshot_progress[4096];	/* STATE-DIR/SLOT.snapshot: the log sinks' (rp_snapresume.h) */
 	char		spill_default[4096];	/* STATE-DIR/spill, without --spill-dir */
 } RpCli;
 
@@ -139,6 +140,9 @@ extern void rp_cli_usage(void);
 
 extern int	rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path,
 							 RpSnapStats *stats);
+/* The log sinks' snapshot progress file in the state dir; remove it (0, -1 rp_fail). */
+extern void rp_cli_snapshot_progress_path(const RpCli *cli, char *path, size_t len);
+extern int	rp_cli_snapshot_progress_clear(const RpCli *cli);
 /* --backfill: start the copies that run beside the stream; 0 or -1. */
 extern int	rp_cli_backfill_start(RpCli *cli, RpSink *sink);
 

@@ -357,6 +357,9 @@ run_prepare(RpCli *cli, RpSinkEnv *env)
 	env->max_dlq_bytes = (size_t) cli->max_dlq_bytes;
 	/* "none": oversize rows are dropped (counted and warned of) */
 	env->dlq_path = strcmp(cli->dlq_file, "none") == 0 ? NULL : cli->dlq_file;
+	/* the log sinks keep a stopped snapshot's progress here (rp_snapresume.h) */
+	rp_cli_snapshot_progress_path(cli, cli->snapshot_progress, sizeof(cli->snapshot_progress));
+	env->snapshot_progress_path = cli->snapshot_progress;
 	env->backfill = cli->backfill_run;
 	/* live aggregates write in the mirror's batch, before its commit */
 	if (cli->agg)

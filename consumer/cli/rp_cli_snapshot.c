@@ -6,9 +6,11 @@
  */
 #include "rp_alloc.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backfill/rp_backfill.h"
 #include "base/rp_status.h"
@@ -69,8 +71,10 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	if (!sink->owns_checkpoint)
 	{
 		rc = rp_ckpt_read(ckpt_path, &ck);
+		if (rc > 0)
+			return rp_cli_snapshot_progress_clear(cli);
 		if (rc != 0)
-			return rc < 0 ? -1 : 0;
+			return -1;
 	}
 	memset(&so, 0, sizeof(so));
 	so.conninfo = cli->dbname;
@@ -88,6 +92,9 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	rc = rp_snapshot_run(&so, sink, &ck);
 	if (rc < 0)
 		return -1;
+	/* the sink holds its checkpoint: a progress file left by a crash is done with */
+	if (rc == 0)
+		return rp_cli_snapshot_progress_clear(cli);
 	if (rc > 0)
 	{
 		char		lsn[24];
@@ -96,9 +103,30 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 		pg_log_info("snapshot complete: %" PRIu64 " rows; streaming from %s", stats->rows, lsn);
 		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
 			return -1;
+		/* the checkpoint is durable: a log sink's snapshot progress is done with */
+		if (rp_cli_snapshot_progress_clear(cli) < 0)
+			return -1;
 		if (cli->pg.conninfo && cli->pg.slot)
 			rp_cli_snapshot_sequences(cli);
 	}
+	return 0;
+}
+
+void
+rp_cli_snapshot_progress_path(const RpCli *cli, char *path, size_t len)
+{
+	snprintf(path, len, "%s/%s.snapshot", cli->state_dir, cli->slot);
+}
+
+/* Remove the log sinks' snapshot progress file (rp_snapresume.h), if any. */
+int
+rp_cli_snapshot_progress_clear(const RpCli *cli)
+{
+	char		path[4096];
+
+	rp_cli_snapshot_progress_path(cli, path, sizeof(path));
+	if (unlink(path) != 0 && errno != ENOENT)
+		return rp_fail(RP_HALT_NONE, "could not remove \"%s\": %s", path, strerror(errno));
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 /*
  * rp_cli_verify.c
- *    replicant verify-snapshot [--rows ID] [--quiet] FILE...
+ *    replicant verify-snapshot [--rows ID | --latest-rows STORE] [--latest] [--quiet] FILE...
  *    (see rp_cli.h, rp_reassemble.h and docs/sinks.md).
  */
 #include "rp_alloc.h"
@@ -31,6 +31,13 @@ verify_usage(FILE *f)
 			"Options:\n"
 			"      --rows ID     print snapshot ID's \"record\" objects in seq order, one per\n"
 			"                    line (oversize stubs left out); only for a complete snapshot\n"
+			"      --latest      per table (store), report only its newest complete dump, if\n"
+			"                    it has one: a resumed snapshot leaves the dump that stopped\n"
+			"                    open and writes a new one later (the exit status then comes\n"
+			"                    from the lines reported)\n"
+			"      --latest-rows STORE\n"
+			"                    like --rows, for the newest complete dump of STORE\n"
+			"                    (\"schema.table\"): what a rebuild from the log loads\n"
 			"  -q, --quiet       report only the snapshots that are not complete\n"
 			"  -?, --help        show this help, then exit\n\n"
 			"Output, one line per snapshot_id (without --rows):\n"
@@ -122,9 +129,13 @@ verify_rows(RpReasm *r, const char *rows_id, RpBuf *line)
 	return RP_EXIT_OK;
 }
 
-/* One line per snapshot on stdout (--quiet: the incomplete ones); the exit status. */
+/*
+ * One line per snapshot on stdout (--quiet: the incomplete ones; --latest:
+ * not those superseded by a later complete dump of their table, nor the
+ * older complete ones); the exit status.
+ */
 static int
-verify_report(RpReasm *r, bool quiet, RpBuf *line)
+verify_report(RpReasm *r, bool quiet, bool latest, RpBuf *line)
 {
 	size_t		n = rp_reasm_count(r);
 	int			status = RP_EXIT_OK;
@@ -138,6 +149,11 @@ verify_report(RpReasm *r, bool quiet, RpBuf *line)
 	{
 		const RpSnapReport *rep = rp_reasm_get(r, i);
 		int			st = status_of(rep->state);
+
+		if (latest && rep->store &&
+			(rp_reasm_superseded(r, rep) ||
+			 (rep->state == RP_SNAP_COMPLETE && rp_reasm_newest_complete(r, rep->store) != rep)))
+			continue;
 
 		if (st == RP_VERIFY_EXIT_TRUNCATED ||
 			(st == RP_VERIFY_EXIT_OPEN && status == RP_EXIT_OK))
@@ -163,11 +179,16 @@ rp_verify_snapshot_main(int argc, char **argv)
 	static const struct option long_options[] = {
 		{"rows", required_argument, NULL, 'r'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"latest", no_argument, NULL, 'l'},
+		{"latest-rows", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
 	const char *rows_id = NULL;
+	const char *rows_store = NULL;
+	char		store_id[RP_UUID_TEXT_LEN + 1];
 	bool		quiet = false;
+	bool		latest = false;
 	int			c;
 	int			status;
 	RpReasm    *r;
@@ -186,6 +207,12 @@ rp_verify_snapshot_main(int argc, char **argv)
 			case 'q':
 				quiet = true;
 				break;
+			case 'l':
+				latest = true;
+				break;
+			case 'L':
+				rows_store = optarg;
+				break;
 			case 'h':
 				verify_usage(stdout);
 				return RP_EXIT_OK;
@@ -200,6 +227,31 @@ rp_verify_snapshot_main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return verify_usage_error("no input file");
+	if (rows_id && rows_store)
+		return verify_usage_error("--rows and --latest-rows exclude each other");
+	if (rows_store)
+	{
+		/* a first pass finds the dump, the second keeps its rows */
+		const RpSnapReport *rep;
+
+		r = rp_reasm_new();
+		if (rp_reasm_run(r, (const char *const *) argv + optind, argc - optind) < 0)
+		{
+			fprintf(stderr, "%s: %s\n", PROG, rp_error());
+			rp_reasm_free(r);
+			return RP_EXIT_ERROR;
+		}
+		rep = rp_reasm_newest_complete(r, rows_store);
+		if (rep == NULL)
+		{
+			fprintf(stderr, "%s: no complete dump of %s in the input\n", PROG, rows_store);
+			rp_reasm_free(r);
+			return RP_VERIFY_EXIT_OPEN;
+		}
+		snprintf(store_id, sizeof(store_id), "%s", rep->id);
+		rp_reasm_free(r);
+		rows_id = store_id;
+	}
 
 	r = rp_reasm_new();
 	warn.quiet = quiet;
@@ -221,7 +273,7 @@ rp_verify_snapshot_main(int argc, char **argv)
 				rp_reasm_skipped(r) > warn.shown && !quiet ? " (the first ones are listed above)" : "");
 
 	rp_buf_init(&line, 256);
-	status = rows_id ? verify_rows(r, rows_id, &line) : verify_report(r, quiet, &line);
+	status = rows_id ? verify_rows(r, rows_id, &line) : verify_report(r, quiet, latest, &line);
 	rp_buf_free(&line);
 	rp_reasm_free(r);
 	return status;

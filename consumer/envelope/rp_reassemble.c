@@ -696,3 +696,27 @@ rp_reasm_skipped(const RpReasm *r)
 {
 	return r->skipped;
 }
+
+const RpSnapReport *
+rp_reasm_newest_complete(const RpReasm *r, const char *store)
+{
+	for (size_t i = r->nsnaps; i > 0; i--)
+	{
+		const RpSnapReport *rep = &r->snaps[i - 1]->rep;
+
+		if (rep->state == RP_SNAP_COMPLETE && rep->store && strcmp(rep->store, store) == 0)
+			return rep;
+	}
+	return NULL;
+}
+
+bool
+rp_reasm_superseded(const RpReasm *r, const RpSnapReport *rep)
+{
+	const RpSnapReport *newest;
+
+	if (rep->state == RP_SNAP_COMPLETE || rep->store == NULL)
+		return false;
+	newest = rp_reasm_newest_complete(r, rep->store);
+	return newest != NULL && strcmp(newest->id, rep->id) > 0;
+}

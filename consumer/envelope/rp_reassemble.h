@@ -92,6 +92,16 @@ extern size_t rp_reasm_count(const RpReasm *r);
 extern const RpSnapReport *rp_reasm_get(const RpReasm *r, size_t i);
 extern const RpSnapReport *rp_reasm_find(const RpReasm *r, const char *id);
 
+/*
+ * The newest complete dump of store (the largest id: UUIDv7, by snapshot
+ * time), or NULL.  A log sink's resumed snapshot leaves the dump that
+ * stopped open and writes a new one after it: a reader rebuilding a table
+ * takes this one and ignores the open ones (docs/sinks.md).
+ */
+extern const RpSnapReport *rp_reasm_newest_complete(const RpReasm *r, const char *store);
+/* Is rep not complete, and a later complete dump of its store found? */
+extern bool rp_reasm_superseded(const RpReasm *r, const RpSnapReport *rep);
+
 /* Lines skipped as malformed (invalid JSON, or a frame missing a field). */
 extern uint64_t rp_reasm_skipped(const RpReasm *r);
 

@@ -80,6 +80,8 @@ typedef struct RpSinkEnv
 	/* log sinks: how much of an oversize row the dead-letter file keeps */
 	size_t		max_dlq_bytes;
 	const char *dlq_path;		/* the dead-letter file, or NULL for none */
+	/* log sinks: where a stopped snapshot's progress is kept (rp_snapresume.h), or NULL */
+	const char *snapshot_progress_path;
 	/* state sinks: the backfill whose chunks this sink applies, or NULL */
 	RpBackfill *backfill;
 	RpSinkBatchHook batch_hook;

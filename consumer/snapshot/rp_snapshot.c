@@ -188,6 +188,10 @@ out:
 	return rc;
 }
 
+/* how to start over instead (the log sinks' progress: sinks/log/rp_snapresume.h) */
+#define RP_SNAP_OVER_HINT \
+	" (to start the snapshot over: drop the slot and the sink's progress; for the stdout, file and exec sinks STATE-DIR/SLOT.snapshot)"
+
 /*
  * The snapshot to copy under: a new one exported by coord for a resumed
  * copy (the slot must still hold everything since its consistent point),
@@ -211,15 +215,15 @@ rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t
 		rp_lsn_format(resume_lsn, a);
 		if (!info.exists || info.lost)
 		{
-			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is %s", o->slot,
-					info.exists ? "invalidated" : "gone");
+			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is %s%s", o->slot,
+					info.exists ? "invalidated" : "gone", RP_SNAP_OVER_HINT);
 			return -1;
 		}
 		if (info.confirmed_flush > resume_lsn)
 		{
 			rp_lsn_format(info.confirmed_flush, b);
-			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is at %s, past the snapshot's consistent point %s",
-					o->slot, b, a);
+			rp_fail(RP_HALT_GAP, "snapshot: cannot resume: replication slot \"%s\" is at %s, past the snapshot's consistent point %s%s",
+					o->slot, b, a, RP_SNAP_OVER_HINT);
 			return -1;
 		}
 		run->lsn = resume_lsn;
@@ -301,8 +305,23 @@ rp_snap_plan(RpSnapRun *run, RpUuid7Gen *ids, RpSnapTable *tables, int ntables)
 					rp_snaptoken_free(&job->tok);
 					continue;	/* copied before the stop */
 				}
-				job->at_ms = job->tok.at_ms;
-				snprintf(job->snapshot_id, sizeof(job->snapshot_id), "%s", job->tok.snapshot_id);
+				if (job->tok.snapshot_id[0] == '\0' && job->tok.rows == 0 &&
+					job->tok.nkeys == 0 && !job->tok.heap)
+				{
+					/*
+					 * A token with no dump (a log sink's, rp_snapresume.h):
+					 * only the consistent point is kept, the table is
+					 * copied again whole as a new dump.
+					 */
+					rp_snaptoken_free(&job->tok);
+					memset(&job->tok, 0, sizeof(job->tok));
+					job->have_tok = false;
+				}
+				else
+				{
+					job->at_ms = job->tok.at_ms;
+					snprintf(job->snapshot_id, sizeof(job->snapshot_id), "%s", job->tok.snapshot_id);
+				}
 			}
 		}
 		if (job->snapshot_id[0] == '\0')

@@ -18,7 +18,10 @@
  * command: the sink's tokens say where each table stopped and at which
  * consistent point; the rest is copied under a new snapshot and the
  * stream from the original consistent point reconciles it (docs/
- * guarantees.md has the argument).
+ * guarantees.md has the argument).  A log sink keeps only the consistent
+ * point and the tables done (sinks/log/rp_snapresume.h): a token of its
+ * with no snapshot_id, rows or key has its table copied again whole, as a
+ * new dump.
  */
 #ifndef RP_SNAPSHOT_H
 #define RP_SNAPSHOT_H

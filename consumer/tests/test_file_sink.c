@@ -5,10 +5,12 @@
  *    checkpoint lines of delivered transactions, torn tails cut back to the
  *    last checkpoint line on open, a file without one emptied, a checkpoint
  *    line split across the 64 KiB backward-scan chunks still found, and
- *    SIGHUP rotation starting the new file with the current checkpoint.
+ *    SIGHUP rotation starting the new file with the current checkpoint;
+ *    a stopped snapshot's durable frames kept by its progress file.
  */
 #include "ct_kit.h"
 #include "rp_json.h"
+#include "snapshot/rp_snaptoken.h"
 
 #define REL 16384u
 #define SCAN_CHUNK (64 * 1024)
@@ -479,6 +481,73 @@ START_TEST(test_no_checkpoint_emptied)
 END_TEST
 
 /*
+ * A stopped snapshot (rp_snapresume.h): the frames up to the durable
+ * length its progress file records stay at open (only the torn tail after
+ * them is cut), the sink hands out its tokens (a table done, one not), a
+ * log shorter than the progress says halts unchanged, and without a
+ * progress file the unfinished frames are cut as before.
+ */
+START_TEST(test_snapshot_progress_kept)
+{
+	static const char durable[] =
+		"{\"kind\":\"begin\",\"snapshot_id\":\"01900000-0000-7000-8000-000000000001\",\"seq\":0}\n"
+		"{\"kind\":\"row\",\"snapshot_id\":\"01900000-0000-7000-8000-000000000001\",\"seq\":0}\n";
+	static const char torn[] = "{\"kind\":\"row\",\"snapshot_id\":\"0190";
+	char		progress[256];
+	char		ppath[512];
+	RpSinkEnv	env;
+	RpSink	   *s;
+	RpCheckpoint ck;
+	RpRelation	rel;
+	char	   *token = NULL;
+	RpSnapToken tok;
+
+	snprintf(ppath, sizeof(ppath), "%s/slot.snapshot", ct_dir);
+	snprintf(progress, sizeof(progress),
+			 "replicant-snapshot-progress 1\nlsn 0/5000\noffset %zu\ndone %u\n", strlen(durable), REL);
+	ct_write_file(ppath, progress, strlen(progress), false);
+	ct_write_file(logpath, durable, strlen(durable), false);
+	ct_write_file(logpath, torn, strlen(torn), true);
+	rp_sink_env_init(&env);
+	env.snapshot_progress_path = ppath;
+	s = rp_sink_file_open(logpath, &env);
+	ck_assert_msg(s != NULL, "open failed: %s", rp_error());
+	ck_assert_int_eq(ct_file_size(logpath), (off_t) strlen(durable));
+	ck_assert_int_eq(s->checkpoint(s, &ck), 0);
+	memset(&rel, 0, sizeof(rel));
+	rel.relid = REL;
+	ck_assert_int_eq(s->snapshot_progress(s, &rel, &token), 1);
+	ck_assert(rp_snaptoken_parse(token, &tok));
+	ck_assert(tok.done);
+	ck_assert_uint_eq(tok.lsn, 0x5000);
+	rp_snaptoken_free(&tok);
+	rp_free(token);
+	rel.relid = REL + 1;
+	ck_assert_int_eq(s->snapshot_progress(s, &rel, &token), 1);
+	ck_assert(rp_snaptoken_parse(token, &tok));
+	ck_assert(!tok.done);
+	ck_assert_str_eq(tok.snapshot_id, "");
+	rp_snaptoken_free(&tok);
+	rp_free(token);
+	s->close(s);
+
+	/* shorter than the progress says: not that log, halts, nothing cut */
+	ck_assert_int_eq(truncate(logpath, 10), 0);
+	rp_error_clear();
+	ck_assert_ptr_null(rp_sink_file_open(logpath, &env));
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
+	ck_assert_msg(strstr(rp_error(), "is shorter"), "%s", rp_error());
+	ck_assert_int_eq(ct_file_size(logpath), 10);
+
+	/* no progress file: the unfinished snapshot is cut as a torn tail */
+	ct_write_file(logpath, durable, strlen(durable), false);
+	s = open_sink(logpath);
+	ck_assert_int_eq(ct_file_size(logpath), 0);
+	s->close(s);
+}
+END_TEST
+
+/*
  * One byte of the last checkpoint line changed (issue 11): the rows before
  * it were acknowledged, so recovery must not cut them.  Every position,
  * three replacement bytes: either the line is still a checkpoint line (a
@@ -883,6 +952,7 @@ ct_suite_file_sink(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_torn_tail);
 	tcase_add_test(tc, test_no_checkpoint_emptied);
+	tcase_add_test(tc, test_snapshot_progress_kept);
 	tcase_add_test(tc, test_damaged_last_checkpoint);
 	tcase_add_test(tc, test_checkpoint_across_scan_chunks);
 	tcase_add_test(tc, test_long_tail);

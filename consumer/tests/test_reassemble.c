@@ -4,7 +4,9 @@
  *    envelope writer, then shuffled, duplicated, cut, spread over files and
  *    mixed with foreign lines, are told complete, truncated, open or
  *    conflicting; --rows prints a complete dump's records in seq order and
- *    leaves oversize stubs out; warnings about skipped lines name the file,
+ *    leaves oversize stubs out; in a resumed log sink's log the newest
+ *    complete dump of each table is found (--latest, --latest-rows) and the
+ *    open one it supersedes left aside; warnings about skipped lines name the file,
  *    line and field and never a value (a canary in every record).
  *    Guarantees: backfill (DESIGN.md: tell a complete dump from a truncated
  *    one), G4 (value-free), G3 (a malformed frame is never counted).
@@ -572,6 +574,85 @@ START_TEST(test_interleaved)
 }
 END_TEST
 
+/* d's frames under the snapshot id id (d->id as well). */
+static void
+dump_set_id(Dump *d, const char *id)
+{
+	for (int i = 0; i < d->n; i++)
+	{
+		char	   *l = replace(d->lines[i], d->id, id);
+
+		free(d->lines[i]);
+		d->lines[i] = l;
+	}
+	snprintf(d->id, sizeof(d->id), "%s", id);
+}
+
+static const char *const resumed_ids[] = {
+	"01900000-0000-7000-8000-000000000001", "01900000-0000-7000-8000-000000000002",
+	"01900000-0000-7000-8000-000000000003", "01900000-0000-7000-8000-000000000004",
+	"01900000-0000-7000-8000-000000000005",
+};
+
+/*
+ * A resumed log sink's log, in path: public.a complete (ids 1, 3: 6 and 7
+ * rows), open (2: 9 rows seen, 4: 2), public.b only open (5: 3), the
+ * frames newest dump first.
+ */
+static void
+write_resumed(Dump *d, const char *path)
+{
+	char	  **all = NULL;
+	int			n = 0;
+
+	make_dump(&d[0], "public.a", 6, 0, true);	/* an older complete dump */
+	make_dump(&d[1], "public.a", 9, 0, false);	/* stopped: open */
+	make_dump(&d[2], "public.a", 7, 0, true);	/* the resumed run's */
+	make_dump(&d[3], "public.a", 2, 0, false);	/* open, after it */
+	make_dump(&d[4], "public.b", 3, 0, false);	/* only open */
+	for (int k = 4; k >= 0; k--)	/* the file order does not decide */
+	{
+		dump_set_id(&d[k], resumed_ids[k]);
+		for (int i = 0; i < d[k].n; i++)
+		{
+			all = realloc(all, sizeof(char *) * (size_t) (n + 1));
+			all[n++] = d[k].lines[i];
+		}
+	}
+	write_lines(path, all, n);
+	free(all);
+}
+
+/*
+ * A log sink's resumed snapshot: per store, the newest complete dump is
+ * the one a rebuild takes; an open dump before it is superseded, one after
+ * it is not (rp_reasm_newest_complete, rp_reasm_superseded).
+ */
+START_TEST(test_newest_complete)
+{
+	Dump		d[5];
+	const char *const *ids = resumed_ids;
+	RpReasm    *r;
+
+	write_resumed(d, ct_path("resumed.jsonl"));
+	r = run1(NULL, ct_path("resumed.jsonl"));
+	ck_assert_uint_eq(rp_reasm_count(r), 5);
+	ck_assert_ptr_nonnull(rp_reasm_newest_complete(r, "public.a"));
+	ck_assert_str_eq(rp_reasm_newest_complete(r, "public.a")->id, ids[2]);
+	ck_assert_uint_eq(rp_reasm_newest_complete(r, "public.a")->row_count, 7);
+	ck_assert_ptr_null(rp_reasm_newest_complete(r, "public.b"));
+	ck_assert_ptr_null(rp_reasm_newest_complete(r, "public.c"));
+	ck_assert(!rp_reasm_superseded(r, rp_reasm_find(r, ids[0])));	/* complete */
+	ck_assert(rp_reasm_superseded(r, rp_reasm_find(r, ids[1])));
+	ck_assert(!rp_reasm_superseded(r, rp_reasm_find(r, ids[2])));
+	ck_assert(!rp_reasm_superseded(r, rp_reasm_find(r, ids[3])));
+	ck_assert(!rp_reasm_superseded(r, rp_reasm_find(r, ids[4])));
+	rp_reasm_free(r);
+	for (int k = 0; k < 5; k++)
+		dump_free(&d[k]);
+}
+END_TEST
+
 /* Frames spread over two files (a rotated log): even seqs and the end in one. */
 START_TEST(test_two_files)
 {
@@ -1047,6 +1128,44 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* verify-snapshot --latest and --latest-rows on a resumed log sink's log */
+START_TEST(test_cli_latest)
+{
+	Dump		d[5];
+	char	   *out,
+			   *err,
+			   *want;
+	char		path[512];
+
+	snprintf(path, sizeof(path), "%s", ct_path("resumed.jsonl"));	/* ct_path's buffer is reused */
+	write_resumed(d, path);
+	/* plain: every dump, open ones make it 5 */
+	ck_assert_int_eq(cli(&out, &err, 2, path), RP_VERIFY_EXIT_OPEN);
+	ck_assert_int_eq(ct_count(out, "\n"), 5);
+	free(out), free(err);
+	/* --latest: a's newest complete dump and the open one after it, b's open one */
+	ck_assert_int_eq(cli(&out, &err, 3, "--latest", path), RP_VERIFY_EXIT_OPEN);
+	ck_assert_int_ge(asprintf(&want, "%s public.a complete rows=7\n%s public.a open rows_seen=2\n%s public.b open rows_seen=3\n",
+							  resumed_ids[2], resumed_ids[3], resumed_ids[4]), 0);
+	ck_assert_str_eq(out, want);
+	free(want), free(out), free(err);
+	/* --latest-rows: the newest complete dump's records */
+	ck_assert_int_eq(cli(&out, &err, 4, "--latest-rows", "public.a", path), 0);
+	want = expected_rows(&d[2]);
+	ck_assert_str_eq(out, want);
+	free(want), free(out), free(err);
+	ck_assert_int_eq(cli(&out, &err, 4, "--latest-rows", "public.b", path), RP_VERIFY_EXIT_OPEN);
+	ck_assert_str_eq(out, "");
+	ck_assert(strstr(err, "no complete dump of public.b") != NULL);
+	free(out), free(err);
+	ck_assert_int_eq(cli(&out, &err, 6, "--rows", resumed_ids[0], "--latest-rows", "public.a", path),
+					 RP_EXIT_USAGE);
+	free(out), free(err);
+	for (int k = 0; k < 5; k++)
+		dump_free(&d[k]);
+}
+END_TEST
+
 Suite *
 ct_suite_reassemble(void)
 {
@@ -1062,6 +1181,7 @@ ct_suite_reassemble(void)
 	tcase_add_test(tc, test_open);
 	tcase_add_test(tc, test_conflict);
 	tcase_add_test(tc, test_interleaved);
+	tcase_add_test(tc, test_newest_complete);
 	tcase_add_test(tc, test_two_files);
 	tcase_add_test(tc, test_foreign_and_malformed);
 	tcase_add_test(tc, test_oversize_stubs);
@@ -1071,6 +1191,7 @@ ct_suite_reassemble(void)
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_rows_window);
 	tcase_add_test(tc, test_cli);
+	tcase_add_test(tc, test_cli_latest);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -29,6 +29,7 @@
 #include "sinks/log/rp_lines.h"
 #include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
+#include "sinks/log/rp_snapresume.h"
 #include "sinks/rp_sink.h"
 #include "base/rp_status.h"
 
@@ -49,6 +50,7 @@ typedef struct RpExecSink
 	size_t		reply_len;
 	RpDelivery *dl;				/* for status updates while waiting */
 	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their limits */
+	RpSnapResume resume;		/* a stopped snapshot's progress (state directory) */
 } RpExecSink;
 
 /*
@@ -195,9 +197,33 @@ rp_exec_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
 {
 	RpExecSink *x = s->priv;
 
-	if (rp_snaplog_chunk(&x->snaplog, ctx, &x->out, rp_exec_write, x) < 0)
+	bool		first = !x->resume.have;
+
+	if (rp_snaplog_chunk(&x->snaplog, ctx, &x->out, rp_exec_write, x) < 0 ||
+		rp_exec_write(x, &x->out) < 0)
 		return -1;
-	return rp_exec_write(x, &x->out);
+	if (ctx->last_chunk)
+	{
+		/*
+		 * A table is done once the child acknowledged its end frame: a
+		 * flush line with no stream position (0/0) asks for that.
+		 */
+		RpCheckpoint none;
+
+		memset(&none, 0, sizeof(none));
+		if (rp_exec_flush_unit(x, &none) < 0)
+			return -1;
+	}
+	else if (!first)
+		return 0;
+	rp_snapresume_note(&x->resume, ctx->snapshot_lsn, ctx->last_chunk ? ctx->rel->relid : 0);
+	return rp_snapresume_store(&x->resume);
+}
+
+static int
+rp_exec_snapshot_progress(RpSink *s, const RpRelation *rel, char **token)
+{
+	return rp_snapresume_token(&((RpExecSink *) s->priv)->resume, rel->relid, token);
 }
 
 /* The child acknowledges the whole snapshot like a unit: then the checkpoint moves. */
@@ -233,6 +259,7 @@ rp_exec_close(RpSink *s)
 		rp_io_reap_child(x->pid, "exec sink's child", x->command);
 	rp_buf_free(&x->out);
 	rp_snaplog_free(&x->snaplog);
+	rp_snapresume_free(&x->resume);
 	rp_free(x->command);
 	rp_free(x);
 	rp_free(s);
@@ -260,6 +287,12 @@ rp_sink_exec_open(const char *command, int ack_timeout_s, const RpSinkEnv *env)
 	s->close = rp_exec_close;
 	s->handle_snapshot = rp_exec_snapshot;
 	s->handle_snapshot_complete = rp_exec_snapshot_complete;
+	s->snapshot_progress = rp_exec_snapshot_progress;
+	if (rp_snapresume_open(&x->resume, env ? env->snapshot_progress_path : NULL) < 0)
+	{
+		rp_exec_close(s);
+		return NULL;
+	}
 
 	/* a child that dies must surface as a failed write, not kill us */
 	signal(SIGPIPE, SIG_IGN);

@@ -26,6 +26,7 @@
 #include "base/rp_io.h"
 #include "base/rp_lock.h"
 #include "sinks/log/rp_snaplog.h"
+#include "sinks/log/rp_snapresume.h"
 #include "sinks/rp_sink.h"
 #include "base/rp_status.h"
 
@@ -42,6 +43,7 @@ typedef struct RpFileSink
 	RpCheckpoint ck;
 	off_t		committed;		/* file length up to the last checkpoint line */
 	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their limits */
+	RpSnapResume resume;		/* a stopped snapshot's durable part (state directory) */
 } RpFileSink;
 
 /*
@@ -442,6 +444,22 @@ rp_file_recover(RpFileSink *f)
 		if (pos >= size || pos <= start)
 			pos = start;
 	}
+	/*
+	 * A stopped snapshot (no checkpoint line since): its frames up to the
+	 * recorded offset were made durable chunk by chunk, and stay.
+	 */
+	if (f->resume.have && (off_t) f->resume.offset > cut)
+	{
+		if ((off_t) f->resume.offset > size)
+		{
+			rp_free(buf);
+			return rp_fail(RP_HALT_SINK,
+						   "file sink log \"%s\" is shorter (%lld bytes) than its stopped snapshot's progress says (%llu bytes): "
+						   "not the log that snapshot wrote (docs/operations.md)",
+						   f->path, (long long) size, (unsigned long long) f->resume.offset);
+		}
+		cut = (off_t) f->resume.offset;
+	}
 	if (cut < size && rp_file_check_tail(f, buf, cut, size) < 0)
 	{
 		rp_free(buf);
@@ -568,15 +586,18 @@ rp_file_advance(RpSink *s, const RpCheckpoint *ck)
 }
 
 /*
- * Snapshot frames are appended as they come and become durable with the
- * checkpoint line of the consistent point at completion; a copy that
- * stops before then is cut off on recovery with everything after the last
- * checkpoint line (the next run copies again from the start).
+ * Snapshot frames are appended as they come and made durable chunk by
+ * chunk: the log's length and the tables whose dump ended go to the
+ * progress file (rp_snapresume.h), which recovery honours.  A copy that
+ * stops resumes with the same command: the tables not done are dumped
+ * again whole, the dump that stopped stays open.  At completion the
+ * checkpoint line of the consistent point follows.
  */
 static int
 rp_file_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
 {
 	RpFileSink *f = s->priv;
+	off_t		end;
 
 	if (rp_snaplog_chunk(&f->snaplog, ctx, &f->out, rp_file_write, f) < 0 ||
 		rp_file_write(f, &f->out) < 0)
@@ -584,7 +605,26 @@ rp_file_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
 		rp_file_abandon(f);
 		return -1;
 	}
+	if (f->resume.path == NULL)
+		return 0;
+	if (fdatasync(f->fd) != 0)
+		return rp_fail(RP_HALT_SINK, "could not fsync \"%s\": %s", f->path, strerror(errno));
+	end = lseek(f->fd, 0, SEEK_END);
+	if (end < 0)
+		return rp_fail(RP_HALT_SINK, "could not seek \"%s\": %s", f->path, strerror(errno));
+	rp_snapresume_note(&f->resume, ctx->snapshot_lsn, ctx->last_chunk ? ctx->rel->relid : 0);
+	f->resume.offset = (uint64_t) end;
+	if (rp_snapresume_store(&f->resume) < 0)
+		return -1;
+	/* what the progress file vouches for is not cut by a failure later */
+	f->committed = end;
 	return 0;
+}
+
+static int
+rp_file_snapshot_progress(RpSink *s, const RpRelation *rel, char **token)
+{
+	return rp_snapresume_token(&((RpFileSink *) s->priv)->resume, rel->relid, token);
 }
 
 static int
@@ -598,7 +638,8 @@ rp_file_snapshot_complete(RpSink *s, const RpCheckpoint *ck)
 		rp_file_abandon(f);
 		return -1;
 	}
-	return 0;
+	/* the checkpoint line is durable: the progress is of no more use */
+	return rp_snapresume_clear(&f->resume);
 }
 
 static int
@@ -607,9 +648,27 @@ rp_file_reopen(RpSink *s)
 	RpFileSink *f = s->priv;
 	RpCheckpoint ck = f->ck;
 	bool		had_ck = f->have_ck;
+	struct stat before,
+				after;
+	bool		same;
 
+	same = fstat(f->fd, &before) == 0;
 	close(f->fd);
-	if (rp_file_open_path(f) < 0 || rp_file_recover(f) < 0)
+	if (rp_file_open_path(f) < 0)
+		return -1;
+	same = same && fstat(f->fd, &after) == 0 && after.st_dev == before.st_dev &&
+		after.st_ino == before.st_ino;
+	/*
+	 * A rotated log: a snapshot's frames so far stay in the old file (a
+	 * reader reads both); the new one's durable length counts from 0.
+	 */
+	if (!same && f->resume.have)
+	{
+		f->resume.offset = 0;
+		if (rp_snapresume_store(&f->resume) < 0)
+			return -1;
+	}
+	if (rp_file_recover(f) < 0)
 		return -1;
 	/* a fresh file must carry the position too, or a restart would lose it */
 	if (f->have_ck || !had_ck)
@@ -626,6 +685,7 @@ rp_file_close(RpSink *s)
 		close(f->fd);
 	rp_buf_free(&f->out);
 	rp_snaplog_free(&f->snaplog);
+	rp_snapresume_free(&f->resume);
 	rp_free(f->path);
 	rp_free(f);
 	rp_free(s);
@@ -654,7 +714,9 @@ rp_sink_file_open(const char *path, const RpSinkEnv *env)
 	s->close = rp_file_close;
 	s->handle_snapshot = rp_file_snapshot;
 	s->handle_snapshot_complete = rp_file_snapshot_complete;
-	if (rp_file_open_path(f) < 0 || rp_file_recover(f) < 0)
+	s->snapshot_progress = rp_file_snapshot_progress;
+	if (rp_snapresume_open(&f->resume, env ? env->snapshot_progress_path : NULL) < 0 ||
+		rp_file_open_path(f) < 0 || rp_file_recover(f) < 0)
 	{
 		rp_file_close(s);
 		return NULL;

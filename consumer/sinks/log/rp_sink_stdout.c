@@ -12,6 +12,7 @@
 #include "sinks/log/rp_lines.h"
 #include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
+#include "sinks/log/rp_snapresume.h"
 #include "sinks/rp_sink.h"
 #include "base/rp_status.h"
 
@@ -27,8 +28,10 @@ rp_stdout_write(void *arg, RpBuf *out)
 typedef struct RpStdoutSink
 {
 	RpBuf		out;
-	/* snapshot dumps as envelope frames; not resumable (the log cannot hold a token) */
+	/* snapshot dumps as envelope frames */
 	RpSnapLog	snaplog;
+	/* a stopped snapshot's progress, in the state directory (the log is not read back) */
+	RpSnapResume resume;
 } RpStdoutSink;
 
 static int
@@ -56,12 +59,28 @@ rp_stdout_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
 {
 	RpStdoutSink *so = s->priv;
 
-	if (rp_snaplog_chunk(&so->snaplog, ctx, &so->out, rp_stdout_write, NULL) < 0)
+	bool		first = !so->resume.have;
+
+	if (rp_snaplog_chunk(&so->snaplog, ctx, &so->out, rp_stdout_write, NULL) < 0 ||
+		rp_stdout_write(NULL, &so->out) < 0)
 		return -1;
-	return rp_stdout_write(NULL, &so->out);
+	/* written: a table whose end frame is out is done (at-least-once) */
+	if (!first && !ctx->last_chunk)
+		return 0;
+	rp_snapresume_note(&so->resume, ctx->snapshot_lsn, ctx->last_chunk ? ctx->rel->relid : 0);
+	return rp_snapresume_store(&so->resume);
 }
 
-/* The library writes the checkpoint file after this returns. */
+static int
+rp_stdout_snapshot_progress(RpSink *s, const RpRelation *rel, char **token)
+{
+	return rp_snapresume_token(&((RpStdoutSink *) s->priv)->resume, rel->relid, token);
+}
+
+/*
+ * The library writes the checkpoint file after this returns, and removes
+ * the progress file after that (rp_cli_snapshot.c).
+ */
 static int
 rp_stdout_snapshot_complete(RpSink *s, const RpCheckpoint *ck)
 {
@@ -78,6 +97,7 @@ rp_stdout_close(RpSink *s)
 
 	rp_buf_free(&so->out);
 	rp_snaplog_free(&so->snaplog);
+	rp_snapresume_free(&so->resume);
 	rp_free(so);
 	rp_free(s);
 }
@@ -99,5 +119,11 @@ rp_sink_stdout_open(const RpSinkEnv *env)
 	s->close = rp_stdout_close;
 	s->handle_snapshot = rp_stdout_snapshot;
 	s->handle_snapshot_complete = rp_stdout_snapshot_complete;
+	s->snapshot_progress = rp_stdout_snapshot_progress;
+	if (rp_snapresume_open(&so->resume, env ? env->snapshot_progress_path : NULL) < 0)
+	{
+		rp_stdout_close(s);
+		return NULL;
+	}
 	return s;
 }
