@@ -12,6 +12,7 @@
 #include "base/rp_clock.h"
 #include "base/rp_counter.h"
 #include "cli/rp_cli_metrics.h"
+#include "cli/rp_cli_progress.h"
 #include "sinks/mirror/rp_mirror.h"
 #include "natsrc/rp_natsrc.h"
 #include "sinks/nats/rp_nats.h"
@@ -48,12 +49,13 @@ rp_cli_metrics_delivery(RpBuf *out, const void *arg)
 void
 rp_cli_metrics_snapshot(RpBuf *out, const void *arg)
 {
-	const RpSnapStats *st = ((const RpCliMetrics *) arg)->snap;
+	const RpCliMetrics *cm = arg;
+	const RpSnapStats *st = cm->snap;
 
 	rp_metrics_sample(out, "replicant_snapshot_rows_total", "counter", "Rows copied by the initial snapshot.", NULL, RP_COUNT_LOAD(st->rows));
 	rp_metrics_sample(out, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, RP_COUNT_LOAD(st->oversize));
-	/* the per-table list is complete: the page is served after the snapshot */
-	for (int i = 0; i < st->nstores; i++)
+	/* the per-table list is read once complete (the page is served during the snapshot too) */
+	for (int i = 0; !atomic_load(&cm->snap_running) && i < st->nstores; i++)
 	{
 		RpBuf		labels;
 
@@ -143,6 +145,7 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		(cm->sink && rp_metrics_add(m, rp_cli_metrics_divergences, cm->sink) < 0) ||
 		(cm->sink && rp_nats_is(cm->sink) && rp_metrics_add(m, rp_nats_metrics, cm->sink) < 0) ||
 		(cm->nsrc && rp_metrics_add(m, rp_natsrc_metrics, cm->nsrc) < 0) ||
+		(cm->progress && rp_metrics_add(m, rp_cli_metrics_progress, cm->progress) < 0) ||
 		rp_metrics_add(m, rp_metrics_halts, m) < 0)
 		return -1;
 	return 0;

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/rp_clock.h"
@@ -83,23 +84,30 @@ rp_run_wait_tick(void *arg)
 void
 rp_run_show_progress(RpRun *run)
 {
+	RpProgressStream st;
 	int64_t		now = rp_clock_wall_us();
-	char		ck[24];
-	double		secs = (now - run->last_progress_us) / 1e6;
 	uint64_t	end = RP_COUNT_LOAD(run->counters.checkpoint_lsn);
-	uint64_t	txns = RP_COUNT_LOAD(run->counters.txns);
-	uint64_t	changes = RP_COUNT_LOAD(run->counters.changes);
-	uint64_t	lag = run->conn.server_wal_end > end ? run->conn.server_wal_end - end : 0;
 
-	if (!run->cli->progress || !isatty(STDERR_FILENO) || now - run->last_progress_us < 1000000)
-		return;
-	rp_lsn_format(end, ck);
-	fprintf(stderr, "\r%s: %" PRIu64 " txns, %.0f changes/s, lag %" PRIu64 " bytes %.1f s, checkpoint %s   ",
-			progname, txns,
-			run->last_progress_us ? (changes - run->last_progress_changes) / secs : 0.0,
-			lag, rp_metrics_lag_seconds(&run->metrics, lag, now), ck);
-	run->last_progress_us = now;
-	run->last_progress_changes = changes;
+	memset(&st, 0, sizeof(st));
+	st.txns = RP_COUNT_LOAD(run->counters.txns);
+	st.changes = RP_COUNT_LOAD(run->counters.changes);
+	st.checkpoint_lsn = end;
+	st.lag_msgs = -1;
+	if (run->nsrc)
+	{
+		/* a stream reader: the WAL position is not its to know; the stream's messages are */
+		uint64_t	last = rp_natsrc_last_seq(run->nsrc);
+
+		st.known = last > 0 || run->read_seq > 0;
+		st.lag_msgs = last > run->read_seq ? (int64_t) (last - run->read_seq) : 0;
+	}
+	else
+	{
+		st.known = run->conn.server_wal_end > 0;
+		st.lag_bytes = run->conn.server_wal_end > end ? run->conn.server_wal_end - end : 0;
+		st.lag_seconds = rp_metrics_lag_seconds(&run->metrics, st.lag_bytes, now);
+	}
+	rp_cli_progress_stream(&run->progress, &st);
 }
 
 /* ---- handing over, and the ends ------------------------------------------- */

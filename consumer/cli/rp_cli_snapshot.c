@@ -11,6 +11,7 @@
 
 #include "backfill/rp_backfill.h"
 #include "cli/rp_cli.h"
+#include "cli/rp_cli_progress.h"
 #include "sinks/mirror/rp_mirror.h"
 #include "snapshot/rp_snapshot.h"
 #include "stream/rp_ckpt.h"
@@ -23,7 +24,8 @@ static const char *const progname = RP_CLI_PROGNAME;
  * sink that already holds a checkpoint has its snapshot: nothing to do.
  */
 int
-rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *stats)
+rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *stats,
+				struct RpCliProgress *progress)
 {
 	RpSnapOptions so;
 	RpCheckpoint ck;
@@ -45,7 +47,10 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	so.chunk_rows = cli->snapshot_chunk_rows;
 	so.chunk_bytes = (uint64_t) 64 << 20;
 	so.create_slot = cli->create_slot;
-	so.progress = true;			/* shown when stderr is a terminal */
+	so.progress = !cli->no_progress;	/* shown when stderr is a terminal */
+	/* the program's display: per-table lines, and the figures for the metrics page */
+	so.progress_fn = rp_cli_progress_snapshot;
+	so.progress_arg = progress;
 	so.verbose = cli->verbose;
 	so.stats = stats;
 	rc = rp_snapshot_run(&so, sink, &ck);

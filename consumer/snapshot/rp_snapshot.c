@@ -49,6 +49,25 @@ rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
 	fprintf(stderr, "   %s", final ? "\n" : "");
 }
 
+/* The figures for the caller's progress callback. */
+static void
+rp_snap_report(RpSnapRun *run, bool final)
+{
+	RpSnapTableProgress *t = rp_malloc0(sizeof(RpSnapTableProgress) * (size_t) (run->njobs + 1));
+
+	for (int i = 0; i < run->njobs; i++)
+	{
+		const RpSnapJob *j = &run->jobs[i];
+
+		t[i].rel = j->t->rel;
+		t[i].done = atomic_load(&j->done_rows);
+		t[i].estimate = j->t->estimate;
+		t[i].state = atomic_load(&j->state);
+	}
+	run->opts->progress_fn(run->opts->progress_arg, t, run->njobs, final);
+	rp_free(t);
+}
+
 /* CREATE_REPLICATION_SLOT ... with an exported snapshot: lsn and name. */
 static int
 rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *snapname, size_t len)
@@ -339,11 +358,15 @@ rp_snap_copy(RpSnapRun *run, RpSnapWorker *workers, int nworkers, int64_t starte
 				workers[i].started = false;
 		if (!alive)
 			break;
-		if (tty)
+		if (run->opts->progress_fn)
+			rp_snap_report(run, false);
+		else if (tty)
 			rp_snap_progress(run, started, false);
 		usleep(200000);
 	}
-	if (tty)
+	if (run->opts->progress_fn)
+		rp_snap_report(run, true);
+	else if (tty)
 		rp_snap_progress(run, started, true);
 }
 
