@@ -59,11 +59,12 @@ rp_progress_count(double n, char *buf, size_t len)
 		snprintf(buf, len, "%.0f", n);
 		return;
 	}
-	while (n >= 999.95 && u < 4)
+	/* once at least (999.6 is "1.0k"), then while it would print as 1000.0 */
+	do
 	{
 		n /= 1000;
 		u++;
-	}
+	} while (n >= 999.95 && u < 4);
 	snprintf(buf, len, "%.1f%c", n, suffix[u]);
 }
 
