@@ -85,8 +85,9 @@ rp_progress_take(RpCliProgress *cp, const RpSnapTableProgress *t, int n, int64_t
 
 		if (x->state == 0 && t[i].state >= 1)
 		{
+			/* done counts this run's rows from 0: the rate is theirs since first seen */
 			x->start_us = now;
-			x->start_done = t[i].done;
+			x->start_done = 0;
 		}
 		if (x->state < 2 && t[i].state == 2)
 		{
