@@ -165,6 +165,8 @@ extern void rp_cli_log_set_verbose(int verbose);
 /* The progress display a log line erases first and draws again after (NULL: none). */
 struct RpProgress;
 extern void rp_cli_log_set_progress(struct RpProgress *p);
+/* A whole line on stderr as the log prints it (the library's notices: RpSnapOptions.log_fn). */
+extern void rp_cli_log_line(const char *line);
 extern void pg_log_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void pg_log_info(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 /* A usage error: the message, then the "Try --help" line; returns 2. */

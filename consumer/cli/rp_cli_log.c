@@ -62,6 +62,14 @@ rp_cli_log_v(const char *level, const char *fmt, va_list ap)
 }
 
 void
+rp_cli_log_line(const char *line)
+{
+	rp_progress_log_begin(rp_cli_log_progress);
+	fprintf(stderr, "%s\n", line);
+	rp_progress_log_end(rp_cli_log_progress);
+}
+
+void
 pg_log_error(const char *fmt,...)
 {
 	va_list		ap;

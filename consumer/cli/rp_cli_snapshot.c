@@ -51,6 +51,7 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	/* the program's display: per-table lines, and the figures for the metrics page */
 	so.progress_fn = rp_cli_progress_snapshot;
 	so.progress_arg = progress;
+	so.log_fn = rp_cli_log_line;
 	so.verbose = cli->verbose;
 	so.stats = stats;
 	rc = rp_snapshot_run(&so, sink, &ck);
@@ -76,6 +77,7 @@ rp_cli_backfill_start(RpCli *cli, RpSink *sink)
 	memset(&bo, 0, sizeof(bo));
 	bo.conninfo = cli->dbname;
 	bo.progname = progname;
+	bo.log_fn = rp_cli_log_line;
 	bo.tables = cli->backfill;
 	bo.ntables = cli->nbackfill;
 	bo.include = rp_cli_plugin_option(cli, "include_tables");

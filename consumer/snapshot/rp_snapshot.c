@@ -7,6 +7,7 @@
 #include "rp_alloc.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -47,6 +48,22 @@ rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
 	if (cur)
 		fprintf(stderr, " (%s.%s)", cur->t->rel->schema, cur->t->rel->name);
 	fprintf(stderr, "   %s", final ? "\n" : "");
+}
+
+void
+rp_snap_say(const RpSnapOptions *o, const char *fmt,...)
+{
+	char		line[1024];
+	int			n = snprintf(line, sizeof(line), "%s: ", o->progname);
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t) n, fmt, ap);
+	va_end(ap);
+	if (o->log_fn)
+		o->log_fn(line);		/* the program's log: its progress lines erased first */
+	else
+		fprintf(stderr, "%s\n", line);
 }
 
 /* The figures for the caller's progress callback. */
@@ -252,7 +269,7 @@ rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t
 		snprintf(run->snapname, sizeof(run->snapname), "%s", PQgetvalue(res, 0, 0));
 		PQclear(res);
 		if (o->verbose)
-			fprintf(stderr, "%s: resuming the snapshot of consistent point %s\n", o->progname, a);
+			rp_snap_say(o, "resuming the snapshot of consistent point %s", a);
 	}
 	else
 	{
@@ -267,8 +284,7 @@ rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t
 			return -1;
 		rp_lsn_format(run->lsn, a);
 		if (o->verbose)
-			fprintf(stderr, "%s: created slot \"%s\" with a snapshot at consistent point %s\n",
-					o->progname, o->slot, a);
+			rp_snap_say(o, "created slot \"%s\" with a snapshot at consistent point %s", o->slot, a);
 		if (rp_snap_import(coord, run->snapname) < 0)
 			return -1;
 	}

@@ -78,6 +78,7 @@ typedef struct RpSnapOptions
 	bool		progress;		/* progress line when stderr is a terminal */
 	RpSnapProgressFn progress_fn;	/* instead of the line: the figures (the program's display) */
 	void	   *progress_arg;
+	void		(*log_fn) (const char *line);	/* -v notices (a line, no newline); NULL: stderr */
 	int			verbose;
 	RpSnapStats *stats;			/* where the run counts (the caller's), or NULL */
 } RpSnapOptions;
