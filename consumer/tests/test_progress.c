@@ -14,6 +14,7 @@
 
 #include <math.h>
 
+#include "base/rp_metrics.h"
 #include "cli/rp_cli_progress.h"
 
 /* ---- a small terminal: the escape sequences the display uses ------------ */
@@ -332,6 +333,48 @@ START_TEST(test_eta_update)
 }
 END_TEST
 
+/* The page's lines: rows and estimates by table (none without one), the catch-up's ETA. */
+START_TEST(test_metrics_page)
+{
+	RpCliProgress cp;
+	RpRelation	a = {.relid = 1, .schema = "public", .name = "big"};
+	RpRelation	b = {.relid = 2, .schema = "s", .name = "odd\"name"};
+	RpSnapTableProgress t[2] = {
+		{.rel = &a, .done = 1500, .estimate = 40000, .state = 1},
+		{.rel = &b, .done = 7, .estimate = -1, .state = 2},
+	};
+	RpProgressStream st = {.lag_bytes = 0, .lag_msgs = -1, .known = false};
+	RpBuf		out;
+
+	rp_cli_progress_init(&cp, RP_PROGRESS_OFF);
+	rp_cli_progress_snapshot(&cp, t, 2, false);
+	rp_cli_progress_stream(&cp, &st);
+	rp_buf_init(&out, 256);
+	rp_cli_metrics_progress(&out, &cp);
+	rp_buf_put_char(&out, '\0');
+	ck_assert_str_eq(out.data,
+					 "# HELP replicant_snapshot_table_rows Rows the initial snapshot copied of the table (this run).\n"
+					 "# TYPE replicant_snapshot_table_rows gauge\n"
+					 "replicant_snapshot_table_rows{table=\"public.big\"} 1500\n"
+					 "replicant_snapshot_table_rows{table=\"s.odd\\\"name\"} 7\n"
+					 "# HELP replicant_snapshot_table_rows_estimate The table's row estimate (pg_class.reltuples) when the snapshot started.\n"
+					 "# TYPE replicant_snapshot_table_rows_estimate gauge\n"
+					 "replicant_snapshot_table_rows_estimate{table=\"public.big\"} 40000\n"
+					 "# HELP replicant_catchup_eta_seconds Seconds until the lag is gone at the rate it shrinks (NaN: not shrinking).\n"
+					 "# TYPE replicant_catchup_eta_seconds gauge\n"
+					 "replicant_catchup_eta_seconds NaN\n");
+	/* caught up: 0 */
+	st.known = true;
+	rp_cli_progress_stream(&cp, &st);
+	rp_buf_reset(&out);
+	rp_cli_metrics_progress(&out, &cp);
+	rp_buf_put_char(&out, '\0');
+	ck_assert_ptr_nonnull(strstr(out.data, "\nreplicant_catchup_eta_seconds 0.000\n"));
+	rp_buf_free(&out);
+	rp_cli_progress_free(&cp);
+}
+END_TEST
+
 Suite *
 ct_suite_progress(void)
 {
@@ -346,6 +389,7 @@ ct_suite_progress(void)
 	tcase_add_test(tc, test_redraw_sequence);
 	tcase_add_test(tc, test_redraw_screen);
 	tcase_add_test(tc, test_eta_update);
+	tcase_add_test(tc, test_metrics_page);
 	suite_add_tcase(s, tc);
 	return s;
 }
