@@ -8,6 +8,7 @@
 #include "rp_alloc.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -95,11 +96,23 @@ rp_run_show_progress(RpRun *run)
 	st.lag_msgs = -1;
 	if (run->nsrc)
 	{
-		/* a stream reader: the WAL position is not its to know; the stream's messages are */
+		/*
+		 * A stream reader: the WAL position is not its to know; the stream's
+		 * messages past what is durable here are (read ahead but not applied
+		 * is still behind).
+		 */
 		uint64_t	last = rp_natsrc_last_seq(run->nsrc);
+		uint64_t	done = run->read_seq;
 
-		st.known = last > 0 || run->read_seq > 0;
-		st.lag_msgs = last > run->read_seq ? (int64_t) (last - run->read_seq) : 0;
+		if (run->pipe.started)
+		{
+			/* not rp_pipe_durable: a failed delivery is the main loop's to report */
+			pthread_mutex_lock(&run->pipe.lock);
+			done = run->pipe.durable.source_seq;
+			pthread_mutex_unlock(&run->pipe.lock);
+		}
+		st.known = last > 0;
+		st.lag_msgs = last > done ? (int64_t) (last - done) : 0;
 	}
 	else
 	{
