@@ -7,7 +7,7 @@ rp_src       = $(patsubst $(RP_SRC_DIR)%,%,$(sort $(wildcard $(addprefix $(RP_SR
 # The shared codec, compiled for the client (malloc) here, for the server by PGXS.
 COMMON_SRCS  = $(call rp_src,../common/*.c)
 # The stages of the data path, each a folder (see README.md); cli/ is the program.
-STAGES       = base stream natsio snapshot backfill envelope agg values natsrc sinks/log sinks/mirror sinks/nats
+STAGES       = base stream natsio snapshot backfill envelope agg values natsrc sinks/log sinks/mirror sinks/nats migrate
 # The program's entry point is cli/main.c; the rest of cli/ (option parsing, the run loop)
 # goes into the archive with the stages, so that unit tests can link it.
 MAIN_SRCS    = cli/main.c

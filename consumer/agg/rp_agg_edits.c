@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agg/rp_agg.h"
+#include "agg/rp_aggstate.h"
 #include "stream/rp_ckpt.h"
 #include "rp_json.h"
 #include "base/rp_io.h"

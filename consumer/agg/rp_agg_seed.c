@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agg/rp_agg.h"
+#include "agg/rp_aggstate.h"
 #include "base/rp_clock.h"
 #include "base/rp_session.h"
 #include "stream/rp_ckpt.h"

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agg/rp_agg.h"
+#include "agg/rp_aggstate.h"
 #include "base/rp_status.h"
 
 static int

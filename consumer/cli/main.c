@@ -19,6 +19,13 @@ main(int argc, char **argv)
 	/* subcommands that need no server */
 	if (argc > 1 && strcmp(argv[1], "verify-snapshot") == 0)
 		return rp_verify_snapshot_main(argc - 1, argv + 1);
+	/* migrations: plain sessions on the source and the destination, no stream */
+	if (argc > 1 && strcmp(argv[1], "sync-sequences") == 0)
+		return rp_seqsync_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "wait") == 0)
+		return rp_wait_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "verify") == 0)
+		return rp_dbverify_main(argc - 1, argv + 1);
 
 	rc = rp_cli_parse(&cli, argc, argv);
 	if (rc != RP_CLI_RUN)

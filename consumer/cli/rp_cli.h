@@ -13,6 +13,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "cli/rp_cliparse.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -101,10 +103,7 @@ extern int	rp_cli_parse(RpCli *cli, int argc, char **argv);
 extern void rp_cli_free(RpCli *cli);
 /* The plugin option's value ("" for a bare -o NAME), or NULL. */
 extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
-/* Whether --sink names a kind of sink this program has. */
-extern bool rp_cli_sink_known(const char *sink);
-/* nats://... or tls://...: the NATS JetStream sink */
-extern bool rp_cli_sink_is_nats(const char *sink);
+/* rp_cli_sink_known, rp_cli_sink_is_nats: cli/rp_cliparse.h */
 /*
  * dbname (a database name, a conninfo string or a URI, or NULL) as one
  * keyword/value conninfo, followed by the keys whose vals are not NULL
@@ -157,6 +156,19 @@ extern int	rp_cli_backfill_start(RpCli *cli, RpSink *sink);
  * "verify-snapshot"; returns the exit status.
  */
 extern int	rp_verify_snapshot_main(int argc, char **argv);
+
+/* ---- rp_cli_seqsync.c, rp_cli_wait.c: replicant sync-sequences, replicant wait ---- */
+
+/* argv[0] is the subcommand's name; each returns the exit status (its --help lists them). */
+extern int	rp_seqsync_main(int argc, char **argv);
+extern int	rp_wait_main(int argc, char **argv);
+/* --sink's destination conninfo (postgresql://..., postgres:CONNINFO), or NULL. */
+extern const char *rp_cli_pg_sink_conninfo(const char *sink);
+
+/* ---- rp_cli_dbverify.c: replicant verify (migrate/rp_dbverify.h) ---- */
+
+/* The mirror compared with its source; argv[0] is "verify"; returns the exit status. */
+extern int	rp_dbverify_main(int argc, char **argv);
 
 /* ---- rp_cli_log.c: PostgreSQL's frontend logging, for this program ---- */
 

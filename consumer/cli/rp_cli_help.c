@@ -74,7 +74,8 @@ usage_sinks(void)
 	printf("      --max-record-bytes=SIZE  log sinks: a snapshot row larger than this becomes an\n"
 		   "                         oversize stub (default: no limit)\n");
 	printf("      --max-dlq-bytes=SIZE how much of an oversize row the dead-letter file keeps (default: 64kB)\n");
-	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter)\n");
+	printf("      --dead-letter-file=PATH  oversize rows (default: STATE-DIR/SLOT.dead-letter;\n"
+		   "                         none: dropped, counted and warned of)\n");
 	printf("\nNATS JetStream sink options (--sink nats://[USER:PASS@]HOST:PORT[,HOST:PORT...] or tls://...):\n");
 	printf("      --nats-stream=NAME the stream (default: REPLICANT_<slot>)\n");
 	printf("      --nats-subject-prefix=P  subjects P.<schema>.<table> and P._control (default: replicant.<slot>)\n");
@@ -126,6 +127,11 @@ rp_cli_usage(void)
 	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
 	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
 		   progname, progname);
+	printf("  %s sync-sequences -d SRC --sink postgresql://DST [OPTION]...   (a mirror's sequences; --help)\n"
+		   "  %s wait -d SRC --sink postgresql://DST [OPTION]...   (until the mirror passes an LSN; --help)\n",
+		   progname, progname);
+	printf("  %s verify -d SRC --sink postgresql://DST [OPTION]...   (compare a mirror with its source; --help for details)\n",
+		   progname);
 	usage_general();
 	usage_sinks();
 	usage_copies();

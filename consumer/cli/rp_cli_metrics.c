@@ -54,6 +54,9 @@ rp_cli_metrics_snapshot(RpBuf *out, const void *arg)
 
 	rp_metrics_sample(out, "replicant_snapshot_rows_total", "counter", "Rows copied by the initial snapshot.", NULL, RP_COUNT_LOAD(st->rows));
 	rp_metrics_sample(out, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, RP_COUNT_LOAD(st->oversize));
+	rp_metrics_sample(out, "replicant_dead_letters_dropped_total", "counter",
+					  "Oversize rows dropped for want of a dead-letter file, by reason.",
+					  "{reason=\"too_large\"}", RP_COUNT_LOAD(st->dlq_dropped));
 	/* the per-table list is read once complete (the page is served during the snapshot too) */
 	for (int i = 0; !atomic_load(&cm->snap_running) && i < st->nstores; i++)
 	{
@@ -67,6 +70,20 @@ rp_cli_metrics_snapshot(RpBuf *out, const void *arg)
 		rp_buf_put_char(&labels, '\0');
 		rp_metrics_sample(out, "replicant_snapshots_total", "counter",
 						  i == 0 ? "Table dumps of the initial snapshot by store and status." : NULL, labels.data, 1);
+		rp_buf_free(&labels);
+	}
+	for (int i = 0; !atomic_load(&cm->snap_running) && i < st->nstores; i++)
+	{
+		RpBuf		labels;
+
+		rp_buf_init(&labels, 128);
+		rp_buf_put_text(&labels, "{store=\"");
+		rp_metrics_label_value(&labels, st->stores[i]);
+		rp_buf_put_text(&labels, "\"}");
+		rp_buf_put_char(&labels, '\0');
+		rp_metrics_sample(out, "replicant_snapshot_rows_oversize_total", "counter",
+						  i == 0 ? "Oversize stubs in each table's dump." : NULL, labels.data,
+						  st->store_oversize ? st->store_oversize[i] : 0);
 		rp_buf_free(&labels);
 	}
 }

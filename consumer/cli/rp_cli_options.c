@@ -761,21 +761,6 @@ check_options(const RpCli *cli, int argc, char **argv)
 	return check_source(cli);
 }
 
-bool
-rp_cli_sink_known(const char *sink)
-{
-	return strcmp(sink, "stdout") == 0 || strcmp(sink, "-") == 0 ||
-		strncmp(sink, "file:", 5) == 0 || strncmp(sink, "exec:", 5) == 0 ||
-		strncmp(sink, "postgresql://", 13) == 0 || strncmp(sink, "postgres://", 11) == 0 ||
-		strncmp(sink, "postgres:", 9) == 0 || rp_cli_sink_is_nats(sink);
-}
-
-bool
-rp_cli_sink_is_nats(const char *sink)
-{
-	return strncmp(sink, "nats://", 7) == 0 || strncmp(sink, "tls://", 6) == 0;
-}
-
 /* One keyword='value' pair onto buf, quoted the way conninfo strings are. */
 static void
 append_pair(RpBuf *buf, const char *key, const char *val)

@@ -355,7 +355,8 @@ run_prepare(RpCli *cli, RpSinkEnv *env)
 	rp_sink_env_init(env);
 	env->max_record_bytes = (size_t) cli->max_record_bytes;
 	env->max_dlq_bytes = (size_t) cli->max_dlq_bytes;
-	env->dlq_path = cli->dlq_file;
+	/* "none": oversize rows are dropped (counted and warned of) */
+	env->dlq_path = strcmp(cli->dlq_file, "none") == 0 ? NULL : cli->dlq_file;
 	env->backfill = cli->backfill_run;
 	/* live aggregates write in the mirror's batch, before its commit */
 	if (cli->agg)

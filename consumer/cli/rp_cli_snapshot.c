@@ -7,16 +7,53 @@
 #include "rp_alloc.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backfill/rp_backfill.h"
+#include "base/rp_status.h"
 #include "cli/rp_cli.h"
 #include "cli/rp_cli_progress.h"
+#include "migrate/rp_seqsync.h"
 #include "sinks/mirror/rp_mirror.h"
 #include "snapshot/rp_snapshot.h"
 #include "stream/rp_ckpt.h"
 
 static const char *const progname = RP_CLI_PROGNAME;
+
+/*
+ * After a completed snapshot into the mirror, the destination's sequences
+ * are brought up to the source's (rp_seqsync.h), so that the copy is
+ * usable as it is.  The positions are read after the copy, so they are at
+ * least those of the copied rows.  A failure is a warning: the mirror
+ * streams on, and `replicant sync-sequences` does the same later.
+ */
+static void
+rp_cli_snapshot_sequences(const RpCli *cli)
+{
+	RpSeqSyncOptions so;
+	RpSeqSyncStats st;
+
+	memset(&so, 0, sizeof(so));
+	so.src_conninfo = cli->dbname;
+	so.dst_conninfo = cli->pg.conninfo;
+	so.select.include = rp_cli_plugin_option(cli, "include_tables");
+	so.select.exclude = rp_cli_plugin_option(cli, "exclude_tables");
+	so.schema_prefix = cli->pg.schema_prefix;
+	so.bookkeeping_schema = cli->pg.bookkeeping_schema;
+	so.create = cli->pg.create_tables;
+	so.verbose = cli->verbose > 1;
+	so.progname = progname;
+	if (rp_seqsync_run(&so, &st) < 0)
+	{
+		fprintf(stderr, "%s: warning: the sequences were not synced after the snapshot (run replicant sync-sequences): %s\n",
+				progname, rp_error());
+		rp_error_clear();
+		return;
+	}
+	pg_log_info("sequences synced after the snapshot: %d selected, %d advanced, %d created, %d missing",
+				st.selected, st.advanced, st.created, st.missing);
+}
 
 /*
  * --snapshot: copy (or finish copying) the selected tables before the
@@ -65,6 +102,8 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 		pg_log_info("snapshot complete: %" PRIu64 " rows; streaming from %s", stats->rows, lsn);
 		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
 			return -1;
+		if (cli->pg.conninfo && cli->pg.slot)
+			rp_cli_snapshot_sequences(cli);
 	}
 	return 0;
 }

@@ -210,3 +210,19 @@ rp_messages_pass(const char *include_messages, const char *message_prefixes, con
 	}
 	return RP_MSG_PASS_YES;
 }
+
+/* A --sink the consumer has: stdout, file:, exec:, a PostgreSQL URI or a NATS URL. */
+bool
+rp_cli_sink_known(const char *sink)
+{
+	return strcmp(sink, "stdout") == 0 || strcmp(sink, "-") == 0 ||
+		strncmp(sink, "file:", 5) == 0 || strncmp(sink, "exec:", 5) == 0 ||
+		strncmp(sink, "postgresql://", 13) == 0 || strncmp(sink, "postgres://", 11) == 0 ||
+		strncmp(sink, "postgres:", 9) == 0 || rp_cli_sink_is_nats(sink);
+}
+
+bool
+rp_cli_sink_is_nats(const char *sink)
+{
+	return strncmp(sink, "nats://", 7) == 0 || strncmp(sink, "tls://", 6) == 0;
+}

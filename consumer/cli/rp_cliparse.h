@@ -44,4 +44,9 @@ typedef enum RpMsgPass
 extern RpMsgPass rp_messages_pass(const char *include_messages, const char *message_prefixes,
 								  const char *prefix);
 
+/* Whether --sink names a kind of sink this program has. */
+extern bool rp_cli_sink_known(const char *sink);
+/* nats://... or tls://...: the NATS JetStream sink */
+extern bool rp_cli_sink_is_nats(const char *sink);
+
 #endif							/* RP_CLIPARSE_H */

@@ -13,7 +13,10 @@
 #include "envelope/rp_envelope.h"
 #include "rp_format.h"
 #include "rp_json.h"
+#include "base/rp_clock.h"
 #include "base/rp_status.h"
+
+#define RP_ENV_DROP_WARN_MS 10000
 
 #define DLQ_REASON "record exceeds max-record-bytes"
 
@@ -227,6 +230,27 @@ env_write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/*
+ * An oversize row with no dead-letter file: its stub stays in the dump
+ * (the seqs stay whole), the row itself is lost.  Counted, and warned of at
+ * most once every 10 s for the store, naming the store and the count only.
+ */
+static void
+env_drop(RpEnvelope *env)
+{
+	int64_t		now = rp_clock_mono_ms();
+
+	env->dropped++;
+	env->dropped_unwarned++;
+	if (env->dropped_warned_ms != 0 && now - env->dropped_warned_ms < RP_ENV_DROP_WARN_MS)
+		return;
+	fprintf(stderr, "replicant: warning: snapshot of %s: %" PRIu64 " oversize row%s dropped"
+			" (larger than the record limit, and no dead-letter file)\n",
+			env->store ? env->store : "?", env->dropped_unwarned, env->dropped_unwarned == 1 ? "" : "s");
+	env->dropped_unwarned = 0;
+	env->dropped_warned_ms = now;
+}
+
 /* The dead-letter line of an oversize row: one write(2), O_APPEND. */
 static int
 env_dead_letter(RpEnvelope *env, const char *record, size_t len)
@@ -236,7 +260,10 @@ env_dead_letter(RpEnvelope *env, const char *record, size_t len)
 	int			rc = 0;
 
 	if (env->dlq_path == NULL)
+	{
+		env_drop(env);
 		return 0;
+	}
 	if (env->dlq_fd < 0)
 	{
 		env->dlq_fd = open(env->dlq_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);

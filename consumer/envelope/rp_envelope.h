@@ -62,12 +62,17 @@ typedef struct RpEnvelope
 	uint64_t	rows;			/* row frames emitted */
 	uint64_t	oversize;		/* oversize stubs emitted */
 	uint64_t	dlq_lines;		/* dead-letter lines written */
+	uint64_t	dropped;		/* oversize rows with no dead-letter file: lost */
+	uint64_t	dropped_unwarned;	/* dropped since the last warning */
+	int64_t		dropped_warned_ms;	/* that warning (one every 10 s per store) */
 } RpEnvelope;
 
 /*
  * Settings: max_record_bytes (0 = no limit), max_dlq_bytes (how much of an
- * oversize row the dead-letter line keeps), dlq_path (NULL: none; the file
- * is opened for append, created 0600, on the first oversize row).
+ * oversize row the dead-letter line keeps), dlq_path (NULL: none, and an
+ * oversize row is dropped: its stub stays, the row is counted in dropped and
+ * warned of at most once every 10 s; else the file is opened for append,
+ * created 0600, on the first oversize row).
  */
 extern void rp_env_init(RpEnvelope *env, size_t max_record_bytes, size_t max_dlq_bytes,
 						const char *dlq_path);

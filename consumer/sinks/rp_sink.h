@@ -124,7 +124,9 @@ typedef struct RpSnapshotCtx
 	size_t		frame_len;
 	const unsigned char *copy_data; /* raw: binary COPY tuples */
 	size_t		copy_len;
-	uint64_t   *oversize;		/* the run's count of oversize stubs (RP_COUNT_ADD), or NULL */
+	uint64_t   *oversize;		/* the table's count of oversize stubs (RP_COUNT_ADD), or NULL */
+	uint64_t   *dropped;		/* the run's count of oversize rows dropped for want of a
+								 * dead-letter file (RP_COUNT_ADD), or NULL */
 } RpSnapshotCtx;
 
 struct RpSink

@@ -6,7 +6,8 @@
  * integers, IEEE floats, numeric's digit form, interval's three fields,
  * range flags); the differences are the epoch (2000 -> 1970, and the
  * extended range past 294247), timetz's zone sign (west -> east), jsonb's
- * version byte, and the length words inside arrays and ranges.
+ * version byte, the length words inside arrays and ranges, and a
+ * composite's field names and encodings (from the catalog).
  */
 #include "rp_alloc.h"
 
@@ -45,7 +46,21 @@ bad(char *err, size_t errlen, uint8_t encoding, uint32_t len)
 bool
 rp_copybin_supported(const RpRecvType *t)
 {
-	if (t->encoding == RP_ENC_COMPOSITE || t->encoding >= RP_ENC__COUNT)
+	if (t->encoding == RP_ENC_COMPOSITE)
+	{
+		if (t->comp == NULL)
+			return false;
+		for (int i = 0; i < t->comp->nfields; i++)
+		{
+			const RpRecvType *f = &t->comp->fields[i].type;
+
+			/* a field's binary form is its send format, never the text */
+			if (f->encoding == RP_ENC_TEXT || !rp_copybin_supported(f))
+				return false;
+		}
+		return true;
+	}
+	if (t->encoding >= RP_ENC__COUNT)
 		return false;
 	if (t->encoding == RP_ENC_ARRAY || t->encoding == RP_ENC_RANGE)
 		/* one level of elements, of a type whose send format we convert */
@@ -68,7 +83,7 @@ rp_recv_array(RpBuf *out, const RpRecvType *t, const unsigned char *d, uint32_t 
 	int			dims[RP_RECV_MAX_DIM] = {0},
 				lbs[RP_RECV_MAX_DIM] = {0};
 	uint64_t	nitems = 1;
-	RpRecvType	elem = {t->elem_encoding, 0, 0};
+	RpRecvType	elem = {t->elem_encoding, 0, 0, NULL};
 
 	if (len < 12)
 		return bad(err, errlen, RP_ENC_ARRAY, len);
@@ -123,7 +138,7 @@ rp_recv_range(RpBuf *out, const RpRecvType *t, const unsigned char *d, uint32_t 
 	const unsigned char *p = d + 1,
 			   *end = d + len;
 	uint8_t		flags;
-	RpRecvType	elem = {t->elem_encoding, 0, 0};
+	RpRecvType	elem = {t->elem_encoding, 0, 0, NULL};
 
 	if (len < 1)
 		return bad(err, errlen, RP_ENC_RANGE, len);
@@ -155,6 +170,51 @@ rp_recv_range(RpBuf *out, const RpRecvType *t, const unsigned char *d, uint32_t 
 	}
 	if (p != end)
 		return bad(err, errlen, RP_ENC_RANGE, len);
+	return 0;
+}
+
+/*
+ * record_send: u32 field count, then per live field its type OID, a length
+ * (-1: NULL) and its send format.  The wire: u16 count, then per field its
+ * name, type OID and encoding, a datum kind and the value.
+ */
+static int
+rp_recv_composite(RpBuf *out, const RpRecvType *t, const unsigned char *d, uint32_t len,
+				  char *err, size_t errlen)
+{
+	const RpRecvComposite *c = t->comp;
+	const unsigned char *p = d + 4,
+			   *end = d + len;
+
+	if (len < 4 || rd32(d) != (uint32_t) c->nfields)
+		return bad(err, errlen, RP_ENC_COMPOSITE, len);
+	rp_buf_put_u16(out, (uint16_t) c->nfields);
+	for (int i = 0; i < c->nfields; i++)
+	{
+		const RpRecvField *f = &c->fields[i];
+		int32_t		flen;
+
+		if (end - p < 8 || rd32(p) != f->type_oid)
+			return bad(err, errlen, RP_ENC_COMPOSITE, len);
+		flen = (int32_t) rd32(p + 4);
+		p += 8;
+		rp_buf_put_cstr(out, f->name);
+		rp_buf_put_u32(out, f->type_oid);
+		rp_buf_put_u8(out, f->type.encoding);
+		if (flen == -1)
+		{
+			rp_buf_put_u8(out, RP_DATUM_NULL);
+			continue;
+		}
+		if (flen < 0 || end - p < flen)
+			return bad(err, errlen, RP_ENC_COMPOSITE, len);
+		rp_buf_put_u8(out, RP_DATUM_VALUE);
+		if (rp_copybin_value(out, &f->type, p, (uint32_t) flen, err, errlen) < 0)
+			return -1;
+		p += flen;
+	}
+	if (p != end)
+		return bad(err, errlen, RP_ENC_COMPOSITE, len);
 	return 0;
 }
 
@@ -260,6 +320,8 @@ rp_copybin_value(RpBuf *out, const RpRecvType *t, const unsigned char *data, uin
 		return rp_recv_array(out, t, data, len, err, errlen);
 	if (t->encoding == RP_ENC_RANGE)
 		return rp_recv_range(out, t, data, len, err, errlen);
+	if (t->encoding == RP_ENC_COMPOSITE)
+		return rp_recv_composite(out, t, data, len, err, errlen);
 	return rp_recv_scalar(out, t->encoding, data, len, err, errlen);
 }
 

@@ -9,8 +9,12 @@
  * and ranges, the element's) comes from rp_snapcat.h, which picks it the
  * way the plugin does.  Columns the plugin sends as text plus type OID are
  * selected as col::text, so their binary form is the text itself.
- * Composite values are not converted (the plugin's form needs the field
- * names): rp_copybin_supported() says so before a copy starts.
+ * Composite values need the field names and each field's encoding, which
+ * record_send does not carry: rp_snapcat.h reads them from the catalog
+ * into an RpRecvComposite.  A field the plugin sends as text plus type OID
+ * cannot be converted (inside a record its binary form is not the text),
+ * nor an array of composites: rp_copybin_supported() says so before a copy
+ * starts.
  *
  * Errors are value-free: they name the encoding and the length.
  */
@@ -22,12 +26,30 @@
 
 #include "rp_buf.h"
 
+struct RpRecvComposite;
+
 typedef struct RpRecvType
 {
 	uint8_t		encoding;		/* RpEncoding of the value */
 	uint8_t		elem_encoding;	/* arrays and ranges: the element's */
 	uint32_t	elem_oid;		/* arrays and ranges: the element type */
+	const struct RpRecvComposite *comp; /* composites: the fields (NULL: unknown) */
 } RpRecvType;
+
+/* One field of a composite type, as the plugin names and encodes it. */
+typedef struct RpRecvField
+{
+	const char *name;
+	uint32_t	type_oid;		/* pg_attribute.atttypid (a domain stays a domain) */
+	RpRecvType	type;
+} RpRecvField;
+
+/* The live (not dropped) fields of a composite type, in attribute order. */
+typedef struct RpRecvComposite
+{
+	int			nfields;
+	RpRecvField *fields;
+} RpRecvComposite;
 
 /* Can values of this type be converted? */
 extern bool rp_copybin_supported(const RpRecvType *t);

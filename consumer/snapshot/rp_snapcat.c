@@ -25,6 +25,7 @@ typedef struct RpTypeRow
 	uint32_t	basetype;
 	uint32_t	elem;			/* element of a true array type, else 0 */
 	uint32_t	rngsub;			/* range subtype, else 0 */
+	uint32_t	relid;			/* a composite type's pg_class row, else 0 */
 	bool		has_send;
 } RpTypeRow;
 
@@ -109,11 +110,11 @@ rp_type_map_load(PGconn *conn, RpTypeMap *m)
 	const char *sql = PQserverVersion(conn) >= 140000
 		? "SELECT t.oid, t.typtype, t.typbasetype,"
 		"  CASE WHEN t.typsubscript = 'pg_catalog.array_subscript_handler'::pg_catalog.regproc"
-		"  THEN t.typelem ELSE 0 END, COALESCE(r.rngsubtype, 0), t.typsend <> 0"
+		"  THEN t.typelem ELSE 0 END, COALESCE(r.rngsubtype, 0), t.typsend <> 0, t.typrelid"
 		" FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid ORDER BY 1"
 		: "SELECT t.oid, t.typtype, t.typbasetype,"
 		"  CASE WHEN t.typelem <> 0 AND t.typlen = -1 THEN t.typelem ELSE 0 END,"
-		"  COALESCE(r.rngsubtype, 0), t.typsend <> 0"
+		"  COALESCE(r.rngsubtype, 0), t.typsend <> 0, t.typrelid"
 		" FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid ORDER BY 1";
 
 	res = PQexec(conn, sql);
@@ -135,6 +136,7 @@ rp_type_map_load(PGconn *conn, RpTypeMap *m)
 		t->elem = (uint32_t) strtoul(PQgetvalue(res, i, 3), NULL, 10);
 		t->rngsub = (uint32_t) strtoul(PQgetvalue(res, i, 4), NULL, 10);
 		t->has_send = PQgetvalue(res, i, 5)[0] == 't';
+		t->relid = (uint32_t) strtoul(PQgetvalue(res, i, 6), NULL, 10);
 	}
 	PQclear(res);
 	return 0;
@@ -212,6 +214,23 @@ rp_snapcat_selected(const RpSnapSelect *sel, const char *schema, const char *tab
 
 /* ---- tables --------------------------------------------------------------- */
 
+/* A composite's fields, and theirs (the catalog has no cycles: depth bounded anyway). */
+static void
+rp_recv_free(const RpRecvType *r)
+{
+	RpRecvComposite *c = (RpRecvComposite *) r->comp;
+
+	if (c == NULL)
+		return;
+	for (int i = 0; i < c->nfields; i++)
+	{
+		rp_free((char *) c->fields[i].name);
+		rp_recv_free(&c->fields[i].type);
+	}
+	rp_free(c->fields);
+	rp_free(c);
+}
+
 void
 rp_snapcat_free(RpSnapTable *tables, int n)
 {
@@ -219,6 +238,9 @@ rp_snapcat_free(RpSnapTable *tables, int n)
 		return;
 	for (int i = 0; i < n; i++)
 	{
+		if (tables[i].recv)
+			for (int c = 0; tables[i].rel && c < tables[i].rel->natts; c++)
+				rp_recv_free(&tables[i].recv[c]);
 		rp_relation_free(tables[i].rel);
 		if (tables[i].recv)
 			rp_free(tables[i].recv);
@@ -234,17 +256,61 @@ rp_dup(const char *s)
 	return rp_strndup(s, strlen(s));
 }
 
-/* Classify one column for the copy paths; false sets why. */
-static void
-rp_snapcat_column(const RpTypeMap *m, RpSnapTable *t, int i)
-{
-	RpColumn   *c = &t->rel->cols[i];
-	RpRecvType *r = &t->recv[i];
-	uint32_t	elem;
-	const RpTypeRow *row;
+#define RP_COMPOSITE_MAX_DEPTH 16
 
-	c->encoding = rp_type_encoding(m, c->type_oid, &elem);
-	r->encoding = c->encoding;
+static void rp_recv_describe(PGconn *conn, const RpTypeMap *m, uint32_t typid, RpRecvType *r,
+							 int depth);
+
+/*
+ * A composite type's live fields, each described like a column (its own
+ * encoding, and fields of its own).  NULL when the catalog read fails or
+ * the nesting is deeper than any real type: the column is then refused as
+ * not convertible, naming it.
+ */
+static RpRecvComposite *
+rp_recv_fields(PGconn *conn, const RpTypeMap *m, uint32_t typid, int depth)
+{
+	const RpTypeRow *row = rp_type_find(m, rp_type_base(m, typid));
+	char		relid[16];
+	const char *vals[1] = {relid};
+	PGresult   *res;
+	RpRecvComposite *c;
+
+	if (row == NULL || row->relid == 0 || depth > RP_COMPOSITE_MAX_DEPTH)
+		return NULL;
+	snprintf(relid, sizeof(relid), "%u", row->relid);
+	res = PQexecParams(conn,
+					   "SELECT a.attname, a.atttypid FROM pg_catalog.pg_attribute a"
+					   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped"
+					   " ORDER BY a.attnum",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		PQclear(res);
+		return NULL;
+	}
+	c = rp_malloc0(sizeof(RpRecvComposite));
+	c->nfields = PQntuples(res);
+	c->fields = rp_malloc0(sizeof(RpRecvField) * (size_t) (c->nfields + 1));
+	for (int i = 0; i < c->nfields; i++)
+	{
+		RpRecvField *f = &c->fields[i];
+
+		f->name = rp_strndup(PQgetvalue(res, i, 0), strlen(PQgetvalue(res, i, 0)));
+		f->type_oid = (uint32_t) strtoul(PQgetvalue(res, i, 1), NULL, 10);
+		rp_recv_describe(conn, m, f->type_oid, &f->type, depth + 1);
+	}
+	PQclear(res);
+	return c;
+}
+
+/* What the plugin would send for a value of typid, as rp_copybin reads it. */
+static void
+rp_recv_describe(PGconn *conn, const RpTypeMap *m, uint32_t typid, RpRecvType *r, int depth)
+{
+	uint32_t	elem;
+
+	r->encoding = rp_type_encoding(m, typid, &elem);
 	r->elem_oid = elem;
 	if (elem)
 	{
@@ -252,11 +318,29 @@ rp_snapcat_column(const RpTypeMap *m, RpSnapTable *t, int i)
 
 		r->elem_encoding = rp_type_encoding(m, elem, &e2);
 	}
+	if (r->encoding == RP_ENC_COMPOSITE)
+		r->comp = rp_recv_fields(conn, m, typid, depth);
+}
+
+/* Classify one column for the copy paths; false sets why. */
+static void
+rp_snapcat_column(PGconn *conn, const RpTypeMap *m, RpSnapTable *t, int i)
+{
+	RpColumn   *c = &t->rel->cols[i];
+	RpRecvType *r = &t->recv[i];
+	uint32_t	elem;
+	const RpTypeRow *row;
+
+	rp_recv_describe(conn, m, c->type_oid, r, 0);
+	c->encoding = r->encoding;
+	elem = r->elem_oid;
 	if (!rp_copybin_supported(r) && t->convertible)
 	{
 		t->convertible = false;
-		snprintf(t->why, sizeof(t->why), "column \"%s\" of type %s (%s) has no snapshot conversion",
-				 c->name, c->type_name, rp_encoding_name(c->encoding));
+		snprintf(t->why, sizeof(t->why), "column \"%s\" of type %s (%s) has no snapshot conversion%s",
+				 c->name, c->type_name, rp_encoding_name(c->encoding),
+				 c->encoding == RP_ENC_COMPOSITE
+				 ? " (a field sent as text, or an array of composites, inside it)" : "");
 	}
 	/*
 	 * Binary rows name no type except inside arrays (the element OID) and
@@ -270,8 +354,10 @@ rp_snapcat_column(const RpTypeMap *m, RpSnapTable *t, int i)
 		 (row != NULL && !row->has_send)))
 	{
 		t->portable = false;
-		snprintf(t->why, sizeof(t->why), "column \"%s\" of type %s has no portable binary form",
-				 c->name, c->type_name);
+		/* a column that does not convert at all is the reason to report */
+		if (t->convertible)
+			snprintf(t->why, sizeof(t->why), "column \"%s\" of type %s has no portable binary form",
+					 c->name, c->type_name);
 	}
 }
 
@@ -389,7 +475,7 @@ rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
 			}
 			if (PQgetvalue(res, i, 8)[0] == 't')
 				c->flags |= RP_COL_IDENTITY;
-			rp_snapcat_column(&types, t, i);
+			rp_snapcat_column(conn, &types, t, i);
 		}
 		PQclear(res);
 	}

@@ -166,8 +166,11 @@ rp_snap_stats_free(RpSnapStats *st)
 		rp_free(st->stores);
 	if (st->complete)
 		rp_free(st->complete);
+	if (st->store_oversize)
+		rp_free(st->store_oversize);
 	st->stores = NULL;
 	st->complete = NULL;
+	st->store_oversize = NULL;
 	st->nstores = 0;
 }
 

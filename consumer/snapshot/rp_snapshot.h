@@ -40,11 +40,14 @@ typedef struct RpSnapStats
 	uint64_t	rows;
 	uint64_t	chunks;
 	uint64_t	oversize;		/* oversize stubs written by the log sinks
-								 * (through RpSnapshotCtx.oversize) */
-	/* per table: "schema.table" and its status (complete, aborted) */
+								 * (through RpSnapshotCtx.oversize), added
+								 * when each table's dump ends */
+	uint64_t	dlq_dropped;	/* of those, rows dropped: no dead-letter file */
+	/* per table: "schema.table", its status (complete, aborted), its stubs */
 	int			nstores;
 	char	  **stores;
 	bool	   *complete;
+	uint64_t   *store_oversize;
 } RpSnapStats;
 
 /* Free the per-table lists (the counters stay). */

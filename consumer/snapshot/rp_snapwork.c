@@ -154,7 +154,8 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool
 	ctx.progress_token = token;
 	ctx.worker = w->id;
 	ctx.origin = &run->origin;
-	ctx.oversize = &run->stats->oversize;
+	ctx.oversize = &job->oversize;
+	ctx.dropped = &run->stats->dlq_dropped;
 	ctx.snapshot_id = job->snapshot_id;
 	ctx.snapshot_at_ms = job->at_ms;
 	ctx.total = job->t->estimate;
@@ -622,15 +623,20 @@ out:
 
 /* Metrics: the table's dump ended (complete) or stopped (aborted). */
 static void
-rp_snap_note_store(RpSnapRun *run, const RpSnapTable *t, bool complete)
+rp_snap_note_store(RpSnapRun *run, const RpSnapJob *job, bool complete)
 {
 	char		store[512];
 	RpSnapStats *st = run->stats;
+	const RpSnapTable *t = job->t;
+	uint64_t	oversize = RP_COUNT_LOAD(job->oversize);
 
 	snprintf(store, sizeof(store), "%s.%s", t->rel->schema, t->rel->name);
 	pthread_mutex_lock(&run->lock);
 	st->stores = rp_realloc(st->stores, sizeof(char *) * (size_t) (st->nstores + 1));
 	st->complete = rp_realloc(st->complete, sizeof(bool) * (size_t) (st->nstores + 1));
+	st->store_oversize = rp_realloc(st->store_oversize, sizeof(uint64_t) * (size_t) (st->nstores + 1));
+	st->store_oversize[st->nstores] = oversize;
+	RP_COUNT_ADD(st->oversize, oversize);
 	st->stores[st->nstores] = rp_strndup(store, strlen(store));
 	st->complete[st->nstores++] = complete;
 	pthread_mutex_unlock(&run->lock);
@@ -678,12 +684,12 @@ rp_snap_worker_main(void *arg)
 			}
 			pthread_mutex_unlock(&run->lock);
 			RP_COUNT_ADD(run->stats->tables_aborted, 1);
-			rp_snap_note_store(run, job->t, false);
+			rp_snap_note_store(run, job, false);
 			break;
 		}
 		atomic_store(&job->state, 2);
 		RP_COUNT_ADD(run->stats->tables_complete, 1);
-		rp_snap_note_store(run, job->t, true);
+		rp_snap_note_store(run, job, true);
 	}
 	return NULL;
 }

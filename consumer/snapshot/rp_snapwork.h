@@ -28,6 +28,7 @@ typedef struct RpSnapJob
 	char		snapshot_id[RP_UUID_TEXT_LEN + 1];
 	int64_t		at_ms;
 	_Atomic uint64_t done_rows;	/* for the progress line */
+	uint64_t	oversize;		/* oversize stubs of this table's dump (RpSnapshotCtx) */
 	_Atomic int state;			/* 0 queued, 1 copying, 2 done */
 } RpSnapJob;
 

@@ -58,10 +58,17 @@ static const char golden[] =
 	"# HELP replicant_snapshot_oversize_total Oversize stubs written in snapshot dumps.\n"
 	"# TYPE replicant_snapshot_oversize_total counter\n"
 	"replicant_snapshot_oversize_total 15\n"
+	"# HELP replicant_dead_letters_dropped_total Oversize rows dropped for want of a dead-letter file, by reason.\n"
+	"# TYPE replicant_dead_letters_dropped_total counter\n"
+	"replicant_dead_letters_dropped_total{reason=\"too_large\"} 16\n"
 	"# HELP replicant_snapshots_total Table dumps of the initial snapshot by store and status.\n"
 	"# TYPE replicant_snapshots_total counter\n"
 	"replicant_snapshots_total{store=\"public.a\",status=\"complete\"} 1\n"
 	"replicant_snapshots_total{store=\"odd.\\\"q\\\\x\",status=\"aborted\"} 1\n"
+	"# HELP replicant_snapshot_rows_oversize_total Oversize stubs in each table's dump.\n"
+	"# TYPE replicant_snapshot_rows_oversize_total counter\n"
+	"replicant_snapshot_rows_oversize_total{store=\"public.a\"} 3\n"
+	"replicant_snapshot_rows_oversize_total{store=\"odd.\\\"q\\\\x\"} 0\n"
 	"# HELP replicant_received_bytes_total Frame bytes received.\n"
 	"# TYPE replicant_received_bytes_total counter\n"
 	"replicant_received_bytes_total 12345\n"
@@ -124,6 +131,7 @@ START_TEST(test_page_identical)
 	RpCliMetrics cm;
 	char	   *stores[] = {"public.a", "odd.\"q\\\nx"};
 	bool		complete[] = {true, false};
+	uint64_t	store_oversize[] = {3, 0};
 	RpAgg	   *agg = rp_agg_new();
 	char	   *page;
 
@@ -152,7 +160,9 @@ START_TEST(test_page_identical)
 	sp.sink_in_use = 13;
 	st.rows = 14;
 	st.oversize = 15;
+	st.dlq_dropped = 16;
 	st.nstores = 2;
+	st.store_oversize = store_oversize;
 	st.stores = stores;
 	st.complete = complete;
 	for (int r = 0; r < RP_AGG_REASON__COUNT; r++)

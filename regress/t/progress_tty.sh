@@ -163,6 +163,7 @@ forms=(
 	"^replicant: snapshot complete: [0-9]+ rows; streaming from $lsn\$"
 	"^replicant: streaming from slot \"$SLOT\"\$"
 	"^replicant: logical_decoding_work_mem of this session: [0-9]+kB\$"
+	"^replicant: sequences synced after the snapshot: [0-9]+ selected, [0-9]+ advanced, [0-9]+ created, [0-9]+ missing\$"
 )
 while IFS= read -r line; do
 	[[ -n $line ]] || continue

@@ -4,7 +4,8 @@
 #   "replicant --help" lists (or "replicant verify-snapshot --help") with
 #   no entry in doc/replicant.1, or an entry there for an option the help
 #   does not list.  An entry is the tag line of a .TP paragraph; the main
-#   program's are before ".SH VERIFY-SNAPSHOT", verify-snapshot's after it.
+#   program's are before ".SH VERIFY-SNAPSHOT", verify-snapshot's after it,
+#   "replicant verify"'s in ".SH MIRROR VERIFY".
 #   Also fails when groff warns about the page (when groff is installed).
 #   Exit 0 when they agree; the differences on stderr otherwise.
 set -euo pipefail
@@ -48,7 +49,9 @@ compare() {
 main_help=$("$bin" --help | help_opts)
 verify_help=$("$bin" verify-snapshot --help | help_opts)
 main_man=$(sed '/^\.SH VERIFY-SNAPSHOT/,$d' "$man" | man_opts)
-verify_man=$(sed -n '/^\.SH VERIFY-SNAPSHOT/,/^\.SH [^V]/p' "$man" | man_opts)
+verify_man=$(sed -n '/^\.SH VERIFY-SNAPSHOT/,/^\.SH [^V]/p' "$man" | sed '/^\.SH MIRROR VERIFY/,$d' | man_opts)
+dbverify_help=$("$bin" verify --help | help_opts)
+dbverify_man=$(sed -n '/^\.SH MIRROR VERIFY/,/^\.SH /p' "$man" | man_opts)
 
 # a help that printed nothing must not pass as agreeing with an empty page
 if (($(wc -l <<<"$main_help") < 20)) || (($(wc -l <<<"$verify_help") < 3)); then
@@ -58,7 +61,16 @@ fi
 rc=0
 compare "replicant" "$main_help" "$main_man" || rc=1
 compare "replicant verify-snapshot" "$verify_help" "$verify_man" || rc=1
+compare "replicant verify" "$dbverify_help" "$dbverify_man" || rc=1
 grep -q 'verify\\-snapshot' "$man" || { echo "check_man: verify-snapshot is not documented" >&2; rc=1; }
+
+# the migration subcommands: each its own .SH section, up to the next one
+for sub in sync-sequences wait; do
+	sub_help=$("$bin" "$sub" --help | help_opts)
+	sub_man=$(sed -n "/^\.SH ${sub^^}\$/,/^\.SH /p" "$man" | sed '$d' | man_opts)
+	(($(wc -l <<<"$sub_help") >= 3)) || { echo "check_man: $sub --help listed too few options" >&2; rc=1; }
+	compare "replicant $sub" "$sub_help" "$sub_man" || rc=1
+done
 
 if command -v groff >/dev/null; then
 	warnings=$(groff -man -Tutf8 -ww -z "$man" 2>&1)

@@ -71,6 +71,7 @@ int
 rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 				 int (*flush) (void *arg, RpBuf *out), void *arg)
 {
+	uint64_t	dropped;
 	RpEnvelope *env = rp_snaplog_env(sl, ctx->rel->relid);
 	char		store[512];
 	RpDecoder	dec;
@@ -120,6 +121,7 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 			if (ctx->oversize)
 				RP_COUNT_ADD(*ctx->oversize, 1);
 		}
+		dropped = env->dropped;
 		if (rp_env_row(env, out, row.data, row.len, key.len ? key.data : NULL, key.len) < 0 ||
 			(out->len >= RP_SNAPLOG_FLUSH && flush && flush(arg, out) < 0))
 		{
@@ -127,6 +129,8 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 			failed = true;
 			break;
 		}
+		if (env->dropped != dropped && ctx->dropped)
+			RP_COUNT_ADD(*ctx->dropped, env->dropped - dropped);
 	}
 	if (rc < 0 && !failed)
 		rp_fail(RP_HALT_MALFORMED, "snapshot chunk of %s does not decode: %s", store, dec.error);

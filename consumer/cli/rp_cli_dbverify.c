@@ -1,0 +1,216 @@
+/*
+ * rp_cli_dbverify.c
+ *    replicant verify -d SRC --sink postgresql://DST [OPTION]...: the
+ *    command line of migrate/rp_dbverify (see rp_cli.h; docs/operations.md).
+ */
+#include "rp_alloc.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rp_status.h"
+#include "cli/rp_cli.h"
+#include "migrate/rp_dbverify.h"
+
+#define PROG "replicant verify"
+
+static void
+dbverify_usage(FILE *f)
+{
+	fprintf(f,
+			"%s compares every selected table of a PostgreSQL mirror with its\n"
+			"source, while both keep running: both servers hash the same key ranges\n"
+			"(no row leaves either), and a range that differs is read again once the\n"
+			"mirror's checkpoint has passed the source's WAL position of the read, so\n"
+			"replication lag is not a difference.  Tables without a primary key are\n"
+			"compared as multisets of rows.\n\n"
+			"Usage:\n  %s -d SRC --sink postgresql://DST [OPTION]...\n\n"
+			"Options:\n"
+			"  -d, --dbname=CONNSTR   the source database (a conninfo string or URI)\n"
+			"      --sink=URI         the mirror: postgresql://..., postgres://... or postgres:CONNINFO\n"
+			"  -S, --slot=SLOTNAME    the mirror's slot (its checkpoint row); needed when the\n"
+			"                         checkpoint table holds more than one\n"
+			"  -o, --option=NAME=VALUE  include_tables=PATTERNS or exclude_tables=PATTERNS, as\n"
+			"                         given to the mirror\n"
+			"      --schema-prefix=P  the mirror's --schema-prefix\n"
+			"      --bookkeeping-schema=NAME  the mirror's bookkeeping schema (default replicant)\n"
+			"      --keys-file=FILE   write the bounds of differing ranges and the keys of\n"
+			"                         differing rows to FILE (they are values: never logged)\n"
+			"      --chunk-rows=N     rows per hashed range (default 10000)\n"
+			"      --recheck-timeout=S  wait at most S seconds per differing range for the\n"
+			"                         mirror to catch up (default 60)\n"
+			"      --max-rate=N       read at most N rows per second on each server\n"
+			"  -q, --quiet            report only the tables that differ\n"
+			"  -v, --verbose          say on stderr which ranges are read again\n"
+			"  -?, --help             show this help, then exit\n\n"
+			"Output: one line per table (\"S.T: equal (N rows, K chunks)\"), one per differing\n"
+			"range (\"S.T: different: chunk K (rows A-B of the source): ...\"), then a summary.\n\n"
+			"Exit status:\n"
+			"  0  every table is equal\n"
+			"  1  a table differs (a range, a missing table or column on the destination)\n"
+			"  2  usage error\n"
+			"  3  could not compare (a connection or a statement failed, no checkpoint,\n"
+			"     or the mirror did not catch up within --recheck-timeout)\n",
+			PROG, PROG);
+}
+
+static int
+dbverify_usage_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+static int
+dbverify_usage_error(const char *fmt,...)
+{
+	va_list		ap;
+
+	fprintf(stderr, "%s: error: ", PROG);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", PROG);
+	return RP_DBVERIFY_USAGE;
+}
+
+static bool
+parse_count(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char	   *end;
+	long long	v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+enum
+{
+	OPT_SINK = 256,
+	OPT_SCHEMA_PREFIX,
+	OPT_BOOKKEEPING,
+	OPT_KEYS_FILE,
+	OPT_CHUNK_ROWS,
+	OPT_RECHECK_TIMEOUT,
+	OPT_MAX_RATE,
+	OPT_HELP
+};
+
+int
+rp_dbverify_main(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"sink", required_argument, NULL, OPT_SINK},
+		{"slot", required_argument, NULL, 'S'},
+		{"option", required_argument, NULL, 'o'},
+		{"schema-prefix", required_argument, NULL, OPT_SCHEMA_PREFIX},
+		{"bookkeeping-schema", required_argument, NULL, OPT_BOOKKEEPING},
+		{"keys-file", required_argument, NULL, OPT_KEYS_FILE},
+		{"chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS},
+		{"recheck-timeout", required_argument, NULL, OPT_RECHECK_TIMEOUT},
+		{"max-rate", required_argument, NULL, OPT_MAX_RATE},
+		{"quiet", no_argument, NULL, 'q'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0}
+	};
+	RpDbVerifyOptions o;
+	const char *sink = NULL;
+	int			c;
+	int64_t		v;
+
+	memset(&o, 0, sizeof(o));
+	o.bookkeeping = "replicant";
+	o.chunk_rows = 10000;
+	o.recheck_timeout_s = 60;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:S:o:qv?", long_options, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'd':
+				o.source = optarg;
+				break;
+			case OPT_SINK:
+				sink = optarg;
+				break;
+			case 'S':
+				o.slot = optarg;
+				break;
+			case 'o':
+				if (strncmp(optarg, "include_tables=", 15) == 0)
+					o.include = optarg + 15;
+				else if (strncmp(optarg, "exclude_tables=", 15) == 0)
+					o.exclude = optarg + 15;
+				else
+					return dbverify_usage_error("invalid value \"%s\" for -o (include_tables=... or exclude_tables=...)",
+												optarg);
+				break;
+			case OPT_SCHEMA_PREFIX:
+				o.schema_prefix = optarg;
+				break;
+			case OPT_BOOKKEEPING:
+				if (optarg[0] == '\0' || strlen(optarg) > 63)
+					return dbverify_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to 63 bytes)",
+												optarg);
+				o.bookkeeping = optarg;
+				break;
+			case OPT_KEYS_FILE:
+				o.keys_file = optarg;
+				break;
+			case OPT_CHUNK_ROWS:
+				if (!parse_count(optarg, 1, 100000000, &o.chunk_rows))
+					return dbverify_usage_error("invalid value \"%s\" for --chunk-rows (1 to 100000000)", optarg);
+				break;
+			case OPT_RECHECK_TIMEOUT:
+				if (!parse_count(optarg, 0, 86400, &v))
+					return dbverify_usage_error("invalid value \"%s\" for --recheck-timeout (0 to 86400 seconds)",
+												optarg);
+				o.recheck_timeout_s = (int) v;
+				break;
+			case OPT_MAX_RATE:
+				if (!parse_count(optarg, 1, INT64_MAX / 1000000, &o.max_rate))
+					return dbverify_usage_error("invalid value \"%s\" for --max-rate (rows per second, at least 1)",
+												optarg);
+				break;
+			case 'q':
+				o.quiet = true;
+				break;
+			case 'v':
+				o.verbose = true;
+				break;
+			case OPT_HELP:
+				dbverify_usage(stdout);
+				return RP_EXIT_OK;
+			case '?':
+				/* -? is help; anything else getopt could not match is a usage error */
+				if (optopt == '?' || (optopt == 0 && strcmp(argv[optind - 1], "-?") == 0))
+				{
+					dbverify_usage(stdout);
+					return RP_EXIT_OK;
+				}
+				if (optopt > 0 && optopt < 256)
+					return dbverify_usage_error("invalid option -%c", optopt);
+				return dbverify_usage_error("unrecognized option \"%s\"", argv[optind - 1]);
+			case ':':
+				return dbverify_usage_error("option \"%s\" needs a value", argv[optind - 1]);
+			default:
+				return dbverify_usage_error("unrecognized option \"%s\"", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return dbverify_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
+	if (o.source == NULL)
+		return dbverify_usage_error("no source database given: -d");
+	if (sink == NULL)
+		return dbverify_usage_error("no mirror given: --sink postgresql://...");
+	if ((o.sink = rp_cli_pg_sink_conninfo(sink)) == NULL)
+		return dbverify_usage_error("--sink must be a PostgreSQL mirror (postgresql://... or postgres:CONNINFO)");
+	return rp_dbverify_run(&o);
+}

@@ -1,0 +1,202 @@
+/*
+ * rp_cli_seqsync.c
+ *    replicant sync-sequences -d SRC --sink postgresql://DST [--margin N]
+ *    [--create-tables] [-o include_tables=...] [--schema-prefix P]
+ *    (rp_seqsync.h has the rules; docs/operations.md the cutover).
+ */
+#include "rp_alloc.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rp_status.h"
+#include "cli/rp_cli.h"
+#include "migrate/rp_seqsync.h"
+
+#define PROG "replicant sync-sequences"
+
+static void
+seqsync_usage(FILE *f)
+{
+	fprintf(f,
+			"%s sets every selected sequence of the mirror's destination to at least\n"
+			"the source's position (plus --margin), creating missing ones with\n"
+			"--create-tables; a destination sequence is never moved backwards.\n\n"
+			"Usage:\n  %s -d SRC --sink postgresql://DST [OPTION]...\n\n"
+			"Options:\n"
+			"  -d, --dbname=CONNSTR         the source (a database name or conninfo)\n"
+			"  -h, --host=HOST              the source's host (over -d)\n"
+			"  -p, --port=PORT              the source's port (over -d)\n"
+			"  -U, --username=NAME          the source's user (over -d)\n"
+			"      --sink=postgresql://...  the destination (also postgres:CONNINFO)\n"
+			"      --margin=N               the destination's next value at least N past\n"
+			"                               the source's (default 0)\n"
+			"      --create-tables          create a selected sequence missing on the destination\n"
+			"  -o, --option=NAME=VALUE      include_tables, exclude_tables: the mirror's table\n"
+			"                               selection (other names are accepted and ignored)\n"
+			"      --schema-prefix=P        destination schema = P || source schema\n"
+			"      --bookkeeping-schema=S   the mirror's own schema (default replicant)\n"
+			"  -v, --verbose                one line per sequence\n"
+			"  -?, --help                   show this help, then exit\n\n"
+			"Selected: sequences owned by (serial, identity) or used in a column default of\n"
+			"a selected table; with no include_tables, also every other sequence of a\n"
+			"non-system schema that exclude_tables does not name.\n\n"
+			"Exit status:\n"
+			"  0  every selected sequence is at or past the source's position\n"
+			"  1  some were not synced: missing on the destination (without\n"
+			"     --create-tables) or the target is outside their bounds (warned)\n"
+			"  2  usage error\n"
+			"  3  a side could not be read or written\n",
+			PROG, PROG);
+}
+
+static int
+seqsync_usage_error(const char *fmt,...)
+{
+	va_list		ap;
+
+	fprintf(stderr, "%s: error: ", PROG);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", PROG);
+	return RP_EXIT_USAGE;
+}
+
+/* postgresql://... and postgres:CONNINFO as --sink takes them; NULL: not a PostgreSQL sink. */
+const char *
+rp_cli_pg_sink_conninfo(const char *sink)
+{
+	if (strncmp(sink, "postgresql://", 13) == 0 || strncmp(sink, "postgres://", 11) == 0)
+		return sink;
+	if (strncmp(sink, "postgres:", 9) == 0)
+		return sink + 9;
+	return NULL;
+}
+
+int
+rp_seqsync_main(int argc, char **argv)
+{
+	enum
+	{
+		OPT_SINK = 256, OPT_MARGIN, OPT_CREATE, OPT_PREFIX, OPT_BK, OPT_HELP
+	};
+	static const struct option long_options[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"host", required_argument, NULL, 'h'},
+		{"port", required_argument, NULL, 'p'},
+		{"username", required_argument, NULL, 'U'},
+		{"sink", required_argument, NULL, OPT_SINK},
+		{"margin", required_argument, NULL, OPT_MARGIN},
+		{"create-tables", no_argument, NULL, OPT_CREATE},
+		{"option", required_argument, NULL, 'o'},
+		{"schema-prefix", required_argument, NULL, OPT_PREFIX},
+		{"bookkeeping-schema", required_argument, NULL, OPT_BK},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0}
+	};
+	const char *keys[] = {"host", "port", "user", NULL};
+	const char *vals[] = {NULL, NULL, NULL, NULL};
+	const char *dbname = NULL;
+	const char *sink = NULL;
+	RpSeqSyncOptions so;
+	RpSeqSyncStats st;
+	char		err[256];
+	char	   *src;
+	int			c;
+	int			rc;
+
+	memset(&so, 0, sizeof(so));
+	so.progname = PROG;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "d:h:p:U:o:v?", long_options, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'd':
+				dbname = optarg;
+				break;
+			case 'h':
+				vals[0] = optarg;
+				break;
+			case 'p':
+				vals[1] = optarg;
+				break;
+			case 'U':
+				vals[2] = optarg;
+				break;
+			case OPT_SINK:
+				sink = optarg;
+				break;
+			case OPT_MARGIN:
+				{
+					char	   *end;
+
+					errno = 0;
+					so.margin = strtoll(optarg, &end, 10);
+					if (errno != 0 || end == optarg || *end != '\0' || so.margin < 0)
+						return seqsync_usage_error("invalid value \"%s\" for --margin (a number of 0 or more)", optarg);
+					break;
+				}
+			case OPT_CREATE:
+				so.create = true;
+				break;
+			case 'o':
+				if (strncmp(optarg, "include_tables=", 15) == 0)
+					so.select.include = optarg + 15;
+				else if (strncmp(optarg, "exclude_tables=", 15) == 0)
+					so.select.exclude = optarg + 15;
+				break;
+			case OPT_PREFIX:
+				so.schema_prefix = optarg;
+				break;
+			case OPT_BK:
+				if (optarg[0] == '\0' || strlen(optarg) > RP_MIRROR_MAX_IDENT)
+					return seqsync_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
+											   optarg, RP_MIRROR_MAX_IDENT);
+				so.bookkeeping_schema = optarg;
+				break;
+			case 'v':
+				so.verbose = true;
+				break;
+			case OPT_HELP:
+				seqsync_usage(stdout);
+				return RP_EXIT_OK;
+			default:
+				if (strcmp(argv[optind - 1], "-?") == 0)
+				{
+					seqsync_usage(stdout);
+					return RP_EXIT_OK;
+				}
+				return seqsync_usage_error("unknown option or missing argument: %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return seqsync_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
+	if (sink == NULL)
+		return seqsync_usage_error("no destination: --sink=postgresql://... is required");
+	if ((so.dst_conninfo = rp_cli_pg_sink_conninfo(sink)) == NULL)
+		return seqsync_usage_error("--sink must be a PostgreSQL destination (postgresql://... or postgres:CONNINFO)");
+	src = rp_cli_conninfo(dbname, keys, vals, err, sizeof(err));
+	if (src == NULL)
+		return seqsync_usage_error("-d: %s", err);
+	so.src_conninfo = src;
+
+	rc = rp_seqsync_run(&so, &st);
+	rp_free(src);
+	if (rc < 0)
+	{
+		fprintf(stderr, "%s: error: %s\n", PROG, rp_error());
+		return RP_EXIT_HALT;
+	}
+	fprintf(stderr, "%s: %d selected: %d advanced, %d already there, %d created, %d missing\n",
+			PROG, st.selected, st.advanced, st.kept, st.created, st.missing);
+	return rc == 0 ? RP_EXIT_OK : RP_EXIT_ERROR;
+}

@@ -1,0 +1,117 @@
+/*
+ * rp_dbverify.h
+ *    replicant verify: the mirror compared with its source, table by table,
+ *    without stopping either.  Both servers hash the same key ranges (the
+ *    chunk boundaries come from the source, in key order) and only counts,
+ *    hashes and the chunk's last key cross the wire; a chunk that differs is
+ *    read again once the mirror's checkpoint has passed the source LSN of
+ *    the read, so replication lag is not a difference.  Keyless tables are
+ *    compared as multisets, by buckets of row hashes.
+ *
+ * One session per server, autocommit statements (no long snapshot held on
+ * either side), at most one chunk's key list in memory (only for
+ * --keys-file).  Nothing printed holds a value (G4): ranges are chunk
+ * numbers and row counts; keys and bounds go only to the keys file.
+ */
+#ifndef RP_DBVERIFY_H
+#define RP_DBVERIFY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rp_buf.h"
+
+/* Exit statuses of replicant verify (docs/operations.md). */
+#define RP_DBVERIFY_EQUAL		0
+#define RP_DBVERIFY_DIFFERENT	1
+#define RP_DBVERIFY_USAGE		2
+#define RP_DBVERIFY_FAILED		3
+
+typedef struct RpDbVerifyOptions
+{
+	const char *source;			/* -d conninfo */
+	const char *sink;			/* the destination's conninfo (postgresql://... or keywords) */
+	const char *slot;			/* -S, or NULL: the checkpoint table's one row */
+	const char *include;		/* include_tables patterns, or NULL */
+	const char *exclude;		/* exclude_tables patterns, or NULL */
+	const char *schema_prefix;	/* destination schema = prefix || source schema */
+	const char *bookkeeping;	/* the mirror's bookkeeping schema */
+	const char *keys_file;		/* differing keys and range bounds, or NULL */
+	int64_t		chunk_rows;
+	int			recheck_timeout_s;
+	int64_t		max_rate;		/* rows per second read on each side, 0: no limit */
+	bool		quiet;			/* only the differences */
+	bool		verbose;		/* say on stderr which chunks are re-read */
+} RpDbVerifyOptions;
+
+/* Compare; returns an RP_DBVERIFY_* status (reports on stdout, errors on stderr). */
+extern int	rp_dbverify_run(const RpDbVerifyOptions *o);
+
+/* ---- rp_dbverify_sql.c: the statements and texts (pure) ---- */
+
+/* A table as the statements see it: names are raw (quoted here). */
+typedef struct RpDbvTable
+{
+	const char *schema;
+	const char *name;
+	int			ncols;
+	const char *const *cols;
+	int			nkey;
+	const char *const *keys;	/* key column names, in key order */
+	const char *const *keytypes;	/* their types (format_type), for the parameters */
+} RpDbvTable;
+
+/* "name" with embedded quotes doubled, appended to b. */
+extern void rp_dbverify_put_ident(RpBuf *b, const char *name);
+
+/*
+ * The hash of one key range: one row (count, md5 of the rows' md5s in key
+ * order, and with want_last the range's last key, one text per key column;
+ * NULL when empty).  lo: rows after $1..$nkey; hi: at or before the next
+ * nkey parameters; limit > 0: the first limit rows only.
+ */
+extern void rp_dbverify_sql_range(RpBuf *sql, const RpDbvTable *t, bool lo, bool hi,
+								  int64_t limit, bool want_last);
+/* The rows of a range as (key text, row md5), in key order: for the keys file. */
+extern void rp_dbverify_sql_keys(RpBuf *sql, const RpDbvTable *t, bool lo, bool hi);
+/*
+ * A keyless table as a multiset: per bucket (the first two hex digits of
+ * the row md5), the count and two sums of 60-bit slices of the row md5s;
+ * every bucket in order, the empty ones left out.
+ */
+extern void rp_dbverify_sql_buckets(RpBuf *sql, const RpDbvTable *t);
+/* The session settings that make both servers' text the same. */
+extern const char *rp_dbverify_settings(void);
+
+/* One key of a chunk's listing: key text and row hash (both owned by the caller). */
+typedef struct RpDbvKey
+{
+	const char *key;
+	const char *hash;
+} RpDbvKey;
+
+typedef enum RpDbvKeyDiff
+{
+	RP_DBV_CHANGED,				/* on both, different rows */
+	RP_DBV_MISSING,				/* on the source only */
+	RP_DBV_EXTRA				/* on the destination only */
+} RpDbvKeyDiff;
+
+/*
+ * The differing keys of two listings, each sorted here by key text (the
+ * arrays are reordered): calls emit per difference; returns their count.
+ */
+extern int64_t rp_dbverify_diff_keys(RpDbvKey *src, size_t nsrc, RpDbvKey *dst, size_t ndst,
+									 void (*emit) (void *arg, RpDbvKeyDiff d, const char *key),
+									 void *arg);
+/* "changed", "missing", "extra" */
+extern const char *rp_dbverify_diff_name(RpDbvKeyDiff d);
+/*
+ * The report line of a differing chunk, value-free: "chunk N (rows A-B of
+ * the source): source R rows, destination S rows", first_row counting from 1.
+ */
+extern void rp_dbverify_range_text(RpBuf *b, int64_t chunk, int64_t first_row,
+								   int64_t src_rows, int64_t dst_rows);
+
+#endif							/* RP_DBVERIFY_H */
