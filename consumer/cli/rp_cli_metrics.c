@@ -93,15 +93,17 @@ void
 rp_cli_metrics_stream(RpBuf *out, const void *arg)
 {
 	const RpCliMetrics *cm = arg;
+	/* while the snapshot copies, the two are still being set up: zeros */
+	bool		ready = atomic_load(&cm->stream_ready);
 
 	if (cm->asm_)
-		rp_metrics_sample(out, "replicant_dedup_skipped_total", "counter", "Transactions skipped at or below the watermark.", NULL, RP_COUNT_LOAD(cm->asm_->skipped));
+		rp_metrics_sample(out, "replicant_dedup_skipped_total", "counter", "Transactions skipped at or below the watermark.", NULL, ready ? RP_COUNT_LOAD(cm->asm_->skipped) : 0);
 	if (cm->spill)
 	{
-		rp_metrics_sample(out, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, RP_COUNT_LOAD(cm->spill->spills));
-		rp_metrics_sample(out, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, RP_COUNT_LOAD(cm->spill->disk_in_use));
-		rp_metrics_sample(out, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, RP_COUNT_LOAD(cm->spill->mem_in_use));
-		rp_metrics_sample(out, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, RP_COUNT_LOAD(cm->spill->sink_in_use));
+		rp_metrics_sample(out, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, ready ? RP_COUNT_LOAD(cm->spill->spills) : 0);
+		rp_metrics_sample(out, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, ready ? RP_COUNT_LOAD(cm->spill->disk_in_use) : 0);
+		rp_metrics_sample(out, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, ready ? RP_COUNT_LOAD(cm->spill->mem_in_use) : 0);
+		rp_metrics_sample(out, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, ready ? RP_COUNT_LOAD(cm->spill->sink_in_use) : 0);
 	}
 }
 

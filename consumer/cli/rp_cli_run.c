@@ -441,6 +441,8 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	 * blocks; not with aggregate bindings, whose fold pass runs per batch.
 	 */
 	run->asm_.early = run->sink->handle_chunk != NULL && !cli->no_early_apply && cli->agg == NULL;
+	/* the metrics page, served since before the snapshot, may read them now */
+	atomic_store(&run->metrics_src.stream_ready, true);
 	if (rp_deliver_init(&run->dl, run->sink, ck, run->sink->owns_checkpoint ? NULL : run->ckpt_path,
 						run->view_path, &cli->limits) < 0)
 		return -1;
