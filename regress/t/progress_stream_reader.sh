@@ -58,6 +58,7 @@ rp_nats_wait_confirmed src "$SLOT" "$end_lsn" 300 "$writer_pid" || fail "the wri
 # the destination table locked until the pane has shown the lag
 mkfifo "$work/lock.fifo"
 rp_psql dst <"$work/lock.fifo" >"$work/lock.out" 2>&1 &
+# shellcheck disable=SC2034 # read by name in cleanup (rp_e2e_cleanup)
 lock_pid=$!
 exec 3>"$work/lock.fifo"
 echo "BEGIN; LOCK TABLE t IN SHARE MODE; SELECT 'locked';" >&3
