@@ -5,14 +5,20 @@
  *    to a width (one column free, never a cut multibyte sequence, no
  *    control character left); the redraw sequence (up to the first line
  *    drawn, each line cleared to its end, everything below the last one
- *    erased), the erase sequence; the catch-up ETA from a shrinking lag.
- *    A screen model replays the sequences: a shorter redraw leaves no
+ *    erased), the erase sequence; the catch-up ETA from a shrinking lag;
+ *    the terminal's size from $COLUMNS off a terminal; nothing at all
+ *    written to a pipe, whatever the mode; the metrics page's per-table
+ *    rows and estimates and the ETA.  A screen model replays the sequences: a shorter redraw leaves no
  *    character of the longer lines before it.
  *    Guarantee: the terminal shows the figures, in place, nothing left over.
  */
 #include "ct_kit.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "base/rp_metrics.h"
 #include "cli/rp_cli_progress.h"
@@ -333,6 +339,59 @@ START_TEST(test_eta_update)
 }
 END_TEST
 
+/* Not a terminal: $COLUMNS and $LINES, else 80x24. */
+START_TEST(test_term_size)
+{
+	int			fds[2];
+	int			cols,
+				rows;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	setenv("COLUMNS", "57", 1);
+	setenv("LINES", "13", 1);
+	rp_progress_term_size(fds[1], &cols, &rows);
+	ck_assert_int_eq(cols, 57);
+	ck_assert_int_eq(rows, 13);
+	setenv("COLUMNS", "junk", 1);
+	unsetenv("LINES");
+	rp_progress_term_size(fds[1], &cols, &rows);
+	ck_assert_int_eq(cols, 80);
+	ck_assert_int_eq(rows, 24);
+	unsetenv("COLUMNS");
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+/* On a pipe the display writes nothing at all, whatever the mode. */
+START_TEST(test_off_when_piped)
+{
+	int			fds[2];
+	char	   *lines[] = {"snapshot: 0/1 tables", "  public.t: 5 rows"};
+	char		c;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+	for (int mode = RP_PROGRESS_AUTO; mode <= RP_PROGRESS_OFF; mode++)
+	{
+		RpProgress	p;
+
+		rp_progress_init(&p, fds[1], (RpProgressMode) mode);
+		ck_assert(!p.on);
+		rp_progress_show(&p, lines, 2);
+		rp_progress_print(&p, "snapshot: public.t copied");
+		rp_progress_log_begin(&p);
+		rp_progress_log_end(&p);
+		rp_progress_clear(&p);
+		rp_progress_free(&p);
+	}
+	ck_assert_int_eq((int) read(fds[0], &c, 1), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
 /* The page's lines: rows and estimates by table (none without one), the catch-up's ETA. */
 START_TEST(test_metrics_page)
 {
@@ -389,6 +448,8 @@ ct_suite_progress(void)
 	tcase_add_test(tc, test_redraw_sequence);
 	tcase_add_test(tc, test_redraw_screen);
 	tcase_add_test(tc, test_eta_update);
+	tcase_add_test(tc, test_term_size);
+	tcase_add_test(tc, test_off_when_piped);
 	tcase_add_test(tc, test_metrics_page);
 	suite_add_tcase(s, tc);
 	return s;
