@@ -8,8 +8,9 @@
  *    erased), the erase sequence; the catch-up ETA from a shrinking lag;
  *    the terminal's size from $COLUMNS off a terminal; nothing at all
  *    written to a pipe, whatever the mode; the metrics page's per-table
- *    rows and estimates and the ETA.  A screen model replays the sequences: a shorter redraw leaves no
- *    character of the longer lines before it.
+ *    rows and estimates and the ETA.  A screen model replays the
+ *    sequences: a shorter redraw leaves no character of the longer lines
+ *    before it.
  *    Guarantee: the terminal shows the figures, in place, nothing left over.
  */
 #include "ct_kit.h"
