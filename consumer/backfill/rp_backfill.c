@@ -59,12 +59,16 @@ static void
 rp_bf_log(const RpBackfill *bf, const char *fmt,...)
 {
 	va_list		ap;
+	char		line[1024];
+	int			n = snprintf(line, sizeof(line), "%s: backfill: ", bf->opts.progname ? bf->opts.progname : "replicant");
 
-	fprintf(stderr, "%s: backfill: ", bf->opts.progname ? bf->opts.progname : "replicant");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line + n, sizeof(line) - (size_t) n, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (bf->opts.log_fn)
+		bf->opts.log_fn(line);	/* the program's log: its progress lines erased first */
+	else
+		fprintf(stderr, "%s\n", line);
 }
 
 static bool

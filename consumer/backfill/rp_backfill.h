@@ -35,6 +35,7 @@ typedef struct RpBackfillOptions
 {
 	const char *conninfo;		/* the source */
 	const char *progname;
+	void		(*log_fn) (const char *line);	/* its notices (a line, no newline); NULL: stderr */
 	char	  **tables;			/* "schema.table", copied in this order */
 	int			ntables;
 	const char *include;		/* the plugin's include_tables / exclude_tables */

@@ -65,7 +65,8 @@ typedef struct RpCli
 	char	   *state_dir;
 	char	   *spill_dir;
 	RpBatchLimits limits;
-	bool		progress;
+	bool		progress;		/* --progress: the stream's line for the whole run */
+	bool		no_progress;	/* --no-progress: no progress display at all */
 	int			metrics_port;
 	RpMirrorOptions pg;				/* mirror sink */
 	RpNatsOptions nats;			/* NATS JetStream sink */
@@ -138,8 +139,9 @@ extern int	rp_cli_run_stream(RpCli *cli);
 /* rp_cli_help.c: --help */
 extern void rp_cli_usage(void);
 
+struct RpCliProgress;
 extern int	rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path,
-							 RpSnapStats *stats);
+							 RpSnapStats *stats, struct RpCliProgress *progress);
 /* The log sinks' snapshot progress file in the state dir; remove it (0, -1 rp_fail). */
 extern void rp_cli_snapshot_progress_path(const RpCli *cli, char *path, size_t len);
 extern int	rp_cli_snapshot_progress_clear(const RpCli *cli);
@@ -176,6 +178,11 @@ extern int	rp_dbverify_main(int argc, char **argv);
 
 /* Messages of pg_log_info are shown from this level (-v) on. */
 extern void rp_cli_log_set_verbose(int verbose);
+/* The progress display a log line erases first and draws again after (NULL: none). */
+struct RpProgress;
+extern void rp_cli_log_set_progress(struct RpProgress *p);
+/* A whole line on stderr as the log prints it (the library's notices: RpSnapOptions.log_fn). */
+extern void rp_cli_log_line(const char *line);
 extern void pg_log_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void pg_log_info(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 /* A usage error: the message, then the "Try --help" line; returns 2. */

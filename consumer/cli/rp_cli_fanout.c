@@ -105,6 +105,7 @@ rp_run_nats_once(RpRun *run, bool have_ck)
 		if (rp_stop_requested())
 			return rp_run_stop_stream(run);
 		rp_run_take_reopen(run);
+		run->read_seq = read_seq;
 		rp_run_show_progress(run);
 		if (rp_natsrc_read(run->nsrc, &ev, 1000) < 0)
 			return -1;

@@ -41,7 +41,9 @@ usage_general(void)
 		   "                         logical_decoding_work_mem of this session on the server: past it, a\n"
 		   "                         transaction is streamed (default: 16MB when the sink applies streamed\n"
 		   "                         transactions early and the server's setting is higher; else the server's)\n");
-	printf("      --progress         one-line status on stderr when it is a terminal\n");
+	printf("      --progress         on a terminal, the stream's status line for the whole run (by default\n"
+		   "                         it shows the snapshot's and the catch-up's progress, then goes)\n");
+	printf("      --no-progress      no progress display, even on a terminal\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
 	printf("      --config=FILE      long options as lines NAME = VALUE (flags: NAME); # comments;\n"
 		   "                         the command line's options replace the file's\n");

@@ -11,11 +11,21 @@
 
 #include "base/rp_status.h"
 #include "cli/rp_cli.h"
+#include "cli/rp_cli_progress.h"
 
 static const char *const progname = RP_CLI_PROGNAME;
 
 /* -v's count; written once by option parsing, before any thread starts */
 static int	rp_cli_verbose = 0;
+
+/* the run's progress display, set while it runs (a log line erases it first) */
+static RpProgress *rp_cli_log_progress = NULL;
+
+void
+rp_cli_log_set_progress(RpProgress *p)
+{
+	rp_cli_log_progress = p;
+}
 
 /*
  * Where the option being parsed came from (--config: its file and line),
@@ -44,9 +54,19 @@ rp_cli_log_set_verbose(int verbose)
 static void
 rp_cli_log_v(const char *level, const char *fmt, va_list ap)
 {
+	rp_progress_log_begin(rp_cli_log_progress);
 	fprintf(stderr, "%s: %s", progname, level);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	rp_progress_log_end(rp_cli_log_progress);
+}
+
+void
+rp_cli_log_line(const char *line)
+{
+	rp_progress_log_begin(rp_cli_log_progress);
+	fprintf(stderr, "%s\n", line);
+	rp_progress_log_end(rp_cli_log_progress);
 }
 
 void

@@ -12,6 +12,7 @@
 #include "base/rp_clock.h"
 #include "base/rp_counter.h"
 #include "cli/rp_cli_metrics.h"
+#include "cli/rp_cli_progress.h"
 #include "sinks/mirror/rp_mirror.h"
 #include "natsrc/rp_natsrc.h"
 #include "sinks/nats/rp_nats.h"
@@ -48,15 +49,16 @@ rp_cli_metrics_delivery(RpBuf *out, const void *arg)
 void
 rp_cli_metrics_snapshot(RpBuf *out, const void *arg)
 {
-	const RpSnapStats *st = ((const RpCliMetrics *) arg)->snap;
+	const RpCliMetrics *cm = arg;
+	const RpSnapStats *st = cm->snap;
 
 	rp_metrics_sample(out, "replicant_snapshot_rows_total", "counter", "Rows copied by the initial snapshot.", NULL, RP_COUNT_LOAD(st->rows));
 	rp_metrics_sample(out, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, RP_COUNT_LOAD(st->oversize));
 	rp_metrics_sample(out, "replicant_dead_letters_dropped_total", "counter",
 					  "Oversize rows dropped for want of a dead-letter file, by reason.",
 					  "{reason=\"too_large\"}", RP_COUNT_LOAD(st->dlq_dropped));
-	/* the per-table list is complete: the page is served after the snapshot */
-	for (int i = 0; i < st->nstores; i++)
+	/* the per-table list is read once complete (the page is served during the snapshot too) */
+	for (int i = 0; !atomic_load(&cm->snap_running) && i < st->nstores; i++)
 	{
 		RpBuf		labels;
 
@@ -70,7 +72,7 @@ rp_cli_metrics_snapshot(RpBuf *out, const void *arg)
 						  i == 0 ? "Table dumps of the initial snapshot by store and status." : NULL, labels.data, 1);
 		rp_buf_free(&labels);
 	}
-	for (int i = 0; i < st->nstores; i++)
+	for (int i = 0; !atomic_load(&cm->snap_running) && i < st->nstores; i++)
 	{
 		RpBuf		labels;
 
@@ -91,15 +93,17 @@ void
 rp_cli_metrics_stream(RpBuf *out, const void *arg)
 {
 	const RpCliMetrics *cm = arg;
+	/* while the snapshot copies, the two are still being set up: zeros */
+	bool		ready = atomic_load(&cm->stream_ready);
 
 	if (cm->asm_)
-		rp_metrics_sample(out, "replicant_dedup_skipped_total", "counter", "Transactions skipped at or below the watermark.", NULL, RP_COUNT_LOAD(cm->asm_->skipped));
+		rp_metrics_sample(out, "replicant_dedup_skipped_total", "counter", "Transactions skipped at or below the watermark.", NULL, ready ? RP_COUNT_LOAD(cm->asm_->skipped) : 0);
 	if (cm->spill)
 	{
-		rp_metrics_sample(out, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, RP_COUNT_LOAD(cm->spill->spills));
-		rp_metrics_sample(out, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, RP_COUNT_LOAD(cm->spill->disk_in_use));
-		rp_metrics_sample(out, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, RP_COUNT_LOAD(cm->spill->mem_in_use));
-		rp_metrics_sample(out, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, RP_COUNT_LOAD(cm->spill->sink_in_use));
+		rp_metrics_sample(out, "replicant_spills_total", "counter", "Transactions spilled to disk.", NULL, ready ? RP_COUNT_LOAD(cm->spill->spills) : 0);
+		rp_metrics_sample(out, "replicant_spill_bytes", "gauge", "Bytes in spill files now.", NULL, ready ? RP_COUNT_LOAD(cm->spill->disk_in_use) : 0);
+		rp_metrics_sample(out, "replicant_memory_bytes", "gauge", "Bytes charged to --max-memory (assembled transactions and the sink's working state).", NULL, ready ? RP_COUNT_LOAD(cm->spill->mem_in_use) : 0);
+		rp_metrics_sample(out, "replicant_sink_memory_bytes", "gauge", "The sink's working state charged to --max-memory.", NULL, ready ? RP_COUNT_LOAD(cm->spill->sink_in_use) : 0);
 	}
 }
 
@@ -160,6 +164,7 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		(cm->sink && rp_metrics_add(m, rp_cli_metrics_divergences, cm->sink) < 0) ||
 		(cm->sink && rp_nats_is(cm->sink) && rp_metrics_add(m, rp_nats_metrics, cm->sink) < 0) ||
 		(cm->nsrc && rp_metrics_add(m, rp_natsrc_metrics, cm->nsrc) < 0) ||
+		(cm->progress && rp_metrics_add(m, rp_cli_metrics_progress, cm->progress) < 0) ||
 		rp_metrics_add(m, rp_metrics_halts, m) < 0)
 		return -1;
 	return 0;

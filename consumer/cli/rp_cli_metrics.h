@@ -6,6 +6,8 @@
 #ifndef RP_CLI_METRICS_H
 #define RP_CLI_METRICS_H
 
+#include <stdatomic.h>
+
 #include "agg/rp_agg.h"
 #include "base/rp_metrics.h"
 #include "snapshot/rp_snapshot.h"
@@ -27,6 +29,9 @@ typedef struct RpCliMetrics
 	const RpAgg *agg;			/* live aggregates */
 	const RpSink *sink;			/* the run's sink: a mirror's divergences */
 	const void *nsrc;			/* the run's stream source (RpNatsSrc), or NULL */
+	_Atomic bool stream_ready;	/* asm_ and spill set up (the page is served from before) */
+	_Atomic bool snap_running;	/* the snapshot copies: its per-table list is not to be read */
+	const void *progress;		/* the run's RpCliProgress: per-table rows, the catch-up's ETA */
 } RpCliMetrics;
 
 /*

@@ -76,6 +76,7 @@ typedef enum RpCliOpt
 	RP_OPT_BATCH_MS,
 	RP_OPT_DECODING_WORK_MEM,
 	RP_OPT_PROGRESS,
+	RP_OPT_NO_PROGRESS,
 	RP_OPT_METRICS_PORT,
 	RP_OPT_CONFIG,
 	/* action */
@@ -147,6 +148,7 @@ static const struct option long_options[] = {
 	{"batch-ms", required_argument, NULL, RP_OPT_BATCH_MS},
 	{"decoding-work-mem", required_argument, NULL, RP_OPT_DECODING_WORK_MEM},
 	{"progress", no_argument, NULL, RP_OPT_PROGRESS},
+	{"no-progress", no_argument, NULL, RP_OPT_NO_PROGRESS},
 	{"metrics-port", required_argument, NULL, RP_OPT_METRICS_PORT},
 	{"config", required_argument, NULL, RP_OPT_CONFIG},
 	/* connection */
@@ -369,6 +371,11 @@ opt_tuning(RpCli *cli, int c, const char *arg)
 			return OPT_TAKEN;
 		case RP_OPT_PROGRESS:
 			cli->progress = true;
+			cli->no_progress = false;
+			return OPT_TAKEN;
+		case RP_OPT_NO_PROGRESS:
+			cli->no_progress = true;
+			cli->progress = false;
 			return OPT_TAKEN;
 		case RP_OPT_METRICS_PORT:
 			if (!rp_parse_int(arg, 1, 65535, &cli->metrics_port))

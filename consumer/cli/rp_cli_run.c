@@ -444,11 +444,28 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	 * blocks; not with aggregate bindings, whose fold pass runs per batch.
 	 */
 	run->asm_.early = run->sink->handle_chunk != NULL && !cli->no_early_apply && cli->agg == NULL;
+	/* the metrics page, served since before the snapshot, may read them now */
+	atomic_store(&run->metrics_src.stream_ready, true);
 	if (rp_deliver_init(&run->dl, run->sink, ck, run->sink->owns_checkpoint ? NULL : run->ckpt_path,
 						run->view_path, &cli->limits) < 0)
 		return -1;
 	rp_deliver_count_into(&run->dl, &run->counters);
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
+	if (cli->nbackfill > 0 && rp_cli_backfill_start(cli, run->sink) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * The metrics page, served from before the snapshot (its per-table rows
+ * show while it copies); what it reads of the stages not set up yet is
+ * zeros until they are.  0, or -1 (rp_error).
+ */
+static int
+run_metrics_start(RpRun *run)
+{
+	RpCli	   *cli = run->cli;
+
 	run->metrics_src.m = &run->metrics;
 	run->metrics_src.count = &run->counters;
 	run->metrics_src.snap = &run->snap;
@@ -456,13 +473,12 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	run->metrics_src.spill = &run->spill;
 	run->metrics_src.agg = cli->agg;
 	run->metrics_src.sink = run->sink;
+	run->metrics_src.progress = &run->progress;
 	if (cli->source && (run->nsrc = rp_cli_fanout_source(cli)) == NULL)
 		return -1;
 	run->metrics_src.nsrc = run->nsrc;
 	if (rp_cli_metrics_register(&run->metrics, &run->metrics_src) < 0 ||
 		rp_metrics_start(&run->metrics, cli->metrics_port) < 0)
-		return -1;
-	if (cli->nbackfill > 0 && rp_cli_backfill_start(cli, run->sink) < 0)
 		return -1;
 	return 0;
 }
@@ -572,6 +588,8 @@ run_stop_threads(RpRun *run)
 	rp_backfill_stop(run->cli->backfill_run);	/* after the delivery thread: it may hold a chunk */
 	rp_metrics_stop(&run->metrics);
 	rp_snap_stats_free(&run->snap);
+	rp_cli_log_set_progress(NULL);
+	rp_cli_progress_free(&run->progress);
 }
 
 /* A run that failed: reported, stopped, the sink closed; the exit status. */
@@ -620,11 +638,20 @@ rp_cli_run_stream(RpCli *cli)
 
 	snprintf(run.ckpt_path, sizeof(run.ckpt_path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
 	snprintf(run.view_path, sizeof(run.view_path), "%s/%s.relations", cli->state_dir, cli->slot);
-	if (cli->snapshot && rp_cli_snapshot(cli, run.sink, run.ckpt_path, &run.snap) < 0)
+	rp_cli_progress_init(&run.progress, cli->no_progress ? RP_PROGRESS_OFF
+						 : cli->progress ? RP_PROGRESS_ON : RP_PROGRESS_AUTO);
+	rp_cli_log_set_progress(&run.progress.disp);
+	if (run_metrics_start(&run) < 0)
+		return run_fail(&run);
+	atomic_store(&run.metrics_src.snap_running, cli->snapshot);
+	rc = cli->snapshot ? rp_cli_snapshot(cli, run.sink, run.ckpt_path, &run.snap, &run.progress) : 0;
+	atomic_store(&run.metrics_src.snap_running, false);
+	if (rc < 0)
 	{
 		/* a stop: what was stored is where the next run resumes (exit 0) */
 		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
 		{
+			run_stop_threads(&run);
 			fprintf(stderr, "%s: %s\n", progname, rp_error());
 			run.sink->close(run.sink);
 			return RP_EXIT_OK;

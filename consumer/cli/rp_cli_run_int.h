@@ -10,6 +10,7 @@
 #include "base/rp_metrics.h"
 #include "cli/rp_cli.h"
 #include "cli/rp_cli_metrics.h"
+#include "cli/rp_cli_progress.h"
 #include "natsrc/rp_natsrc.h"
 #include "stream/rp_asm.h"
 #include "stream/rp_conn.h"
@@ -31,8 +32,8 @@ typedef struct RpRun
 	RpDlCounters counters;		/* the deliveries' telemetry, for the process's life */
 	RpSnapStats snap;			/* the initial snapshot's counters */
 	bool		connected;
-	int64_t		last_progress_us;
-	uint64_t	last_progress_changes;
+	RpCliProgress progress;		/* the terminal's lines, and their figures for the page */
+	uint64_t	read_seq;		/* from a stream: the last sequence read */
 	bool		streamed;		/* START_REPLICATION succeeded since the last retry */
 	int64_t		last_advance_us;	/* last idle advance asked of the delivery thread */
 	char		ckpt_path[4096];	/* STATE-DIR/SLOT.checkpoint (a sink that owns none) */
@@ -47,7 +48,7 @@ extern int	rp_run_send_feedback(RpRun *run, bool force, bool request_reply);
 extern void rp_run_finish_stream(RpRun *run, const RpCheckpoint *durable);
 /* While waiting for the delivery thread: keep the server answered. */
 extern void rp_run_wait_tick(void *arg);
-/* --progress: one line now and then. */
+/* The stream's progress: the catch-up line on a terminal, the ETA for the page. */
 extern void rp_run_show_progress(RpRun *run);
 /* SIGHUP since the last call: the sink reopens between units. */
 extern void rp_run_take_reopen(RpRun *run);

@@ -8,8 +8,10 @@
 #include "rp_alloc.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/rp_clock.h"
@@ -83,23 +85,42 @@ rp_run_wait_tick(void *arg)
 void
 rp_run_show_progress(RpRun *run)
 {
+	RpProgressStream st;
 	int64_t		now = rp_clock_wall_us();
-	char		ck[24];
-	double		secs = (now - run->last_progress_us) / 1e6;
 	uint64_t	end = RP_COUNT_LOAD(run->counters.checkpoint_lsn);
-	uint64_t	txns = RP_COUNT_LOAD(run->counters.txns);
-	uint64_t	changes = RP_COUNT_LOAD(run->counters.changes);
-	uint64_t	lag = run->conn.server_wal_end > end ? run->conn.server_wal_end - end : 0;
 
-	if (!run->cli->progress || !isatty(STDERR_FILENO) || now - run->last_progress_us < 1000000)
-		return;
-	rp_lsn_format(end, ck);
-	fprintf(stderr, "\r%s: %" PRIu64 " txns, %.0f changes/s, lag %" PRIu64 " bytes %.1f s, checkpoint %s   ",
-			progname, txns,
-			run->last_progress_us ? (changes - run->last_progress_changes) / secs : 0.0,
-			lag, rp_metrics_lag_seconds(&run->metrics, lag, now), ck);
-	run->last_progress_us = now;
-	run->last_progress_changes = changes;
+	memset(&st, 0, sizeof(st));
+	st.txns = RP_COUNT_LOAD(run->counters.txns);
+	st.changes = RP_COUNT_LOAD(run->counters.changes);
+	st.checkpoint_lsn = end;
+	st.lag_msgs = -1;
+	if (run->nsrc)
+	{
+		/*
+		 * A stream reader: the WAL position is not its to know; the stream's
+		 * messages past what is durable here are (read ahead but not applied
+		 * is still behind).
+		 */
+		uint64_t	last = rp_natsrc_last_seq(run->nsrc);
+		uint64_t	done = run->read_seq;
+
+		if (run->pipe.started)
+		{
+			/* not rp_pipe_durable: a failed delivery is the main loop's to report */
+			pthread_mutex_lock(&run->pipe.lock);
+			done = run->pipe.durable.source_seq;
+			pthread_mutex_unlock(&run->pipe.lock);
+		}
+		st.known = last > 0;
+		st.lag_msgs = last > done ? (int64_t) (last - done) : 0;
+	}
+	else
+	{
+		st.known = run->conn.server_wal_end > 0;
+		st.lag_bytes = run->conn.server_wal_end > end ? run->conn.server_wal_end - end : 0;
+		st.lag_seconds = rp_metrics_lag_seconds(&run->metrics, st.lag_bytes, now);
+	}
+	rp_cli_progress_stream(&run->progress, &st);
 }
 
 /* ---- handing over, and the ends ------------------------------------------- */

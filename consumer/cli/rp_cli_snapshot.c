@@ -15,6 +15,7 @@
 #include "backfill/rp_backfill.h"
 #include "base/rp_status.h"
 #include "cli/rp_cli.h"
+#include "cli/rp_cli_progress.h"
 #include "migrate/rp_seqsync.h"
 #include "sinks/mirror/rp_mirror.h"
 #include "snapshot/rp_snapshot.h"
@@ -62,7 +63,8 @@ rp_cli_snapshot_sequences(const RpCli *cli)
  * sink that already holds a checkpoint has its snapshot: nothing to do.
  */
 int
-rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *stats)
+rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *stats,
+				struct RpCliProgress *progress)
 {
 	RpSnapOptions so;
 	RpCheckpoint ck;
@@ -86,7 +88,11 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	so.chunk_rows = cli->snapshot_chunk_rows;
 	so.chunk_bytes = (uint64_t) 64 << 20;
 	so.create_slot = cli->create_slot;
-	so.progress = true;			/* shown when stderr is a terminal */
+	so.progress = !cli->no_progress;	/* shown when stderr is a terminal */
+	/* the program's display: per-table lines, and the figures for the metrics page */
+	so.progress_fn = rp_cli_progress_snapshot;
+	so.progress_arg = progress;
+	so.log_fn = rp_cli_log_line;
 	so.verbose = cli->verbose;
 	so.stats = stats;
 	rc = rp_snapshot_run(&so, sink, &ck);
@@ -138,6 +144,7 @@ rp_cli_backfill_start(RpCli *cli, RpSink *sink)
 	memset(&bo, 0, sizeof(bo));
 	bo.conninfo = cli->dbname;
 	bo.progname = progname;
+	bo.log_fn = rp_cli_log_line;
 	bo.tables = cli->backfill;
 	bo.ntables = cli->nbackfill;
 	bo.include = rp_cli_plugin_option(cli, "include_tables");

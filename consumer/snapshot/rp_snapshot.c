@@ -7,6 +7,7 @@
 #include "rp_alloc.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -47,6 +48,41 @@ rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
 	if (cur)
 		fprintf(stderr, " (%s.%s)", cur->t->rel->schema, cur->t->rel->name);
 	fprintf(stderr, "   %s", final ? "\n" : "");
+}
+
+void
+rp_snap_say(const RpSnapOptions *o, const char *fmt,...)
+{
+	char		line[1024];
+	int			n = snprintf(line, sizeof(line), "%s: ", o->progname);
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t) n, fmt, ap);
+	va_end(ap);
+	if (o->log_fn)
+		o->log_fn(line);		/* the program's log: its progress lines erased first */
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
+/* The figures for the caller's progress callback. */
+static void
+rp_snap_report(RpSnapRun *run, bool final)
+{
+	RpSnapTableProgress *t = rp_malloc0(sizeof(RpSnapTableProgress) * (size_t) (run->njobs + 1));
+
+	for (int i = 0; i < run->njobs; i++)
+	{
+		const RpSnapJob *j = &run->jobs[i];
+
+		t[i].rel = j->t->rel;
+		t[i].done = atomic_load(&j->done_rows);
+		t[i].estimate = j->t->estimate;
+		t[i].state = atomic_load(&j->state);
+	}
+	run->opts->progress_fn(run->opts->progress_arg, t, run->njobs, final);
+	rp_free(t);
 }
 
 /* CREATE_REPLICATION_SLOT ... with an exported snapshot: lsn and name. */
@@ -240,7 +276,7 @@ rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t
 		snprintf(run->snapname, sizeof(run->snapname), "%s", PQgetvalue(res, 0, 0));
 		PQclear(res);
 		if (o->verbose)
-			fprintf(stderr, "%s: resuming the snapshot of consistent point %s\n", o->progname, a);
+			rp_snap_say(o, "resuming the snapshot of consistent point %s", a);
 	}
 	else
 	{
@@ -255,8 +291,7 @@ rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t
 			return -1;
 		rp_lsn_format(run->lsn, a);
 		if (o->verbose)
-			fprintf(stderr, "%s: created slot \"%s\" with a snapshot at consistent point %s\n",
-					o->progname, o->slot, a);
+			rp_snap_say(o, "created slot \"%s\" with a snapshot at consistent point %s", o->slot, a);
 		if (rp_snap_import(coord, run->snapname) < 0)
 			return -1;
 	}
@@ -361,11 +396,15 @@ rp_snap_copy(RpSnapRun *run, RpSnapWorker *workers, int nworkers, int64_t starte
 				workers[i].started = false;
 		if (!alive)
 			break;
-		if (tty)
+		if (run->opts->progress_fn)
+			rp_snap_report(run, false);
+		else if (tty)
 			rp_snap_progress(run, started, false);
 		usleep(200000);
 	}
-	if (tty)
+	if (run->opts->progress_fn)
+		rp_snap_report(run, true);
+	else if (tty)
 		rp_snap_progress(run, started, true);
 }
 

@@ -56,6 +56,21 @@ typedef struct RpSnapStats
 /* Free the per-table lists (the counters stay). */
 extern void rp_snap_stats_free(RpSnapStats *st);
 
+/*
+ * One table's copy as the progress callback sees it (value-free: a
+ * relation, counts).  Tables a resumed copy had finished are not listed.
+ */
+typedef struct RpSnapTableProgress
+{
+	const RpRelation *rel;
+	uint64_t	done;			/* rows copied by this run */
+	int64_t		estimate;		/* pg_class.reltuples, -1 unknown */
+	int			state;			/* 0 queued, 1 copying, 2 done */
+} RpSnapTableProgress;
+
+/* Called on the thread that runs the snapshot, every 200 ms and once at the end (final). */
+typedef void (*RpSnapProgressFn) (void *arg, const RpSnapTableProgress *tables, int n, bool final);
+
 typedef struct RpSnapOptions
 {
 	const char *conninfo;		/* the source (a plain session is opened from it) */
@@ -67,6 +82,9 @@ typedef struct RpSnapOptions
 	uint64_t	chunk_bytes;	/* bytes per chunk */
 	bool		create_slot;	/* a fresh snapshot may create the slot */
 	bool		progress;		/* progress line when stderr is a terminal */
+	RpSnapProgressFn progress_fn;	/* instead of the line: the figures (the program's display) */
+	void	   *progress_arg;
+	void		(*log_fn) (const char *line);	/* -v notices (a line, no newline); NULL: stderr */
 	int			verbose;
 	RpSnapStats *stats;			/* where the run counts (the caller's), or NULL */
 } RpSnapOptions;

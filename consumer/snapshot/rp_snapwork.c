@@ -352,8 +352,8 @@ rp_snap_heap_start(RpSnapWorker *w, RpSnapJob *job)
 			run->xmax - job->tok.horizon >= (UINT64_C(1) << 31))
 		{
 			if (run->opts->verbose)
-				fprintf(stderr, "%s: snapshot: table \"%s\".\"%s\" was rewritten since its copy stopped: copying it again\n",
-						run->opts->progname, rel->schema, rel->name);
+				rp_snap_say(run->opts, "snapshot: table \"%s\".\"%s\" was rewritten since its copy stopped: copying it again",
+							rel->schema, rel->name);
 			job->tok.have_pos = false;
 			job->tok.rows = 0;
 			job->tok.horizon = run->xmin;

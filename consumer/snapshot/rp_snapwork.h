@@ -60,6 +60,9 @@ typedef struct RpSnapWorker
 	bool		started;
 } RpSnapWorker;
 
+/* A -v notice: "PROGNAME: ..." through opts->log_fn, else on stderr. */
+extern void rp_snap_say(const RpSnapOptions *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+
 /* A worker thread: copies jobs until none is left or one failed. */
 extern void *rp_snap_worker_main(void *arg);
 

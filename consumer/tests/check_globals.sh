@@ -22,6 +22,7 @@ rp_cli_runstep.o:stop_requested
 rp_cli_runstep.o:reopen_requested
 rp_cli_log.o:rp_cli_verbose
 rp_cli_log.o:rp_cli_log_context
+rp_cli_log.o:rp_cli_log_progress
 '
 # rp_error_buf, rp_error_reason: the thread-local error slot (rp_status.h).
 # rp_stop_watched: where the CLI's stop flag is (rp_stop_watch), set once before any
@@ -32,6 +33,8 @@ rp_cli_log.o:rp_cli_log_context
 #   rp_cli_verbose: -v, as pg_recvlogical's verbose (pg_log_info).
 #   rp_cli_log_context: while the options are parsed (one thread), the --config line the
 #   option being taken came from, for the handlers' usage errors.
+#   rp_cli_log_progress: the run's progress display (a terminal's lines), which every log
+#   line erases first and draws again after (rp_cli_progress.h); set by the run.
 
 found=$(objdump -t "$lib" | awk '
 	/file format/ { obj = $1; sub(/:$/, "", obj); next }

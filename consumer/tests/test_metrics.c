@@ -178,6 +178,7 @@ START_TEST(test_page_identical)
 	cm.snap = &st;
 	cm.asm_ = &a;
 	cm.spill = &sp;
+	cm.stream_ready = true;	/* the run set them up */
 	cm.agg = agg;
 	ck_assert_int_eq(rp_cli_metrics_register(&m, &cm), 0);
 	page = rp_metrics_render(&m);
