@@ -52,7 +52,7 @@ rp_cli_metrics_snapshot(RpBuf *out, const void *arg)
 	const RpCliMetrics *cm = arg;
 	const RpSnapStats *st = cm->snap;
 
-	rp_metrics_sample(out, "replicant_snapshot_rows_total", "counter", "Rows copied by the initial snapshot.", NULL, RP_COUNT_LOAD(st->rows));
+	/* rows by store: replicant_snapshot_rows_total{store} (rp_cli_progline.c, live) */
 	rp_metrics_sample(out, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, RP_COUNT_LOAD(st->oversize));
 	rp_metrics_sample(out, "replicant_dead_letters_dropped_total", "counter",
 					  "Oversize rows dropped for want of a dead-letter file, by reason.",

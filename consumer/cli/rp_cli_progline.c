@@ -232,7 +232,8 @@ rp_cli_metrics_progress(RpBuf *out, const void *arg)
 	pthread_mutex_lock(&cp->lock);
 	for (int k = 0; k < 2; k++)
 	{
-		const char *name = k == 0 ? "replicant_snapshot_table_rows" : "replicant_snapshot_table_rows_estimate";
+		/* the snapshot envelope's names: by store, the "schema.table" of the dumps */
+		const char *name = k == 0 ? "replicant_snapshot_rows_total" : "replicant_snapshot_rows_estimate";
 		bool		first = true;
 
 		for (int i = 0; i < cp->ntables; i++)
@@ -243,13 +244,13 @@ rp_cli_metrics_progress(RpBuf *out, const void *arg)
 			if (k == 1 && x->estimate < 0)
 				continue;		/* never analyzed: no estimate */
 			rp_buf_init(&labels, 128);
-			rp_buf_put_text(&labels, "{table=\"");
+			rp_buf_put_text(&labels, "{store=\"");
 			/* a relation name, never a value */
 			rp_metrics_label_value(&labels, x->name);
 			rp_buf_put_text(&labels, "\"}");
 			rp_buf_put_char(&labels, '\0');
-			rp_metrics_sample(out, name, "gauge",
-							  !first ? NULL : (k == 0 ? "Rows the initial snapshot copied of the table (this run)."
+			rp_metrics_sample(out, name, k == 0 ? "counter" : "gauge",
+							  !first ? NULL : (k == 0 ? "Rows the initial snapshot copied, by table (this run)."
 								 : "The table's row estimate (pg_class.reltuples) when the snapshot started."),
 							  labels.data, k == 0 ? x->done : (uint64_t) x->estimate);
 			rp_buf_free(&labels);

@@ -413,13 +413,13 @@ START_TEST(test_metrics_page)
 	rp_cli_metrics_progress(&out, &cp);
 	rp_buf_put_char(&out, '\0');
 	ck_assert_str_eq(out.data,
-					 "# HELP replicant_snapshot_table_rows Rows the initial snapshot copied of the table (this run).\n"
-					 "# TYPE replicant_snapshot_table_rows gauge\n"
-					 "replicant_snapshot_table_rows{table=\"public.big\"} 1500\n"
-					 "replicant_snapshot_table_rows{table=\"s.odd\\\"name\"} 7\n"
-					 "# HELP replicant_snapshot_table_rows_estimate The table's row estimate (pg_class.reltuples) when the snapshot started.\n"
-					 "# TYPE replicant_snapshot_table_rows_estimate gauge\n"
-					 "replicant_snapshot_table_rows_estimate{table=\"public.big\"} 40000\n"
+					 "# HELP replicant_snapshot_rows_total Rows the initial snapshot copied, by table (this run).\n"
+					 "# TYPE replicant_snapshot_rows_total counter\n"
+					 "replicant_snapshot_rows_total{store=\"public.big\"} 1500\n"
+					 "replicant_snapshot_rows_total{store=\"s.odd\\\"name\"} 7\n"
+					 "# HELP replicant_snapshot_rows_estimate The table's row estimate (pg_class.reltuples) when the snapshot started.\n"
+					 "# TYPE replicant_snapshot_rows_estimate gauge\n"
+					 "replicant_snapshot_rows_estimate{store=\"public.big\"} 40000\n"
 					 "# HELP replicant_catchup_eta_seconds Seconds until the lag is gone at the rate it shrinks (NaN: not shrinking).\n"
 					 "# TYPE replicant_catchup_eta_seconds gauge\n"
 					 "replicant_catchup_eta_seconds NaN\n");

@@ -6,7 +6,7 @@
 # (a) --snapshot --start into the mirror, stderr a terminal, --progress and -v: while the copy
 #     runs the pane shows the total line and a line per table being copied with its rows of
 #     the estimate, percent, rate and ETA; the metrics page shows the same figures
-#     (replicant_snapshot_table_rows and _estimate by table, during the copy). The destination
+#     (replicant_snapshot_rows_total and replicant_snapshot_rows_estimate by store, during the copy). The destination
 #     tables are held locked (a session's LOCK ... IN SHARE MODE) until both were seen, so the
 #     copy waits as long as the checks need on any machine; nothing is timed. Then it goes on: the
 #     final pane holds only whole lines (every line matches one of the forms the display and
@@ -134,8 +134,8 @@ cp "$work/pane.now" "$work/pane.copying"
 seen=
 for _ in $(seq 1 600); do
 	if page=$(curl -sf "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null) &&
-		grep -Eq '^replicant_snapshot_table_rows\{table="public\.big_t"\} [0-9]+$' <<<"$page" &&
-		grep -q "^replicant_snapshot_table_rows_estimate{table=\"public.big_t\"} $BIG_ROWS\$" <<<"$page"; then
+		grep -Eq '^replicant_snapshot_rows_total\{store="public\.big_t"\} [0-9]+$' <<<"$page" &&
+		grep -q "^replicant_snapshot_rows_estimate{store=\"public.big_t\"} $BIG_ROWS\$" <<<"$page"; then
 		seen=1
 		break
 	fi
@@ -179,7 +179,7 @@ grep -q '^  public\.' "$work/pane.final" && fail "a per-table progress line was 
 [[ $(rp_psql dst -Atc 'SELECT count(*) FROM big_t') == "$BIG_ROWS" ]] || fail "big_t not copied whole"
 page=$(curl -sf "http://127.0.0.1:$metrics_port/metrics") || fail "no metrics page after the snapshot"
 printf '%s\n' "$page" >"$work/page.final"
-for re in "^replicant_snapshot_table_rows\\{table=\"public.big_t\"\\} $BIG_ROWS\$" \
+for re in "^replicant_snapshot_rows_total\\{store=\"public.big_t\"\\} $BIG_ROWS\$" \
 	'^replicant_lag_bytes [0-9]+$' '^replicant_lag_seconds [0-9.]+$' \
 	'^replicant_catchup_eta_seconds ([0-9.]+|NaN)$'; do
 	grep -Eq "$re" <<<"$page" || fail "the metrics page after the snapshot lacks $re"
