@@ -65,6 +65,8 @@ BEGIN
 END \$\$;
 CREATE TRIGGER audit_hist AFTER INSERT OR UPDATE OR DELETE ON hist FOR EACH ROW EXECUTE FUNCTION audit_hist();
 CREATE TABLE fence (id serial PRIMARY KEY);
+CREATE TABLE ctl (one int PRIMARY KEY, stop bool NOT NULL);
+INSERT INTO ctl VALUES (1, false);
 CREATE TABLE hb (id int PRIMARY KEY, v text, n int NOT NULL);
 CREATE SEQUENCE ids START 10000000;
 CREATE FUNCTION ri(n int) RETURNS int LANGUAGE sql VOLATILE AS \$\$ SELECT floor(random() * n)::int \$\$;
@@ -75,6 +77,7 @@ DECLARE
 	x bigint;
 BEGIN
 	FOR i IN 1 .. n LOOP
+		EXIT WHEN (SELECT stop FROM ctl);
 		x := 1 + ri($ROWS);
 		CASE ri(7)
 			WHEN 0 THEN INSERT INTO hist VALUES (nextval('ids'), -1, 'new');
@@ -87,6 +90,7 @@ BEGIN
 			ELSE UPDATE hist SET a = a + 1, b = md5(random()::text) WHERE id = x;
 		END CASE;
 		COMMIT;
+		PERFORM pg_sleep(0.002);
 	END LOOP;
 END \$\$;
 SQL
@@ -127,9 +131,21 @@ stop_consumer() {
 	((rc == 0)) || fail "consumer run $runs exited with $rc"
 }
 
+# the workload runs until paused: a flag it reads before each transaction, and its CALL
+# returns (killing psql would not stop the server's loop)
+workload_go() {
+	rp_psql src -c "UPDATE ctl SET stop = false" >/dev/null
+	rp_psql src -c "CALL workload(1000000)" >>"$work/workload.out" 2>&1 &
+	workload_pid=$!
+}
+workload_pause() {
+	rp_psql src -c "UPDATE ctl SET stop = true" >/dev/null
+	wait "$workload_pid" || { cat "$work/workload.out"; fail "the workload failed"; }
+	workload_pid=
+}
+
 # ---- (a) the snapshot under a workload, killed twice and resumed
-rp_psql src -c "CALL workload(100000)" >"$work/workload.out" 2>&1 &
-workload_pid=$!
+workload_go
 start_consumer "$SLOT" --create-slot --snapshot --snapshot-workers=2 --snapshot-chunk-rows=1000 "${SEL[@]}" -v
 pauses=()
 last=0
@@ -143,9 +159,7 @@ for round in 1 2; do
 		sleep 0.05
 	done
 	# pause the workload: the resumed copy then reads the state at this audit position
-	kill -9 "$workload_pid"
-	wait "$workload_pid" 2>/dev/null || true
-	workload_pid=
+	workload_pause
 	rp_kill9_alive consumer_pid || fail "run $runs exited by itself (status $RP_EXIT_STATUS)"
 	pauses+=("$(audit_seq)")
 	last=$(stored)
@@ -163,8 +177,7 @@ for round in 1 2; do
 		((SECONDS < deadline)) || fail "the resumed run $runs stored nothing"
 		sleep 0.05
 	done
-	rp_psql src -c "CALL workload(100000)" >>"$work/workload.out" 2>&1 &
-	workload_pid=$!
+	workload_go
 done
 deadline=$((SECONDS + 600))
 until [[ -n $(rp_dst_checkpoint dst "$SLOT") ]]; do
@@ -174,9 +187,7 @@ until [[ -n $(rp_dst_checkpoint dst "$SLOT") ]]; do
 done
 grep -q 'resuming the snapshot of consistent point' "$work/c$runs.err" || fail "the last run did not resume"
 sleep 2 # the stream goes on under the workload
-kill -9 "$workload_pid"
-wait "$workload_pid" 2>/dev/null || true
-workload_pid=
+workload_pause
 wait_fence "$SLOT"
 stop_consumer
 [[ $(rp_psql dst -Atc "SELECT count(*) FROM replicant.snapshot_progress") == 0 ]] || fail "snapshot progress left behind"
@@ -428,7 +439,9 @@ start_consumer "$SLOT2" -o include_tables=public.hist,public.fence,public.hb --b
 (
 	for i in $(seq 1 200); do
 		rp_psql src -c "UPDATE hb SET n = n + 1, v = md5(random()::text) WHERE id = 1 + floor(random() * 6000)::int" >/dev/null || exit 1
-		[[ $i == 100 ]] && rp_psql src -c "DELETE FROM hb WHERE id % 1000 = 7" >/dev/null
+		if ((i == 100)); then
+			rp_psql src -c "DELETE FROM hb WHERE id % 1000 = 7" >/dev/null || exit 1
+		fi
 	done
 ) &
 workload_pid=$!
