@@ -23,6 +23,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "rp_lsn.h"
 
 #include "sinks/mirror/rp_mirror_int.h"
 #include "sinks/mirror/rp_mirror_history_copy.h"
@@ -31,22 +34,32 @@
 void
 rp_mirror_history_mark_format(uint64_t lsn, int64_t at_ms, char *out, size_t outlen)
 {
-	snprintf(out, outlen, "%X/%X|%" PRId64, (unsigned) (lsn >> 32), (unsigned) lsn, at_ms);
+	char		l[RP_LSN_BUFLEN];
+
+	snprintf(out, outlen, "%s|%" PRId64, rp_lsn_format(lsn, l), at_ms);
 }
 
 bool
 rp_mirror_history_mark_parse(const char *s, uint64_t *lsn, int64_t *at_ms)
 {
-	unsigned long hi,
-				lo;
-	long long	ms;
-	char		tail;
+	const char *bar = s ? strchr(s, '|') : NULL;
+	char		l[RP_LSN_BUFLEN];
+	size_t		n;
+	uint64_t	v = 0;
+	uint64_t	parsed;
 
-	if (s == NULL || sscanf(s, "%lX/%lX|%lld%c", &hi, &lo, &ms, &tail) != 3 ||
-		hi > 0xFFFFFFFFUL || lo > 0xFFFFFFFFUL || ms < 0)
+	if (bar == NULL || (size_t) (bar - s) >= sizeof(l))
 		return false;
-	*lsn = ((uint64_t) hi << 32) | (uint64_t) lo;
-	*at_ms = (int64_t) ms;
+	memcpy(l, s, (size_t) (bar - s));
+	l[bar - s] = '\0';
+	n = strspn(bar + 1, "0123456789");
+	/* milliseconds since 1970: digits only, at most 15 of them (no overflow) */
+	if (!rp_lsn_parse(l, &parsed) || n == 0 || n > 15 || bar[1 + n] != '\0')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (uint64_t) (bar[1 + i] - '0');
+	*lsn = parsed;
+	*at_ms = (int64_t) v;
 	return true;
 }
 
