@@ -98,7 +98,7 @@ SQL
 # copy (30 chunks of 1,000 rows, two workers) cannot finish before them
 rp_slow_new_tables dst 0.2 INSERT '' hist
 
-SEL=(-o include_tables=public.hist,public.fence)
+SEL=(-o "include_tables=public.hist,public.fence")
 start_consumer() {
 	local slot=$1
 	shift
@@ -435,7 +435,7 @@ rp_say "(c) passed: TRUNCATE closed all $nopen open versions at its commit"
 
 # ---- (d) a backfill into a history table while updates run
 rp_psql src -c "UPDATE hb SET n = n + 1 WHERE id % 50 = 0" >/dev/null
-start_consumer "$SLOT2" -o include_tables=public.hist,public.fence,public.hb --backfill=public.hb --backfill-chunk-rows=500 -v
+start_consumer "$SLOT2" -o "include_tables=public.hist,public.fence,public.hb" --backfill=public.hb --backfill-chunk-rows=500 -v
 (
 	for i in $(seq 1 200); do
 		rp_psql src -c "UPDATE hb SET n = n + 1, v = md5(random()::text) WHERE id = 1 + floor(random() * 6000)::int" >/dev/null || exit 1
