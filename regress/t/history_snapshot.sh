@@ -434,6 +434,21 @@ stop_consumer
 rp_say "(c) passed: TRUNCATE closed all $nopen open versions at its commit"
 
 # ---- (d) a backfill into a history table while updates run
+rp_psql src <<'SQL' >/dev/null
+CREATE TABLE hb_audit (seq bigserial PRIMARY KEY, txid bigint NOT NULL, lsn pg_lsn NOT NULL, op char(1) NOT NULL,
+                       id int NOT NULL, v text, n int);
+CREATE FUNCTION audit_hb() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		INSERT INTO hb_audit (txid, lsn, op, id) VALUES (txid_current(), pg_current_wal_insert_lsn(), 'D', OLD.id);
+		RETURN OLD;
+	END IF;
+	INSERT INTO hb_audit (txid, lsn, op, id, v, n) VALUES (txid_current(), pg_current_wal_insert_lsn(), 'U', NEW.id, NEW.v, NEW.n);
+	RETURN NEW;
+END $$;
+CREATE TRIGGER audit_hb AFTER UPDATE OR DELETE ON hb FOR EACH ROW EXECUTE FUNCTION audit_hb();
+SQL
+rp_psql src -c "\\copy (SELECT id, v, n FROM hb ORDER BY id) TO '$work/hb0.tsv'"
 rp_psql src -c "UPDATE hb SET n = n + 1 WHERE id % 50 = 0" >/dev/null
 start_consumer "$SLOT2" -o "include_tables=public.hist,public.fence,public.hb" --backfill=public.hb --backfill-chunk-rows=500 -v
 (
@@ -457,35 +472,92 @@ wait_fence "$SLOT2"
 stop_consumer
 rp_psql dst -c "\\copy (SELECT id, v, n, valid_from_lsn, valid_to_lsn FROM public.hb ORDER BY id, valid_from_lsn) TO '$work/hb.tsv'"
 rp_psql src -c "\\copy (SELECT id, v, n FROM hb ORDER BY id) TO '$work/hblive.tsv'"
-python3 - "$work/hb.tsv" "$work/hblive.tsv" <<'PY' || fail "(d) the backfilled history table is wrong"
+rp_psql src -c "\\copy (SELECT seq, txid, lsn, op, id, v, n FROM hb_audit ORDER BY seq) TO '$work/hbaudit.tsv'"
+python3 - "$work/hb.tsv" "$work/hblive.tsv" "$work/hb0.tsv" "$work/hbaudit.tsv" <<'PY' || fail "(d) the backfilled history table is wrong"
 import collections, sys
 def nul(v):
     return None if v == "\\N" else v
+def rows(p):
+    return [[nul(x) for x in line.rstrip("\n").split("\t")] for line in open(p)]
+def lsn(s):
+    hi, lo = s.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
 got = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    r = [nul(x) for x in line.rstrip("\n").split("\t")]
+for r in rows(sys.argv[1]):
     got[r[0]].append(((r[1], r[2]), r[3], r[4]))
-live = {}
-for line in open(sys.argv[2]):
-    r = [nul(x) for x in line.rstrip("\n").split("\t")]
-    live[r[0]] = (r[1], r[2])
+live = {r[0]: (r[1], r[2]) for r in rows(sys.argv[2])}
+state = {r[0]: (r[1], r[2]) for r in rows(sys.argv[3])}
+# the audited transactions (one session: in order), each with its changes and LSN bounds
+txns = collections.OrderedDict()
+for seq, txid, l, op, id_, v, n in rows(sys.argv[4]):
+    t = txns.setdefault(txid, {"ch": [], "first": lsn(l), "last": lsn(l)})
+    t["ch"].append((op, id_, (v, n)))
+    t["last"] = max(t["last"], lsn(l))
+tl = list(txns.values())
+# per key: the states after each transaction that touched it, with that transaction's bounds
+hist = collections.defaultdict(list)   # key -> [(index, state or None)]
+before = {}
+for i, t in enumerate(tl):
+    for op, k, vals in t["ch"]:
+        before.setdefault(k, state.get(k))
+        state[k] = vals if op == "U" else None
+        if hist[k] and hist[k][-1][0] == i:
+            hist[k][-1] = (i, state[k])
+        else:
+            hist[k].append((i, state[k]))
+def bound(i, x):
+    return tl[i]["last"] < x and (i + 1 == len(tl) or x < tl[i + 1]["first"])
+def state_at(k, x):
+    """the key's possible states at LSN x (two when x may lie on either side of a commit)"""
+    out = {before.get(k, state0.get(k))}
+    for i, st in hist.get(k, []):
+        if tl[i]["last"] < x:
+            if i + 1 == len(tl) or tl[i + 1]["first"] <= x:
+                out = {st}
+            else:
+                out = out | {st}
+    return out
+state0 = {r[0]: (r[1], r[2]) for r in rows(sys.argv[3])}
 errors = []
-for k, vs in got.items():
+chunked = 0
+for k in set(got) | set(live) | set(hist):
+    vs = got.get(k, [])
+    opened = set()
     for x, y in zip(vs, vs[1:]):
         if x[2] != y[1]:
             errors.append(f"key {k}: a version closed at {x[2]}, the next opened at {y[1]}")
+    binds = [[(i, st) for i, st in hist.get(k, []) if bound(i, lsn(v[1]))] for v in vs]
+    for j, (content, vf, vt) in enumerate(vs):
+        f = lsn(vf)
+        mine = binds[j]
+        # a chunk's high watermark may commit in the gap of a transaction that commits after it
+        if mine and j + 1 < len(vs) and binds[j + 1] and binds[j + 1][0][0] == mine[0][0]:
+            mine = []
+        if mine:
+            opened.add(mine[0][0])
+            if content != mine[0][1]:
+                errors.append(f"key {k}: the version of transaction {mine[0][0]} has {content}, expected {mine[0][1]}")
+        else:
+            chunked += 1
+            if content not in state_at(k, f):
+                errors.append(f"key {k}: a chunk version at {vf} has {content}, expected one of {state_at(k, f)}")
+        if vt is not None:
+            closers = [i for i, st in hist.get(k, []) if bound(i, lsn(vt))]
+            if not closers and not any(y[1] == vt for y in vs):
+                errors.append(f"key {k}: a version closed at {vt}, by no transaction of it")
+    for i, st in hist.get(k, []):
+        if st is not None and i not in opened:
+            errors.append(f"key {k}: transaction {i} left it live but opened no version")
     if sum(1 for v in vs if v[2] is None) > 1:
         errors.append(f"key {k}: more than one open version")
-open_now = {k: vs[-1][0] for k, vs in got.items() if vs[-1][2] is None}
-if open_now != live:
-    diff = [k for k in set(open_now) | set(live) if open_now.get(k) != live.get(k)]
-    errors.append(f"open versions differ from the source on {len(diff)} keys, e.g. {diff[:5]}")
+    if (vs[-1][0] if vs and vs[-1][2] is None else None) != live.get(k):
+        errors.append(f"key {k}: open version {vs[-1] if vs else None}, the source has {live.get(k)}")
 points = {vs[0][1] for vs in got.values()}
-print(f"checker (d): {len(got)} keys, {sum(len(v) for v in got.values())} versions, "
-      f"{len(points)} first-version points, {len(errors)} errors")
+print(f"checker (d): {len(tl)} transactions, {len(got)} keys, {sum(len(v) for v in got.values())} versions "
+      f"({chunked} from chunks), {len(points)} first-version points, {len(errors)} errors")
 for e in errors[:15]:
     print("  " + e)
-sys.exit(1 if errors or len(points) < 2 else 0)
+sys.exit(1 if errors or len(points) < 2 or chunked < 5000 else 0)
 PY
 
 status=0
