@@ -24,8 +24,12 @@
 #     at L2, a new key opens at L2.
 # (c) A TRUNCATE of hist closes every open version at the truncating commit; rows inserted
 #     afterwards open new versions.
-# (d) A table added to the selection is backfilled into a history table while updates run:
-#     its open versions equal the source, one per live key, and every key's versions chain.
+# (d) A table added to the selection is backfilled into a history table while updates run
+#     (an audit trigger logs them as in (a)): every version a transaction opened has that
+#     transaction's row and lies within its LSN bounds, every other version (a chunk's, at
+#     its high watermark) has the row's state at that LSN, every transaction that left a key
+#     live opened a version of it, every key's versions chain, and the open versions equal
+#     the source.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
