@@ -287,6 +287,18 @@ rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t
 			rp_fail(RP_HALT_CONFIG, "snapshot: a new snapshot creates its slot: add --create-slot");
 			return -1;
 		}
+		/*
+		 * The snapshot's time (history tables open their versions at it) is
+		 * the source's, read before the slot exists: no commit after the
+		 * consistent point is older.
+		 */
+		{
+			PGresult   *res = PQexec(coord, "SELECT (extract(epoch FROM pg_catalog.clock_timestamp()) * 1000)::bigint");
+
+			if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+				run->begun_ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+			PQclear(res);
+		}
 		if (rp_snap_create_slot(repl, o, &run->lsn, run->snapname, sizeof(run->snapname)) < 0)
 			return -1;
 		rp_lsn_format(run->lsn, a);
@@ -308,7 +320,7 @@ rp_snap_plan(RpSnapRun *run, RpUuid7Gen *ids, RpSnapTable *tables, int ntables)
 	int64_t		at_ms;
 
 	run->jobs = rp_malloc0(sizeof(RpSnapJob) * (size_t) (ntables + 1));
-	at_ms = rp_clock_wall_ms();
+	at_ms = run->begun_ms > 0 ? run->begun_ms : rp_clock_wall_ms();
 	for (int i = 0; i < ntables; i++)
 	{
 		RpSnapJob  *job = &run->jobs[run->njobs];

@@ -39,6 +39,9 @@ typedef struct RpSnapRun
 	RpSnapStats *stats;			/* opts->stats, or the run's own */
 	RpCheckpoint origin;
 	uint64_t	lsn;			/* consistent point */
+	int64_t		begun_ms;		/* the source's clock just before a new slot was
+								 * created (0: unknown): at or before every
+								 * commit the stream brings */
 	char		snapname[128];	/* exported snapshot to import */
 	uint64_t	xmin;			/* the snapshot's xmin and xmax, full xids */
 	uint64_t	xmax;

@@ -13,6 +13,7 @@
  *   rp_mirror_backfill.c   backfill windows and chunks
  *   rp_mirror_apply.c      bulk apply of the pending effects
  *   rp_mirror_history.c    history tables
+ *   rp_mirror_history_copy.c  snapshot and backfill rows merged as versions
  *   rp_mirror_stage.c      staging tables and COPY
  *   rp_mirror_effect.c     the net-effect map and its memory bound
  *   rp_mirror_table.c      table mapping, checks and creation

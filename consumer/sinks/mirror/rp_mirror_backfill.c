@@ -34,6 +34,8 @@
 
 #include "backfill/rp_backfill.h"
 #include "sinks/mirror/rp_mirror_int.h"
+#include "sinks/mirror/rp_mirror_history_copy.h"
+#include "rp_format.h"
 #include "values/rp_pgtext.h"
 #include "base/rp_status.h"
 
@@ -215,6 +217,56 @@ rp_mirror_bf_store_token(RpMirror *pg, const RpMirrorTable *t, const RpBackfillC
 	return 0;
 }
 
+/* The chunk less the window, upserted: the stream's version of those keys stays. */
+static void
+rp_mirror_bf_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, const RpRelation *rel,
+						const RpBackfillChunk *ch, const char *cols, const char *stage, const char *win)
+{
+	rp_buf_put_text(b, "INSERT INTO ");
+	rp_buf_put_text(b, t->qname);
+	rp_buf_put_text(b, " (");
+	rp_buf_put_text(b, cols);
+	rp_buf_put_text(b, ") SELECT ");
+	rp_mirror_sql_cols(pg, b, rel, NULL, 0, "s.");
+	rp_buf_put_text(b, " FROM ");
+	rp_buf_put_text(b, stage);
+	rp_buf_put_text(b, " s WHERE NOT EXISTS (SELECT 1 FROM ");
+	rp_buf_put_text(b, win);
+	rp_buf_put_text(b, " w WHERE ");
+	rp_mirror_sql_key_match(pg, b, t->rel, t->keycols, t->nkey, "w", "s");
+	rp_buf_put_char(b, ')');
+	rp_mirror_sql_on_conflict(pg, b, rel, ch->keycols, ch->nkey);
+}
+
+/*
+ * A history table: the window's keys leave the stage, the rest merge as
+ * versions opened at the high watermark's commit (a row equal to its open
+ * version opens none, rp_mirror_history_copy.c).
+ */
+static void
+rp_mirror_bf_history_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, const RpRelation *rel,
+						 const char *stage, const char *win)
+{
+	char		lsn[24];
+	RpBuf		when;
+
+	rp_lsn_format(pg->cur_commit_lsn, lsn);
+	rp_buf_init(&when, 96);
+	rp_buf_put_char(&when, '\'');
+	rp_fmt_timestamp(&when, pg->cur_commit_time, true);
+	rp_buf_put_text(&when, "'::timestamptz");
+	rp_buf_put_char(&when, '\0');
+	rp_buf_put_text(b, "DELETE FROM ");
+	rp_buf_put_text(b, stage);
+	rp_buf_put_text(b, " s WHERE EXISTS (SELECT 1 FROM ");
+	rp_buf_put_text(b, win);
+	rp_buf_put_text(b, " w WHERE ");
+	rp_mirror_sql_key_match(pg, b, t->rel, t->keycols, t->nkey, "w", "s");
+	rp_buf_put_text(b, "); ");
+	rp_mirror_history_merge_sql(pg, b, t, rel, stage, lsn, when.data);
+	rp_buf_free(&when);
+}
+
 /* Apply chunk ch less the window, and its token, in the open destination transaction. */
 static int
 rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
@@ -235,8 +287,8 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 	t = rp_mirror_table_get(pg, rel);
 	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 		return -1;
-	if (t->nkey == 0 || t->full_match || t->history)
-		return rp_fail(RP_HALT_CONFIG, "backfill into table %s needs a key (its primary key as replica identity) and no --history",
+	if (t->nkey == 0 || t->full_match)
+		return rp_fail(RP_HALT_CONFIG, "backfill into table %s needs a key (its primary key as replica identity)",
 					   t->qname);
 	snprintf(relid, sizeof(relid), "%u", rel->relid);
 	snprintf(stage, sizeof(stage), "pg_temp.rp_bfs_%u", rel->relid);
@@ -244,11 +296,17 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 	rp_buf_init(&b, 1024);
 
 	/* session tables: the chunk's rows, and the window's keys typed like the table's */
-	rp_buf_put_text(&b, "CREATE TEMP TABLE IF NOT EXISTS rp_bfs_");
-	rp_buf_put_text(&b, relid);
-	rp_buf_put_text(&b, " (LIKE ");
-	rp_buf_put_text(&b, t->qname);
-	rp_buf_put_text(&b, "); CREATE TEMP TABLE IF NOT EXISTS rp_bfw_");
+	if (t->history)
+		rp_mirror_history_stage_ddl(pg, &b, t, rel, stage);
+	else
+	{
+		rp_buf_put_text(&b, "CREATE TEMP TABLE IF NOT EXISTS rp_bfs_");
+		rp_buf_put_text(&b, relid);
+		rp_buf_put_text(&b, " (LIKE ");
+		rp_buf_put_text(&b, t->qname);
+		rp_buf_put_text(&b, ")");
+	}
+	rp_buf_put_text(&b, "; CREATE TEMP TABLE IF NOT EXISTS rp_bfw_");
 	rp_buf_put_text(&b, relid);
 	rp_buf_put_text(&b, " AS SELECT ");
 	rp_mirror_sql_cols(pg, &b, t->rel, t->keycols, t->nkey, NULL);
@@ -275,21 +333,10 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 			goto out;
 		if (rp_mirror_bf_copy(pg, t, stage, cols, ch->rows.data, ch->rows.len, "loading a backfill chunk") < 0)
 			goto out;
-		/* the chunk less the window: the stream's version of those keys stays */
-		rp_buf_put_text(&b, "INSERT INTO ");
-		rp_buf_put_text(&b, t->qname);
-		rp_buf_put_text(&b, " (");
-		rp_buf_put_text(&b, cols);
-		rp_buf_put_text(&b, ") SELECT ");
-		rp_mirror_sql_cols(pg, &b, rel, NULL, 0, "s.");
-		rp_buf_put_text(&b, " FROM ");
-		rp_buf_put_text(&b, stage);
-		rp_buf_put_text(&b, " s WHERE NOT EXISTS (SELECT 1 FROM ");
-		rp_buf_put_text(&b, win);
-		rp_buf_put_text(&b, " w WHERE ");
-		rp_mirror_sql_key_match(pg, &b, t->rel, t->keycols, t->nkey, "w", "s");
-		rp_buf_put_char(&b, ')');
-		rp_mirror_sql_on_conflict(pg, &b, rel, ch->keycols, ch->nkey);
+		if (t->history)
+			rp_mirror_bf_history_sql(pg, &b, t, rel, stage, win);
+		else
+			rp_mirror_bf_upsert_sql(pg, &b, t, rel, ch, cols, stage, win);
 		rp_buf_put_text(&b, "; TRUNCATE ");
 		rp_buf_put_text(&b, stage);
 		rp_buf_put_text(&b, ", ");

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "sinks/mirror/rp_mirror_int.h"
+#include "sinks/mirror/rp_mirror_history_copy.h"
 #include "values/rp_pgbin.h"
 #include "values/rp_pgtext.h"
 #include "snapshot/rp_snapshot.h"
@@ -137,6 +138,8 @@ rp_dupbuf(RpBuf *b)
 	b->len = 0;
 	return s;
 }
+
+static void rp_mirror_snap_table_free(RpMirrorSnapTable *st);
 
 static RpMirrorSnapTable *
 rp_mirror_snap_find(RpMirrorSnap *s, uint32_t relid)
@@ -309,6 +312,54 @@ rp_mirror_snap_plan_merge(RpMirror *pg, RpMirrorSnapTable *st, const RpRelation 
 }
 
 /*
+ * "history": chunks are staged and merged as versions opened at the
+ * snapshot's consistent point and time, their keys kept in snapseen_<relid>;
+ * the open versions of keys not seen are closed at completion.
+ */
+static int
+rp_mirror_snap_plan_history(RpMirror *pg, RpMirrorSnapTable *st, const RpSnapshotCtx *ctx,
+							const RpMirrorTable *t, RpBuf *bp)
+{
+	const RpRelation *rel = ctx->rel;
+	char		seen[192],
+				lsn[24],
+				when[96];
+	int64_t		at_ms;
+
+	if (rp_mirror_history_snap_time(pg, ctx, &at_ms) < 0)
+		return -1;
+	rp_lsn_format(ctx->snapshot_lsn, lsn);
+	rp_mirror_history_time_sql(at_ms, when, sizeof(when));
+	snprintf(seen, sizeof(seen), "%s.snapseen_%u", pg->bk, rel->relid);
+	st->into = rp_strndup(st->stage, strlen(st->stage));
+	rp_mirror_history_stage_ddl(pg, bp, t, rel, st->stage);
+	rp_buf_put_text(bp, "; CREATE TABLE IF NOT EXISTS ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " AS SELECT ");
+	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, " WITH NO DATA");
+	st->stage_ddl = rp_dupbuf(bp);
+
+	/* after each chunk: merge, remember the keys, empty the stage */
+	rp_mirror_history_merge_sql(pg, bp, t, rel, st->stage, lsn, when);
+	rp_buf_put_text(bp, "; INSERT INTO ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " SELECT ");
+	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, st->stage);
+	rp_buf_put_text(bp, "; TRUNCATE ");
+	rp_buf_put_text(bp, st->stage);
+	st->after = rp_dupbuf(bp);
+
+	rp_mirror_history_retire_sql(pg, bp, t, rel, seen, lsn, when);
+	st->retire_sql = rp_dupbuf(bp);
+	return 0;
+}
+
+/*
  * The table's plan: destination name and columns, and the mode, decided
  * by whether the destination held rows when its copy began (first chunk)
  * or read back from the progress row (a resumed copy).  Under s->lock.
@@ -336,14 +387,18 @@ rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
 	t = rp_mirror_table_get(pg, rel);
 	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 		return NULL;
-	if (t->history)
+	if (t->history && t->nkey == 0)
 	{
-		rp_fail(RP_HALT_CONFIG, "snapshot into history table %s is not supported", t->qname);
+		rp_fail(RP_HALT_CONFIG, "snapshot into history table %s needs a key (its primary key as replica identity)",
+				t->qname);
 		return NULL;
 	}
 	snprintf(relid, sizeof(relid), "%u", rel->relid);
 
-	if ((mode = rp_mirror_snap_mode(pg, ctx, t, relid)) == NULL)
+	/* a history table always merges its rows as versions (rp_mirror_history_copy.c) */
+	if (t->history)
+		mode = rp_strndup("history", 7);
+	else if ((mode = rp_mirror_snap_mode(pg, ctx, t, relid)) == NULL)
 		return NULL;
 
 	st = rp_malloc0(sizeof(RpMirrorSnapTable));
@@ -391,6 +446,15 @@ rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
 	}
 	else if (strcmp(mode, "replace") == 0)
 		rp_mirror_snap_plan_replace(pg, st, &b);
+	else if (strcmp(mode, "history") == 0)
+	{
+		if (rp_mirror_snap_plan_history(pg, st, ctx, t, &b) < 0)
+		{
+			rp_buf_free(&b);
+			rp_mirror_snap_table_free(st);
+			return NULL;
+		}
+	}
 	else
 		rp_mirror_snap_plan_merge(pg, st, rel, t, &b);
 	rp_buf_free(&b);
@@ -740,6 +804,18 @@ rp_mirror_snapshot_install(RpSink *sink)
 	sink->snapshot_heap_order = true;
 }
 
+static void
+rp_mirror_snap_table_free(RpMirrorSnapTable *st)
+{
+	char	   *strs[] = {st->qname, st->cols, st->mode, st->into, st->after, st->stage, st->stage_ddl,
+	st->upsert_ddl, st->upsert_after, st->retire_sql};
+
+	for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++)
+		if (strs[k])
+			rp_free(strs[k]);
+	rp_free(st);
+}
+
 void
 rp_mirror_snapshot_free(RpMirror *pg)
 {
@@ -751,16 +827,7 @@ rp_mirror_snapshot_free(RpMirror *pg)
 		if (s->conns[i])
 			PQfinish(s->conns[i]);
 	for (int i = 0; i < s->ntables; i++)
-	{
-		RpMirrorSnapTable *st = s->tables[i];
-		char	   *strs[] = {st->qname, st->cols, st->mode, st->into, st->after, st->stage, st->stage_ddl,
-		st->upsert_ddl, st->upsert_after, st->retire_sql};
-
-		for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++)
-			if (strs[k])
-				rp_free(strs[k]);
-		rp_free(st);
-	}
+		rp_mirror_snap_table_free(s->tables[i]);
 	if (s->tables)
 		rp_free(s->tables);
 	pthread_mutex_destroy(&s->lock);
