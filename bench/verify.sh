@@ -9,8 +9,8 @@
 #   alone        the consumer stopped, BACKLOG row updates (default ROWS/5, in 1,000-row
 #                transactions) committed on the source, the consumer started again: timed until
 #                the destination's checkpoint passes the source's WAL position;
-#   with-verify  the same, while `replicant verify` of the same table runs over and over on
-#                both servers (one session a side) for the whole catch-up.
+#   with-verify  the same, while `replicant verify --duty DUTY` (default 10) of the same table
+#                runs over and over on both servers (one session a side) for the whole catch-up.
 # Reported: each catch-up's seconds (min / median / max), the ratio with-verify / alone
 # (the issue's bound: within a few percent), and how long one verify of the table takes alone.
 # The report is printed and written to bench/out/verify-<timestamp>.txt.
@@ -26,7 +26,7 @@ if [[ ${1:-} != --phase-run ]]; then
 		case $arg in
 		--build) build=1 ;;
 		--quick) rows=200000 ;;
-		-h | --help) printf 'usage: [RUNS=3] [BACKLOG=N] bash bench/verify.sh [--build] [--quick] [ROWS]\n'; exit 0 ;;
+		-h | --help) printf 'usage: [RUNS=3] [BACKLOG=N] [DUTY=10] bash bench/verify.sh [--build] [--quick] [ROWS]\n'; exit 0 ;;
 		*[!0-9]* | '') printf 'usage: bash bench/verify.sh [--build] [--quick] [ROWS]\n' >&2; exit 2 ;;
 		*) rows=$arg ;;
 		esac
@@ -35,7 +35,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	mkdir -p "$RP_ROOT/bench/out"
 	out=$RP_ROOT/bench/out/verify-$(date +%Y%m%d-%H%M%S).txt
 	rc=0
-	rp_run_unprivileged bench/verify.sh --phase-run "$rows" "${RUNS:-3}" "${BACKLOG:-$((rows / 5))}" | tee "$out" || rc=$?
+	rp_run_unprivileged bench/verify.sh --phase-run "$rows" "${RUNS:-3}" "${BACKLOG:-$((rows / 5))}" "${DUTY:-10}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -44,6 +44,7 @@ fi
 ROWS=$2
 RUNS=$3
 BACKLOG=$4
+DUTY=$5
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"
 work=$(mktemp -d /tmp/rp-bench-verify.XXXXXX)
 consumer_pid=
@@ -56,8 +57,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-printf 'bench/verify.sh: %d rows, backlog %d updates, %d runs; %s cores; load %s\n' \
-	"$ROWS" "$BACKLOG" "$RUNS" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'bench/verify.sh: %d rows, backlog %d updates, %d runs, verify --duty %d; %s cores; load %s\n' \
+	"$ROWS" "$BACKLOG" "$RUNS" "$DUTY" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 rp_cluster_start src
 rp_cluster_start dst
 rp_psql src -q <<SQL
@@ -91,7 +92,7 @@ for _ in $(seq 1 6000); do [[ -n $(ck) ]] && break; sleep 0.1; done
 stop_consumer
 
 t0=$(now)
-replicant verify -d "$src_CONNSTR" --sink "$SINK" -S "$SLOT" -q >/dev/null 2>"$work/verify.err" ||
+replicant verify -d "$src_CONNSTR" --sink "$SINK" -S "$SLOT" -q --duty "$DUTY" >/dev/null 2>"$work/verify.err" ||
 	{ echo "verify of the fresh mirror failed: $(tail -n 2 "$work/verify.err")"; exit 1; }
 one_verify=$(echo "$(now) - $t0" | bc)
 
@@ -107,7 +108,7 @@ catch_up() { # MODE: seconds
 	local end t0 t1
 	end=$(backlog)
 	if [[ $1 == with-verify ]]; then
-		(while :; do replicant verify -d "$src_CONNSTR" --sink "$SINK" -S "$SLOT" -q --recheck-timeout 1 >/dev/null 2>&1 || true; done) &
+		(while :; do replicant verify -d "$src_CONNSTR" --sink "$SINK" -S "$SLOT" -q --recheck-timeout 1 --duty "$DUTY" >/dev/null 2>&1 || true; done) &
 		verify_pid=$!
 	fi
 	t0=$(now)
