@@ -6,6 +6,8 @@
 #include "rp_alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,4 +78,19 @@ rp_io_reap_child(pid_t pid, const char *what, const char *command)
 		fprintf(stderr, "replicant: %s (pid %d, command \"%s\") was terminated by signal %d%s\n",
 				what, (int) pid, command, WTERMSIG(status),
 				sent ? " (it did not exit on end of input)" : "");
+}
+
+int
+rp_io_fsync_dir(const char *path, RpHalt halt)
+{
+	char	   *copy = rp_strndup(path, strlen(path));
+	int			fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int			rc = 0;
+
+	if (fd < 0 || fsync(fd) != 0)
+		rc = rp_fail(halt, "could not fsync the folder of \"%s\": %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	rp_free(copy);
+	return rc;
 }

@@ -9,12 +9,19 @@
 #include <sys/types.h>
 
 #include "rp_buf.h"
+#include "base/rp_status.h"
 
 /*
  * Write all of out to fd and empty it; what names the target in errors.
  * A write interrupted by a stop (EINTR once rp_stop_requested()) fails.
  */
 extern int	rp_io_write(int fd, RpBuf *out, const char *what);
+
+/*
+ * fsync the folder holding path, so that a rename into it is durable; -1
+ * after rp_fail(halt) naming the path.
+ */
+extern int	rp_io_fsync_dir(const char *path, RpHalt halt);
 
 /*
  * Wait for a child whose input was just closed (EOF tells it to finish) to

@@ -101,3 +101,24 @@ rp_session_open(const RpSessionSpec *spec, RpSessionError *err)
 	}
 	return conn;
 }
+
+PGconn *
+rp_session_open_side(const RpSessionSpec *spec, const char *side)
+{
+	RpSessionError err;
+	PGconn	   *conn = rp_session_open(spec, &err);
+
+	if (conn)
+		return conn;
+	if (err.result)
+	{
+		const char *state = PQresultErrorField(err.result, PG_DIAG_SQLSTATE);
+
+		rp_fail(RP_HALT_NONE, "the session setup failed on the %s (SQLSTATE %s)",
+				side, state ? state : "none");
+		PQclear(err.result);
+	}
+	else
+		rp_fail(RP_HALT_NONE, "could not connect to the %s: %s", side, err.message);
+	return NULL;
+}

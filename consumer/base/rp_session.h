@@ -42,4 +42,11 @@ typedef struct RpSessionError
  */
 extern PGconn *rp_session_open(const RpSessionSpec *spec, RpSessionError *err);
 
+/*
+ * The same, for a command with one session on each side (sync-sequences,
+ * wait): NULL after rp_fail() naming the side ("source", "destination")
+ * and libpq's first line or the setup's SQLSTATE (never a value).
+ */
+extern PGconn *rp_session_open_side(const RpSessionSpec *spec, const char *side);
+
 #endif							/* RP_SESSION_H */

@@ -148,6 +148,13 @@ extern int	rp_cli_snapshot_progress_clear(const RpCli *cli);
 /* --backfill: start the copies that run beside the stream; 0 or -1. */
 extern int	rp_cli_backfill_start(RpCli *cli, RpSink *sink);
 
+/*
+ * A subcommand's usage error: "PROG: error: ...", the --help hint; returns
+ * RP_EXIT_USAGE (2).
+ */
+extern int	rp_cli_sub_usage_error(const char *prog, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+
 /* ---- rp_cli_verify.c: replicant verify-snapshot ---- */
 
 /* Exit statuses beyond rp_status.h's 0 ok, 1 error, 2 usage. */

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,20 +60,8 @@ dbverify_usage(FILE *f)
 			PROG, PROG);
 }
 
-static int
-dbverify_usage_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
-static int
-dbverify_usage_error(const char *fmt,...)
-{
-	va_list		ap;
-
-	fprintf(stderr, "%s: error: ", PROG);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", PROG);
-	return RP_DBVERIFY_USAGE;
-}
+/* usage errors: "PROG: error: ...", then the --help hint */
+#define dbverify_usage_error(...) rp_cli_sub_usage_error(PROG, __VA_ARGS__)
 
 static bool
 parse_count(const char *s, int64_t min, int64_t max, int64_t *out)

@@ -3,8 +3,10 @@
  *    --help: the options by group, in the order of the option table
  *    (rp_cli_options.c), as pg_recvlogical prints its own.
  */
+#include <stdarg.h>
 #include <stdio.h>
 
+#include "base/rp_status.h"
 #include "cli/rp_cli.h"
 
 static const char *const progname = RP_CLI_PROGNAME;
@@ -138,3 +140,15 @@ rp_cli_usage(void)
 	printf("\nExit status: 0 done, 1 error, 2 usage, 3 fail-closed halt (see docs/operations.md).\n");
 }
 
+int
+rp_cli_sub_usage_error(const char *prog, const char *fmt,...)
+{
+	va_list		ap;
+
+	fprintf(stderr, "%s: error: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", prog);
+	return RP_EXIT_USAGE;
+}

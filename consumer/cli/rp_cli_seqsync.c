@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,18 +54,8 @@ seqsync_usage(FILE *f)
 			PROG, PROG);
 }
 
-static int
-seqsync_usage_error(const char *fmt,...)
-{
-	va_list		ap;
-
-	fprintf(stderr, "%s: error: ", PROG);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", PROG);
-	return RP_EXIT_USAGE;
-}
+/* usage errors: "PROG: error: ...", then the --help hint */
+#define seqsync_usage_error(...) rp_cli_sub_usage_error(PROG, __VA_ARGS__)
 
 /* postgresql://... and postgres:CONNINFO as --sink takes them; NULL: not a PostgreSQL sink. */
 const char *

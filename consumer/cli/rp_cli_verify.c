@@ -7,7 +7,6 @@
 
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "envelope/rp_reassemble.h"
@@ -89,20 +88,8 @@ status_of(RpSnapState s)
 }
 
 /* A usage error: "PROG: error: ...", then the --help hint; exit 2. */
-static int
-verify_usage_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
-static int
-verify_usage_error(const char *fmt,...)
-{
-	va_list		ap;
-
-	fprintf(stderr, "%s: error: ", PROG);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", PROG);
-	return RP_EXIT_USAGE;
-}
+/* usage errors: "PROG: error: ...", then the --help hint */
+#define verify_usage_error(...) rp_cli_sub_usage_error(PROG, __VA_ARGS__)
 
 /* --rows ID: the rows of a complete snapshot on stdout; the exit status. */
 static int

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,18 +57,8 @@ wait_usage(FILE *f)
 			PROG, PROG);
 }
 
-static int
-wait_usage_error(const char *fmt,...)
-{
-	va_list		ap;
-
-	fprintf(stderr, "%s: error: ", PROG);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", PROG);
-	return RP_EXIT_USAGE;
-}
+/* usage errors: "PROG: error: ...", then the --help hint */
+#define wait_usage_error(...) rp_cli_sub_usage_error(PROG, __VA_ARGS__)
 
 /* --sync-sequences, once the checkpoint passed: the exit status (0, 1 or 3). */
 static int

@@ -161,27 +161,12 @@ static PGconn *
 rp_seq_open(const char *conninfo, const char *side)
 {
 	RpSessionSpec spec;
-	RpSessionError err;
-	PGconn	   *conn;
 
 	memset(&spec, 0, sizeof(spec));
 	spec.conninfo = conninfo;
 	spec.replication = "false";
 	spec.fallback_application_name = "replicant sync-sequences";
-	conn = rp_session_open(&spec, &err);
-	if (conn)
-		return conn;
-	if (err.result)
-	{
-		const char *state = PQresultErrorField(err.result, PG_DIAG_SQLSTATE);
-
-		rp_fail(RP_HALT_NONE, "the session setup failed on the %s (SQLSTATE %s)",
-				side, state ? state : "none");
-		PQclear(err.result);
-	}
-	else
-		rp_fail(RP_HALT_NONE, "could not connect to the %s: %s", side, err.message);
-	return NULL;
+	return rp_session_open_side(&spec, side);
 }
 
 /* "schema"."name" quoted by the server's rules; NULL after rp_fail. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "stream/rp_ckpt.h"
+#include "base/rp_io.h"
 #include "base/rp_status.h"
 
 int
@@ -100,22 +101,6 @@ rp_ckpt_read(const char *path, RpCheckpoint *ck)
 	return 1;
 }
 
-static int
-rp_fsync_dir(const char *path)
-{
-	char	   *copy = rp_strndup(path, strlen(path));
-	int			fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-	int			rc = 0;
-
-	if (fd < 0 || fsync(fd) != 0)
-		rc = rp_fail(RP_HALT_NONE, "could not fsync the folder of \"%s\": %s", path,
-					 strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	rp_free(copy);
-	return rc;
-}
-
 int
 rp_ckpt_write(const char *path, const RpCheckpoint *ck)
 {
@@ -140,7 +125,7 @@ rp_ckpt_write(const char *path, const RpCheckpoint *ck)
 	if (rename(tmp, path) != 0)
 		return rp_fail(RP_HALT_NONE, "could not rename \"%s\" to \"%s\": %s", tmp, path,
 					   strerror(errno));
-	return rp_fsync_dir(path);
+	return rp_io_fsync_dir(path, RP_HALT_NONE);
 }
 
 int

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "rp_buf.h"
+#include "base/rp_io.h"
 #include "base/rp_status.h"
 #include "sinks/log/rp_snapresume.h"
 #include "snapshot/rp_snaptoken.h"
@@ -177,23 +178,6 @@ rp_snapresume_is_done(const RpSnapResume *sr, uint32_t relid)
 	return false;
 }
 
-/* fsync the directory holding path, so that a rename in it is durable */
-static int
-rp_snapresume_sync_dir(const char *path)
-{
-	char	   *copy = rp_strndup(path, strlen(path));
-	int			fd = open(dirname(copy), O_RDONLY | O_CLOEXEC);
-	int			rc = 0;
-
-	if (fd < 0 || fsync(fd) != 0)
-		rc = rp_fail(RP_HALT_SINK, "could not fsync the directory of \"%s\": %s", path,
-					 strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	rp_free(copy);
-	return rc;
-}
-
 int
 rp_snapresume_store(RpSnapResume *sr)
 {
@@ -230,7 +214,7 @@ rp_snapresume_store(RpSnapResume *sr)
 		return -1;
 	}
 	rp_free(tmp);
-	return rp_snapresume_sync_dir(sr->path);
+	return rp_io_fsync_dir(sr->path, RP_HALT_SINK);
 }
 
 int
