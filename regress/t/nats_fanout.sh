@@ -143,7 +143,9 @@ position() {
 	mirror | agg) rp_dst_checkpoint dst "fo_$1" "$1" ;;
 	log)
 		[[ -s $LOG ]] || return 0
-		tail -c 4000000 "$LOG" | grep -a '^{"kind":"checkpoint"' | tail -n 1 |
+		# the last checkpoint line, however far back (a batch of a caught-up backlog can be
+		# many MB, and a killed run leaves its unacknowledged tail after it); none: ''
+		{ tac "$LOG" | grep -a -m 1 '^{"kind":"checkpoint"' || true; } |
 			sed -n 's/.*"end_lsn":"\([0-9A-F]*\/[0-9A-F]*\)".*/\1/p' ;;
 	esac
 }
