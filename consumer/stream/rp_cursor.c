@@ -69,10 +69,21 @@ rp_cursor_relation(RpCursor *c, const RpRecord *rec, const unsigned char *raw, s
 			rc = rp_fail(RP_HALT_SCHEMA, "destructive schema change of table \"%s\".\"%s\": %s",
 						 after->schema, after->name, what);
 		if (rc == 0)
-		{
 			rp_relview_put(dl, after->relid, raw, len);
-			if (change != RP_SCHEMA_NEW)
-				RP_COUNT_ADD(dl->count->schema_changes, 1);
+		if (change != RP_SCHEMA_NEW || rc < 0)
+		{
+			RpEvent		ev;
+
+			rp_event_init(&ev, rc < 0 ? RP_EVENT_SCHEMA_HALTED
+						  : change == RP_SCHEMA_ADDITIVE ? RP_EVENT_SCHEMA_ADDITIVE
+						  : RP_EVENT_SCHEMA_DESTRUCTIVE);
+			ev.schema = after->schema;
+			ev.relation = after->name;
+			ev.lsn = c->txn->commit_lsn;
+			ev.end_lsn = c->txn->end_lsn;
+			if (rc < 0)
+				ev.reason = (int) rp_error_halt();
+			rp_deliver_emit(dl, &ev);
 		}
 	}
 	rp_relation_free(before);

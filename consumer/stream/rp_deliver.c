@@ -10,6 +10,7 @@
 
 #include "stream/rp_deliver.h"
 #include "stream/rp_relview.h"
+#include "base/rp_clock.h"
 #include "base/rp_status.h"
 
 /* ---- init ---------------------------------------------------------------- */
@@ -25,6 +26,7 @@ rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck, const char
 	dl->view_path = view_path;
 	dl->limits = *limits;
 	dl->count = &dl->own_count;
+	dl->events.fn = NULL;		/* no subscriber: rp_deliver_emit counts */
 	RP_COUNT_STORE(dl->count->checkpoint_lsn, ck->end_lsn);
 	if (dl->limits.max_txns < 1)
 		dl->limits.max_txns = 1;
@@ -51,6 +53,48 @@ rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c)
 }
 
 void
+rp_deliver_set_events(RpDelivery *dl, const RpEventHook *hook)
+{
+	dl->events = *hook;
+}
+
+void
+rp_dl_count_event(RpDlCounters *c, const RpEvent *ev)
+{
+	switch (ev->kind)
+	{
+		case RP_EVENT_BATCH_COMMITTED:
+		case RP_EVENT_BATCH_FAILED:
+			/* a failed batch's txns are those the sink kept (G1) */
+			if (ev->kind == RP_EVENT_BATCH_COMMITTED)
+				RP_COUNT_ADD(c->batches, 1);
+			RP_COUNT_ADD(c->txns, ev->txns);
+			RP_COUNT_ADD(c->changes, ev->changes);
+			break;
+		case RP_EVENT_SCHEMA_ADDITIVE:
+		case RP_EVENT_SCHEMA_DESTRUCTIVE:
+			RP_COUNT_ADD(c->schema_changes, 1);
+			break;
+		case RP_EVENT_CHECKPOINT_STORED:
+			RP_COUNT_STORE(c->checkpoint_lsn, ev->end_lsn);
+			break;
+		default:
+			break;
+	}
+}
+
+void
+rp_deliver_emit(RpDelivery *dl, RpEvent *ev)
+{
+	if (ev->slot == NULL && dl->ck.slot[0] != '\0')
+		ev->slot = dl->ck.slot;
+	if (dl->events.fn == NULL)
+		rp_dl_count_event(dl->count, ev);
+	else
+		rp_event_emit(&dl->events, ev);
+}
+
+void
 rp_deliver_free(RpDelivery *dl)
 {
 	for (int i = 0; i < dl->nbatch; i++)
@@ -62,13 +106,29 @@ rp_deliver_free(RpDelivery *dl)
 
 /* ---- delivery ----------------------------------------------------------------- */
 
+static void
+rp_deliver_ckpt_event(RpDelivery *dl, RpEventKind kind, const RpCheckpoint *ck)
+{
+	RpEvent		ev;
+
+	rp_event_init(&ev, kind);
+	ev.lsn = ck->commit_lsn;
+	ev.end_lsn = ck->end_lsn;
+	if (kind == RP_EVENT_CHECKPOINT_FAILED)
+		ev.reason = (int) rp_error_halt();
+	rp_deliver_emit(dl, &ev);
+}
+
 static int
 rp_deliver_persist(RpDelivery *dl, const RpCheckpoint *ck)
 {
 	if (dl->ckpt_path && !dl->sink->owns_checkpoint && rp_ckpt_write(dl->ckpt_path, ck) < 0)
+	{
+		rp_deliver_ckpt_event(dl, RP_EVENT_CHECKPOINT_FAILED, ck);
 		return -1;
+	}
 	dl->ck = *ck;
-	RP_COUNT_STORE(dl->count->checkpoint_lsn, ck->end_lsn);
+	rp_deliver_ckpt_event(dl, RP_EVENT_CHECKPOINT_STORED, ck);
 	return rp_relview_save(dl);
 }
 
@@ -85,21 +145,32 @@ rp_ck_for(const RpDelivery *dl, const RpTxn *t, RpCheckpoint *ck)
 
 /*
  * The first k transactions of the batch are done (durable in the sink or
- * behind the checkpoint file): count them, free them, keep the rest.
+ * behind the checkpoint file): told (kind: the batch committed, or failed
+ * after the sink kept these k), freed; the rest kept.
  */
 static void
-rp_deliver_done(RpDelivery *dl, int k)
+rp_deliver_done(RpDelivery *dl, int k, RpEventKind kind, int64_t started_us)
 {
-	uint64_t	changes = 0;
+	RpEvent		ev;
 
+	rp_event_init(&ev, kind);
+	ev.txns = (uint64_t) k;
 	for (int i = 0; i < k; i++)
 	{
-		changes += dl->batch[i]->nchanges;
+		ev.changes += dl->batch[i]->nchanges;
+		ev.bytes += rp_store_length(&dl->batch[i]->store);
+		ev.lsn = dl->batch[i]->commit_lsn;
+		if (dl->batch[i]->end_lsn > ev.end_lsn)
+			ev.end_lsn = dl->batch[i]->end_lsn;
 		rp_txn_free(dl->batch[i]);
 		dl->batch[i] = NULL;
 	}
-	RP_COUNT_ADD(dl->count->changes, changes);
-	RP_COUNT_ADD(dl->count->txns, (uint64_t) k);
+	ev.duration_us = rp_clock_mono_us() - started_us;
+	if (kind == RP_EVENT_BATCH_FAILED)
+		ev.reason = (int) rp_error_halt();
+	if (kind == RP_EVENT_BATCH_COMMITTED)
+		dl->nbatches++;
+	rp_deliver_emit(dl, &ev);
 	if (k == 0)
 		return;
 	memmove(dl->batch, dl->batch + k, sizeof(RpTxn *) * (size_t) (dl->nbatch - k));
@@ -117,22 +188,26 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 	int			n = dl->nbatch;
 	int			done = 0;		/* transactions the sink's own checkpoint covers */
 	int			i;
+	int64_t		started_us;
 
 	if (n == 0)
 		return 0;
 	if (!force && n < dl->limits.max_txns && dl->batch_bytes < dl->limits.max_bytes &&
 		now_ms - dl->batch_started_ms < dl->limits.max_ms)
 		return 0;
+	started_us = rp_clock_mono_us();
 
 	rp_ck_for(dl, dl->batch[n - 1], &ck);
 	if (s->handle_batch && (n > 1 || s->handle_transaction == NULL))
 	{
 		if (s->handle_batch(s, dl, dl->batch, n, &ck) < 0)
+		{
+			rp_deliver_done(dl, 0, RP_EVENT_BATCH_FAILED, started_us);
 			return -1;
+		}
 		if (rp_deliver_persist(dl, &ck) < 0)
 		{
-			if (s->owns_checkpoint)
-				rp_deliver_done(dl, n);
+			rp_deliver_done(dl, s->owns_checkpoint ? n : 0, RP_EVENT_BATCH_FAILED, started_us);
 			return -1;
 		}
 	}
@@ -166,12 +241,11 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 			 * a retry must not hand them over again (G1).  Library-owned,
 			 * the whole batch is delivered again (at-least-once).
 			 */
-			rp_deliver_done(dl, done);
+			rp_deliver_done(dl, done, RP_EVENT_BATCH_FAILED, started_us);
 			return -1;
 		}
 	}
-	rp_deliver_done(dl, n);
-	RP_COUNT_ADD(dl->count->batches, 1);
+	rp_deliver_done(dl, n, RP_EVENT_BATCH_COMMITTED, started_us);
 	return 0;
 }
 
@@ -305,21 +379,33 @@ static int
 rp_deliver_chunked_commit(RpDelivery *dl, RpTxn *txn)
 {
 	RpCheckpoint ck;
+	RpEvent		ev;
+	int64_t		started_us = rp_clock_mono_us();
 
 	rp_ck_for(dl, txn, &ck);
+	rp_event_init(&ev, RP_EVENT_BATCH_COMMITTED);
+	ev.lsn = txn->commit_lsn;
+	ev.end_lsn = ck.end_lsn;
+	ev.bytes = rp_store_length(&txn->store);
 	if (dl->sink->handle_chunked_commit(dl->sink, dl, txn, dl->early_bytes, &ck) < 0)
 	{
 		dl->early_xid = 0;
 		dl->early_bytes = 0;
 		rp_txn_free(txn);
+		ev.kind = RP_EVENT_BATCH_FAILED;
+		ev.reason = (int) rp_error_halt();
+		ev.duration_us = rp_clock_mono_us() - started_us;
+		rp_deliver_emit(dl, &ev);
 		return -1;
 	}
 	dl->early_xid = 0;
 	dl->early_bytes = 0;
 	RP_COUNT_ADD(dl->count->early_commits, 1);
-	RP_COUNT_ADD(dl->count->changes, txn->nchanges);
-	RP_COUNT_ADD(dl->count->txns, 1);
-	RP_COUNT_ADD(dl->count->batches, 1);
+	ev.txns = 1;
+	ev.changes = txn->nchanges;
+	ev.duration_us = rp_clock_mono_us() - started_us;
+	dl->nbatches++;
+	rp_deliver_emit(dl, &ev);
 	rp_txn_free(txn);
 	return rp_deliver_persist(dl, &ck);
 }
@@ -414,9 +500,12 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn, uint64_t source_seq)
 		if (dl->sink->advance == NULL)
 			return 0;
 		if (dl->sink->advance(dl->sink, &ck) < 0)
+		{
+			rp_deliver_ckpt_event(dl, RP_EVENT_CHECKPOINT_FAILED, &ck);
 			return -1;
+		}
 		dl->ck = ck;
-		RP_COUNT_STORE(dl->count->checkpoint_lsn, ck.end_lsn);
+		rp_deliver_ckpt_event(dl, RP_EVENT_CHECKPOINT_STORED, &ck);
 		return 0;
 	}
 	return rp_deliver_persist(dl, &ck);

@@ -9,6 +9,7 @@
 #define RP_DELIVER_H
 
 #include "base/rp_counter.h"
+#include "base/rp_event.h"
 #include "sinks/rp_sink.h"
 #include "stream/rp_cursor.h"
 #include "stream/rp_schemadiff.h"
@@ -25,7 +26,10 @@ typedef struct RpBatchLimits
  * line and the metrics thread read them (rp_counter.h).  A run keeps them
  * outside its RpDelivery (rp_deliver_count_into), for the process's life:
  * a delivery started over after a lost destination goes on counting, so a
- * counter never goes backwards.
+ * counter never goes backwards.  txns, changes, batches, schema_changes and
+ * checkpoint_lsn come from the delivery's events (rp_dl_count_event): with
+ * no hook set, the delivery counts its own events into them; a subscriber
+ * set with rp_deliver_set_events counts by calling rp_dl_count_event.
  */
 typedef struct RpDlCounters
 {
@@ -63,6 +67,8 @@ struct RpDelivery
 	uint32_t	early_refused;	/* declined or dropped: its later chunks are ignored */
 	RpDlCounters *count;		/* own_count unless rp_deliver_count_into */
 	RpDlCounters own_count;
+	RpEventHook events;			/* the subscriber (rp_deliver_set_events) */
+	uint64_t	nbatches;		/* batches delivered (the pipe's, its thread only) */
 };
 
 /*
@@ -76,6 +82,18 @@ extern int	rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck,
 extern void rp_deliver_free(RpDelivery *dl);
 /* Count into c (the run's, kept across deliveries) from now on. */
 extern void rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c);
+
+/*
+ * The delivery's events (batch committed or failed, checkpoint stored or
+ * failed, schema change) go to hook from now on, instead of being counted
+ * into dl->count: the subscriber calls rp_dl_count_event itself if it
+ * wants the counters (the command line does, for its metrics page).
+ */
+extern void rp_deliver_set_events(RpDelivery *dl, const RpEventHook *hook);
+/* What an event adds to the counters (atomic: other threads read them). */
+extern void rp_dl_count_event(RpDlCounters *c, const RpEvent *ev);
+/* Emit one delivery event (the slot filled in); the cursor's schema changes too. */
+extern void rp_deliver_emit(RpDelivery *dl, RpEvent *ev);
 
 /*
  * Can this sink be given the stream (messages: the source sends logical

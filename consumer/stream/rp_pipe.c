@@ -68,7 +68,7 @@ rp_pipe_publish(RpPipe *p, int rc)
 static void
 rp_pipe_note_delivered(RpPipe *p, uint64_t batches_before)
 {
-	if (RP_COUNT_LOAD(p->dl->count->batches) != batches_before)
+	if (p->dl->nbatches != batches_before)
 		p->behind = p->head != NULL;
 }
 
@@ -104,7 +104,7 @@ rp_pipe_main(void *arg)
 				p->tail = NULL;
 			p->queued_bytes -= item->txn ? rp_store_length(&item->txn->store) : 0;
 			pthread_cond_broadcast(&p->drained);
-			batches = RP_COUNT_LOAD(p->dl->count->batches);
+			batches = p->dl->nbatches;
 			pthread_mutex_unlock(&p->lock);
 			rc = rp_deliver_item(p->dl, item, rp_clock_wall_ms());
 			pthread_mutex_lock(&p->lock);
@@ -153,7 +153,7 @@ rp_pipe_main(void *arg)
 			}
 			if (p->head == NULL && !p->flush_requested && !p->stopping && !p->abandoned)
 			{
-				batches = RP_COUNT_LOAD(p->dl->count->batches);
+				batches = p->dl->nbatches;
 				pthread_mutex_unlock(&p->lock);
 				rc = rp_deliver_flush(p->dl, now, rp_clock_wall_ms());
 				pthread_mutex_lock(&p->lock);

@@ -1,0 +1,69 @@
+/*
+ * rp_event.h
+ *    The library's event hook: one callback, told what the data path did
+ *    (a transaction assembled, a batch committed or failed, a schema change
+ *    applied or halted on, a checkpoint stored or not, a snapshot chunk
+ *    stored, a snapshot complete, the connection up or lost), each time with
+ *    the same fixed, value-free record.  An event holds numbers (counts,
+ *    bytes, LSNs, durations), names from the catalog (slot, schema,
+ *    relation) and codes (an RpHalt, a SQLSTATE): never a row value and
+ *    never error text, by construction, so a subscriber may log all of it
+ *    (G4).  The command line's metrics and -v lines are such a subscriber.
+ *
+ *    No global: whoever opens a stage hands it the hook (RpDelivery's
+ *    events, RpAsm's events, RpSnapOptions.events); no hook, no call.
+ */
+#ifndef RP_EVENT_H
+#define RP_EVENT_H
+
+#include <stdint.h>
+
+typedef enum RpEventKind
+{
+	RP_EVENT_TXN_ASSEMBLED = 0, /* a commit made a transaction whole */
+	RP_EVENT_BATCH_COMMITTED,	/* the sink took a batch (durable with its checkpoint) */
+	RP_EVENT_BATCH_FAILED,		/* the sink, or the checkpoint after it, failed */
+	RP_EVENT_SCHEMA_ADDITIVE,	/* an additive schema change applied (columns added) */
+	RP_EVENT_SCHEMA_DESTRUCTIVE,	/* a destructive one a sink took (a log records it) */
+	RP_EVENT_SCHEMA_HALTED,		/* a schema change refused: the run halts (reason) */
+	RP_EVENT_CHECKPOINT_STORED, /* the durable position moved */
+	RP_EVENT_CHECKPOINT_FAILED, /* it could not be stored */
+	RP_EVENT_SNAPSHOT_CHUNK,	/* a snapshot chunk of one table stored */
+	RP_EVENT_SNAPSHOT_COMPLETE, /* every table copied; streaming may begin */
+	RP_EVENT_CONN_UP,			/* streaming from the source began */
+	RP_EVENT_CONN_LOST,			/* the source connection ended in trouble */
+	RP_EVENT__COUNT
+} RpEventKind;
+
+typedef struct RpEvent
+{
+	RpEventKind kind;
+	const char *slot;			/* the slot or stream; NULL when unknown */
+	const char *schema;			/* a relation's schema and name (catalog names); */
+	const char *relation;		/* NULL when the event concerns none */
+	uint64_t	txns;
+	uint64_t	changes;		/* rows of a snapshot chunk */
+	uint64_t	bytes;			/* as stored (the wire records' size) */
+	uint64_t	lsn;			/* commit LSN; a snapshot's consistent point */
+	uint64_t	end_lsn;		/* end of the unit; the stored checkpoint's */
+	int64_t		duration_us;	/* how long the unit took; 0 when not measured */
+	int			reason;			/* an RpHalt (rp_status.h); 0: none */
+	char		sqlstate[6];	/* a SQLSTATE code, "" when none */
+} RpEvent;
+
+typedef void (*RpEventFn) (const RpEvent *ev, void *arg);
+
+typedef struct RpEventHook
+{
+	RpEventFn	fn;				/* NULL: no subscriber */
+	void	   *arg;
+} RpEventHook;
+
+/* Tell the hook's subscriber (nothing when h or h->fn is NULL). */
+extern void rp_event_emit(const RpEventHook *h, const RpEvent *ev);
+/* A new event of this kind, every other field zero or NULL. */
+extern void rp_event_init(RpEvent *ev, RpEventKind kind);
+/* "batch_committed" and so on; "unknown" out of range. */
+extern const char *rp_event_kind_name(RpEventKind kind);
+
+#endif							/* RP_EVENT_H */
