@@ -141,7 +141,8 @@ extern void rp_cli_usage(void);
 
 struct RpCliProgress;
 extern int	rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path,
-							 RpSnapStats *stats, struct RpCliProgress *progress);
+							 RpSnapStats *stats, struct RpCliProgress *progress,
+							 const RpEventHook *events);
 /* The log sinks' snapshot progress file in the state dir; remove it (0, -1 rp_fail). */
 extern void rp_cli_snapshot_progress_path(const RpCli *cli, char *path, size_t len);
 extern int	rp_cli_snapshot_progress_clear(const RpCli *cli);

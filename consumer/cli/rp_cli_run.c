@@ -202,7 +202,13 @@ stream_connect(RpRun *run, bool have_ck)
 	if (rc < 0)
 		return -1;
 	run->streamed = true;
-	pg_log_info("streaming from slot \"%s\"", cli->slot);
+	{
+		RpEvent		ev;
+
+		rp_event_init(&ev, RP_EVENT_CONN_UP);
+		ev.lsn = start;
+		rp_run_emit(run, &ev);
+	}
 	return 0;
 }
 
@@ -450,6 +456,7 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 						run->view_path, &cli->limits) < 0)
 		return -1;
 	rp_deliver_count_into(&run->dl, &run->counters);
+	rp_deliver_set_events(&run->dl, &run->hook);
 	/* no idle_hook: the receiving thread itself answers the server while the sink works */
 	if (cli->nbackfill > 0 && rp_cli_backfill_start(cli, run->sink) < 0)
 		return -1;
@@ -517,6 +524,7 @@ run_resume_point(RpRun *run, RpCheckpoint *durable, bool *lost_sink)
 		return -1;
 	/* counting goes on where it was: the metrics never go backwards */
 	rp_deliver_count_into(&run->dl, &run->counters);
+	rp_deliver_set_events(&run->dl, &run->hook);
 	if (rp_pipe_start(&run->pipe, &run->dl, 2 * cli->limits.max_bytes) < 0)
 		return -1;
 	run->asm_.watermark = durable->commit_lsn;
@@ -548,6 +556,13 @@ run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
 		if (rp_error_halt() != RP_HALT_NONE || run->cli->no_loop)
 			return -1;
 		snprintf(why, sizeof(why), "%s", rp_error());
+		{
+			RpEvent		ev;
+
+			rp_event_init(&ev, RP_EVENT_CONN_LOST);
+			ev.reason = (int) rp_error_halt();
+			rp_run_emit(run, &ev);
+		}
 		disconnect(run);
 		if (run_resume_point(run, &durable, &lost_sink) < 0)
 			return -1;
@@ -629,6 +644,9 @@ rp_cli_run_stream(RpCli *cli)
 	memset(&run, 0, sizeof(run));
 	memset(&ck, 0, sizeof(ck));
 	run.cli = cli;
+	run.events.count = &run.counters;
+	run.events.verbose = cli->verbose;
+	run.hook = rp_cli_events_hook(&run.events);
 	rc = run_prepare(cli, &env);
 	if (rc != RP_EXIT_OK)
 		return rc;
@@ -644,7 +662,7 @@ rp_cli_run_stream(RpCli *cli)
 	if (run_metrics_start(&run) < 0)
 		return run_fail(&run);
 	atomic_store(&run.metrics_src.snap_running, cli->snapshot);
-	rc = cli->snapshot ? rp_cli_snapshot(cli, run.sink, run.ckpt_path, &run.snap, &run.progress) : 0;
+	rc = cli->snapshot ? rp_cli_snapshot(cli, run.sink, run.ckpt_path, &run.snap, &run.progress, &run.hook) : 0;
 	atomic_store(&run.metrics_src.snap_running, false);
 	if (rc < 0)
 	{

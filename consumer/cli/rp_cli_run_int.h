@@ -9,6 +9,7 @@
 
 #include "base/rp_metrics.h"
 #include "cli/rp_cli.h"
+#include "cli/rp_cli_events.h"
 #include "cli/rp_cli_metrics.h"
 #include "cli/rp_cli_progress.h"
 #include "natsrc/rp_natsrc.h"
@@ -30,6 +31,8 @@ typedef struct RpRun
 	RpMetrics	metrics;
 	RpCliMetrics metrics_src;	/* what the metrics page reads */
 	RpDlCounters counters;		/* the deliveries' telemetry, for the process's life */
+	RpCliEvents events;			/* the library's events: counters and -v lines */
+	RpEventHook hook;			/* rp_cli_event on events */
 	RpSnapStats snap;			/* the initial snapshot's counters */
 	bool		connected;
 	RpCliProgress progress;		/* the terminal's lines, and their figures for the page */
@@ -61,6 +64,9 @@ extern int	rp_run_deliver_ready(RpRun *run, bool *done, uint64_t source_seq);
 extern int	rp_run_stop_stream(RpRun *run);
 /* --endpos reached: everything pushed delivered and durable, then a clean end. */
 extern int	rp_run_stream_done(RpRun *run);
+
+/* Tell the run's subscriber (the slot filled in). */
+extern void rp_run_emit(RpRun *run, RpEvent *ev);
 
 /* rp_cli_fanout.c: the stream source of the command line (NULL after rp_fail). */
 extern RpNatsSrc *rp_cli_fanout_source(const RpCli *cli);

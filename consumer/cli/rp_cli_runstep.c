@@ -222,3 +222,10 @@ rp_run_stream_done(RpRun *run)
 	return 0;
 }
 
+void
+rp_run_emit(RpRun *run, RpEvent *ev)
+{
+	if (ev->slot == NULL)
+		ev->slot = run->cli->slot;
+	rp_event_emit(&run->hook, ev);
+}

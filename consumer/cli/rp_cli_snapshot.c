@@ -64,7 +64,7 @@ rp_cli_snapshot_sequences(const RpCli *cli)
  */
 int
 rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *stats,
-				struct RpCliProgress *progress)
+				struct RpCliProgress *progress, const RpEventHook *events)
 {
 	RpSnapOptions so;
 	RpCheckpoint ck;
@@ -95,6 +95,7 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	so.log_fn = rp_cli_log_line;
 	so.verbose = cli->verbose;
 	so.stats = stats;
+	so.events = *events;		/* "snapshot complete" is said by the subscriber */
 	rc = rp_snapshot_run(&so, sink, &ck);
 	if (rc < 0)
 		return -1;
@@ -103,10 +104,6 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 		return rp_cli_snapshot_progress_clear(cli);
 	if (rc > 0)
 	{
-		char		lsn[24];
-
-		rp_lsn_format(ck.end_lsn, lsn);
-		pg_log_info("snapshot complete: %" PRIu64 " rows; streaming from %s", stats->rows, lsn);
 		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
 			return -1;
 		/* the checkpoint is durable: a log sink's snapshot progress is done with */

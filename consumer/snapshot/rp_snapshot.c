@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/rp_clock.h"
+#include "base/rp_counter.h"
 #include "stream/rp_conn.h"
 #include "snapshot/rp_snapwork.h"
 
@@ -536,6 +537,17 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 		goto done;
 	*ck = done_ck;
 	rc = 1;
+	{
+		RpEvent		ev;
+
+		rp_event_init(&ev, RP_EVENT_SNAPSHOT_COMPLETE);
+		ev.slot = o->slot;
+		ev.changes = RP_COUNT_LOAD(run.stats->rows);
+		ev.lsn = done_ck.commit_lsn;
+		ev.end_lsn = done_ck.end_lsn;
+		ev.duration_us = rp_clock_wall_us() - started;
+		rp_event_emit(&o->events, &ev);
+	}
 
 done:
 	rp_snap_end(&run, workers, nworkers);

@@ -26,6 +26,7 @@
 #ifndef RP_SNAPSHOT_H
 #define RP_SNAPSHOT_H
 
+#include "base/rp_event.h"
 #include "stream/rp_ckpt.h"
 #include "sinks/rp_sink.h"
 #include "snapshot/rp_snapcat.h"
@@ -87,6 +88,8 @@ typedef struct RpSnapOptions
 	void		(*log_fn) (const char *line);	/* -v notices (a line, no newline); NULL: stderr */
 	int			verbose;
 	RpSnapStats *stats;			/* where the run counts (the caller's), or NULL */
+	/* SNAPSHOT_CHUNK (from the copy workers, at once: fn must be thread-safe), SNAPSHOT_COMPLETE */
+	RpEventHook events;
 } RpSnapOptions;
 
 /*

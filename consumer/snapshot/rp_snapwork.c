@@ -202,6 +202,18 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool
 	}
 	RP_COUNT_ADD(run->stats->rows, ch->rows);
 	RP_COUNT_ADD(run->stats->chunks, 1);
+	{
+		RpEvent		ev;
+
+		rp_event_init(&ev, RP_EVENT_SNAPSHOT_CHUNK);
+		ev.slot = run->opts->slot;
+		ev.schema = job->t->rel->schema;
+		ev.relation = job->t->rel->name;
+		ev.changes = ch->rows;
+		ev.bytes = ch->data.len - ch->head_len;
+		ev.lsn = run->lsn;
+		rp_event_emit(&run->opts->events, &ev);
+	}
 	ch->rows = 0;
 	ch->data.len = ch->head_len;
 	return 0;
