@@ -449,6 +449,7 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	 * A sink that can apply a streamed transaction before its commit gets its
 	 * blocks; not with aggregate bindings, whose fold pass runs per batch.
 	 */
+	run->asm_.events = run->hook;
 	run->asm_.early = run->sink->handle_chunk != NULL && !cli->no_early_apply && cli->agg == NULL;
 	/* the metrics page, served since before the snapshot, may read them now */
 	atomic_store(&run->metrics_src.stream_ready, true);

@@ -292,6 +292,18 @@ rp_asm_finish(RpAsm *a, RpTxn *t)
 		rp_txn_free(t);
 		return;
 	}
+	if (a->events.fn)
+	{
+		RpEvent		ev;
+
+		rp_event_init(&ev, RP_EVENT_TXN_ASSEMBLED);
+		ev.txns = 1;
+		ev.changes = t->nchanges;
+		ev.bytes = rp_store_length(&t->store);
+		ev.lsn = t->commit_lsn;
+		ev.end_lsn = t->end_lsn;
+		rp_event_emit(&a->events, &ev);
+	}
 	item = rp_malloc0(sizeof(RpItem));
 	item->kind = RP_ITEM_TXN;
 	item->txn = t;

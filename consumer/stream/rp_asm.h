@@ -19,6 +19,7 @@
 #ifndef RP_ASM_H
 #define RP_ASM_H
 
+#include "base/rp_event.h"
 #include "rp_decode.h"
 #include "stream/rp_store.h"
 
@@ -126,6 +127,7 @@ typedef struct RpAsm
 	uint64_t	skipped;		/* transactions dropped by dedup */
 	uint64_t	aborted;		/* streamed transactions aborted */
 	bool		early;			/* emit stream blocks as CHUNK items (see RpItem) */
+	RpEventHook events;			/* TXN_ASSEMBLED; set after rp_asm_init (none: no call) */
 } RpAsm;
 
 extern void rp_asm_init(RpAsm *a, RpSpill *spill, uint64_t watermark);
