@@ -81,7 +81,8 @@ consumer() {
 	shift
 	runs=$((runs + 1))
 	err=$work/run-$runs.err
-	replicant -v -d "$src_CONNSTR" "$@" 2>"$err" || rc=$?
+	# -vv: every event line (batches, checkpoints, schema changes) is searched too
+	replicant -vv -d "$src_CONNSTR" "$@" 2>"$err" || rc=$?
 	if ((rc != expect)); then
 		cat "$err"
 		fail "run $runs (replicant $*) exited with $rc, expected $expect"
@@ -103,7 +104,7 @@ endpos=$(lsn)
 metrics=$work/metrics.txt
 command -v curl >/dev/null || fail "curl is not installed (regress/install_deps.sh installs it): the metrics cannot be read"
 port=$(rp_free_port)
-replicant -d "$src_CONNSTR" "${FILE_ARGS[@]}" --metrics-port "$port" 2>"$work/run-metrics.err" &
+replicant -vv -d "$src_CONNSTR" "${FILE_ARGS[@]}" --metrics-port "$port" 2>"$work/run-metrics.err" &
 pid=$!
 deadline=$((SECONDS + 120)) # only a guard against a hang
 until grep -q '"id":12900' "$LOG" 2>/dev/null && grep -q '"kind":"checkpoint"' "$LOG"; do
@@ -117,6 +118,9 @@ rc=0
 wait "$pid" || rc=$?
 ((rc == 0)) || { cat "$work/run-metrics.err"; fail "the consumer stopped by SIGTERM exited with $rc"; }
 grep -q '^replicant_transactions_total [1-9]' "$metrics" || fail "metrics show no transaction"
+# the event lines of -vv were written (and are searched below with the other logs)
+grep -q '^replicant: batch committed: [1-9]' "$work/run-metrics.err" || fail "-vv said no batch committed"
+grep -q '^replicant: checkpoint stored: end LSN ' "$work/run-metrics.err" || fail "-vv said no checkpoint stored"
 grep -qF "$CANARY" "$LOG" || fail "the canary is not in the file sink's log: the search below would prove nothing"
 [[ $(grep -c '"table":"canary_t"' "$LOG") == 2904 ]] || fail "the clean run did not log all 2904 canary_t rows"
 
@@ -132,6 +136,9 @@ for attempt in 1 2; do
 	err_has 'destructive schema change of table "public"."canary_t"'
 	err_has 'column "dropme" dropped'
 	err_has 'halted (schema'
+	# the library's event, said by -v: the relation named, no value
+	err_has 'schema change of table "public"."canary_t" at LSN'
+	err_has 'refused, halting'
 	[[ $(md5sum <"$LOG") == "$before_log" ]] || fail "(a) attempt $attempt: the halted run changed the log"
 	ok=$(rp_psql src -Atc "SELECT confirmed_flush_lsn <= '$ck_end' FROM pg_replication_slots WHERE slot_name = 'main'")
 	[[ $ok == t ]] || fail "(a) attempt $attempt: slot acknowledged past the log's checkpoint $ck_end"
