@@ -554,16 +554,17 @@ run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
 		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
 			return 0;
 		/* fail-closed halts and --no-loop end the run; connection trouble retries */
-		if (rp_error_halt() != RP_HALT_NONE || run->cli->no_loop)
-			return -1;
-		snprintf(why, sizeof(why), "%s", rp_error());
+		if (rp_error_halt() == RP_HALT_NONE)
 		{
 			RpEvent		ev;
 
+			/* connection trouble (a halt is told by the stage that halted) */
 			rp_event_init(&ev, RP_EVENT_CONN_LOST);
-			ev.reason = (int) rp_error_halt();
 			rp_run_emit(run, &ev);
 		}
+		if (rp_error_halt() != RP_HALT_NONE || run->cli->no_loop)
+			return -1;
+		snprintf(why, sizeof(why), "%s", rp_error());
 		disconnect(run);
 		if (run_resume_point(run, &durable, &lost_sink) < 0)
 			return -1;
