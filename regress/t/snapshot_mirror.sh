@@ -187,7 +187,7 @@ dst_ck() { rp_dst_checkpoint dst "$1" "${2:-postgres}"; }
 
 replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot --snapshot --start --create-tables \
 	--snapshot-workers=3 --snapshot-chunk-rows=5000 --sink "postgres:$dst_CONNSTR" \
-	--state-dir "$work/state1" -s 1 -v >"$work/c1.out" 2>"$work/c1.err" &
+	--state-dir "$work/state1" -s 1 -vv >"$work/c1.out" 2>"$work/c1.err" &
 consumer_pid=$!
 replicant -d "$src_CONNSTR" -S "${SLOT}_log" --create-slot --snapshot --start \
 	--snapshot-workers=2 --snapshot-chunk-rows=3000 --sink "file:$work/log.jsonl" --max-record-bytes=2000 \
@@ -203,6 +203,9 @@ rp_slow_off dst
 commits_after=$(rp_psql src -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
 ((commits_after - commits_before > 20)) || fail "the workload did not run during the snapshot ($commits_before .. $commits_after)"
 grep -q 'snapshot complete' "$work/c1.err" || fail "the consumer did not report the snapshot"
+# -vv: the library's SNAPSHOT_CHUNK events, per table, with rows and bytes
+grep -Eq 'snapshot chunk of table "public"."big_t" stored: [1-9][0-9]* rows, [1-9][0-9]* bytes' "$work/c1.err" ||
+	fail "-vv said no snapshot chunk of big_t"
 [[ $(rp_psql dst -Atc "SELECT count(*) FROM replicant.snapshot_progress") == 0 ]] || fail "snapshot progress left behind"
 
 # a second snapshot, into a mirror that already holds rows (stale and extra keys)
