@@ -105,6 +105,8 @@ extern void rp_cli_free(RpCli *cli);
 /* The plugin option's value ("" for a bare -o NAME), or NULL. */
 extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
 /* rp_cli_sink_known, rp_cli_sink_is_nats: cli/rp_cliparse.h */
+
+/* ---- rp_cli_conninfo.c: the connection options as one conninfo ---- */
 /*
  * dbname (a database name, a conninfo string or a URI, or NULL) as one
  * keyword/value conninfo, followed by the keys whose vals are not NULL
@@ -120,6 +122,13 @@ extern char *rp_cli_conninfo(const char *dbname, const char *const *keys, const 
  * when in is a terminal.  The caller owns it; NULL at end of input.
  */
 extern char *rp_cli_read_password(FILE *in, FILE *out);
+
+/*
+ * -h, -p, -U and -W's password folded over -d into
+ * cli->conninfo (and cli->dbname pointed at it) when any is given.
+ * RP_CLI_RUN, or an exit status after the error was printed.
+ */
+extern int	rp_cli_compose_connection(RpCli *cli);
 
 /* ---- rp_cli_run.c ---- */
 
