@@ -185,6 +185,27 @@ extern int	rp_wait_main(int argc, char **argv);
 /* --sink's destination conninfo (postgresql://..., postgres:CONNINFO), or NULL. */
 extern const char *rp_cli_pg_sink_conninfo(const char *sink);
 
+/*
+ * The sequence options both subcommands take (sync-sequences, and wait
+ * with --sync-sequences): their getopt codes, their long_options entries,
+ * and their handler.  RP_CLI_SEQ_TAKEN when c was one of them,
+ * RP_CLI_SEQ_OTHER when not, else the usage error's exit status (printed
+ * under prog).
+ */
+enum
+{
+	RP_CLI_SEQ_MARGIN = 400, RP_CLI_SEQ_CREATE, RP_CLI_SEQ_PREFIX
+};
+#define RP_CLI_SEQ_LONG_OPTIONS \
+	{"margin", required_argument, NULL, RP_CLI_SEQ_MARGIN}, \
+	{"create-tables", no_argument, NULL, RP_CLI_SEQ_CREATE}, \
+	{"option", required_argument, NULL, 'o'}, \
+	{"schema-prefix", required_argument, NULL, RP_CLI_SEQ_PREFIX}
+#define RP_CLI_SEQ_TAKEN (-1)
+#define RP_CLI_SEQ_OTHER (-2)
+struct RpSeqSyncOptions;
+extern int	rp_cli_seqsync_option(struct RpSeqSyncOptions *so, int c, const char *arg, const char *prog);
+
 /* ---- rp_cli_dbverify.c: replicant verify (migrate/rp_dbverify.h) ---- */
 
 /* The mirror compared with its source; argv[0] is "verify"; returns the exit status. */
