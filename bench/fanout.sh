@@ -71,7 +71,8 @@ cleanup() {
 	local rc=$? p
 	set +e
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	# not a bare wait: the nats-servers are this shell's children too, and run until stopped
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 	rp_nats_cleanup
 	rp_cluster_cleanup_all
 	return "$rc"

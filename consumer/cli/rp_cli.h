@@ -105,6 +105,8 @@ extern void rp_cli_free(RpCli *cli);
 /* The plugin option's value ("" for a bare -o NAME), or NULL. */
 extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
 /* rp_cli_sink_known, rp_cli_sink_is_nats: cli/rp_cliparse.h */
+
+/* ---- rp_cli_conninfo.c: the connection options as one conninfo ---- */
 /*
  * dbname (a database name, a conninfo string or a URI, or NULL) as one
  * keyword/value conninfo, followed by the keys whose vals are not NULL
@@ -120,6 +122,13 @@ extern char *rp_cli_conninfo(const char *dbname, const char *const *keys, const 
  * when in is a terminal.  The caller owns it; NULL at end of input.
  */
 extern char *rp_cli_read_password(FILE *in, FILE *out);
+
+/*
+ * -h, -p, -U and -W's password folded over -d into
+ * cli->conninfo (and cli->dbname pointed at it) when any is given.
+ * RP_CLI_RUN, or an exit status after the error was printed.
+ */
+extern int	rp_cli_compose_connection(RpCli *cli);
 
 /* ---- rp_cli_run.c ---- */
 
@@ -176,6 +185,27 @@ extern int	rp_seqsync_main(int argc, char **argv);
 extern int	rp_wait_main(int argc, char **argv);
 /* --sink's destination conninfo (postgresql://..., postgres:CONNINFO), or NULL. */
 extern const char *rp_cli_pg_sink_conninfo(const char *sink);
+
+/*
+ * The sequence options both subcommands take (sync-sequences, and wait
+ * with --sync-sequences): their getopt codes, their long_options entries,
+ * and their handler.  RP_CLI_SEQ_TAKEN when c was one of them,
+ * RP_CLI_SEQ_OTHER when not, else the usage error's exit status (printed
+ * under prog).
+ */
+enum
+{
+	RP_CLI_SEQ_MARGIN = 400, RP_CLI_SEQ_CREATE, RP_CLI_SEQ_PREFIX
+};
+#define RP_CLI_SEQ_LONG_OPTIONS \
+	{"margin", required_argument, NULL, RP_CLI_SEQ_MARGIN}, \
+	{"create-tables", no_argument, NULL, RP_CLI_SEQ_CREATE}, \
+	{"option", required_argument, NULL, 'o'}, \
+	{"schema-prefix", required_argument, NULL, RP_CLI_SEQ_PREFIX}
+#define RP_CLI_SEQ_TAKEN (-1)
+#define RP_CLI_SEQ_OTHER (-2)
+struct RpSeqSyncOptions;
+extern int	rp_cli_seqsync_option(struct RpSeqSyncOptions *so, int c, const char *arg, const char *prog);
 
 /* ---- rp_cli_dbverify.c: replicant verify (migrate/rp_dbverify.h) ---- */
 

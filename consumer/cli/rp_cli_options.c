@@ -1,9 +1,9 @@
 /*
  * rp_cli_options.c
  *    The command line, parsed into an RpCli (rp_cli.h): the option table,
- *    --help, the checks that the options go together, and the connection
- *    options folded into one conninfo.  Nothing here connects anywhere or
- *    reads a file but --aggregates' own (and the terminal, for -W).
+ *    --help and the checks that the options go together (the connection
+ *    options are folded into one conninfo by rp_cli_conninfo.c).  Nothing
+ *    here connects anywhere or reads a file but --aggregates' own.
  *
  *    Every usage error goes through rp_cli_usage_error: "replicant: error:
  *    ..." and then the "Try --help" line, exit status 2.
@@ -14,9 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
-
-#include <libpq-fe.h>
 
 #include "backfill/rp_bfmsg.h"
 #include "base/rp_metrics.h"
@@ -761,150 +758,6 @@ check_options(const RpCli *cli, int argc, char **argv)
 	return check_source(cli);
 }
 
-/* One keyword='value' pair onto buf, quoted the way conninfo strings are. */
-static void
-append_pair(RpBuf *buf, const char *key, const char *val)
-{
-	if (buf->len > 0)
-		rp_buf_put_bytes(buf, " ", 1);
-	rp_buf_put_bytes(buf, key, strlen(key));
-	rp_buf_put_bytes(buf, "='", 2);
-	for (const char *p = val; *p; p++)
-	{
-		if (*p == '\'' || *p == '\\')
-			rp_buf_put_bytes(buf, "\\", 1);
-		rp_buf_put_bytes(buf, p, 1);
-	}
-	rp_buf_put_bytes(buf, "'", 1);
-}
-
-/* What libpq takes for a connection string, not a database name. */
-static bool
-is_conninfo(const char *s)
-{
-	return strncmp(s, "postgresql://", 13) == 0 || strncmp(s, "postgres://", 11) == 0 ||
-		strchr(s, '=') != NULL;
-}
-
-char *
-rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *vals,
-				char *err, size_t errlen)
-{
-	RpBuf		buf;
-	char	   *out;
-
-	rp_buf_init(&buf, 256);
-	if (dbname && is_conninfo(dbname))
-	{
-		char	   *perr = NULL;
-		PQconninfoOption *opts = PQconninfoParse(dbname, &perr);
-
-		if (opts == NULL)
-		{
-			snprintf(err, errlen, "invalid connection string \"%s\": %s", dbname,
-					 perr ? strtok(perr, "\n") : "out of memory");
-			PQfreemem(perr);
-			rp_buf_free(&buf);
-			return NULL;
-		}
-		for (PQconninfoOption *o = opts; o->keyword; o++)
-			if (o->val)
-				append_pair(&buf, o->keyword, o->val);
-		PQconninfoFree(opts);
-	}
-	else if (dbname && *dbname)
-		append_pair(&buf, "dbname", dbname);
-	/* later keywords win: the overrides come last */
-	for (int i = 0; keys[i]; i++)
-		if (vals[i])
-			append_pair(&buf, keys[i], vals[i]);
-	out = rp_strndup(buf.data ? buf.data : "", buf.len);
-	rp_buf_free(&buf);
-	return out;
-}
-
-char *
-rp_cli_read_password(FILE *in, FILE *out)
-{
-	struct termios t,
-				quiet;
-	bool		echo_off = false;
-	char		line[1024];
-	char	   *got;
-
-	fputs("Password: ", out);
-	fflush(out);
-	if (tcgetattr(fileno(in), &t) == 0)
-	{
-		quiet = t;
-		quiet.c_lflag &= ~(tcflag_t) ECHO;
-		echo_off = tcsetattr(fileno(in), TCSAFLUSH, &quiet) == 0;
-	}
-	got = fgets(line, sizeof(line), in);
-	if (echo_off)
-		tcsetattr(fileno(in), TCSAFLUSH, &t);
-	/* the newline typed was not echoed */
-	if (echo_off)
-		fputc('\n', out);
-	if (got == NULL)
-		return NULL;
-	line[strcspn(line, "\r\n")] = '\0';
-	got = rp_strndup(line, strlen(line));
-	explicit_bzero(line, sizeof(line));
-	return got;
-}
-
-/* -W: from the terminal, or from stdin when there is none. */
-static char *
-prompt_password(void)
-{
-	FILE	   *tty = fopen("/dev/tty", "r+");
-	char	   *password;
-
-	if (tty == NULL)
-		return rp_cli_read_password(stdin, stderr);
-	password = rp_cli_read_password(tty, tty);
-	fclose(tty);
-	return password;
-}
-
-/*
- * -h, -p, -U and -W's password override what -d says, as pg_recvlogical
- * passes them to libpq after the dbname: one conninfo then goes to every
- * session the program opens (the stream, snapshot workers, backfill).
- */
-static int
-compose_connection(RpCli *cli)
-{
-	const char *keys[] = {"host", "port", "user", "password", NULL};
-	const char *vals[] = {cli->host, cli->port, cli->username, NULL, NULL};
-	char	   *password = NULL;
-	char		err[512];
-
-	if (cli->password_prompt)
-	{
-		password = prompt_password();
-		if (password == NULL)
-		{
-			pg_log_error("no password read");
-			return RP_EXIT_ERROR;
-		}
-		vals[3] = password;
-	}
-	if (!cli->host && !cli->port && !cli->username && !password)
-		return RP_CLI_RUN;
-	cli->conninfo = rp_cli_conninfo(cli->dbname, keys, vals, err, sizeof(err));
-	if (password)
-	{
-		explicit_bzero(password, strlen(password));
-		rp_free(password);
-	}
-	if (cli->conninfo == NULL)
-		return rp_cli_usage_error("%s", err);
-	cli->dbname = cli->conninfo;
-	return RP_CLI_RUN;
-}
-
 /* One option: its group's handler, or what getopt refused. */
 static int
 take_option(RpCli *cli, int c, const char *arg, const char *word)
@@ -966,7 +819,7 @@ rp_cli_parse(RpCli *cli, int argc, char **argv)
 	}
 	rc = check_options(cli, argc, argv);
 	if (rc == RP_CLI_RUN)
-		rc = compose_connection(cli);
+		rc = rp_cli_compose_connection(cli);
 	if (rc != RP_CLI_RUN)
 		return rc;
 	rp_cli_log_set_verbose(cli->verbose);

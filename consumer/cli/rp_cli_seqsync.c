@@ -69,11 +69,42 @@ rp_cli_pg_sink_conninfo(const char *sink)
 }
 
 int
+rp_cli_seqsync_option(RpSeqSyncOptions *so, int c, const char *arg, const char *prog)
+{
+	char	   *end;
+
+	switch (c)
+	{
+		case RP_CLI_SEQ_MARGIN:
+			errno = 0;
+			so->margin = strtoll(arg, &end, 10);
+			if (errno != 0 || end == arg || *end != '\0' || so->margin < 0)
+				return rp_cli_sub_usage_error(prog, "invalid value \"%s\" for --margin (a number of 0 or more)", arg);
+			return RP_CLI_SEQ_TAKEN;
+		case RP_CLI_SEQ_CREATE:
+			so->create = true;
+			return RP_CLI_SEQ_TAKEN;
+		case 'o':
+			/* the mirror's other plugin options are accepted and ignored (--help) */
+			if (strncmp(arg, "include_tables=", 15) == 0)
+				so->select.include = arg + 15;
+			else if (strncmp(arg, "exclude_tables=", 15) == 0)
+				so->select.exclude = arg + 15;
+			return RP_CLI_SEQ_TAKEN;
+		case RP_CLI_SEQ_PREFIX:
+			so->schema_prefix = arg;
+			return RP_CLI_SEQ_TAKEN;
+		default:
+			return RP_CLI_SEQ_OTHER;
+	}
+}
+
+int
 rp_seqsync_main(int argc, char **argv)
 {
 	enum
 	{
-		OPT_SINK = 256, OPT_MARGIN, OPT_CREATE, OPT_PREFIX, OPT_BK, OPT_HELP
+		OPT_SINK = 256, OPT_BK, OPT_HELP
 	};
 	static const struct option long_options[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -81,10 +112,7 @@ rp_seqsync_main(int argc, char **argv)
 		{"port", required_argument, NULL, 'p'},
 		{"username", required_argument, NULL, 'U'},
 		{"sink", required_argument, NULL, OPT_SINK},
-		{"margin", required_argument, NULL, OPT_MARGIN},
-		{"create-tables", no_argument, NULL, OPT_CREATE},
-		{"option", required_argument, NULL, 'o'},
-		{"schema-prefix", required_argument, NULL, OPT_PREFIX},
+		RP_CLI_SEQ_LONG_OPTIONS,
 		{"bookkeeping-schema", required_argument, NULL, OPT_BK},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, OPT_HELP},
@@ -107,6 +135,12 @@ rp_seqsync_main(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "d:h:p:U:o:v?", long_options, NULL)) != -1)
 	{
+		if ((rc = rp_cli_seqsync_option(&so, c, optarg, PROG)) != RP_CLI_SEQ_OTHER)
+		{
+			if (rc != RP_CLI_SEQ_TAKEN)
+				return rc;
+			continue;
+		}
 		switch (c)
 		{
 			case 'd':
@@ -123,28 +157,6 @@ rp_seqsync_main(int argc, char **argv)
 				break;
 			case OPT_SINK:
 				sink = optarg;
-				break;
-			case OPT_MARGIN:
-				{
-					char	   *end;
-
-					errno = 0;
-					so.margin = strtoll(optarg, &end, 10);
-					if (errno != 0 || end == optarg || *end != '\0' || so.margin < 0)
-						return seqsync_usage_error("invalid value \"%s\" for --margin (a number of 0 or more)", optarg);
-					break;
-				}
-			case OPT_CREATE:
-				so.create = true;
-				break;
-			case 'o':
-				if (strncmp(optarg, "include_tables=", 15) == 0)
-					so.select.include = optarg + 15;
-				else if (strncmp(optarg, "exclude_tables=", 15) == 0)
-					so.select.exclude = optarg + 15;
-				break;
-			case OPT_PREFIX:
-				so.schema_prefix = optarg;
 				break;
 			case OPT_BK:
 				if (optarg[0] == '\0' || strlen(optarg) > RP_MIRROR_MAX_IDENT)

@@ -85,8 +85,7 @@ rp_wait_main(int argc, char **argv)
 {
 	enum
 	{
-		OPT_SINK = 256, OPT_LSN, OPT_TIMEOUT, OPT_BK, OPT_HELP, OPT_SYNC, OPT_MARGIN, OPT_CREATE,
-		OPT_PREFIX
+		OPT_SINK = 256, OPT_LSN, OPT_TIMEOUT, OPT_BK, OPT_HELP, OPT_SYNC
 	};
 	static const struct option long_options[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -100,10 +99,7 @@ rp_wait_main(int argc, char **argv)
 		{"bookkeeping-schema", required_argument, NULL, OPT_BK},
 		{"quiet", no_argument, NULL, 'q'},
 		{"sync-sequences", no_argument, NULL, OPT_SYNC},
-		{"margin", required_argument, NULL, OPT_MARGIN},
-		{"create-tables", no_argument, NULL, OPT_CREATE},
-		{"option", required_argument, NULL, 'o'},
-		{"schema-prefix", required_argument, NULL, OPT_PREFIX},
+		RP_CLI_SEQ_LONG_OPTIONS,
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
@@ -129,6 +125,13 @@ rp_wait_main(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "d:h:p:U:S:qo:?", long_options, NULL)) != -1)
 	{
+		if ((rc = rp_cli_seqsync_option(&so, c, optarg, PROG)) != RP_CLI_SEQ_OTHER)
+		{
+			if (rc != RP_CLI_SEQ_TAKEN)
+				return rc;
+			seq_opts = true;
+			continue;
+		}
 		switch (c)
 		{
 			case 'd':
@@ -176,31 +179,6 @@ rp_wait_main(int argc, char **argv)
 				break;
 			case OPT_SYNC:
 				sync = true;
-				break;
-			case OPT_MARGIN:
-				{
-					char	   *end;
-
-					errno = 0;
-					so.margin = strtoll(optarg, &end, 10);
-					if (errno != 0 || end == optarg || *end != '\0' || so.margin < 0)
-						return wait_usage_error("invalid value \"%s\" for --margin (a number of 0 or more)", optarg);
-					seq_opts = true;
-					break;
-				}
-			case OPT_CREATE:
-				so.create = seq_opts = true;
-				break;
-			case 'o':
-				if (strncmp(optarg, "include_tables=", 15) == 0)
-					so.select.include = optarg + 15;
-				else if (strncmp(optarg, "exclude_tables=", 15) == 0)
-					so.select.exclude = optarg + 15;
-				seq_opts = true;
-				break;
-			case OPT_PREFIX:
-				so.schema_prefix = optarg;
-				seq_opts = true;
 				break;
 			case OPT_HELP:
 				wait_usage(stdout);

@@ -6,7 +6,7 @@
  *    refused, never taken as a huge limit; a --backfill whose watermarks
  *    the plugin would filter out is refused at start (it would wait for
  *    ever), with every spelling of false the server's parse_bool accepts.
- *    The command line (rp_cli_options.c): -h, -p and -U override what -d
+ *    The command line (rp_cli_options.c, rp_cli_conninfo.c): -h, -p and -U override what -d
  *    says, as pg_recvlogical's do, and every usage error says
  *    "replicant: error: ..." and then the "Try --help" line, exit 2.
  */

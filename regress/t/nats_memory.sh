@@ -5,7 +5,8 @@
 # count and by bytes, RP_NATS_WINDOW_BYTES; the connection's socket buffers stop it sooner).
 # With --max-memory 32MB for the assembled transaction the consumer's peak RSS must stay under
 # 170 MB, the whole transaction received; then the nodes continue, and every row must be in the
-# stream exactly once and the slot confirmed to the transaction's end.
+# stream exactly once and the slot confirmed to the transaction's end. Then one change larger
+# than max_payload halts the sink without being held rendered whole (c).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -99,5 +100,29 @@ dups = [k for k, n in ids.items() if n > 1]
 print("rows in the stream: %d distinct, %d duplicated, %d missing" % (len(ids), len(dups), len(want - set(ids))))
 sys.exit(0 if set(ids) == want and not dups else 1)
 EOF
+
+# (c) One change larger than the server's max_payload: 40 MB of chr(1), whose JSON is 240 MB
+# ("\u0001" a byte). The sink halts (exit 3) naming the table, never acknowledging it, and
+# never holds it rendered whole: the consumer's peak RSS (GNU time, the process exits) stays
+# under LIMIT_MB. Rendering it whole before the size check, as the sink once did, took the
+# peak past 280 MB.
+[[ -x /usr/bin/time ]] || fail "needs GNU time as /usr/bin/time (regress/install_deps.sh installs it)"
+kill -TERM "$consumer_pid"
+wait "$consumer_pid" || true
+consumer_pid=
+big_lsn=$(rp_psql src -Atc "INSERT INTO big VALUES (-1, repeat(chr(1), 40 * 1024 * 1024)); SELECT pg_current_wal_insert_lsn()" | tail -1)
+rc=0
+/usr/bin/time -v -o "$work/time.txt" replicant -d "$src_CONNSTR" -S "$SLOT" --start -s 1 \
+	--sink "$(rp_nats_sink_url)" --nats-stream "$STREAM" --nats-subject-prefix "$PREFIX" \
+	--max-memory 32MB --state-dir "$work/state" 2>"$work/oversize.err" || rc=$?
+big_kb=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/time.txt")
+printf 'oversize change: exit %d, consumer peak RSS %d MB (limit %d MB)\n' "$rc" $((big_kb / 1024)) "$LIMIT_MB"
+((rc == 3)) || fail "the oversize change gave exit $rc, not 3 (a halt)"
+grep -q 'table "public"."big" at commit LSN .* is larger than the NATS server.s max_payload' "$work/oversize.err" ||
+	fail "the halt does not name the table and max_payload"
+((big_kb / 1024 < LIMIT_MB)) || fail "the consumer's peak RSS $((big_kb / 1024)) MB passed $LIMIT_MB MB refusing one oversize change"
+confirmed=$(rp_psql src -Atc "SELECT confirmed_flush_lsn >= '$big_lsn' FROM pg_replication_slots WHERE slot_name = '$SLOT'")
+[[ $confirmed == f ]] || fail "the slot was confirmed past the change the sink refused"
 status=0
-printf 'PASS nats_memory: peak RSS %d MB under %d MB; %d rows once each\n' $((hwm_kb / 1024)) "$LIMIT_MB" $((ROWS + 1))
+printf 'PASS nats_memory: peak RSS %d MB under %d MB; %d rows once each; an oversize change halts at %d MB\n' \
+	$((hwm_kb / 1024)) "$LIMIT_MB" $((ROWS + 1)) $((big_kb / 1024))

@@ -264,6 +264,39 @@ rp_mirror_snap_plan_replace(RpMirror *pg, RpMirrorSnapTable *st, RpBuf *bp)
 }
 
 /*
+ * The seen keys of a merging copy ("merge" and "history"): a table of the
+ * key columns, kept across sessions so a resumed copy still knows which
+ * rows it saw, filled from the stage after each chunk (which is then
+ * emptied), read at completion to retire the rows not seen.
+ */
+static void
+rp_mirror_snap_seen_ddl(RpMirror *pg, RpBuf *bp, const RpMirrorSnapTable *st,
+						const RpRelation *rel, const RpMirrorTable *t, const char *seen)
+{
+	rp_buf_put_text(bp, "; CREATE TABLE IF NOT EXISTS ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " AS SELECT ");
+	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, " WITH NO DATA");
+}
+
+static void
+rp_mirror_snap_seen_add(RpMirror *pg, RpBuf *bp, const RpMirrorSnapTable *st,
+						const RpRelation *rel, const RpMirrorTable *t, const char *seen)
+{
+	rp_buf_put_text(bp, "; INSERT INTO ");
+	rp_buf_put_text(bp, seen);
+	rp_buf_put_text(bp, " SELECT ");
+	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
+	rp_buf_put_text(bp, " FROM ");
+	rp_buf_put_text(bp, st->stage);
+	rp_buf_put_text(bp, "; TRUNCATE ");
+	rp_buf_put_text(bp, st->stage);
+}
+
+/*
  * "merge" (a key, rows there): chunks are upserted from the session's
  * stage, their keys kept in snapseen_<relid>; rows not seen are retired at
  * completion.
@@ -278,25 +311,12 @@ rp_mirror_snap_plan_merge(RpMirror *pg, RpMirrorSnapTable *st, const RpRelation 
 	st->into = rp_strndup(st->stage, strlen(st->stage));
 	/* the session's staging table, and the seen keys (kept across sessions) */
 	rp_mirror_snap_stage_ddl(bp, st);
-	rp_buf_put_text(bp, "; CREATE TABLE IF NOT EXISTS ");
-	rp_buf_put_text(bp, seen);
-	rp_buf_put_text(bp, " AS SELECT ");
-	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
-	rp_buf_put_text(bp, " FROM ");
-	rp_buf_put_text(bp, st->qname);
-	rp_buf_put_text(bp, " WITH NO DATA");
+	rp_mirror_snap_seen_ddl(pg, bp, st, rel, t, seen);
 	st->stage_ddl = rp_dupbuf(bp);
 
 	/* after each chunk: upsert, remember the keys, empty the stage */
 	rp_mirror_snap_upsert_sql(pg, bp, st, rel, t);
-	rp_buf_put_text(bp, "; INSERT INTO ");
-	rp_buf_put_text(bp, seen);
-	rp_buf_put_text(bp, " SELECT ");
-	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
-	rp_buf_put_text(bp, " FROM ");
-	rp_buf_put_text(bp, st->stage);
-	rp_buf_put_text(bp, "; TRUNCATE ");
-	rp_buf_put_text(bp, st->stage);
+	rp_mirror_snap_seen_add(pg, bp, st, rel, t, seen);
 	st->after = rp_dupbuf(bp);
 
 	/* at completion: retire what the snapshot did not see */
@@ -333,25 +353,12 @@ rp_mirror_snap_plan_history(RpMirror *pg, RpMirrorSnapTable *st, const RpSnapsho
 	snprintf(seen, sizeof(seen), "%s.snapseen_%u", pg->bk, rel->relid);
 	st->into = rp_strndup(st->stage, strlen(st->stage));
 	rp_mirror_history_stage_ddl(pg, bp, t, rel, st->stage);
-	rp_buf_put_text(bp, "; CREATE TABLE IF NOT EXISTS ");
-	rp_buf_put_text(bp, seen);
-	rp_buf_put_text(bp, " AS SELECT ");
-	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
-	rp_buf_put_text(bp, " FROM ");
-	rp_buf_put_text(bp, st->qname);
-	rp_buf_put_text(bp, " WITH NO DATA");
+	rp_mirror_snap_seen_ddl(pg, bp, st, rel, t, seen);
 	st->stage_ddl = rp_dupbuf(bp);
 
 	/* after each chunk: merge, remember the keys, empty the stage */
 	rp_mirror_history_merge_sql(pg, bp, t, rel, st->stage, lsn, when);
-	rp_buf_put_text(bp, "; INSERT INTO ");
-	rp_buf_put_text(bp, seen);
-	rp_buf_put_text(bp, " SELECT ");
-	rp_mirror_sql_cols(pg, bp, rel, t->keycols, t->nkey, NULL);
-	rp_buf_put_text(bp, " FROM ");
-	rp_buf_put_text(bp, st->stage);
-	rp_buf_put_text(bp, "; TRUNCATE ");
-	rp_buf_put_text(bp, st->stage);
+	rp_mirror_snap_seen_add(pg, bp, st, rel, t, seen);
 	st->after = rp_dupbuf(bp);
 
 	rp_mirror_history_retire_sql(pg, bp, t, rel, seen, lsn, when);

@@ -86,6 +86,8 @@ extern void rp_nats_hdrs_place(RpNatsHdrs *h, const RpNatsIdent *id, const RpNat
 extern void rp_nats_wire_record(RpBuf *out, const unsigned char *raw);
 /* Its base64 as the Replicant-Wire header (tmp: work buffer). */
 extern void rp_nats_hdrs_wire(RpNatsHdrs *h, RpBuf *tmp, const unsigned char *raw);
+/* The bytes that header's value takes (base64 of the record), before it is built. */
+extern size_t rp_nats_wire_header_len(const unsigned char *raw);
 
 /* ---- the tail and the resume point (rp_nats_tail.c) ---- */
 

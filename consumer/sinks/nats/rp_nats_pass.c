@@ -250,6 +250,34 @@ send_position(RpNatsSink *ns, const RpNatsIdent *id, const RpCheckpoint *ck)
 	return true;
 }
 
+/* More than the server takes, with room for the headers this code adds. */
+static bool
+over_max_payload(const RpNatsSink *ns, size_t bytes)
+{
+	return ns->link.max_payload > 0 &&
+		(int64_t) (bytes + 64 * RP_NATS_MAX_HDRS) > ns->link.max_payload;
+}
+
+/* A message the server would refuse: no retry can help.  -1 (rp_fail). */
+static int
+too_large(const RpNatsSink *ns, const RpRelation *rel, const RpNatsPlace *place)
+{
+	if (rel)
+		return rp_fail(RP_HALT_SINK, "a change of table \"%s\".\"%s\" at commit LSN %X/%X is larger than the NATS server's max_payload (%" PRId64 " bytes)",
+					   rel->schema, rel->name, (unsigned) (place->commit_lsn >> 32),
+					   (unsigned) place->commit_lsn, ns->link.max_payload);
+	return rp_fail(RP_HALT_SINK, "a record at commit LSN %X/%X is larger than the NATS server's max_payload (%" PRId64 " bytes)",
+				   (unsigned) (place->commit_lsn >> 32), (unsigned) place->commit_lsn,
+				   ns->link.max_payload);
+}
+
+/* The renderer's flush once the payload reached max_payload: stop it there. */
+static int
+refuse_flush(void *arg, RpBuf *buf)
+{
+	return -1;
+}
+
 /*
  * One data record: publish the held one, describe the relation when this
  * session has not (or it changed), build this one and hold it.  1 went
@@ -287,8 +315,25 @@ data_record(RpNatsSink *ns, RpDelivery *dl, RpRecord *rec, const RpNatsIdent *id
 		}
 	}
 
+	/*
+	 * A record the server would refuse is refused before it is rendered
+	 * whole: its Replicant-Wire header's size is known from the record, and
+	 * the JSON stops at max_payload (a value's escapes can take six bytes a
+	 * byte), so one large value never costs its rendered size (G5).
+	 */
+	if (!lossless && over_max_payload(ns, rp_nats_wire_header_len(raw)))
+		return too_large(ns, rel, place);
 	rp_buf_reset(&ns->payload);
-	rp_lines_record(&ns->payload, dl, rec, ns->extra.data, NULL);
+	if (ns->link.max_payload > 0)
+	{
+		RpRenderOut fo = {.at = (size_t) ns->link.max_payload,.flush = refuse_flush};
+
+		rp_lines_record(&ns->payload, dl, rec, ns->extra.data, &fo);
+		if (fo.failed)
+			return too_large(ns, rel, place);
+	}
+	else
+		rp_lines_record(&ns->payload, dl, rec, ns->extra.data, NULL);
 	if (rel)
 		rp_nats_data_subject(&ns->subject, ns->prefix, rel->schema, rel->name);
 	else
@@ -336,17 +381,8 @@ data_record(RpNatsSink *ns, RpDelivery *dl, RpRecord *rec, const RpNatsIdent *id
 		rp_nats_hdrs_wire(&ns->hdrs, &ns->wire, raw);
 
 	/* a message the server would refuse: no retry can help */
-	if (ns->link.max_payload > 0 &&
-		(int64_t) (ns->payload.len + ns->hdrs.buf.len + 64 * RP_NATS_MAX_HDRS) > ns->link.max_payload)
-	{
-		if (rel)
-			return rp_fail(RP_HALT_SINK, "a change of table \"%s\".\"%s\" at commit LSN %X/%X is larger than the NATS server's max_payload (%" PRId64 " bytes)",
-						   rel->schema, rel->name, (unsigned) (place->commit_lsn >> 32),
-						   (unsigned) place->commit_lsn, ns->link.max_payload);
-		return rp_fail(RP_HALT_SINK, "a record at commit LSN %X/%X is larger than the NATS server's max_payload (%" PRId64 " bytes)",
-					   (unsigned) (place->commit_lsn >> 32), (unsigned) place->commit_lsn,
-					   ns->link.max_payload);
-	}
+	if (over_max_payload(ns, ns->payload.len + ns->hdrs.buf.len))
+		return too_large(ns, rel, place);
 	ns->held = make_msg(ns);
 	return ns->held ? 1 : 0;
 }

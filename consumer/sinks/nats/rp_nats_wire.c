@@ -69,3 +69,15 @@ rp_nats_hdrs_wire(RpNatsHdrs *h, RpBuf *tmp, const unsigned char *raw)
 	rp_fmt_base64(&h->buf, (const unsigned char *) tmp->data, tmp->len);
 	rp_nats_hdrs_end(h);
 }
+
+size_t
+rp_nats_wire_header_len(const unsigned char *raw)
+{
+	RpReader	r;
+	size_t		len;
+
+	rp_reader_init(&r, raw, RP_RECORD_HEADER_LEN);
+	(void) rp_get_u8(&r);
+	len = RP_RECORD_HEADER_LEN + (size_t) rp_get_u32(&r);
+	return (len + 2) / 3 * 4;
+}
