@@ -38,7 +38,8 @@ typedef enum RpEventKind
 typedef struct RpEvent
 {
 	RpEventKind kind;
-	const char *slot;			/* the slot or stream; NULL when unknown */
+	const char *slot;			/* the slot (or the reader's name); NULL when unknown */
+	const char *stream;			/* a NATS stream read as the source; NULL from a slot */
 	const char *schema;			/* a relation's schema and name (catalog names); */
 	const char *relation;		/* NULL when the event concerns none */
 	uint64_t	txns;

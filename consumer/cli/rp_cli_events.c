@@ -77,7 +77,10 @@ rp_cli_event_say(const RpCliEvents *ce, const RpEvent *ev)
 			pg_log_info("snapshot complete: %" PRIu64 " rows; streaming from %s", ev->changes, end);
 			break;
 		case RP_EVENT_CONN_UP:
-			pg_log_info("streaming from slot \"%s\"", ev->slot ? ev->slot : "");
+			if (ev->stream)
+				pg_log_info("reading NATS stream \"%s\" as \"%s\"", ev->stream, ev->slot ? ev->slot : "");
+			else
+				pg_log_info("streaming from slot \"%s\"", ev->slot ? ev->slot : "");
 			break;
 		case RP_EVENT_CONN_LOST:
 			if (ce->verbose > 1)

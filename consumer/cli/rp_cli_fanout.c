@@ -66,7 +66,13 @@ source_connect(RpRun *run, bool have_ck, RpCheckpoint *from)
 			return -1;
 	}
 	run->streamed = true;
-	pg_log_info("reading NATS stream \"%s\" as \"%s\"", cli->nats.stream, cli->slot);
+	{
+		RpEvent		ev;
+
+		rp_event_init(&ev, RP_EVENT_CONN_UP);
+		ev.stream = cli->nats.stream;
+		rp_run_emit(run, &ev);
+	}
 	return 0;
 }
 

@@ -47,7 +47,10 @@ record(const RpEvent *ev, void *arg)
 	ck_assert_ptr_null(ev->slot ? strstr(ev->slot, CT_CANARY) : NULL);
 	ck_assert_ptr_null(ev->schema ? strstr(ev->schema, CT_CANARY) : NULL);
 	ck_assert_ptr_null(ev->relation ? strstr(ev->relation, CT_CANARY) : NULL);
+	ck_assert_ptr_null(ev->stream ? strstr(ev->stream, CT_CANARY) : NULL);
 	ck_assert_ptr_null(strstr(ev->sqlstate, CT_CANARY));
+	/* the delivery and the assembler read no stream */
+	ck_assert_ptr_null(ev->stream);
 }
 
 static RpEventHook
