@@ -92,6 +92,9 @@ echo \$? >$(printf %q "$work/rc.$name")
 sleep 3600
 EOF
 	tmux -S "$sock" kill-server 2>/dev/null || true
+	# a server of its own for each run: a new session on the socket of a server that is still
+	# exiting after kill-server can fail ("server exited unexpectedly")
+	sock=$work/tmux.$name.sock
 	# (fd 3, the lock session's input, stays out of the pane: its EOF ends that session)
 	env -u TMUX tmux -S "$sock" -f /dev/null new-session -d -x 120 -y 20 -s rp "bash $work/run.$name.sh" 3>&- ||
 		fail "tmux could not start a session"
