@@ -2,7 +2,9 @@
  * rp_dbverify.c
  *    replicant verify: the sessions, the checkpoint, the tables and the
  *    report (see rp_dbverify.h); a keyed table's chunk walk and re-reads are
- *    in rp_dbverify_keyed.c, a keyless table's in rp_dbverify_keyless.c.
+ *    in rp_dbverify_keyed.c, a keyless table's in rp_dbverify_keyless.c, the
+ *    statements' one path (errors, pacing, the LSN waits) in
+ *    rp_dbverify_exec.c.
  *
  * A chunk is first read on the source (its hash and last key, LIMIT
  * --chunk-rows in key order), then pg_current_wal_insert_lsn() there (at
@@ -35,129 +37,6 @@
 #include "base/rp_status.h"
 #include "migrate/rp_dbverify_int.h"
 #include "snapshot/rp_snapcat.h"
-
-/* ---- errors, value-free ------------------------------------------------------ */
-
-void
-rp_dbverify_error(RpDbvRun *r, PGconn *conn, PGresult *res, const char *what, const RpDbvTableRun *t)
-{
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-
-	fprintf(stderr, "%s: error: %s%s%s%s on the %s failed: %s%s\n", RP_DBVERIFY_PROG,
-			t ? "table " : "", t ? t->qname : "", t ? ": " : "", what,
-			conn == r->src ? "source" : "destination",
-			state ? "SQLSTATE " : "",
-			state ? state : (PQstatus(conn) == CONNECTION_BAD ? "connection lost" : "no result"));
-	r->broken = true;
-}
-
-PGresult *
-rp_dbverify_exec(RpDbvRun *r, PGconn *conn, const char *sql, int nparams, const char *const *params,
-		 const char *what, const RpDbvTableRun *t)
-{
-	int64_t		t0 = rp_clock_mono_us();
-	PGresult   *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
-
-	r->busy_us += rp_clock_mono_us() - t0;
-	r->busy_total_us += rp_clock_mono_us() - t0;
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		rp_dbverify_error(r, conn, res, what, t);
-		PQclear(res);
-		return NULL;
-	}
-	return res;
-}
-
-/* ---- --max-rate ------------------------------------------------------------------ */
-
-void
-rp_dbverify_pace(RpDbvRun *r, int64_t rows)
-{
-	int64_t		due_us;
-	int64_t		now;
-
-	/*
-	 * --duty: after statements that kept the servers busy for B, rest for
-	 * B * (100 - duty) / duty, so that the comparison takes at most that
-	 * share of one backend on each side, however fast the hashing is: the
-	 * mirror's own apply keeps the rest of the machine.
-	 */
-	if (r->o->duty > 0 && r->o->duty < 100 && r->busy_us > 0)
-	{
-		int64_t		rest_us = r->busy_us * (100 - r->o->duty) / r->o->duty;
-
-		int64_t		t0 = rp_clock_mono_us();
-
-		r->busy_us = 0;
-		rp_pause_ms((int) ((rest_us + 999) / 1000));
-		r->rested_us += rp_clock_mono_us() - t0;
-	}
-	r->busy_us = 0;
-	if (r->o->max_rate <= 0)
-		return;
-	r->rate_rows += rows;
-	/* rows of both servers are counted: each side reads about half of them */
-	due_us = r->rate_t0_us + r->rate_rows * 500000 / r->o->max_rate;
-	now = rp_clock_mono_us();
-	if (due_us > now)
-		rp_pause_ms((int) ((due_us - now + 999) / 1000));
-}
-
-/* ---- LSNs and the checkpoint ---------------------------------------------------- */
-
-int
-rp_dbverify_source_lsn(RpDbvRun *r, uint64_t *lsn)
-{
-	PGresult   *res = rp_dbverify_exec(r, r->src, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0, NULL,
-							   "reading the WAL position", NULL);
-
-	if (res == NULL)
-		return -1;
-	rp_lsn_parse(PQgetvalue(res, 0, 0), lsn);
-	PQclear(res);
-	return 0;
-}
-
-static int
-dbv_checkpoint(RpDbvRun *r, uint64_t *lsn)
-{
-	const char *params[2] = {r->slot, r->system_id};
-	PGresult   *res = rp_dbverify_exec(r, r->dst, r->ckpt_sql.data, 2, params, "reading the checkpoint", NULL);
-
-	if (res == NULL)
-		return -1;
-	*lsn = 0;
-	if (PQntuples(res) > 0)
-		rp_lsn_parse(PQgetvalue(res, 0, 0), lsn);
-	PQclear(res);
-	return 0;
-}
-
-/*
- * 1 when the checkpoint reached lsn before deadline_us, 0 not, -1 error.
- * An idle mirror's checkpoint moves with the server's keepalives (once per
- * status interval); an insert position just past a page header is reached
- * only with the next WAL record, which an idle server writes within 15 s
- * (the standby snapshot record).
- */
-int
-rp_dbverify_wait_checkpoint(RpDbvRun *r, uint64_t lsn, int64_t deadline_us)
-{
-	for (;;)
-	{
-		uint64_t	at;
-
-		if (dbv_checkpoint(r, &at) < 0)
-			return -1;
-		if (at >= lsn)
-			return 1;
-		if (rp_clock_mono_us() >= deadline_us || rp_stop_requested())
-			return 0;
-		rp_pause_ms(200);
-	}
-}
 
 /*
  * The source's system id as the mirror stores it (unsigned decimal), so
@@ -439,7 +318,7 @@ rp_dbverify_run(const RpDbVerifyOptions *o)
 	rp_dbverify_put_ident(&r.ckpt_sql, o->bookkeeping);
 	rp_buf_put_text(&r.ckpt_sql, ".checkpoint WHERE slot = $1 AND ($2 = '' OR system_id = $2)");
 	rp_buf_put_char(&r.ckpt_sql, '\0');
-	if (rp_dbverify_source_lsn(&r, &src_lsn) < 0 || dbv_checkpoint(&r, &ck_lsn) < 0)
+	if (rp_dbverify_source_lsn(&r, &src_lsn) < 0 || rp_dbverify_checkpoint(&r, &ck_lsn) < 0)
 	{
 		rc = RP_DBVERIFY_FAILED;
 		goto done;

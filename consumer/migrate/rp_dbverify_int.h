@@ -63,6 +63,8 @@ typedef struct RpDbvTableRun
 	bool		not_compared;
 } RpDbvTableRun;
 
+/* ---- rp_dbverify_exec.c: the statements' one path ---- */
+
 /* A value-free error on stderr (the step, the table, the SQLSTATE); marks the run broken. */
 extern void rp_dbverify_error(RpDbvRun *r, PGconn *conn, PGresult *res, const char *what,
 							  const RpDbvTableRun *t);
@@ -70,12 +72,16 @@ extern void rp_dbverify_error(RpDbvRun *r, PGconn *conn, PGresult *res, const ch
 extern PGresult *rp_dbverify_exec(RpDbvRun *r, PGconn *conn, const char *sql, int nparams,
 								  const char *const *params, const char *what,
 								  const RpDbvTableRun *t);
-/* --max-rate: rows were read; sleeps as long as the rate needs. */
+/* --duty, --max-rate: rows were read; rests as long as they need. */
 extern void rp_dbverify_pace(RpDbvRun *r, int64_t rows);
 /* The source's WAL insert position; -1 after an error. */
 extern int	rp_dbverify_source_lsn(RpDbvRun *r, uint64_t *lsn);
+/* The mirror's checkpoint of this source and slot (0 without a row); -1 after an error. */
+extern int	rp_dbverify_checkpoint(RpDbvRun *r, uint64_t *lsn);
 /* 1 the mirror's checkpoint reached lsn before deadline_us (monotonic), 0 not, -1 error. */
 extern int	rp_dbverify_wait_checkpoint(RpDbvRun *r, uint64_t lsn, int64_t deadline_us);
+
+/* ---- rp_dbverify_keyed.c, rp_dbverify_keyless.c ---- */
 
 /* One table compared: 0 (differences counted in t), -1 error (reported). */
 extern int	rp_dbverify_keyed(RpDbvRun *r, RpDbvTableRun *t);
