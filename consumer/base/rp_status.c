@@ -12,6 +12,7 @@
 /* per thread: the delivery thread reports its own failures */
 static __thread char rp_error_buf[1024];
 static __thread RpHalt rp_error_reason = RP_HALT_NONE;
+static __thread char rp_error_state[6];
 
 int
 rp_fail(RpHalt halt, const char *fmt,...)
@@ -22,7 +23,20 @@ rp_fail(RpHalt halt, const char *fmt,...)
 	vsnprintf(rp_error_buf, sizeof(rp_error_buf), fmt, ap);
 	va_end(ap);
 	rp_error_reason = halt;
+	rp_error_state[0] = '\0';
 	return -1;
+}
+
+void
+rp_error_set_sqlstate(const char *state)
+{
+	snprintf(rp_error_state, sizeof(rp_error_state), "%s", state ? state : "");
+}
+
+const char *
+rp_error_sqlstate(void)
+{
+	return rp_error_state;
 }
 
 const char *
@@ -49,6 +63,7 @@ rp_error_clear(void)
 {
 	rp_error_buf[0] = '\0';
 	rp_error_reason = RP_HALT_NONE;
+	rp_error_state[0] = '\0';
 }
 
 const char *

@@ -36,6 +36,13 @@ typedef enum RpHalt
 /* Set the error (printf-style, value-free by construction); returns -1. */
 extern int	rp_fail(RpHalt halt, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 extern const char *rp_error(void);
+/*
+ * The SQLSTATE of the server error behind the last rp_fail, when its
+ * caller recorded one (rp_fail clears it): a code, value-free, for the
+ * events (base/rp_event.h).  "" when none.
+ */
+extern void rp_error_set_sqlstate(const char *state);
+extern const char *rp_error_sqlstate(void);
 extern RpHalt rp_error_halt(void);
 extern void rp_error_clear(void);
 extern const char *rp_halt_name(RpHalt halt);

@@ -48,8 +48,9 @@ rp_cli_event_say(const RpCliEvents *ce, const RpEvent *ev)
 							ev->txns, ev->changes, ev->bytes, end, ev->duration_us / 1000);
 			break;
 		case RP_EVENT_BATCH_FAILED:
-			pg_log_info("batch failed (%s): %" PRIu64 " of its transactions kept by the sink",
-						rp_cli_event_reason(ev), ev->txns);
+			pg_log_info("batch failed (%s%s%s): %" PRIu64 " of its transactions kept by the sink",
+						rp_cli_event_reason(ev), ev->sqlstate[0] ? ", SQLSTATE " : "", ev->sqlstate,
+						ev->txns);
 			break;
 		case RP_EVENT_CHECKPOINT_STORED:
 			if (ce->verbose > 1)

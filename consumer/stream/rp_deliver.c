@@ -88,6 +88,12 @@ rp_deliver_emit(RpDelivery *dl, RpEvent *ev)
 {
 	if (ev->slot == NULL && dl->ck.slot[0] != '\0')
 		ev->slot = dl->ck.slot;
+	/* a failure's reason and, when a server gave one, its SQLSTATE: codes only (G4) */
+	if (ev->kind == RP_EVENT_BATCH_FAILED || ev->kind == RP_EVENT_CHECKPOINT_FAILED)
+	{
+		ev->reason = (int) rp_error_halt();
+		snprintf(ev->sqlstate, sizeof(ev->sqlstate), "%s", rp_error_sqlstate());
+	}
 	if (dl->events.fn == NULL)
 		rp_dl_count_event(dl->count, ev);
 	else

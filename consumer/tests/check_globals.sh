@@ -16,6 +16,7 @@ lib=${1:?usage: check_globals.sh LIB}
 allowed='
 rp_status.o:rp_error_buf
 rp_status.o:rp_error_reason
+rp_status.o:rp_error_state
 rp_status.o:rp_stop_watched
 rp_pipe.o:installed.0
 rp_cli_runstep.o:stop_requested
@@ -24,7 +25,7 @@ rp_cli_log.o:rp_cli_verbose
 rp_cli_log.o:rp_cli_log_context
 rp_cli_log.o:rp_cli_log_progress
 '
-# rp_error_buf, rp_error_reason: the thread-local error slot (rp_status.h).
+# rp_error_buf, rp_error_reason, rp_error_state: the thread-local error slot (rp_status.h).
 # rp_stop_watched: where the CLI's stop flag is (rp_stop_watch), set once before any
 #   thread starts; the library only reads through it.
 # installed.0 (rp_pipe.c): the stop's wake-up handler (SIGUSR2) is installed once per process.

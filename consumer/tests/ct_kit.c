@@ -360,7 +360,12 @@ ct_sink_one(CtSink *f, RpDelivery *dl, RpTxn *txn)
 			f->ckpt_seen_rc[idx] = rp_ckpt_read(f->ckpt_path, &f->ckpt_seen[idx]);
 	}
 	if (f->fail_on_txn && f->ntxns == f->fail_on_txn)
-		return rp_fail(RP_HALT_SINK, "fake sink refused transaction %u", txn->xid);
+	{
+		rp_fail(RP_HALT_SINK, "fake sink refused transaction %u", txn->xid);
+		if (f->fail_sqlstate)
+			rp_error_set_sqlstate(f->fail_sqlstate);
+		return -1;
+	}
 	if (f->read_records)
 	{
 		RpCursor	c;

@@ -199,6 +199,7 @@ typedef struct CtSink
 	RpSink		s;				/* first: an RpSink * is a CtSink * */
 	/* behaviour */
 	int			fail_on_txn;	/* fail the n-th (1-based) transaction seen; 0 never */
+	const char *fail_sqlstate;	/* and say a server gave this SQLSTATE; NULL: none */
 	bool		fail_message;
 	bool		read_records;	/* walk every transaction with a cursor */
 	int			schema_verdict; /* what handle_schema_change returns */

@@ -211,7 +211,7 @@ START_TEST(test_sequence)
 }
 END_TEST
 
-/* The sink fails the second transaction: BATCH_FAILED with its halt reason. */
+/* The sink fails the second transaction: BATCH_FAILED with its halt reason and SQLSTATE. */
 START_TEST(test_batch_failed)
 {
 	CtSink		f;
@@ -223,6 +223,7 @@ START_TEST(test_batch_failed)
 
 	ct_sink_init(&f);
 	f.fail_on_txn = 2;
+	f.fail_sqlstate = "23505";
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ct_path("slot.checkpoint"), NULL, &l), 0);
 	rp_deliver_set_events(&dl, &h);
 	ck_assert_int_eq(rp_deliver_item(&dl, txn(1, 0x100, 1, 2, true), 0), 0);
@@ -231,6 +232,11 @@ START_TEST(test_batch_failed)
 	ck_assert_str_eq(kinds(), "txn_assembled txn_assembled batch_failed");
 	e = &evlog.ev[2];
 	ck_assert_int_eq(e->reason, RP_HALT_SINK);
+	/* the server's SQLSTATE the sink recorded: a code, carried as it is */
+	ck_assert_str_eq(e->sqlstate, "23505");
+	/* the next failure without one carries none */
+	rp_fail(RP_HALT_NONE, "another failure");
+	ck_assert_str_eq(rp_error_sqlstate(), "");
 	/* library-owned: none of it is durable, the whole batch goes again */
 	ck_assert_uint_eq(e->txns, 0);
 	assert_value_free();

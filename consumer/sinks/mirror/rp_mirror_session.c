@@ -189,15 +189,21 @@ rp_mirror_fail_status(bool connected, PGresult *res, const char *what, const RpM
 	 */
 	if (state && (strncmp(state, "40", 2) == 0 || strcmp(state, "55P03") == 0 ||
 				  strcmp(state, "57014") == 0 || strncmp(state, "53", 2) == 0))
-		return rp_fail(RP_HALT_NONE, "destination %s failed: SQLSTATE %s (%s), will retry", what,
-					   state, rp_mirror_sqlstate_name(state));
-	if (!connected || state == NULL ||
-		strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
-		return rp_fail(RP_HALT_NONE, "destination connection lost during %s (SQLSTATE %s)", what,
-					   state ? state : "none");
-	rp_mirror_diag_where(res, t, where, sizeof(where));
-	return rp_fail(RP_HALT_SINK, "destination %s failed: SQLSTATE %s (%s)%s", what, state,
-				   rp_mirror_sqlstate_name(state), where);
+		rp_fail(RP_HALT_NONE, "destination %s failed: SQLSTATE %s (%s), will retry", what,
+				state, rp_mirror_sqlstate_name(state));
+	else if (!connected || state == NULL ||
+			 strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
+		rp_fail(RP_HALT_NONE, "destination connection lost during %s (SQLSTATE %s)", what,
+				state ? state : "none");
+	else
+	{
+		rp_mirror_diag_where(res, t, where, sizeof(where));
+		rp_fail(RP_HALT_SINK, "destination %s failed: SQLSTATE %s (%s)%s", what, state,
+				rp_mirror_sqlstate_name(state), where);
+	}
+	/* the events' (a code, value-free) */
+	rp_error_set_sqlstate(state);
+	return -1;
 }
 
 int
