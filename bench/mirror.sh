@@ -32,6 +32,8 @@
 #              by bench/tools/copy_floor (built for the run; FLOOR_CLIENT=psql: a pipe of two psql),
 #              then the update pass and the delete pass as one statement each (autocommit).
 #              Checked: the same passes on the source table, then its digest against the destination's.
+# Before the first mode, ~300 MB of WAL on each cluster and a CHECKPOINT: every mode reuses
+# recycled WAL segments (a new one is zero-filled and fsynced: the first mode would pay for all).
 # A CHECKPOINT on both clusters before each workload and after it (END is taken before it).
 # Reported: seconds of each, native/replicant, replicant/max(floor_stream, floor_dest) (targets: >= 2x on the 1,000-row backlog,
 # >= 4x on the 10-row one), source and destination row counts and content checksums (md5 of
@@ -44,7 +46,9 @@
 # configuration; --quick = CONFIGS="100000:1000 20000:10" (a run of about a minute). Environment:
 # CONFIGS="ROWS:PER_TXN ..." (default "1000000:1000 200000:10");
 # MODES="native replicant floor_stream floor_dest" (default all four); TIMELINE=1 prints, every 0.5 s of a catch-up, the CPU
-# each process class used (is the time spent, and do they overlap?); REPLICANT_BIN=PATH another consumer binary (an A/B
+# each process class used (is the time spent, and do they overlap?); STATEMENTS=1 logs the
+# destination's statements and sums them per kind for each catch-up, with the destination's idle
+# time between them (where the destination's time goes); REPLICANT_BIN=PATH another consumer binary (an A/B
 # comparison; default the installed one); REPLICANT_OPTS="..." extra consumer options (e.g.
 # "--batch-txns 5000"); SETTINGS="line;line" more postgresql.conf lines for both clusters
 # (default "autovacuum = off": the 2-core machine's numbers are steadier without it, and it is
@@ -108,7 +112,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	rc=0
 	rp_run_unprivileged bench/mirror.sh --phase-run "$configs" "$modes" \
 		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" "${TIMELINE:-0}" \
-		"${FLOOR_CLIENT:-copy_floor}" | tee "$out" || rc=$?
+		"${FLOOR_CLIENT:-copy_floor}" "${STATEMENTS:-0}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -122,13 +126,16 @@ PERF=$6
 TIMELINE=${8:-0}
 REPLICANT_BIN=$7
 FLOOR_CLIENT=${9:-copy_floor}
+STATEMENTS=${10:-0}
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
 has_mode() { [[ " ${MODES[*]} " == *" $1 "* ]]; }
 
 rp_cluster_start src "${SETTINGS[@]}" "fsync = on"
-rp_cluster_start dst "${SETTINGS[@]}" "fsync = on"
+DST_LOGGING=()
+((STATEMENTS)) && DST_LOGGING=("log_min_duration_statement = 0" "log_line_prefix = '%m [%a] '")
+rp_cluster_start dst "${SETTINGS[@]}" "fsync = on" "${DST_LOGGING[@]}"
 SRC=$(rp_conninfo src)
 DST=$(rp_conninfo dst)
 # shellcheck disable=SC2154 # exported by rp_cluster_start
@@ -179,6 +186,19 @@ printf '\nreplicant options: defaults%s; load average at start: %s\n' \
 	"$( ((${#ROPTS[@]})) && printf ' and %s' "${ROPTS[*]}")" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '\n'
 
+# WAL segments made ahead: a cluster zero-fills and fsyncs each new 16 MB WAL segment
+# (WALInitWrite, WALInitSync), a recycled one it reuses as it is. Without this the first mode
+# timed makes every segment and the later ones reuse them (10% of the destination's samples were
+# WALInitWrite in a replicant run before floor_dest, none in floor_dest's): ~300 MB of WAL on
+# each cluster, then CHECKPOINT, which recycles the segments for the runs.
+for c in src dst; do
+	"$c" -q -c "CREATE TABLE bench_wal_ahead AS SELECT g, md5(g::text) AS m FROM generate_series(1, 3000000) g" \
+		-c "DROP TABLE bench_wal_ahead" -c CHECKPOINT
+done
+printf 'WAL segments made ahead: src %s, dst %s files in pg_wal\n\n' \
+	"$(find "$src_DATA/pg_wal" -maxdepth 1 -type f -name '0*' | wc -l)" \
+	"$(find "$dst_DATA/pg_wal" -maxdepth 1 -type f -name '0*' | wc -l)"
+
 # CPU seconds of both clusters' processes by class: cpu_begin, cpu_poll, cpu_total, cpu_split
 # shellcheck source=bench/cpu.sh
 . "$here/cpu.sh"
@@ -224,6 +244,37 @@ waits_end() {
 	done
 }
 
+# statements_begin / statements_end WALL: with STATEMENTS=1 the destination logs every statement
+# with its duration (log_min_duration_statement = 0); the end sums the ones logged during the
+# run by kind, and what is left of the wall time: the destination idle between statements
+# (waiting for the client to send the next one). A COPY's time includes waiting for its data.
+# shellcheck disable=SC2154 # exported by rp_cluster_start
+statements_begin() { STMT_OFF=$(stat -c %s "$dst_LOG"); }
+statements_end() {
+	tail -c +$((STMT_OFF + 1)) "$dst_LOG" | awk -v wall="$1" '
+		/ duration: [0-9.]+ ms  (statement|parse|bind|execute)/ {
+			ms = $0; sub(/.* duration: /, "", ms); sub(/ ms .*/, "", ms)
+			q = $0; sub(/.* ms  (statement|parse [^:]*|bind [^:]*|execute [^:]*): /, "", q)
+			sub(/^(SET LOCAL [^;]*; )+/, "", q)
+			if (q ~ /replicant"?\./) k = "bookkeeping"
+			else if (q ~ /^COPY pg_temp\./) k = "COPY to staging"
+			else if (q ~ /^COPY /) k = "COPY into the table"
+			else if (q ~ /^UPDATE /) k = "UPDATE"
+			else if (q ~ /^DELETE /) k = "DELETE"
+			else if (q ~ /^INSERT /) k = "INSERT"
+			else if (q ~ /^(COMMIT|BEGIN|SAVEPOINT|RELEASE|ROLLBACK)/) k = "BEGIN/COMMIT/SAVEPOINT"
+			else k = "other"
+			if (!(k in n)) order[++nk] = k
+			n[k]++; t[k] += ms / 1000; all += ms / 1000
+		}
+		END {
+			if (nk == 0) exit
+			printf "  dst statements:"
+			for (i = 1; i <= nk; i++) printf "%s %s %d x %.2f s", (i > 1 ? "," : ""), order[i], n[order[i]], t[order[i]]
+			printf "; %.2f s of %.2f s wall in statements, %.2f s idle between them\n", all, wall, wall - all
+		}' >&2
+}
+
 # run_measured LOG CMD...: runs CMD with stderr to LOG; sets RUN_RC, RUN_S (wall), RUN_CPU
 # (its user + system seconds), RUN_RSS_KB (its peak RSS) and RUN_SERVER_CPU (the servers'
 # CPU seconds meanwhile; RUN_SERVER_SPLIT by class). /usr/bin/time -v when it is there, otherwise VmHWM and the CPU ticks
@@ -235,6 +286,7 @@ run_measured() {
 	[[ -x /usr/bin/time ]] && timed=1
 	cpu_begin
 	((TIMELINE)) && waits_begin
+	((STATEMENTS)) && statements_begin
 	a=$(now)
 	if ((timed)); then
 		/usr/bin/time -v -o "$tfile" "$@" 2>"$log" &
@@ -264,6 +316,7 @@ run_measured() {
 		line=$(awk -F': ' '/Elapsed \(wall clock\)/ { print $2 }' "$tfile")
 		[[ -n $line ]] && RUN_S=$(awk -v t="$line" 'BEGIN { n = split(t, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }')
 	fi
+	((STATEMENTS)) && statements_end "$RUN_S"
 	RUN_SERVER_CPU=$(cpu_total)
 	RUN_SERVER_SPLIT=$(cpu_split)
 	if ((timed)); then
