@@ -160,8 +160,8 @@ rp_nats_start() {
 	done
 	_rp_export RP_NATS_URLS "$(rp_nats_urls)"
 	if ((n > 1)); then
-		rp_nats_wait_meta_leader 90 ||
-			rp_die "the nats cluster elected no JetStream meta leader within 90 s (logs: $RP_NATS_DIR/n*/server.log)"
+		rp_nats_wait_for 90 _rp_nats_formed "$n" ||
+			rp_die "the nats cluster did not form (all $n nodes running, one JetStream meta leader with every peer current) within 90 s (logs: $RP_NATS_DIR/n*/server.log)"
 	else
 		rp_nats_wait_for 30 _rp_nats_js_ready 1 || rp_die "JetStream did not start on n1 (log: $RP_NATS_DIR/n1/server.log)"
 	fi
@@ -265,6 +265,27 @@ rp_nats_meta_leader() {
 
 # shellcheck disable=SC2119 # every running node
 _rp_nats_has_meta_leader() { [[ -n $(rp_nats_meta_leader) ]]; }
+
+# _rp_nats_formed N: all N nodes are running, they agree on a meta leader, and the leader
+# counts the N-1 others as current peers. A meta leader alone is not enough: two nodes elect
+# one while the third is still joining (or has died: a node can answer /varz and then fail to
+# bind its cluster port), and a stream of 3 replicas cannot then be created (error 10005).
+_rp_nats_formed() {
+	local n=$1 l i
+	for ((i = 1; i <= n; i++)); do
+		rp_nats_alive "$i" && continue
+		printf '\n=== restart %s: the node had exited while the cluster formed\n' "$(date -u +%FT%TZ)" >>"$RP_NATS_DIR/n$i/server.log"
+		_rp_nats_spawn "$i"
+		return 1
+	done
+	l=$(rp_nats_meta_leader)
+	[[ $l =~ ^n[0-9]+$ ]] || return 1
+	rp_nats_jsz "${l#n}" | python3 -c '
+import json, sys
+m = json.load(sys.stdin).get("meta_cluster") or {}
+r = [p for p in m.get("replicas") or [] if p.get("current")]
+sys.exit(0 if len(r) >= int(sys.argv[1]) - 1 else 1)' "$n" 2>/dev/null
+}
 
 rp_nats_wait_meta_leader() {
 	rp_nats_wait_for "${1:-60}" _rp_nats_has_meta_leader

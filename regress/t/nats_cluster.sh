@@ -41,6 +41,18 @@ fail() { rp_e2e_fail nats_cluster "$work/consumer-*.err" 15 "$*"; }
 started=$SECONDS
 rp_cluster_start src
 rp_nats_start 3
+# the harness itself: the cluster it hands over is formed (3 nodes running, every peer current
+# at the meta leader: a node that exited after answering /varz used to go unnoticed, and the
+# consumer's R3 stream then failed with error 10005), on ports below the ephemeral range
+# (where an outgoing connection can take a port between its choice and the bind; when the
+# range leaves room below it)
+_rp_nats_formed 3 || fail "rp_nats_start returned before the cluster formed"
+read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range
+for ((i = 1; i <= 3; i++)); do
+	for v in RP_NATS_PORT_$i RP_NATS_CPORT_$i RP_NATS_MON_$i; do
+		((${!v} < eph_lo || eph_lo <= 22000)) || fail "$v=${!v} is inside the ephemeral port range (from $eph_lo)"
+	done
+done
 rp_nats_build_tools "$work"
 rp_nats_load_workload src "$SLOT"
 rp_psql src -c "UPDATE wl_conf SET pace = 0.03" >/dev/null # a smaller stream to read back
