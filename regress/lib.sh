@@ -131,8 +131,7 @@ rp_server_conf() {
 
 # A TCP port on 127.0.0.1 that nothing listens on now (rp_cluster_start retries on a race),
 # below the kernel's range of ephemeral ports when it leaves room: a port in that range can be
-# taken, between the choice and the bind, as the local end of any outgoing connection (a
-# nats node's route to a peer not yet listening took a peer's cluster port that way).
+# taken, between the choice and the bind, as the local end of any outgoing connection.
 rp_free_port() {
 	local port _ lo=32768 span=30000
 	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768

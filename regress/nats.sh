@@ -65,17 +65,20 @@ rp_nats_wait_for() {
 	done
 }
 
-# Ports for a node: client, cluster, monitor (distinct from every port chosen before here).
+# Ports for a node: client, cluster, monitor, into the array ports (the caller's local),
+# distinct from every port chosen before here. It runs in the caller's shell: called as
+# $(...) or <(...) it forgot the ports it had chosen, so two nodes could draw the same port
+# (a node then died binding it, having answered /varz).
 _rp_nats_ports() {
-	local p taken=" ${RP_NATS_TAKEN:-} " out=() _
-	while ((${#out[@]} < 3)); do
+	local p taken=" ${RP_NATS_TAKEN:-} "
+	ports=()
+	while ((${#ports[@]} < 3)); do
 		p=$(rp_free_port) || return 1
 		[[ $taken == *" $p "* ]] && continue
 		taken+="$p "
-		out+=("$p")
+		ports+=("$p")
 	done
 	RP_NATS_TAKEN=$taken
-	echo "${out[@]}"
 }
 
 _rp_nats_conf() {
@@ -129,7 +132,7 @@ rp_nats_start() {
 	_rp_export RP_NATS_DIR "$(mktemp -d /tmp/rp-nats.XXXXXX)"
 	_rp_export RP_NATS_N "$n"
 	for ((i = 1; i <= n; i++)); do
-		read -r -a ports < <(_rp_nats_ports) || rp_die "no free TCP ports for nats node $i"
+		_rp_nats_ports || rp_die "no free TCP ports for nats node $i"
 		_rp_export "RP_NATS_PORT_$i" "${ports[0]}"
 		_rp_export "RP_NATS_CPORT_$i" "${ports[1]}"
 		_rp_export "RP_NATS_MON_$i" "${ports[2]}"
@@ -152,7 +155,7 @@ rp_nats_start() {
 			((attempt < 3)) || { tail -n 20 "$RP_NATS_DIR/n$i/server.log" >&2; rp_die "nats node n$i did not start (log: $RP_NATS_DIR/n$i/server.log)"; }
 			# a port taken meanwhile: new ports for this node (the others' routes name only
 			# cluster ports, which then are retried by connect_retries)
-			read -r -a ports < <(_rp_nats_ports) || rp_die "no free TCP ports for nats node $i"
+			_rp_nats_ports || rp_die "no free TCP ports for nats node $i"
 			_rp_export "RP_NATS_PORT_$i" "${ports[0]}"
 			_rp_export "RP_NATS_MON_$i" "${ports[2]}"
 			_rp_nats_conf "$i" "$n" >"$RP_NATS_DIR/n$i/nats.conf"

@@ -43,14 +43,19 @@ rp_cluster_start src
 rp_nats_start 3
 # the harness itself: the cluster it hands over is formed (3 nodes running, every peer current
 # at the meta leader: a node that exited after answering /varz used to go unnoticed, and the
-# consumer's R3 stream then failed with error 10005), on ports below the ephemeral range
-# (where an outgoing connection can take a port between its choice and the bind; when the
-# range leaves room below it)
+# consumer's R3 stream then failed with error 10005); its 9 ports are distinct (two nodes drew
+# the same port: that node died binding it), and below the ephemeral range when the range
+# leaves room (an outgoing connection can take such a port between its choice and the bind)
 _rp_nats_formed 3 || fail "rp_nats_start returned before the cluster formed"
 read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range
+seen=' '
 for ((i = 1; i <= 3; i++)); do
 	for v in RP_NATS_PORT_$i RP_NATS_CPORT_$i RP_NATS_MON_$i; do
 		((${!v} < eph_lo || eph_lo <= 22000)) || fail "$v=${!v} is inside the ephemeral port range (from $eph_lo)"
+		[[ $seen != *" ${!v} "* ]] || fail "$v=${!v}: two nats ports are the same"
+		seen+="${!v} "
+		# (the picker called in a subshell held none as taken: each node drew as if alone)
+		[[ " ${RP_NATS_TAKEN:-} " == *" ${!v} "* ]] || fail "$v=${!v} is not among the ports the picker took (${RP_NATS_TAKEN:-none})"
 	done
 done
 rp_nats_build_tools "$work"
@@ -153,7 +158,6 @@ done
 audit1=$(rp_psql src -Atc "SELECT count(*) FROM audit")
 ((audit1 > audit0)) || fail "(c) the source committed nothing while the nodes were down: the check proves nothing"
 printf '(c) nodes %s down: %d audit rows committed meanwhile, slot stayed at %s\n' "${down[*]}" "$((audit1 - audit0))" "$c0"
-before=$(last_seq)
 for i in "${down[@]}"; do rp_nats_restart "$i"; done
 # every node naming one meta leader again (as after (b)); a node that stays detached longer is
 # the server's matter, not this step's: its requests then reach the others (nats_dump
@@ -161,6 +165,11 @@ for i in "${down[@]}"; do rp_nats_restart "$i"; done
 rp_nats_wait_meta_leader 120 ||
 	printf '(c) note: the nodes did not agree on a meta leader within 120 s: %s\n' \
 		"$(for i in 1 2 3; do printf 'n%s=%s ' "$i" "$(rp_nats_meta_leader "$i")"; done)"
+# the stream's last sequence now, once its info answers again; it must then grow. (Read while
+# two nodes were down, the info could fail with 10008, JetStream unavailable without a
+# quorum, and end the script.)
+seq_now() { before=$(last_seq 2>/dev/null) && [[ -n $before ]]; }
+rp_nats_wait_for 120 seq_now || fail "(c) the stream's info did not answer within 120 s after the nodes came back"
 wait_grows "(c) nodes restarted" "$before"
 rp_nats_wait_for 120 slot_past "$c0" ||
 	fail "(c) the slot did not move past $c0 within 120 s after the nodes came back"
@@ -171,7 +180,7 @@ for i in 1 2 3; do rp_nats_kill9 "$i"; done
 alive "(d) all nodes down"
 for i in 1 2 3; do rp_nats_restart "$i"; done
 rp_nats_wait_meta_leader 120 || fail "(d) no meta leader after the whole cluster restarted"
-before=$(last_seq)
+rp_nats_wait_for 120 seq_now || fail "(d) the stream's info did not answer within 120 s after the cluster restarted"
 wait_grows "(d) the whole cluster restarted" "$before"
 acked_within "(d)"
 
