@@ -488,6 +488,9 @@ jw_message(RpBuf *out, RpBuf *scratch, const RpJrDoc *doc)
 	rp_buf_put_u32(out, 0);
 	if (rp_jr_string(m->val, m->val_len, out) < 0)
 		return rp_fail(RP_HALT_MALFORMED, "a message record whose prefix is not a valid string");
+	/* a prefix is text in PostgreSQL: \u0000 cannot be one's, and the wire decoder refuses it */
+	if (memchr(out->data + len_at + 4, '\0', out->len - len_at - 4) != NULL)
+		return rp_fail(RP_HALT_MALFORMED, "a message record whose prefix holds a NUL character (\\u0000)");
 	rp_buf_set_u32_at(out, len_at, (uint32_t) (out->len - len_at - 4));
 	len_at = out->len;
 	rp_buf_put_u32(out, 0);
