@@ -1,8 +1,8 @@
 /*
  * rp_natsio.h
  *    What the NATS sink (sinks/nats/) and the NATS source (natsrc/) share:
- *    the connection (URL, credentials, TLS) and the Replicant-* headers
- *    read back from a message.  The header parse is pure and built
+ *    the connection (URL, credentials, TLS), the Replicant-* headers
+ *    read back from a message, and a stream's state from its leader.  The header parse is pure and built
  *    always; the connection only with libnats (RP_HAVE_NATS).
  */
 #ifndef RP_NATSIO_H
@@ -67,6 +67,17 @@ extern void rp_natsio_close(natsConnection *nc);
 extern const char *rp_natsio_status_text(natsStatus s);
 /* natsMsgHeader_Get as an RpNatsHdrGet (arg: the natsMsg) */
 extern const char *rp_natsio_msg_header(void *arg, const char *key);
+
+/* ---- a stream's state (rp_natsio_info.c) ---- */
+
+/*
+ * STREAM.INFO as the stream's leader answers it: 0 with *si (the caller
+ * destroys it); -1 when the request failed (*st, *code); 1 when a member
+ * of a group without a leader answered with its own, possibly older,
+ * store (nothing in *si): ask again once a leader is elected.
+ */
+extern int	rp_natsio_stream_info(jsCtx *js, const char *stream, jsStreamInfo **si,
+								  natsStatus *st, jsErrCode *code);
 #endif							/* RP_HAVE_NATS */
 
 #endif							/* RP_NATSIO_H */

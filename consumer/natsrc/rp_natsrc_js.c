@@ -1,7 +1,7 @@
 /*
  * rp_natsrc_js.c
  *    The NATS source's JetStream requests: the stream's state (first and
- *    last sequence, its one subject) and a message by sequence
+ *    last sequence, its one subject, from the leader) and a message by sequence
  *    (leader-routed, STREAM.MSG.GET: never a replica's possibly older
  *    copy), with their errors named.
  */
@@ -34,10 +34,15 @@ rp_natsrc_stream_state(RpNatsSrc *s, uint64_t *first, uint64_t *last)
 {
 	jsStreamInfo *si = NULL;
 	jsErrCode	code = 0;
-	natsStatus	st = js_GetStreamInfo(&si, s->js, s->o.stream, NULL, &code);
+	natsStatus	st = NATS_OK;
+	int			rc = rp_natsio_stream_info(s->js, s->o.stream, &si, &st, &code);
 
-	if (st != NATS_OK)
+	if (rc < 0)
 		return rp_natsrc_js_fail(s, "reading its state", st, code);
+	/* a replica's own store is no ground for the checks against the checkpoint */
+	if (rc > 0)
+		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\" has no leader: a replica answered with its own state, which may lack messages the stream holds; asking again",
+					   s->o.stream);
 	*first = si->State.FirstSeq;
 	*last = si->State.LastSeq;
 	if (s->subject == NULL)

@@ -204,6 +204,20 @@ stream_info(const char *stream)
 		jsErrCode	jerr = 0;
 		natsStatus	s = js_GetStreamInfo(&si, js, stream, NULL, &jerr);
 
+		/*
+		 * A group without a leader: each member answers from its own store,
+		 * and one that was down lacks messages: not the stream's state.
+		 */
+		if (s == NATS_OK && si->Cluster != NULL &&
+			(si->Cluster->Leader == NULL || si->Cluster->Leader[0] == '\0'))
+		{
+			jsStreamInfo_Destroy(si);
+			si = NULL;
+			if (now_s() > deadline)
+				die("stream info (no leader)", NATS_TIMEOUT, 0);
+			retry_pause();
+			continue;
+		}
 		if (s == NATS_OK)
 			return si;
 		if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)

@@ -87,14 +87,20 @@ rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_seq, RpNatsH
 
 	memset(last, 0, sizeof(*last));
 	memset(data, 0, sizeof(*data));
-	s = js_GetStreamInfo(&si, l->js, stream, NULL, &code);
-	if (s != NATS_OK)
+	switch (rp_natsio_stream_info(l->js, stream, &si, &s, &code))
 	{
-		if (code)
-			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading its last sequence failed (JetStream error %d)",
-						   stream, (int) code);
-		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading its last sequence failed (%s)",
-					   stream, rp_natsio_status_text(s));
+		case 0:
+			break;
+		case 1:
+			/* a replica's store may end before the stream: the tail would be an old one */
+			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\" has no leader: a replica answered with its own state; asking again",
+						   stream);
+		default:
+			if (code)
+				return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading its last sequence failed (JetStream error %d)",
+							   stream, (int) code);
+			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading its last sequence failed (%s)",
+						   stream, rp_natsio_status_text(s));
 	}
 	*last_seq = si->State.LastSeq;
 	first = si->State.FirstSeq;
