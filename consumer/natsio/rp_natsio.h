@@ -2,8 +2,9 @@
  * rp_natsio.h
  *    What the NATS sink (sinks/nats/) and the NATS source (natsrc/) share:
  *    the connection (URL, credentials, TLS), the Replicant-* headers
- *    read back from a message, and a stream's state from its leader.  The header parse is pure and built
- *    always; the connection only with libnats (RP_HAVE_NATS).
+ *    read back from a message, and a stream's state from its leader.  The
+ *    header parse is pure and built always; the rest only with libnats
+ *    (RP_HAVE_NATS).
  */
 #ifndef RP_NATSIO_H
 #define RP_NATSIO_H

@@ -7,7 +7,8 @@
  *    (nats-server 2.9, jsStreamInfoRequest).  Such an answer says so with
  *    an empty Cluster.Leader; reading it as the stream's end made the
  *    source halt on a checkpoint "past the end" of a stream that was only
- *    electing a leader.  A single server names itself as the leader.
+ *    electing a leader.  A server outside a cluster sends no cluster
+ *    block at all (seen on 2.9.10): its answer is its own, and it stands.
  */
 #include "rp_alloc.h"
 
@@ -27,7 +28,7 @@ rp_natsio_stream_info(jsCtx *js, const char *stream, jsStreamInfo **si, natsStat
 		*si = NULL;
 		return -1;
 	}
-	/* no Cluster at all: a server that does not report it, take it as the leader's */
+	/* no Cluster at all: a server outside a cluster, whose store is the stream */
 	if ((*si)->Cluster != NULL &&
 		((*si)->Cluster->Leader == NULL || (*si)->Cluster->Leader[0] == '\0'))
 	{
