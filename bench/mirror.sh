@@ -55,7 +55,9 @@
 # the same for both sides; "fsync = on" is always added, over regress/logical.conf's
 # fsync = off, so commits are durable as in production); PERF=1 records the consumer
 # with perf (into the cluster directory, kept with RP_KEEP_CLUSTERS=1) and prints the top of
-# its report; RP_KEEP_CLUSTERS=1 keeps the clusters. The report is printed and written
+# its report; PERF=all records every process on the machine while the consumer runs (both
+# servers' backends too; needs kernel.perf_event_paranoid <= 0) and prints the top by
+# command, object and symbol; RP_KEEP_CLUSTERS=1 keeps the clusters. The report is printed and written
 # to bench/out/mirror-<timestamp>.txt. Uses the installed plugin and consumer: run
 # `make && make install` first (or pass --build).
 set -euo pipefail
@@ -473,6 +475,8 @@ for cfg in "${CONFIGS[@]}"; do
 		WAL_OF[$cfg]=$(src -Atc "select pg_size_pretty(pg_wal_lsn_diff('$END', '$start_lsn'))")
 		if [[ $PERF == 1 ]]; then
 			cmd=(perf record -g -o "$WORK/perf-$cfg.data" -- "$CONSUMER")
+		elif [[ $PERF == all ]]; then
+			cmd=(perf record -a -g -o "$WORK/perf-$cfg.data" -- "$CONSUMER")
 		else
 			cmd=("$CONSUMER")
 		fi
@@ -499,6 +503,8 @@ for cfg in "${CONFIGS[@]}"; do
 			"$ck" "$confirmed" "$s_dig" "$d_dig"
 		[[ $PERF == 1 ]] && { perf report -i "$WORK/perf-$cfg.data" --stdio --no-children 2>/dev/null |
 			grep -v '^$' | head -n 60 | sed 's/^/    perf: /'; }
+		[[ $PERF == all ]] && { perf report -i "$WORK/perf-$cfg.data" --stdio --no-children -g none \
+			--sort comm,dso,sym 2>/dev/null | grep -v '^$' | grep -v '^#' | head -n 80 | sed 's/^/    perf: /'; }
 		replicant -d "$SRC" -S "$slot" --drop-slot 2>>"$log" || true
 		src -c "DROP TABLE $table"
 		dst -c "DROP TABLE public.$table"
