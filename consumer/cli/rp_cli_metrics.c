@@ -152,6 +152,22 @@ rp_cli_metrics_divergences(RpBuf *out, const void *arg)
 	}
 }
 
+/* The mirror: its effect maps applied mid-batch, in line or beside the fold (none for other sinks). */
+void
+rp_cli_metrics_bound_flushes(RpBuf *out, const void *arg)
+{
+	uint64_t	in_line,
+				beside;
+
+	if (!rp_mirror_bound_flushes_get(arg, &in_line, &beside))
+		return;
+	rp_metrics_sample(out, "replicant_mirror_bound_flushes_total", "counter",
+					  "Mirror effect maps applied mid-batch to stay in --max-memory, in line or beside the fold.",
+					  "{beside_fold=\"false\"}", in_line);
+	rp_metrics_sample(out, "replicant_mirror_bound_flushes_total", "counter", NULL,
+					  "{beside_fold=\"true\"}", beside);
+}
+
 int
 rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 {
@@ -162,6 +178,7 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		rp_metrics_add(m, rp_cli_metrics_stream, cm) < 0 ||
 		(cm->agg && rp_metrics_add(m, rp_cli_metrics_aggregates, cm) < 0) ||
 		(cm->sink && rp_metrics_add(m, rp_cli_metrics_divergences, cm->sink) < 0) ||
+		(cm->sink && rp_metrics_add(m, rp_cli_metrics_bound_flushes, cm->sink) < 0) ||
 		(cm->sink && rp_nats_is(cm->sink) && rp_metrics_add(m, rp_nats_metrics, cm->sink) < 0) ||
 		(cm->nsrc && rp_metrics_add(m, rp_natsrc_metrics, cm->nsrc) < 0) ||
 		(cm->progress && rp_metrics_add(m, rp_cli_metrics_progress, cm->progress) < 0) ||

@@ -46,5 +46,6 @@ extern void rp_cli_metrics_snapshot(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_stream(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_aggregates(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_divergences(RpBuf *out, const void *arg);
+extern void rp_cli_metrics_bound_flushes(RpBuf *out, const void *arg);
 
 #endif							/* RP_CLI_METRICS_H */
