@@ -152,20 +152,16 @@ rp_cli_metrics_divergences(RpBuf *out, const void *arg)
 	}
 }
 
-/* The mirror: its effect maps applied mid-batch, in line or beside the fold (none for other sinks). */
+/* The mirror: its effect maps applied mid-batch to stay in --max-memory (none for other sinks). */
 void
 rp_cli_metrics_bound_flushes(RpBuf *out, const void *arg)
 {
-	uint64_t	in_line,
-				beside;
+	uint64_t	count;
 
-	if (!rp_mirror_bound_flushes_get(arg, &in_line, &beside))
-		return;
-	rp_metrics_sample(out, "replicant_mirror_bound_flushes_total", "counter",
-					  "Mirror effect maps applied mid-batch to stay in --max-memory, in line or beside the fold.",
-					  "{beside_fold=\"false\"}", in_line);
-	rp_metrics_sample(out, "replicant_mirror_bound_flushes_total", "counter", NULL,
-					  "{beside_fold=\"true\"}", beside);
+	if (rp_mirror_bound_flushes_get(arg, &count))
+		rp_metrics_sample(out, "replicant_mirror_bound_flushes_total", "counter",
+						  "Mirror effect maps applied mid-batch, inside the open destination transaction, to stay in --max-memory.",
+						  NULL, count);
 }
 
 int

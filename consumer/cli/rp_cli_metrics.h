@@ -40,7 +40,7 @@ typedef struct RpCliMetrics
  */
 extern int	rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm);
 
-/* The sources, one per stage (arg: the RpCliMetrics; for divergences, the sink). */
+/* The sources, one per stage (arg: the RpCliMetrics; for divergences and bound flushes, the sink). */
 extern void rp_cli_metrics_delivery(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_snapshot(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_stream(RpBuf *out, const void *arg);

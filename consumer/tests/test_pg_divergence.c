@@ -77,6 +77,9 @@ START_TEST(test_divergence)
 	other.priv = &pg;
 	rp_metrics_init(&m);
 	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_divergences, &sink), 0);
+	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_bound_flushes, &sink), 0);
+	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_bound_flushes, &other), 0);
+	pg.bound_flushes = 3;
 	/* halt: fail-closed, naming the table */
 	rp_error_clear();
 	ck_assert_int_eq(rp_mirror_divergence(&pg, t1, "a delete matched no row"), -1);
@@ -101,6 +104,13 @@ START_TEST(test_divergence)
 	ck_assert_ptr_nonnull(strstr(page, "# TYPE replicant_divergences_total counter\n"));
 	ck_assert_ptr_nonnull(strstr(page, "replicant_divergences_total{table=\"public.full_t\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(page, "replicant_divergences_total{table=\"odd.q\\\"t\"} 2\n"));
+	/* bound flushes: the mirror's count, once (the other sink has none) */
+	ck_assert_ptr_nonnull(strstr(page, "# TYPE replicant_mirror_bound_flushes_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(page, "\nreplicant_mirror_bound_flushes_total 3\n"));
+	ck_assert_ptr_null(strstr(strstr(page, "replicant_mirror_bound_flushes_total 3\n") + 1, "replicant_mirror_bound_flushes_total "));
+	ck_assert_int_eq(rp_mirror_bound_flushes_get(&other, &n), 0);
+	ck_assert_int_eq(rp_mirror_bound_flushes_get(&sink, &n), 1);
+	ck_assert_uint_eq(n, 3);
 	rp_free(page);
 	for (int i = 0; i < pg.div.n; i++)
 		rp_free(pg.div.table[i]);

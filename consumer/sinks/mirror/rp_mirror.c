@@ -11,7 +11,6 @@
  *   rp_mirror_schema.c     schema changes of mapped tables
  *   rp_mirror_change.c     row changes and TRUNCATE, into the effect map
  *   rp_mirror_backfill.c   backfill windows and chunks
- *   rp_mirror_overlap.c    a bound flush applied beside the fold, on its thread
  *   rp_mirror_apply.c      bulk apply of the pending effects
  *   rp_mirror_history.c    history tables
  *   rp_mirror_history_copy.c  snapshot and backfill rows merged as versions
@@ -59,16 +58,13 @@ rp_mirror_interrupt(RpSink *s)
 }
 
 int
-rp_mirror_bound_flushes_get(const void *sink, uint64_t *in_line, uint64_t *beside)
+rp_mirror_bound_flushes_get(const void *sink, uint64_t *count)
 {
 	const RpSink *s = sink;
-	RpMirror   *pg;
 
 	if (s == NULL || s->name == NULL || strcmp(s->name, RP_MIRROR_SINK_NAME) != 0)
 		return 0;
-	pg = s->priv;
-	*in_line = RP_COUNT_LOAD(pg->bound_flushes);
-	*beside = RP_COUNT_LOAD(pg->bound_beside);
+	*count = RP_COUNT_LOAD(((RpMirror *) s->priv)->bound_flushes);
 	return 1;
 }
 
@@ -96,8 +92,6 @@ rp_mirror_commit(RpMirror *pg, const RpCheckpoint *ck)
 static void
 rp_mirror_abort(RpMirror *pg)
 {
-	/* a flush in flight ends before the session rolls back; its error is moot */
-	rp_mirror_overlap_reset(pg);
 	if (pg->in_txn && pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
 	{
 		PGresult   *res = PQexec(pg->conn, "ROLLBACK");
@@ -209,8 +203,6 @@ rp_mirror_apply_txn(RpMirror *pg, RpDelivery *dl, RpTxn *txn, uint64_t skip_byte
 				rc = rp_mirror_apply_truncate(pg, &rec, &dl->dec.rels);
 				break;
 			case RP_TAG_MESSAGE:
-				if ((rc = rp_mirror_overlap_wait(pg)) < 0)
-					break;
 				rc = rp_mirror_route_message(pg, true, rec.u.message.lsn, rec.u.message.prefix,
 										 rec.u.message.prefix_len, rec.u.message.content,
 										 rec.u.message.content_len);
@@ -300,7 +292,7 @@ rp_mirror_chunk(RpSink *s, RpDelivery *dl, RpTxn *chunk)
 	while ((rc = rp_cursor_next(&c, &rec)) > 0)
 	{
 		if ((rec.tag != RP_TAG_INSERT && rec.tag != RP_TAG_UPDATE && rec.tag != RP_TAG_DELETE) ||
-			rp_mirror_change_table(pg, rec.u.change.rel)->history)
+			rp_mirror_table_get(pg, rec.u.change.rel)->history)
 		{
 			rc = 1;
 			break;
@@ -315,11 +307,7 @@ rp_mirror_chunk(RpSink *s, RpDelivery *dl, RpTxn *chunk)
 	if (rc < 0)
 		goto fail;
 	if (rc > 0)
-	{
-		/* the caller drops what is open: a flush in flight ends first */
-		(void) rp_mirror_overlap_wait(pg);
-		return 1;
-	}
+		return 1;				/* the caller drops what is open */
 	if (rp_mirror_apply_flush(pg) < 0)
 		goto fail;
 	return 0;
@@ -375,7 +363,7 @@ rp_mirror_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 
 	pg->ck = *ck;
 	pg->cur_commit_lsn = 0;
-	if (rp_mirror_overlap_wait(pg) < 0 || rp_mirror_begin(pg, ck, &done) < 0 ||
+	if (rp_mirror_begin(pg, ck, &done) < 0 ||
 		rp_mirror_route_message(pg, false, msg->lsn, msg->prefix, strlen(msg->prefix), msg->content,
 							msg->content_len) < 0 ||
 		rp_mirror_commit(pg, ck) < 0)
@@ -390,8 +378,6 @@ static int
 rp_mirror_schema_change(RpSink *s, const RpRelation *before, const RpRelation *after,
 					RpSchemaChange change)
 {
-	if (rp_mirror_overlap_wait(s->priv) < 0)
-		return -1;
 	return rp_mirror_table_schema_change(s->priv, before, after, change);
 }
 
@@ -401,8 +387,7 @@ rp_mirror_advance(RpSink *s, const RpCheckpoint *ck)
 	RpMirror   *pg = s->priv;
 	uint64_t	done;
 
-	if (rp_mirror_overlap_wait(pg) < 0 || rp_mirror_begin(pg, ck, &done) < 0 ||
-		rp_mirror_commit(pg, ck) < 0)
+	if (rp_mirror_begin(pg, ck, &done) < 0 || rp_mirror_commit(pg, ck) < 0)
 	{
 		rp_mirror_abort(pg);
 		return -1;

@@ -57,12 +57,11 @@ extern int	rp_mirror_divergence_get(const void *sink, int i, char *table, size_t
 									 uint64_t *count);
 
 /*
- * Bound flushes of mirror sink `sink` so far (the effect maps applied
- * mid-batch to stay in --max-memory), in line and beside the fold
- * (rp_mirror_overlap.c), for the metrics page: 0 when sink is not a
- * mirror, else 1.  Thread-safe.
+ * Bound flushes of mirror sink `sink` so far (its effect maps applied
+ * mid-batch to stay in --max-memory), for the metrics page: 0 when sink
+ * is not a mirror, else 1 with *count set.  Thread-safe.
  */
-extern int	rp_mirror_bound_flushes_get(const void *sink, uint64_t *in_line, uint64_t *beside);
+extern int	rp_mirror_bound_flushes_get(const void *sink, uint64_t *count);
 
 /* RpBackfillOptions.progress: arg is the mirror's RpSink; its own session. */
 extern int	rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token);

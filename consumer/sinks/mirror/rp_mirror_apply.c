@@ -304,8 +304,7 @@ rp_mirror_apply_end_txn(RpMirror *pg)
 
 		if (!t->history || t->neffects == 0)
 			continue;
-		/* a flush in flight never holds a history table's effects, but has the session */
-		if (rp_mirror_overlap_wait(pg) < 0 || rp_mirror_apply_history(pg, t) < 0)
+		if (rp_mirror_apply_history(pg, t) < 0)
 			return -1;
 		rp_mirror_effects_clear(t);
 	}
@@ -314,11 +313,9 @@ rp_mirror_apply_end_txn(RpMirror *pg)
 
 /*
  * One table's pending effects, applied and cleared: deletes, fresh rows,
- * staged upserts, partial updates.  Touches only t and the session, so a
- * bound flush can run it on another thread over a copy of t that holds the
- * effects (rp_mirror_overlap.c).
+ * staged upserts, partial updates.
  */
-int
+static int
 rp_mirror_apply_table(RpMirror *pg, RpMirrorTable *t)
 {
 	bool		any_del = false,
@@ -351,58 +348,11 @@ rp_mirror_apply_table(RpMirror *pg, RpMirrorTable *t)
 	return 0;
 }
 
-bool
-rp_mirror_apply_overlappable(const RpMirror *pg)
-{
-	if (pg->refs)
-		return false;			/* applied before the record goes */
-	for (int i = 0; i < pg->ntables; i++)
-	{
-		const RpMirrorTable *t = pg->tables[i];
-
-		if (t->neffects > 0 && (t->history || t->full_match || !t->resolved))
-			return false;
-	}
-	return true;
-}
-
-int
-rp_mirror_apply_overlapped(RpMirror *pg)
-{
-	RpMirrorTable *copies;
-	int			n = 0;
-
-	if (rp_mirror_overlap_wait(pg) < 0)
-		return -1;
-	/* staging tables are made here: their names are the session's, and t's */
-	for (int ord = 1; ord <= pg->touched; ord++)
-		for (int i = 0; i < pg->ntables; i++)
-			if (pg->tables[i]->order == ord && pg->tables[i]->neffects > 0)
-			{
-				if (rp_mirror_stage_ensure(pg, pg->tables[i]) < 0)
-					return -1;
-				n++;
-			}
-	if (n == 0)
-		return 0;
-	copies = rp_malloc0(sizeof(RpMirrorTable) * (size_t) n);
-	n = 0;
-	for (int ord = 1, last = pg->touched; ord <= last; ord++)
-		for (int i = 0; i < pg->ntables; i++)
-			if (pg->tables[i]->order == ord && pg->tables[i]->neffects > 0)
-				rp_mirror_effects_move(pg, pg->tables[i], &copies[n++]);
-	pg->touched = 0;
-	return rp_mirror_overlap_start(pg, copies, n, rp_mirror_apply_table);
-}
-
 int
 rp_mirror_apply_flush(RpMirror *pg)
 {
 	bool		history = false;
 
-	/* a bound flush still applying on its thread lands first */
-	if (rp_mirror_overlap_wait(pg) < 0)
-		return -1;
 	for (int i = 0; i < pg->ntables; i++)
 		history |= pg->tables[i]->history && pg->tables[i]->neffects > 0;
 	if (rp_mirror_apply_end_txn(pg) < 0)

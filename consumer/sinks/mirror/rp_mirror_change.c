@@ -274,24 +274,11 @@ rp_mirror_fill_moved(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec, const 
 
 /* ---- changes ---------------------------------------------------------------------- */
 
-/*
- * After a change of t: past the maps' share, apply them now and go on.
- * When nothing in them needs the record or the transaction's end, a set
- * past its chunk goes to the overlap's thread and the fold goes on beside
- * it (rp_mirror_overlap.c); otherwise every map is applied here, once all
- * of them (a set in flight included) reach the limit.
- */
+/* After a change of t: past the maps' share, apply them now and go on. */
 static int
 rp_mirror_effects_bound(RpMirror *pg, RpMirrorTable *t)
 {
 	rp_mirror_effects_account(pg, t);
-	if (!pg->refs && pg->held - rp_mirror_overlap_held(pg) < rp_mirror_effects_chunk(pg))
-		return 0;
-	if (rp_mirror_apply_overlappable(pg) && !rp_mirror_backfill_window_open(pg))
-	{
-		RP_COUNT_ADD(pg->bound_beside, 1);
-		return rp_mirror_apply_overlapped(pg);
-	}
 	if (pg->held < rp_mirror_effects_limit(pg) && !pg->refs)
 		return 0;
 	pg->refs = false;
@@ -337,20 +324,15 @@ rp_mirror_apply_keyed(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 						int			rc;
 
 						/* read the old key's values before its effect becomes a delete */
-						memset(&filled, 0, sizeof(filled));
 						rp_buf_init(&hold, 1024);
-						/* it may read the destination, where a flush in flight lands first */
-						rc = rp_mirror_overlap_wait(pg);
-						if (rc == 0)
-							rc = rp_mirror_fill_moved(pg, t, rec, &key, &filled, &hold);
+						rc = rp_mirror_fill_moved(pg, t, rec, &key, &filled, &hold);
 						if (rc == 0)
 						{
 							rp_mirror_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
 							/* filled lives in hold, gone before the map is applied */
 							rp_mirror_effect_upsert(pg, t, &filled, &key, false, false);
 						}
-						if (filled.datums)
-							rp_free(filled.datums);
+						rp_free(filled.datums);
 						rp_buf_free(&hold);
 						rp_buf_free(&newkey);
 						rp_buf_free(&key);
@@ -375,22 +357,13 @@ rp_mirror_apply_keyed(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 	return 0;
 }
 
-RpMirrorTable *
-rp_mirror_change_table(RpMirror *pg, const RpRelation *rel)
-{
-	if (rp_mirror_overlap_running(pg) && rp_mirror_table_describes(pg, rel))
-		(void) rp_mirror_overlap_wait(pg);
-	return rp_mirror_table_get(pg, rel);
-}
-
 int
 rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec)
 {
-	RpMirrorTable *t = rp_mirror_change_table(pg, rec->u.change.rel);
+	RpMirrorTable *t = rp_mirror_table_get(pg, rec->u.change.rel);
 	uint8_t		tag = rec->tag;
 
-	/* resolving asks the destination: a flush in flight lands first */
-	if (!t->resolved && (rp_mirror_overlap_wait(pg) < 0 || rp_mirror_table_resolve(pg, t) < 0))
+	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 		return -1;
 	/* ---- backfill (rp_mirror_backfill.c): a key changed inside a window ---- */
 	rp_mirror_backfill_note(pg, t, rec);
@@ -398,7 +371,7 @@ rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec)
 		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
 					   rp_tag_name(tag), t->qname);
 	if (t->full_match)
-		return rp_mirror_overlap_wait(pg) < 0 ? -1 : rp_mirror_apply_full_match(pg, t, rec);
+		return rp_mirror_apply_full_match(pg, t, rec);
 	if (rp_mirror_apply_keyed(pg, t, rec) < 0)
 		return -1;
 	return rp_mirror_effects_bound(pg, t);

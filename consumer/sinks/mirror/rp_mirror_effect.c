@@ -254,8 +254,7 @@ rp_mirror_effects_clear(RpMirrorTable *t)
  * once, with its checkpoint.  One change grows each allocation at most by
  * doubling, so the maps stay under half of --max-memory, and the stores
  * get the rest.  A row holding a large value by reference (rp_mirror_row_put_ref)
- * is applied at once, before the record it points into goes.  Most maps go
- * sooner, a chunk at a time, beside the fold (rp_mirror_effects_chunk).
+ * is applied at once, before the record it points into goes.
  */
 #define RP_MIRROR_BOUND_DEFAULT ((size_t) 64 << 20)	/* no budget: the default's quarter */
 #define RP_MIRROR_ARENA_INITIAL (64 * 1024)
@@ -308,47 +307,4 @@ rp_mirror_effects_release(RpMirror *pg)
 		rp_buf_reset(&t->arena);
 		rp_mirror_effects_account(pg, t);
 	}
-}
-
-/*
- * While one map set is applied on the overlap's thread the next one fills:
- * each is applied once it reaches a quarter of the limit, so, one change
- * growing an allocation at most by doubling, both together stay under the
- * limit, where one set alone may reach twice it before it is applied.  A
- * smaller set would overlap more of the fold, at the price of statements
- * per set and of changes to one key that no longer fold into one effect.
- */
-size_t
-rp_mirror_effects_chunk(const RpMirror *pg)
-{
-	return rp_mirror_effects_limit(pg) / 4;
-}
-
-void
-rp_mirror_effects_move(RpMirror *pg, RpMirrorTable *t, RpMirrorTable *to)
-{
-	*to = *t;
-	t->effects = NULL;
-	t->slots = NULL;
-	t->neffects = t->capeffects = t->nslots = 0;
-	t->text_datums = false;
-	t->order = 0;
-	rp_buf_init(&t->arena, RP_MIRROR_ARENA_INITIAL);
-	/* to keeps its charge (pg->held still counts it); t is charged anew */
-	t->held = 0;
-	rp_mirror_effects_account(pg, t);
-}
-
-void
-rp_mirror_effects_drop(RpMirror *pg, RpMirrorTable *moved)
-{
-	if (moved->effects)
-		rp_free(moved->effects);
-	if (moved->slots)
-		rp_free(moved->slots);
-	rp_buf_free(&moved->arena);
-	if (pg->budget)
-		rp_spill_charge(pg->budget, -(int64_t) moved->held);
-	pg->held -= moved->held;
-	moved->held = 0;
 }

@@ -132,11 +132,8 @@ typedef struct RpMirror
 	int			capbk;
 	size_t		held;			/* every table's effect map (arena, effects, slots) */
 	struct RpSpill *budget;		/* where held is charged (sink->spill when it began) */
-	/* effect maps applied early to stay in the budget (atomic: the metrics thread reads) */
-	uint64_t	bound_flushes;	/* in line */
-	uint64_t	bound_beside;	/* beside the fold (rp_mirror_overlap.c) */
+	uint64_t	bound_flushes;	/* effect maps applied early to stay in the budget (atomic: the metrics thread reads it) */
 	bool		refs;			/* a row points into the record being applied */
-	struct RpMirrorOverlap *overlap;	/* a bound flush on its thread (rp_mirror_overlap.c), or NULL */
 	RpMirrorDivergences div;
 	struct RpMirrorSnap *snap;	/* the initial snapshot's state (rp_mirror_snapshot.c) */
 	struct RpMirrorBf *bf;		/* the open backfill window (rp_mirror_backfill.c) */
@@ -233,13 +230,6 @@ extern int	rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before,
 
 /* A row change of the transaction being applied. */
 extern int	rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec);
-/*
- * rel's table, as rp_mirror_table_get; when that describes the table (a
- * new one, or a changed layout), a flush in flight lands first: it shares
- * the old description, and describing quotes names on the session.  Its
- * error, if any, stays pending for the next wait.
- */
-extern RpMirrorTable *rp_mirror_change_table(RpMirror *pg, const RpRelation *rel);
 /* A TRUNCATE: a barrier; history tables close their versions instead. */
 extern int	rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels);
 
@@ -273,41 +263,6 @@ extern void rp_mirror_backfill_aborted(RpMirror *pg);
 extern int	rp_mirror_apply_end_txn(RpMirror *pg);
 /* Apply every pending net effect (end of batch, or a barrier). */
 extern int	rp_mirror_apply_flush(RpMirror *pg);
-/* Apply t's pending effects and clear them (t may be an overlap's copy). */
-extern int	rp_mirror_apply_table(RpMirror *pg, RpMirrorTable *t);
-/*
- * May the pending maps be applied beside the fold (rp_mirror_overlap.c)?
- * Not when a row points into the record, nor when a history, full-match
- * or unresolved table has effects.  (An open backfill window is the
- * caller's to rule out.)
- */
-extern bool rp_mirror_apply_overlappable(const RpMirror *pg);
-/* Move every pending map to the overlap's thread, which applies them. */
-extern int	rp_mirror_apply_overlapped(RpMirror *pg);
-
-/* rp_mirror_overlap.c */
-/*
- * A bound flush handed to a thread of its own: the effect maps move to
- * copies of their tables, which it applies on the session while the batch
- * folds on into emptied maps.  Until rp_mirror_overlap_wait returns, the
- * caller uses neither the session nor a table's description.
- */
-typedef int (*RpMirrorOverlapJob) (RpMirror *pg, RpMirrorTable *t);
-/* Start job over copies (which it takes, and gives back at the wait). */
-extern int	rp_mirror_overlap_start(RpMirror *pg, RpMirrorTable *copies, int ncopies, RpMirrorOverlapJob job);
-/*
- * Wait for the flush in flight, if any, and give its maps' memory back.
- * -1 when it failed (its error is then the caller's): the open
- * transaction is lost, and every later wait returns -1 too until
- * rp_mirror_overlap_reset (the rollback).
- */
-extern int	rp_mirror_overlap_wait(RpMirror *pg);
-extern void rp_mirror_overlap_reset(RpMirror *pg);
-/* What the maps of the flush in flight hold (charged until the wait). */
-extern size_t rp_mirror_overlap_held(const RpMirror *pg);
-extern bool rp_mirror_overlap_running(const RpMirror *pg);
-
-
 
 /* rp_mirror_history.c */
 /* One source transaction's effects on history table t: versions closed and opened. */
@@ -344,15 +299,6 @@ extern size_t rp_mirror_effects_limit(const RpMirror *pg);
 extern void rp_mirror_effects_account(RpMirror *pg, RpMirrorTable *t);
 /* Give back every effect map's memory (nothing pending: after a flush, an abort, at close). */
 extern void rp_mirror_effects_release(RpMirror *pg);
-/* Size of one map set applied on the overlap's thread (rp_mirror_overlap.c). */
-extern size_t rp_mirror_effects_chunk(const RpMirror *pg);
-/*
- * Move t's map into *to (a shallow copy of t, which shares its description)
- * and leave t an empty one; what it holds stays charged until
- * rp_mirror_effects_drop gives it back.
- */
-extern void rp_mirror_effects_move(RpMirror *pg, RpMirrorTable *t, RpMirrorTable *to);
-extern void rp_mirror_effects_drop(RpMirror *pg, RpMirrorTable *moved);
 
 /* rp_mirror_table.c */
 /* Forget t's staging tables (the session that had them is gone). */
@@ -363,8 +309,6 @@ extern void rp_mirror_table_forget(RpMirrorTable *t);
 extern void rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel);
 /* The mapping of rel, made on first use (not yet resolved). */
 extern RpMirrorTable *rp_mirror_table_get(RpMirror *pg, const RpRelation *rel);
-/* Would rp_mirror_table_get describe rel's table (new, or its layout changed)? */
-extern bool rp_mirror_table_describes(const RpMirror *pg, const RpRelation *rel);
 /* Free t and everything it holds. */
 extern void rp_mirror_table_free(RpMirrorTable *t);
 /* Check (or create, --create-tables) t's destination table and read its catalog facts. */

@@ -181,15 +181,6 @@ rp_mirror_table_get(RpMirror *pg, const RpRelation *rel)
 	return t;
 }
 
-bool
-rp_mirror_table_describes(const RpMirror *pg, const RpRelation *rel)
-{
-	for (int i = 0; i < pg->ntables; i++)
-		if (pg->tables[i]->relid == rel->relid)
-			return !rp_mirror_same_layout(pg->tables[i]->rel, rel);
-	return true;
-}
-
 void
 rp_mirror_table_free(RpMirrorTable *t)
 {

@@ -1,48 +1,48 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
-# regress/t/mirror_overlap.sh: bound flushes applied beside the fold (rp_mirror_overlap.c) give
-# the source's rows, keep effect-once across kill -9, and fail closed.
+# regress/t/mirror_bound.sh: the mirror's bound flushes (its net-effect map applied mid-batch,
+# inside the open destination transaction, once it reaches a quarter of --max-memory) give the
+# source's rows, keep effect-once across kill -9, and fail closed.
 #
-# With --max-memory 8MB the mirror's maps are handed to the overlap's thread every 512 kB, so
-# one large transaction is applied as dozens of sets while the next ones fold. Tables: ov
-# (bigint key, int, text), ov2 (a second table touched in turn, so a set holds both), ovt
-# (STORAGE EXTERNAL text: its updates carry "unchanged TOAST").
+# With --max-memory 8MB the map is applied every 2 MB or so, so one large transaction is
+# applied in parts inside one destination transaction. Tables: ov (bigint key, int, text), ov2
+# (a second table touched in turn, so a part holds both), ovt (STORAGE EXTERNAL text: its
+# updates carry "unchanged TOAST").
 #   1. One consumer with --metrics-port streams: (a) a transaction of 60,000 inserts into ov
 #      and ov2 interleaved in blocks, whose later statements update, delete and re-insert keys
-#      of earlier sets and move keys (id + 1,000,000), with one key planted in the destination
-#      beforehand (other values): the fresh COPY of that key's set fails on it (23505) inside
-#      the flush on the thread, its savepoint is rolled back and the set goes through the
-#      staging merge (the destination log shows the rollback); (b) a transaction updating ovt
-#      (the large value unchanged), inserting 20,000 rows of ov so sets go between, then moving
-#      every ovt key with the large value unchanged (its old row is read back from the
-#      destination, after the set in flight has landed). Asserted: every table equals the
-#      source, and the metrics page counts bound flushes beside the fold
-#      (replicant_mirror_bound_flushes_total{beside_fold="true"} > 0).
+#      of earlier parts and move keys (id + 1,000,000), with one key planted in the destination
+#      beforehand (other values): the fresh COPY of that key's part fails on it (23505), its
+#      savepoint is rolled back and the part goes through the staging merge (the destination
+#      log shows the rollback); (b) a transaction updating ovt (the large value unchanged),
+#      inserting 20,000 rows of ov so parts are applied between, then moving every ovt key with
+#      the large value unchanged (its old row read back from the destination, where an earlier
+#      part put it). Asserted: every table equals the source, and the metrics page counts the
+#      parts (replicant_mirror_bound_flushes_total > 0).
 #   2. ROUNDS kill -9 rounds: a transaction of 40,000 inserts and updates; the consumer is
-#      killed once its page counts a flush beside the fold (mid-batch, while sets are in
-#      flight, when it gets there first); after each kill the slot's confirmed_flush_lsn is at
-#      or behind the destination's checkpoint (G2). A last run to the end: tables equal (G1:
-#      dup = 0, loss = 0).
-#   3. A destination CHECK constraint that the first set of a 30,000-row transaction breaks:
-#      the flush on the thread fails, and the consumer halts with an error naming the table
-#      and SQLSTATE 23514, never the row's value (G4); the checkpoint and the slot stay where
-#      they were (nothing acknowledged). The constraint dropped, a run applies it all, equal.
+#      killed once its page counts a bound flush (mid-batch, parts applied and not committed,
+#      when it gets there first); after each kill the slot's confirmed_flush_lsn is at or behind
+#      the destination's checkpoint (G2). A last run to the end: tables equal (G1: dup = 0,
+#      loss = 0).
+#   3. A destination CHECK constraint that the first part of a 30,000-row transaction breaks:
+#      the consumer halts with an error naming the table and SQLSTATE 23514, never the row's
+#      value (G4); the checkpoint and the slot stay where they were (nothing acknowledged). The
+#      constraint dropped, a run applies it all, equal.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
 . "$here/../lib.sh"
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 
-SLOT=overlap_mirror
+SLOT=bound_mirror
 ROUNDS=${ROUNDS:-3}
 BOUND=${BOUND:-300}			# seconds any wait may take before the test fails
 MAXMEM=8MB
-work=$(mktemp -d /tmp/rp-mirror-overlap.XXXXXX)
+work=$(mktemp -d /tmp/rp-mirror-bound.XXXXXX)
 status=1
 pid=
 cleanup() { rp_e2e_cleanup $? pid; }
 trap cleanup EXIT
-fail() { rp_e2e_fail mirror_overlap "$work/*.err" 8 "$*"; }
+fail() { rp_e2e_fail mirror_bound "$work/*.err" 8 "$*"; }
 
 started=$SECONDS
 rp_cluster_start src
@@ -68,10 +68,10 @@ same() {
 	done
 }
 port=$(rp_free_port)
-# beside: the page's count of flushes beside the fold (empty when it cannot be read)
-beside() {
+# flushes: the page's count of bound flushes (empty when it cannot be read)
+flushes() {
 	curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null |
-		awk '$1 == "replicant_mirror_bound_flushes_total{beside_fold=\"true\"}" { print $2 }'
+		awk '$1 == "replicant_mirror_bound_flushes_total" { print $2 }'
 }
 start_consumer() {	# start_consumer NAME [ARGS...]: in the background, no end position
 	local name=$1
@@ -114,7 +114,7 @@ rp_psql dst -c "INSERT INTO public.ov VALUES (30000, -1, 'planted')" >/dev/null
 rollbacks=$(grep -c 'ROLLBACK TO SAVEPOINT rp_fresh' "$dst_LOG" || true)
 
 start_consumer one
-# (a) blocks of ov and ov2 in turn; later statements reach back into earlier sets
+# (a) blocks of ov and ov2 in turn; later statements reach back into earlier parts
 rp_psql src >/dev/null <<'SQL'
 BEGIN;
 INSERT INTO ov SELECT g, g, repeat(md5(g::text), 2) FROM generate_series(1, 20000) g;
@@ -129,7 +129,7 @@ UPDATE ov SET id = id + 1000000 WHERE id % 13 = 0;
 DELETE FROM ov2 WHERE id % 3 = 0;
 COMMIT;
 SQL
-# (b) the large value unchanged through updates and key moves, with sets between them
+# (b) the large value unchanged through updates and key moves, with parts applied between them
 rp_psql src >/dev/null <<'SQL'
 BEGIN;
 UPDATE ovt SET n = n + 1;
@@ -140,16 +140,16 @@ UPDATE ovt SET n = n * 2 WHERE id % 2 = 0;
 COMMIT;
 SQL
 wait_until "the destination equals the source" same
-n=$(beside)
-[[ -n $n ]] && ((n > 0)) || fail "no bound flush ran beside the fold (replicant_mirror_bound_flushes_total{beside_fold=\"true\"} is '${n:-unreadable}')"
+n=$(flushes)
+[[ -n $n ]] && ((n > 0)) || fail "no bound flush (replicant_mirror_bound_flushes_total is '${n:-unreadable}')"
 (($(grep -c 'ROLLBACK TO SAVEPOINT rp_fresh' "$dst_LOG" || true) > rollbacks)) ||
-	fail "(a) the planted key did not send its set through the fallback (no ROLLBACK TO SAVEPOINT rp_fresh)"
+	fail "(a) the planted key did not send its part through the fallback (no ROLLBACK TO SAVEPOINT rp_fresh)"
 kill -TERM "$pid"
 wait "$pid" || fail "the consumer exited with status $? on SIGTERM"
 pid=
-summary="1: equal after $n flushes beside the fold, the planted key's set fell back;"
+summary="1: equal after $n bound flushes, the planted key's part fell back;"
 
-# ---- 2. kill -9 while sets are in flight
+# ---- 2. kill -9 after parts were applied, before the batch commits
 kills_mid=0
 for r in $(seq 1 "$ROUNDS"); do
 	base=$((3000000 + r * 100000))
@@ -161,7 +161,7 @@ UPDATE ov2 SET ref = ref + $r;
 COMMIT;
 SQL
 	start_consumer "kill-$r"
-	in_flight() { local n; n=$(beside); [[ -n $n ]] && ((n > 0)); }
+	in_flight() { local n; n=$(flushes); [[ -n $n ]] && ((n > 0)); }
 	t0=$SECONDS
 	until in_flight || ! kill -0 "$pid" 2>/dev/null || same; do
 		((SECONDS - t0 < BOUND)) || fail "round $r: nothing happened in $BOUND s"
@@ -173,9 +173,9 @@ SQL
 done
 run_to_end after-kills
 same "after $ROUNDS kill -9 rounds"
-summary+=" 2: $ROUNDS kill -9 rounds ($kills_mid after a flush beside the fold), equal;"
+summary+=" 2: $ROUNDS kill -9 rounds ($kills_mid after a bound flush), equal;"
 
-# ---- 3. the destination refuses a row of the first set: the flush on the thread fails
+# ---- 3. the destination refuses a row of the first part
 rp_psql dst -c "ALTER TABLE public.ov ADD CONSTRAINT ov_refuses CHECK (v <> 'secret-4000001')" >/dev/null
 ck_before=$(rp_dst_checkpoint dst "$SLOT")
 rp_psql src >/dev/null <<'SQL'
@@ -202,4 +202,4 @@ same "3: after the constraint was dropped"
 summary+=" 3: a refused row halts with SQLSTATE 23514 and no value, nothing acknowledged, then equal"
 
 status=0
-printf 'PASS mirror_overlap: %s (%ds)\n' "$summary" "$((SECONDS - started))"
+printf 'PASS mirror_bound: %s (%ds)\n' "$summary" "$((SECONDS - started))"
