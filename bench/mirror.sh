@@ -48,9 +48,12 @@
 # MODES="native replicant floor_stream floor_dest" (default all four); TIMELINE=1 prints, every 0.5 s of a catch-up, the CPU
 # each process class used (is the time spent, and do they overlap?); STATEMENTS=1 logs the
 # destination's statements and sums them per kind for each catch-up, with the destination's idle
-# time between them (where the destination's time goes); REPLICANT_BIN=PATH another consumer binary (an A/B
-# comparison; default the installed one); REPLICANT_OPTS="..." extra consumer options (e.g.
-# "--batch-txns 5000"); SETTINGS="line;line" more postgresql.conf lines for both clusters
+# time between them (where the destination's time goes); REPLICANT_BIN=PATH another consumer binary
+# (default the installed one); VS=PATH a second consumer binary run against it in the same run:
+# one slot per run over the same backlog, a warm-up run, then PAIRS (default 3) runs of each in
+# turn (A B A B ...), each run's line, then both medians and the ratio pair by pair (run to run
+# this machine moves by 20-30%: the pairs' ratio is the comparison to quote);
+# REPLICANT_OPTS="..." extra consumer options (e.g. "--batch-txns 5000"); SETTINGS="line;line" more postgresql.conf lines for both clusters
 # (default "autovacuum = off": the 2-core machine's numbers are steadier without it, and it is
 # the same for both sides; "fsync = on" is always added, over regress/logical.conf's
 # fsync = off, so commits are durable as in production); PERF=1 records the consumer
@@ -106,6 +109,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	for m in $modes; do
 		[[ " $ALL_MODES " == *" $m "* ]] || rp_die "MODES takes $ALL_MODES: $m"
 	done
+	[[ ${PAIRS:-3} =~ ^[1-9][0-9]?$ ]] || rp_die "PAIRS is a number of runs, 1 to 99: $PAIRS"
 	[[ ${FLOOR_CLIENT:-copy_floor} == copy_floor || $FLOOR_CLIENT == psql ]] ||
 		rp_die "FLOOR_CLIENT is copy_floor or psql: $FLOOR_CLIENT"
 	if ((build)); then rp_build_install || exit 1; fi
@@ -114,7 +118,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	rc=0
 	rp_run_unprivileged bench/mirror.sh --phase-run "$configs" "$modes" \
 		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" "${TIMELINE:-0}" \
-		"${FLOOR_CLIENT:-copy_floor}" "${STATEMENTS:-0}" | tee "$out" || rc=$?
+		"${FLOOR_CLIENT:-copy_floor}" "${STATEMENTS:-0}" "${VS:-}" "${PAIRS:-3}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -129,12 +133,17 @@ TIMELINE=${8:-0}
 REPLICANT_BIN=$7
 FLOOR_CLIENT=${9:-copy_floor}
 STATEMENTS=${10:-0}
+VS=${11:-}
+PAIRS=${12:-3}
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
 has_mode() { [[ " ${MODES[*]} " == *" $1 "* ]]; }
 
-rp_cluster_start src "${SETTINGS[@]}" "fsync = on"
+# with VS, a slot per run, all holding the backlog at once
+SLOTS=()
+[[ -n $VS ]] && SLOTS=("max_replication_slots = $((2 * PAIRS + 10))")
+rp_cluster_start src "${SETTINGS[@]}" "fsync = on" "${SLOTS[@]}"
 DST_LOGGING=()
 ((STATEMENTS)) && DST_LOGGING=("log_min_duration_statement = 0" "log_line_prefix = '%m [%a] '")
 rp_cluster_start dst "${SETTINGS[@]}" "fsync = on" "${DST_LOGGING[@]}"
@@ -180,6 +189,10 @@ PLUGIN_SO=$("$PG_CONFIG" --pkglibdir)/replicant.so
 IDS="$(bin_id "$PLUGIN_SO") / $(bin_id "$CONSUMER")"
 printf 'replicant.so / replicant: built %s\n' "$IDS"
 [[ -n $REPLICANT_BIN ]] && printf 'consumer: %s\n' "$CONSUMER"
+if [[ -n $VS ]]; then
+	[[ -x $VS ]] || rp_die "VS is not an executable: $VS"
+	printf 'vs: %s (built %s), %d runs of each, in turn\n' "$VS" "$(bin_id "$VS")" "$PAIRS"
+fi
 printf 'both clusters: fsync = %s, synchronous_commit = %s, wal_level = %s, shared_buffers = %s, max_wal_size = %s' \
 	"$(dst -Atc 'show fsync')" "$(dst -Atc 'show synchronous_commit')" "$(dst -Atc 'show wal_level')" \
 	"$(dst -Atc 'show shared_buffers')" "$(dst -Atc 'show max_wal_size')"
@@ -216,7 +229,9 @@ timeline_line() {
 		by[$c]=$((${by[$c]:-0} + C1[$p] - ${LASTC[$p]:-${C0[$p]}}))
 		LASTC[$p]=${C1[$p]}
 	done
-	t=$(ticks_of "$1") || t=0
+	# the consumer itself, not the /usr/bin/time that runs it
+	p=$(pgrep -P "$1" 2>/dev/null | head -n 1) || true
+	t=$(ticks_of "${p:-$1}") || t=0
 	for c in walsender dst_backend other; do line+=" $c=${by[$c]:-0}"; done
 	printf '  t=%s%s consumer=%s\n' "$(sub "$(now)" "$2")" "$line" $((t - last_t)) >&2
 	last_t=$t
@@ -438,7 +453,55 @@ floor_dest() {
 	dst -c "DROP TABLE fdsrc"
 }
 
-declare -A NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF FS_S FS_CPU FS_SCPU FD_S FD_CPU FD_SCPU FD_OK SPLIT
+# replicant_catchup SLOT BINARY WHO: BINARY catches up from SLOT to END into an empty
+# destination; sets RUN_S and, for WHO=replicant, REP_*; prints the run's line; then empties
+# the destination and drops the slot
+replicant_catchup() {
+	local slot=$1 bin=$2 who=$3 state=$WORK/state-$cfg log=$WORK/replicant-$cfg-$1.log confirmed ck s_dig d_dig cmd
+	rm -rf "$state"
+	if [[ $PERF == 1 ]]; then
+		cmd=(perf record -g -o "$WORK/perf-$cfg.data" -- "$bin")
+	elif [[ $PERF == all ]]; then
+		cmd=(perf record -a -g -o "$WORK/perf-$cfg.data" -- "$bin")
+	else
+		cmd=("$bin")
+	fi
+	run_measured "$log" "${cmd[@]}" -d "$SRC" -S "$slot" -n --start -E "$END" \
+		--sink "postgres:$DST" --create-tables --state-dir "$state" -v "${ROPTS[@]}"
+	if ((RUN_RC != 0)); then
+		tail -n 20 "$log" >&2
+		rp_die "$who ($bin) exited with status $RUN_RC"
+	fi
+	confirmed=$(src -Atc "select pg_wal_lsn_diff(confirmed_flush_lsn, '$END') from pg_replication_slots where slot_name = '$slot'")
+	ck=$(dst -Atc "select end_lsn from replicant.checkpoint where slot = '$slot'")
+	s_dig=$(digest src "$table")
+	d_dig=$(digest dst "public.$table")
+	if [[ $who == replicant ]]; then
+		REP_S[$cfg]=$RUN_S
+		REP_CPU[$cfg]=$RUN_CPU
+		REP_SCPU[$cfg]=$RUN_SERVER_CPU
+		REP_RSS[$cfg]=$(mb "$RUN_RSS_KB")
+		SPLIT[$cfg:replicant]=$RUN_SERVER_SPLIT
+	fi
+	if [[ $s_dig == "$d_dig" ]]; then
+		[[ ${REP_OK[$cfg]:-} == DIFF* ]] || REP_OK[$cfg]="${d_dig%% *} rows, equal"
+	else
+		REP_OK[$cfg]="DIFFERENT ($who): src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
+	fi
+	printf '  %s: %s s (consumer cpu %s s, servers cpu %s s: %s; consumer peak RSS %s MB); backlog %s of WAL, end %s\n' \
+		"$who" "$RUN_S" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$(mb "$RUN_RSS_KB")" "${WAL_OF[$cfg]}" "$END"
+	printf '  %s: destination checkpoint end_lsn %s, slot confirmed at end%+d bytes; source %s, destination %s\n' \
+		"$who" "$ck" "$confirmed" "$s_dig" "$d_dig"
+	[[ $PERF == 1 ]] && { perf report -i "$WORK/perf-$cfg.data" --stdio --no-children 2>/dev/null |
+		grep -v '^$' | head -n 60 | sed 's/^/    perf: /'; }
+	[[ $PERF == all ]] && { perf report -i "$WORK/perf-$cfg.data" --stdio --no-children -g none \
+		--sort comm,dso,sym 2>/dev/null | grep -v '^$' | grep -v '^#' | head -n 80 | sed 's/^/    perf: /'; }
+	replicant -d "$SRC" -S "$slot" --drop-slot 2>>"$log" || true
+	dst -c "DROP TABLE public.$table; DROP SCHEMA IF EXISTS replicant CASCADE"
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) printf "%s", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+declare -A NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF FS_S FS_CPU FS_SCPU FD_S FD_CPU FD_SCPU FD_OK SPLIT VS_LINE
 RC=0
 for cfg in "${CONFIGS[@]}"; do
 	N=${cfg%%:*} T=${cfg##*:}
@@ -460,54 +523,46 @@ for cfg in "${CONFIGS[@]}"; do
 		src -c "DROP TABLE nbench" -c "DROP PUBLICATION npub"
 	fi
 
-	# ---- replicant: a backlog in its slot, then the consumer catches up and exits at END
+	# ---- replicant: a backlog in its slot, then the consumer catches up and exits at END;
+	# with VS, one slot per run, and the two consumers in turn over the same backlog
 	if has_mode replicant; then
-		slot=rslot_$T
 		table=rbench
-		state=$WORK/state-$cfg
-		log=$WORK/replicant-$cfg.log
-		rm -rf "$state"
 		src -c "DROP TABLE IF EXISTS $table; $(ddl "$table")"
 		dst -c "DROP TABLE IF EXISTS $table; DROP SCHEMA IF EXISTS replicant CASCADE"
-		replicant -d "$SRC" -S "$slot" --create-slot 2>"$log" || { cat "$log" >&2; rp_die "replicant --create-slot failed"; }
-		start_lsn=$(src -Atc "select confirmed_flush_lsn from pg_replication_slots where slot_name = '$slot'")
+		runs=1
+		# with VS, a first run of replicant that is not counted: the first run after a build or
+		# on a cold machine is slow every time (below)
+		[[ -n $VS ]] && runs=$((2 * PAIRS + 1))
+		for ((i = 1; i <= runs; i++)); do
+			replicant -d "$SRC" -S "rslot_${T}_$i" --create-slot 2>"$WORK/slot-$cfg.log" ||
+				{ cat "$WORK/slot-$cfg.log" >&2; rp_die "replicant --create-slot failed"; }
+		done
+		start_lsn=$(src -Atc "select confirmed_flush_lsn from pg_replication_slots where slot_name = 'rslot_${T}_1'")
 		workload "$table" "$N" "$T"
 		WAL_OF[$cfg]=$(src -Atc "select pg_size_pretty(pg_wal_lsn_diff('$END', '$start_lsn'))")
-		if [[ $PERF == 1 ]]; then
-			cmd=(perf record -g -o "$WORK/perf-$cfg.data" -- "$CONSUMER")
-		elif [[ $PERF == all ]]; then
-			cmd=(perf record -a -g -o "$WORK/perf-$cfg.data" -- "$CONSUMER")
-		else
-			cmd=("$CONSUMER")
+		a_s=() b_s=()
+		for ((i = 1; i <= runs; i++)); do
+			bin=$CONSUMER who=replicant
+			if [[ -n $VS ]] && ((i == 1)); then
+				who=warm-up
+			elif [[ -n $VS ]] && ((i % 2 == 1)); then
+				bin=$VS who=vs
+			fi
+			replicant_catchup "rslot_${T}_$i" "$bin" "$who"
+			case $who in
+			vs) b_s+=("$RUN_S") ;;
+			replicant) a_s+=("$RUN_S") ;;
+			esac
+		done
+		if [[ -n $VS ]]; then
+			ratios=()
+			for ((i = 0; i < PAIRS; i++)); do ratios+=("$(ratio "${a_s[$i]}" "${b_s[$i]}")"); done
+			VS_LINE[$cfg]=$(printf 'replicant %s s, vs %s s (medians of %d); replicant/vs by pair: %s, median %s' \
+				"$(median "${a_s[@]}")" "$(median "${b_s[@]}")" "$PAIRS" "${ratios[*]}" "$(median "${ratios[@]}")")
+			printf '  %s\n' "${VS_LINE[$cfg]}"
+			REP_S[$cfg]=$(median "${a_s[@]}")
 		fi
-		run_measured "$log" "${cmd[@]}" -d "$SRC" -S "$slot" -n --start -E "$END" \
-			--sink "postgres:$DST" --create-tables --state-dir "$state" -v "${ROPTS[@]}"
-		if ((RUN_RC != 0)); then
-			tail -n 20 "$log" >&2
-			rp_die "replicant exited with status $RUN_RC"
-		fi
-		REP_S[$cfg]=$RUN_S
-		REP_CPU[$cfg]=$RUN_CPU
-		REP_SCPU[$cfg]=$RUN_SERVER_CPU
-		REP_RSS[$cfg]=$(mb "$RUN_RSS_KB")
-		SPLIT[$cfg:replicant]=$RUN_SERVER_SPLIT
-		confirmed=$(src -Atc "select pg_wal_lsn_diff(confirmed_flush_lsn, '$END') from pg_replication_slots where slot_name = '$slot'")
-		ck=$(dst -Atc "select end_lsn from replicant.checkpoint where slot = '$slot'")
-		s_dig=$(digest src "$table")
-		d_dig=$(digest dst "public.$table")
-		[[ $s_dig == "$d_dig" ]] && REP_OK[$cfg]="${d_dig%% *} rows, equal" ||
-			REP_OK[$cfg]="DIFFERENT: src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
-		printf '  replicant: %s s (consumer cpu %s s, servers cpu %s s: %s; consumer peak RSS %s MB); backlog %s of WAL, end %s\n' \
-			"${REP_S[$cfg]}" "${REP_CPU[$cfg]}" "${REP_SCPU[$cfg]}" "$RUN_SERVER_SPLIT" "${REP_RSS[$cfg]}" "${WAL_OF[$cfg]}" "$END"
-		printf '  replicant: destination checkpoint end_lsn %s, slot confirmed at end%+d bytes; source %s, destination %s\n' \
-			"$ck" "$confirmed" "$s_dig" "$d_dig"
-		[[ $PERF == 1 ]] && { perf report -i "$WORK/perf-$cfg.data" --stdio --no-children 2>/dev/null |
-			grep -v '^$' | head -n 60 | sed 's/^/    perf: /'; }
-		[[ $PERF == all ]] && { perf report -i "$WORK/perf-$cfg.data" --stdio --no-children -g none \
-			--sort comm,dso,sym 2>/dev/null | grep -v '^$' | grep -v '^#' | head -n 80 | sed 's/^/    perf: /'; }
-		replicant -d "$SRC" -S "$slot" --drop-slot 2>>"$log" || true
 		src -c "DROP TABLE $table"
-		dst -c "DROP TABLE public.$table"
 	fi
 
 	# ---- the floors: the source's decode and send alone, the destination's bulk work alone
@@ -542,6 +597,10 @@ for cfg in "${CONFIGS[@]}"; do
 		"${FD_S[$cfg]:--}" "${mx:--}" "$(ratio "${REP_S[$cfg]:-}" "$mx")" "$(ratio "${NAT_S[$cfg]:-}" "${REP_S[$cfg]:-}")"
 done
 printf '(max(floors) is the one floor measured when MODES has only one)\n'
+if [[ -n $VS ]]; then
+	printf '\nreplicant against vs (%s), same backlog, runs in turn (replicant_s above is the median):\n' "$VS"
+	for cfg in "${CONFIGS[@]}"; do printf '%-28s %s\n' "$(label "$cfg")" "${VS_LINE[$cfg]:--}"; done
+fi
 printf '\nCPU seconds by process class (servers; the client is the consumer, pg_recvlogical or the two psql):\n'
 for cfg in "${CONFIGS[@]}"; do
 	for m in "${MODES[@]}"; do
