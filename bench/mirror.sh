@@ -52,7 +52,10 @@
 # (default the installed one); VS=PATH a second consumer binary run against it in the same run:
 # one slot per run over the same backlog, a warm-up run, then PAIRS (default 3) runs of each in
 # turn (A B A B ...), each run's line, then both medians and the ratio pair by pair (run to run
-# this machine moves by 20-30%: the pairs' ratio is the comparison to quote);
+# this machine moves by 20-30%: the pairs' ratio is the comparison to quote); ROUNDS=N (default
+# 1) runs replicant and the two floors N times in turn on each backlog (replicant, floor_stream,
+# floor_dest, replicant, ...: a round is one of each, close in time), prints replicant /
+# max(floors) round by round, and reports the medians (not with VS);
 # REPLICANT_OPTS="..." extra consumer options (e.g. "--batch-txns 5000"); SETTINGS="line;line" more postgresql.conf lines for both clusters
 # (default "autovacuum = off": the 2-core machine's numbers are steadier without it, and it is
 # the same for both sides; "fsync = on" is always added, over regress/logical.conf's
@@ -110,6 +113,8 @@ if [[ ${1:-} != --phase-run ]]; then
 		[[ " $ALL_MODES " == *" $m "* ]] || rp_die "MODES takes $ALL_MODES: $m"
 	done
 	[[ ${PAIRS:-3} =~ ^[1-9][0-9]?$ ]] || rp_die "PAIRS is a number of runs, 1 to 99: $PAIRS"
+	[[ ${ROUNDS:-1} =~ ^[1-9][0-9]?$ ]] || rp_die "ROUNDS is a number of rounds, 1 to 99: $ROUNDS"
+	[[ ${ROUNDS:-1} == 1 || -z ${VS:-} ]] || rp_die "ROUNDS and VS do not go together: pair the consumers, or the consumer with its floors"
 	[[ ${FLOOR_CLIENT:-copy_floor} == copy_floor || $FLOOR_CLIENT == psql ]] ||
 		rp_die "FLOOR_CLIENT is copy_floor or psql: $FLOOR_CLIENT"
 	if ((build)); then rp_build_install || exit 1; fi
@@ -118,7 +123,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	rc=0
 	rp_run_unprivileged bench/mirror.sh --phase-run "$configs" "$modes" \
 		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${PERF:-0}" "${REPLICANT_BIN:-}" "${TIMELINE:-0}" \
-		"${FLOOR_CLIENT:-copy_floor}" "${STATEMENTS:-0}" "${VS:-}" "${PAIRS:-3}" | tee "$out" || rc=$?
+		"${FLOOR_CLIENT:-copy_floor}" "${STATEMENTS:-0}" "${VS:-}" "${PAIRS:-3}" "${ROUNDS:-1}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
 fi
@@ -135,6 +140,7 @@ FLOOR_CLIENT=${9:-copy_floor}
 STATEMENTS=${10:-0}
 VS=${11:-}
 PAIRS=${12:-3}
+ROUNDS=${13:-1}
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
@@ -501,7 +507,12 @@ replicant_catchup() {
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) printf "%s", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -A NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF FS_S FS_CPU FS_SCPU FD_S FD_CPU FD_SCPU FD_OK SPLIT VS_LINE
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) printf "-"; else printf "%.2f", a / b }'; }
+plus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "") printf ""; else printf "%.2f", a + b }'; }
+# the larger of two floors (one alone when the other was not measured)
+max_floor() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" && b == "") printf ""; else printf "%.2f", (a + 0 > b + 0) ? a : b }'; }
+
+declare -A ROUNDS_LINE NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF FS_S FS_CPU FS_SCPU FD_S FD_CPU FD_SCPU FD_OK SPLIT VS_LINE
 RC=0
 for cfg in "${CONFIGS[@]}"; do
 	N=${cfg%%:*} T=${cfg##*:}
@@ -523,57 +534,71 @@ for cfg in "${CONFIGS[@]}"; do
 		src -c "DROP TABLE nbench" -c "DROP PUBLICATION npub"
 	fi
 
-	# ---- replicant: a backlog in its slot, then the consumer catches up and exits at END;
-	# with VS, one slot per run, and the two consumers in turn over the same backlog
-	if has_mode replicant; then
-		table=rbench
-		src -c "DROP TABLE IF EXISTS $table; $(ddl "$table")"
-		dst -c "DROP TABLE IF EXISTS $table; DROP SCHEMA IF EXISTS replicant CASCADE"
-		runs=1
-		# with VS, a first run of replicant that is not counted: the first run after a build or
-		# on a cold machine is slow every time (below)
-		[[ -n $VS ]] && runs=$((2 * PAIRS + 1))
-		for ((i = 1; i <= runs; i++)); do
-			replicant -d "$SRC" -S "rslot_${T}_$i" --create-slot 2>"$WORK/slot-$cfg.log" ||
-				{ cat "$WORK/slot-$cfg.log" >&2; rp_die "replicant --create-slot failed"; }
-		done
-		start_lsn=$(src -Atc "select confirmed_flush_lsn from pg_replication_slots where slot_name = 'rslot_${T}_1'")
-		workload "$table" "$N" "$T"
-		WAL_OF[$cfg]=$(src -Atc "select pg_size_pretty(pg_wal_lsn_diff('$END', '$start_lsn'))")
-		a_s=() b_s=()
-		for ((i = 1; i <= runs; i++)); do
-			bin=$CONSUMER who=replicant
-			if [[ -n $VS ]] && ((i == 1)); then
-				who=warm-up
-			elif [[ -n $VS ]] && ((i % 2 == 1)); then
-				bin=$VS who=vs
-			fi
-			replicant_catchup "rslot_${T}_$i" "$bin" "$who"
-			case $who in
-			vs) b_s+=("$RUN_S") ;;
-			replicant) a_s+=("$RUN_S") ;;
-			esac
-		done
-		if [[ -n $VS ]]; then
-			ratios=()
-			for ((i = 0; i < PAIRS; i++)); do ratios+=("$(ratio "${a_s[$i]}" "${b_s[$i]}")"); done
-			VS_LINE[$cfg]=$(printf 'replicant %s s, vs %s s (medians of %d); replicant/vs by pair: %s, median %s' \
-				"$(median "${a_s[@]}")" "$(median "${b_s[@]}")" "$PAIRS" "${ratios[*]}" "$(median "${ratios[@]}")")
-			printf '  %s\n' "${VS_LINE[$cfg]}"
-			REP_S[$cfg]=$(median "${a_s[@]}")
-		fi
-		src -c "DROP TABLE $table"
-	fi
+	# ---- replicant and the floors, ROUNDS times in turn (their medians are reported)
+	r_s=() fs_s=() fd_s=() round_ratios=()
+	for ((round = 1; round <= ROUNDS; round++)); do
+		((ROUNDS > 1)) && printf '  -- round %d of %d\n' "$round" "$ROUNDS"
 
-	# ---- the floors: the source's decode and send alone, the destination's bulk work alone
-	if has_mode floor_stream; then floor_stream "$N" "$T"; fi
-	if has_mode floor_dest; then floor_dest "$N"; fi
+		# ---- replicant: a backlog in its slot, then the consumer catches up and exits at END;
+		# with VS, one slot per run, and the two consumers in turn over the same backlog
+		if has_mode replicant; then
+			table=rbench
+			src -c "DROP TABLE IF EXISTS $table; $(ddl "$table")"
+			dst -c "DROP TABLE IF EXISTS $table; DROP SCHEMA IF EXISTS replicant CASCADE"
+			runs=1
+			# with VS, a first run of replicant that is not counted: the first run after a build or
+			# on a cold machine is slow every time (below)
+			[[ -n $VS ]] && runs=$((2 * PAIRS + 1))
+			for ((i = 1; i <= runs; i++)); do
+				replicant -d "$SRC" -S "rslot_${T}_$i" --create-slot 2>"$WORK/slot-$cfg.log" ||
+					{ cat "$WORK/slot-$cfg.log" >&2; rp_die "replicant --create-slot failed"; }
+			done
+			start_lsn=$(src -Atc "select confirmed_flush_lsn from pg_replication_slots where slot_name = 'rslot_${T}_1'")
+			workload "$table" "$N" "$T"
+			WAL_OF[$cfg]=$(src -Atc "select pg_size_pretty(pg_wal_lsn_diff('$END', '$start_lsn'))")
+			a_s=() b_s=()
+			for ((i = 1; i <= runs; i++)); do
+				bin=$CONSUMER who=replicant
+				if [[ -n $VS ]] && ((i == 1)); then
+					who=warm-up
+				elif [[ -n $VS ]] && ((i % 2 == 1)); then
+					bin=$VS who=vs
+				fi
+				replicant_catchup "rslot_${T}_$i" "$bin" "$who"
+				case $who in
+				vs) b_s+=("$RUN_S") ;;
+				replicant) a_s+=("$RUN_S") ;;
+				esac
+			done
+			if [[ -n $VS ]]; then
+				ratios=()
+				for ((i = 0; i < PAIRS; i++)); do ratios+=("$(ratio "${a_s[$i]}" "${b_s[$i]}")"); done
+				VS_LINE[$cfg]=$(printf 'replicant %s s, vs %s s (medians of %d); replicant/vs by pair: %s, median %s' \
+					"$(median "${a_s[@]}")" "$(median "${b_s[@]}")" "$PAIRS" "${ratios[*]}" "$(median "${ratios[@]}")")
+				printf '  %s\n' "${VS_LINE[$cfg]}"
+				REP_S[$cfg]=$(median "${a_s[@]}")
+			fi
+			src -c "DROP TABLE $table"
+		fi
+
+		# ---- the floors: the source's decode and send alone, the destination's bulk work alone
+		if has_mode floor_stream; then floor_stream "$N" "$T"; fi
+		if has_mode floor_dest; then floor_dest "$N"; fi
+		r_s+=("${REP_S[$cfg]:-}") fs_s+=("${FS_S[$cfg]:-}") fd_s+=("${FD_S[$cfg]:-}")
+		round_ratios+=("$(ratio "${REP_S[$cfg]:-}" "$(max_floor "${FS_S[$cfg]:-}" "${FD_S[$cfg]:-}")")")
+	done
+	if ((ROUNDS > 1)); then
+		has_mode replicant && REP_S[$cfg]=$(median "${r_s[@]}")
+		has_mode floor_stream && FS_S[$cfg]=$(median "${fs_s[@]}")
+		has_mode floor_dest && FD_S[$cfg]=$(median "${fd_s[@]}")
+		ROUNDS_LINE[$cfg]=$(printf 'replicant %s, floor_stream %s, floor_dest %s s; replicant/max(floors) by round: %s, median %s' \
+			"${r_s[*]:--}" "${fs_s[*]:--}" "${fd_s[*]:--}" "${round_ratios[*]}" "$(median "${round_ratios[@]}")")
+		printf '  rounds: %s\n' "${ROUNDS_LINE[$cfg]}"
+	fi
 	printf '\n'
 done
 
 # ---------------------------------------------------------------- report
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) printf "-"; else printf "%.2f", a / b }'; }
-plus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "") printf ""; else printf "%.2f", a + b }'; }
 label() { printf '%s rows / %s per txn' "${1%%:*}" "${1##*:}"; }
 printf 'wall time (the measure the targets are set on):\n'
 printf '%-28s %9s %12s %17s %17s\n' backlog native_s replicant_s native/replicant target
@@ -592,11 +617,15 @@ done
 printf '\nagainst the floors (target: replicant / max(floors) <= 1.15):\n'
 printf '%-28s %12s %15s %13s %13s %18s %17s\n' backlog replicant_s floor_stream_s floor_dest_s max_floor_s replicant/max_floor native/replicant
 for cfg in "${CONFIGS[@]}"; do
-	mx=$(awk -v a="${FS_S[$cfg]:-}" -v b="${FD_S[$cfg]:-}" 'BEGIN { if (a == "" && b == "") printf ""; else printf "%.2f", (a + 0 > b + 0) ? a : b }')
+	mx=$(max_floor "${FS_S[$cfg]:-}" "${FD_S[$cfg]:-}")
 	printf '%-28s %12s %15s %13s %13s %17sx %16sx\n' "$(label "$cfg")" "${REP_S[$cfg]:--}" "${FS_S[$cfg]:--}" \
 		"${FD_S[$cfg]:--}" "${mx:--}" "$(ratio "${REP_S[$cfg]:-}" "$mx")" "$(ratio "${NAT_S[$cfg]:-}" "${REP_S[$cfg]:-}")"
 done
 printf '(max(floors) is the one floor measured when MODES has only one)\n'
+if ((ROUNDS > 1)); then
+	printf '\n%d rounds of replicant and the floors in turn (the table above gives their medians):\n' "$ROUNDS"
+	for cfg in "${CONFIGS[@]}"; do printf '%-28s %s\n' "$(label "$cfg")" "${ROUNDS_LINE[$cfg]:--}"; done
+fi
 if [[ -n $VS ]]; then
 	printf '\nreplicant against vs (%s), same backlog, runs in turn (replicant_s above is the median):\n' "$VS"
 	for cfg in "${CONFIGS[@]}"; do printf '%-28s %s\n' "$(label "$cfg")" "${VS_LINE[$cfg]:--}"; done
