@@ -46,7 +46,7 @@
 # configuration; --quick = CONFIGS="100000:1000 20000:10" (a run of about a minute). Environment:
 # CONFIGS="ROWS:PER_TXN ..." (default "1000000:1000 200000:10");
 # MODES="native replicant floor_stream floor_dest" (default all four); TIMELINE=1 prints, every 0.5 s of a catch-up, the CPU
-# each process class used (is the time spent, and do they overlap?); STATEMENTS=1 logs the
+# each process class used (is the time spent, and do they overlap?; TIMELINE_POLLS=N every N tenths of a second instead of 5); STATEMENTS=1 logs the
 # destination's statements and sums them per kind for each catch-up, with the destination's idle
 # time between them (where the destination's time goes); REPLICANT_BIN=PATH another consumer binary
 # (default the installed one); VS=PATH a second consumer binary run against it in the same run:
@@ -113,6 +113,7 @@ if [[ ${1:-} != --phase-run ]]; then
 		[[ " $ALL_MODES " == *" $m "* ]] || rp_die "MODES takes $ALL_MODES: $m"
 	done
 	[[ ${PAIRS:-3} =~ ^[1-9][0-9]?$ ]] || rp_die "PAIRS is a number of runs, 1 to 99: $PAIRS"
+	[[ ${TIMELINE_POLLS:-5} =~ ^[1-9][0-9]?$ ]] || rp_die "TIMELINE_POLLS is a number of tenths of a second, 1 to 99: $TIMELINE_POLLS"
 	[[ ${ROUNDS:-1} =~ ^[1-9][0-9]?$ ]] || rp_die "ROUNDS is a number of rounds, 1 to 99: $ROUNDS"
 	[[ ${ROUNDS:-1} == 1 || -z ${VS:-} ]] || rp_die "ROUNDS and VS do not go together: pair the consumers, or the consumer with its floors"
 	[[ ${FLOOR_CLIENT:-copy_floor} == copy_floor || $FLOOR_CLIENT == psql ]] ||
@@ -141,6 +142,7 @@ STATEMENTS=${10:-0}
 VS=${11:-}
 PAIRS=${12:-3}
 ROUNDS=${13:-1}
+TL_POLLS=${TIMELINE_POLLS:-5}  # checked before the switch to the unprivileged user, which keeps the environment
 export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"  # the consumer as built here, then the server's tools
 trap rp_cluster_cleanup_all EXIT
 
@@ -322,7 +324,7 @@ run_measured() {
 	while kill -0 "$pid" 2>/dev/null; do
 		cpu_poll
 		polls=$((polls + 1))
-		((TIMELINE && polls % 5 == 0)) && timeline_line "$pid" "$a"
+		((TIMELINE && polls % TL_POLLS == 0)) && timeline_line "$pid" "$a"
 		if ((!timed)); then
 			line=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
 			[[ -n $line ]] && hwm=$line
