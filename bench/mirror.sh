@@ -312,6 +312,8 @@ run_measured() {
 	cpu_begin
 	((TIMELINE)) && waits_begin
 	((STATEMENTS)) && statements_begin
+	local ckpt_off
+	ckpt_off=$(stat -c %s "$dst_LOG")
 	a=$(now)
 	if ((timed)); then
 		/usr/bin/time -v -o "$tfile" "$@" 2>"$log" &
@@ -334,6 +336,9 @@ run_measured() {
 	done
 	wait "$pid" || RUN_RC=$?
 	b=$(now)
+	# checkpoints the destination started by itself meanwhile (WAL volume or time): their
+	# full-page images make the same work dearer
+	RUN_DST_CKPTS=$(tail -c +$((ckpt_off + 1)) "$dst_LOG" | grep -c 'checkpoint starting: \(wal\|time\)' || true)
 	((TIMELINE)) && waits_end
 	RUN_S=$(sub "$b" "$a")
 	# the loop above notices the exit up to one poll late: /usr/bin/time's wall clock is exact
@@ -455,8 +460,8 @@ floor_dest() {
 	d_dig=$(digest dst fdsrc)
 	[[ $s_dig == "$d_dig" ]] && FD_OK[$cfg]="${d_dig%% *} rows, equal" ||
 		FD_OK[$cfg]="DIFFERENT: src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
-	printf '  floor_dest: %s s (client cpu %s s, servers cpu %s s: %s); source %s, destination %s\n' \
-		"${FD_S[$cfg]}" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$s_dig" "$d_dig"
+	printf '  floor_dest: %s s (client cpu %s s, servers cpu %s s: %s); source %s, destination %s; destination checkpoints inside: %s\n' \
+		"${FD_S[$cfg]}" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$s_dig" "$d_dig" "$RUN_DST_CKPTS"
 	src -c "DROP TABLE fdsrc"
 	dst -c "DROP TABLE fdsrc"
 }
@@ -474,6 +479,10 @@ replicant_catchup() {
 	else
 		cmd=("$bin")
 	fi
+	# a checkpoint first, as before the floors: otherwise the catch-ups after the first one
+	# cross a checkpoint the WAL of the previous ones started (max_wal_size), at a point that
+	# varies, and pay its full-page images
+	dst -c CHECKPOINT
 	run_measured "$log" "${cmd[@]}" -d "$SRC" -S "$slot" -n --start -E "$END" \
 		--sink "postgres:$DST" --create-tables --state-dir "$state" -v "${ROPTS[@]}"
 	if ((RUN_RC != 0)); then
@@ -496,8 +505,8 @@ replicant_catchup() {
 	else
 		REP_OK[$cfg]="DIFFERENT ($who): src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
 	fi
-	printf '  %s: %s s (consumer cpu %s s, servers cpu %s s: %s; consumer peak RSS %s MB); backlog %s of WAL, end %s\n' \
-		"$who" "$RUN_S" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$(mb "$RUN_RSS_KB")" "${WAL_OF[$cfg]}" "$END"
+	printf '  %s: %s s (consumer cpu %s s, servers cpu %s s: %s; consumer peak RSS %s MB); backlog %s of WAL, end %s; destination checkpoints inside: %s\n' \
+		"$who" "$RUN_S" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$(mb "$RUN_RSS_KB")" "${WAL_OF[$cfg]}" "$END" "$RUN_DST_CKPTS"
 	printf '  %s: destination checkpoint end_lsn %s, slot confirmed at end%+d bytes; source %s, destination %s\n' \
 		"$who" "$ck" "$confirmed" "$s_dig" "$d_dig"
 	[[ $PERF == 1 ]] && { perf report -i "$WORK/perf-$cfg.data" --stdio --no-children 2>/dev/null |
