@@ -79,6 +79,25 @@ fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now()); SELECT pg_current_wa
 rp_nats_wait_confirmed src "$SLOT" "$fence" 300 "$consumer_pid" ||
 	fail "the slot did not confirm $fence (all of the workload) within 300 s (the consumer is $(kill -0 "$consumer_pid" 2>/dev/null && echo running || echo gone))"
 
+# Idle WAL: a CHECKPOINT writes WAL that decodes to no transaction. The sink records the idle
+# position in the stream (a position message, at most once per status interval), so the slot
+# confirms it: a quiet database in a busy cluster holds no WAL for ever. And a fast shutdown
+# of the source completes: its walsender waits until the client confirms everything it sent
+# (the shutdown checkpoint included), and a writer that never confirmed past its last
+# transaction held it there for good (the 60 s wait below failed, the server still up).
+rp_psql src -c "CHECKPOINT" >/dev/null
+idle=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
+rp_nats_wait_confirmed src "$SLOT" "$idle" 120 "$consumer_pid" ||
+	fail "the slot did not confirm the idle position $idle (WAL after the last transaction) within 120 s"
+rc=0
+PGCTLTIMEOUT=60 "$RP_BINDIR/pg_ctl" -D "$src_DATA" -m fast -w stop >"$work/stop.out" 2>&1 || rc=$?
+if ((rc != 0)); then
+	kill -KILL "$consumer_pid" 2>/dev/null || true  # lets the walsender, and so the server, go
+	"$RP_BINDIR/pg_ctl" -D "$src_DATA" -m fast -w stop >/dev/null 2>&1 || true
+	fail "a fast shutdown of the source with the writer connected did not end within 60 s: $(tail -n 1 "$work/stop.out")"
+fi
+"$RP_BINDIR/pg_ctl" -D "$src_DATA" -l "$src_LOG" -w -t 60 start >/dev/null
+
 curl -sf "http://127.0.0.1:$port/metrics" >"$work/metrics.txt" || fail "no metrics on port $port"
 kill -TERM "$consumer_pid"
 rc=0

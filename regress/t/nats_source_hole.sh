@@ -55,12 +55,12 @@ write_stream() {
 	conn=$(rp_conninfo "$name")
 	rp_psql "$name" -c "CREATE TABLE h (id int PRIMARY KEY, txn int NOT NULL, v text)" >/dev/null
 	replicant -d "$conn" -S hole_cdc --create-slot
+	# the fence is read inside the last transaction: the slot passes it when that commit is confirmed
 	for ((k = $4; k <= $5; k++)); do
-		rp_psql "$name" -c "BEGIN" -c "INSERT INTO h VALUES ($((10 * k + 1)), $k, 'a')" \
+		fence=$(rp_psql "$name" -At -c "BEGIN" -c "INSERT INTO h VALUES ($((10 * k + 1)), $k, 'a')" \
 			-c "INSERT INTO h VALUES ($((10 * k + 2)), $k, 'b')" \
-			-c "INSERT INTO h VALUES ($((10 * k + 3)), $k, 'c')" -c "COMMIT" >/dev/null
+			-c "INSERT INTO h VALUES ($((10 * k + 3)), $k, 'c')" -c "SELECT pg_current_wal_insert_lsn()" -c "COMMIT")
 	done
-	fence=$(rp_psql "$name" -Atc "SELECT pg_current_wal_lsn()")
 	replicant -d "$conn" -S hole_cdc --start --sink "$(rp_nats_sink_url)" --nats-stream "$stream" \
 		--nats-subject-prefix "$prefix" --state-dir "$work/st-w-$stream" 2>"$work/writer-$stream.err" &
 	writer_pid=$!

@@ -56,12 +56,12 @@ replicant -d "$conn" -S ll_cdc --create-slot
 write() {
 	local first=$1 last=$2 k fence
 	shift 2
+	# the fence is read inside the last transaction: the slot passes it when that commit is confirmed
 	for ((k = first; k <= last; k++)); do
-		rp_psql src -c "BEGIN" -c "INSERT INTO h VALUES ($((10 * k + 1)), $k, 'a')" \
+		fence=$(rp_psql src -At -c "BEGIN" -c "INSERT INTO h VALUES ($((10 * k + 1)), $k, 'a')" \
 			-c "INSERT INTO h VALUES ($((10 * k + 2)), $k, 'b')" \
-			-c "INSERT INTO h VALUES ($((10 * k + 3)), $k, 'c')" -c "COMMIT" >/dev/null
+			-c "INSERT INTO h VALUES ($((10 * k + 3)), $k, 'c')" -c "SELECT pg_current_wal_insert_lsn()" -c "COMMIT")
 	done
-	fence=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
 	replicant -d "$conn" -S ll_cdc --start --sink "$(rp_nats_sink_url "$@")" --nats-stream LL \
 		--nats-subject-prefix ll --state-dir "$work/st-writer" 2>>"$work/writer.err" &
 	writer_pid=$!
@@ -135,9 +135,8 @@ waits reader reader_pid "$work/reader-2.err"
 # ---- 4b. the writer too, through A alone, with T11 to write: its resume point is the stream's
 # tail, and a tail read from A's T1..T5 is behind what the slot confirmed (T10): it must wait
 # for a leader, not halt on a gap between the slot and the stream
-rp_psql src -c "BEGIN" -c "INSERT INTO h VALUES (111, 11, 'a')" -c "INSERT INTO h VALUES (112, 11, 'b')" \
-	-c "INSERT INTO h VALUES (113, 11, 'c')" -c "COMMIT" >/dev/null
-fence=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
+fence=$(rp_psql src -At -c "BEGIN" -c "INSERT INTO h VALUES (111, 11, 'a')" -c "INSERT INTO h VALUES (112, 11, 'b')" \
+	-c "INSERT INTO h VALUES (113, 11, 'c')" -c "SELECT pg_current_wal_insert_lsn()" -c "COMMIT")
 : >"$work/writer-2.err"
 replicant -d "$conn" -S ll_cdc --start --sink "$(rp_nats_sink_url "$a")" --nats-stream LL \
 	--nats-subject-prefix ll --state-dir "$work/st-writer" 2>"$work/writer-2.err" &

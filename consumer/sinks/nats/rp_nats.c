@@ -257,6 +257,24 @@ rp_nats_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 	return publish_unit(s->priv, NULL, &u, ck);
 }
 
+/*
+ * Idle advance: WAL that decodes to no transaction (a checkpoint, other
+ * databases' changes, tables the slot leaves out) is recorded by a
+ * position message, so what the slot confirms is still what the stream's
+ * tail says.  Without it the slot held all WAL after its last transaction
+ * for as long as the database stayed quiet, and a shutdown of the source
+ * never ended: its walsender waits for the shutdown checkpoint to be
+ * confirmed.  The caller paces it (once per status interval, or when the
+ * server asks), and a position that did not move publishes nothing.
+ */
+static int
+rp_nats_advance(RpSink *s, const RpCheckpoint *ck)
+{
+	RpNatsUnit	u = {NULL, 0, NULL};
+
+	return publish_unit(s->priv, NULL, &u, ck);
+}
+
 static void
 rp_nats_close(RpSink *s)
 {
@@ -379,6 +397,7 @@ rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
 	s->handle_batch = rp_nats_batch;
 	s->handle_schema_change = rp_nats_schema_change;
 	s->handle_message = rp_nats_message;
+	s->advance = rp_nats_advance;
 	s->close = rp_nats_close;
 
 	if (rp_nats_connect(&ns->link, &ns->o) < 0 ||
