@@ -308,6 +308,32 @@ rp_dst_checkpoint() {
 	rp_psql "$1" -d "${3:-postgres}" -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$2'" 2>/dev/null || true
 }
 
+# rp_lsn_lt A B: is LSN A (X/Y) before LSN B?
+rp_lsn_lt() {
+	local a=$1 b=$2
+	(((16#${a%/*} << 32 | 16#${a#*/}) < (16#${b%/*} << 32 | 16#${b#*/})))
+}
+
+# rp_unacked NAME SLOT CKPT BOUND: nothing of a unit the sink never acknowledged was confirmed
+# or checkpointed. BOUND is an LSN past the unit's first commit record (a fence read after that
+# commit, or its commit LSN + 1). Idle WAL before the unit may be confirmed and recorded (an
+# idle keepalive's position never passes a commit the walsender has not sent), so the property
+# is: the slot's confirmed position and the checkpoint's end are before BOUND, and the
+# checkpoint file (CKPT, the library's) records no commit. FLUSH, when given, is the slot's
+# confirmed position read earlier (then CKPT is a copy taken at the same time). Prints what
+# broke; returns 1.
+rp_unacked() {
+	local name=$1 slot=$2 ckpt=$3 bound=$4 flush=${5:-} commit end
+	[[ -n $flush ]] ||
+		flush=$(rp_psql "$name" -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'")
+	rp_lsn_lt "$flush" "$bound" || { echo "the slot confirmed $flush, at or past the unit ($bound)"; return 1; }
+	[[ -s $ckpt ]] || return 0
+	commit=$(sed -n 's/.* commit=\([^ ]*\).*/\1/p' "$ckpt")
+	end=$(sed -n 's/.* end=\([^ ]*\).*/\1/p' "$ckpt")
+	[[ $commit == 0/0 ]] || { echo "the checkpoint records commit $commit: $(cat "$ckpt")"; return 1; }
+	rp_lsn_lt "$end" "$bound" || { echo "the checkpoint's end $end is at or past the unit ($bound)"; return 1; }
+}
+
 # rp_slow_new_tables NAME SECONDS EVENTS LIKE [TABLE...]: in cluster NAME, each public TABLE
 # (every public table when none is named) gets, as it is created, a statement trigger AFTER
 # EVENTS ("INSERT", "INSERT OR UPDATE") that sleeps SECONDS when the statement's text is LIKE

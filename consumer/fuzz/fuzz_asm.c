@@ -108,7 +108,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&sink, 0, sizeof(sink));
 	sink.name = "fuzz";
-	sink.kind = RP_SINK_APPEND_LOG;
 	sink.handle_transaction = fz_txn;
 	sink.handle_message = fz_message;
 	sink.handle_schema_change = fz_schema;

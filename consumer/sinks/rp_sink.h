@@ -24,12 +24,6 @@
 #include "stream/rp_ckpt.h"
 #include "rp_decode.h"
 
-typedef enum RpSinkKind
-{
-	RP_SINK_STATE,				/* a mirror: holds current state, may skip idle WAL */
-	RP_SINK_APPEND_LOG			/* a log: every change kept, never idle-advanced */
-} RpSinkKind;
-
 typedef enum RpSchemaChange
 {
 	RP_SCHEMA_NEW,				/* first description of the relation */
@@ -134,7 +128,6 @@ typedef struct RpSnapshotCtx
 struct RpSink
 {
 	const char *name;
-	RpSinkKind	kind;
 	bool		owns_checkpoint;
 	void	   *priv;
 	/*
@@ -201,7 +194,11 @@ struct RpSink
 	void		(*drop_chunks) (RpSink *sink);
 	int			(*handle_chunked_commit) (RpSink *sink, RpDelivery *dl, RpTxn *txn,
 										  uint64_t skip_bytes, const RpCheckpoint *ck);
-	/* Optional, owns_checkpoint state sinks: store an idle-advanced ck. */
+	/*
+	 * Optional, owns_checkpoint sinks: record an idle-advanced ck where the
+	 * sink's restart reads it (without it such a sink never moves on idle;
+	 * the library's file records it for the others).
+	 */
 	int			(*advance) (RpSink *sink, const RpCheckpoint *ck);
 	/* Optional: SIGHUP (log rotation). */
 	int			(*reopen) (RpSink *sink);

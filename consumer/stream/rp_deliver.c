@@ -491,12 +491,16 @@ rp_deliver_advance(RpDelivery *dl, uint64_t lsn, uint64_t source_seq)
 	RpCheckpoint ck = dl->ck;
 
 	/*
-	 * An append log's position moves with its data, or (a sink that keeps its
-	 * own checkpoint, like the file sink) by recording the position itself;
-	 * a log whose checkpoint is the library's file never moves when idle.
+	 * Idle WAL (checkpoints, other databases, filtered tables) moves the
+	 * position only when nothing is batched or applied early, and only once
+	 * the position is durable where the sink's restart reads it: the sink's
+	 * own record (the mirror's row, the file log's checkpoint line, the NATS
+	 * position message) or, for stdout and exec, the library's file, which
+	 * every earlier record reached before its batch returned.  A slot that
+	 * never confirms idle WAL holds it for good, and a fast shutdown of the
+	 * source waits for ever on the confirmation of its shutdown checkpoint.
 	 */
-	if ((dl->sink->kind == RP_SINK_APPEND_LOG && dl->sink->advance == NULL) ||
-		dl->nbatch > 0 || dl->early_xid != 0 || lsn <= dl->ck.end_lsn)
+	if (dl->nbatch > 0 || dl->early_xid != 0 || lsn <= dl->ck.end_lsn)
 		return 0;
 	ck.end_lsn = lsn;
 	if (source_seq > ck.source_seq)

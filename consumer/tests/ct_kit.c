@@ -519,7 +519,6 @@ ct_sink_init(CtSink *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->s.name = "fake";
-	f->s.kind = RP_SINK_STATE;
 	f->s.priv = f;
 	f->s.checkpoint = ct_sink_checkpoint;
 	f->s.handle_transaction = ct_sink_txn;

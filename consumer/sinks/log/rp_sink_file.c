@@ -702,7 +702,6 @@ rp_sink_file_open(const char *path, const RpSinkEnv *env)
 	rp_snaplog_init(&f->snaplog, env);
 	rp_buf_init(&f->out, 64 * 1024);
 	s->name = "file";
-	s->kind = RP_SINK_APPEND_LOG;
 	s->owns_checkpoint = true;
 	s->priv = f;
 	s->checkpoint = rp_file_checkpoint;

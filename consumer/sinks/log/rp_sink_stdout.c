@@ -111,7 +111,6 @@ rp_sink_stdout_open(const RpSinkEnv *env)
 	rp_buf_init(&so->out, 64 * 1024);
 	rp_snaplog_init(&so->snaplog, env);
 	s->name = "stdout";
-	s->kind = RP_SINK_APPEND_LOG;
 	s->owns_checkpoint = false;
 	s->priv = so;
 	s->handle_transaction = rp_stdout_txn;

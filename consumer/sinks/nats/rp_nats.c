@@ -390,7 +390,6 @@ rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
 	rp_nats_hdrs_init(&ns->hdrs);
 	ns->resume.none = true;
 	s->name = rp_nats_name;
-	s->kind = RP_SINK_APPEND_LOG;
 	s->owns_checkpoint = true;
 	s->priv = ns;
 	s->checkpoint = rp_nats_checkpoint;
