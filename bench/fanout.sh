@@ -246,7 +246,7 @@ run() {
 				ok=$(dst -d "f_${n}_$i" -Atc "SELECT end_lsn >= '$target' FROM replicant.checkpoint WHERE slot = 'r_${n}_$i'" 2>/dev/null || true)
 				[[ $ok == t ]] || continue
 			fi
-			done_at[$i]=$(elapsed "$t0" "$(now)")
+			done_at[i]=$(elapsed "$t0" "$(now)")
 			left=$((left - 1))
 		done
 		sleep 0.1

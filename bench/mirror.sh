@@ -255,13 +255,13 @@ WAIT_SQL="DO \$\$ BEGIN LOOP PERFORM pg_stat_clear_snapshot();
   PERFORM pg_sleep(0.01); END LOOP; END \$\$"
 waits_begin() {
 	src -c "$WAIT_SQL" 2>"$WORK/waits.src" &
-	WAIT_PIDS="$!"
+	WAIT_PIDS=("$!")
 	dst -c "$WAIT_SQL" 2>"$WORK/waits.dst" &
-	WAIT_PIDS+=" $!"
+	WAIT_PIDS+=("$!")
 }
 waits_end() {
 	local f
-	kill $WAIT_PIDS 2>/dev/null || true; wait $WAIT_PIDS 2>/dev/null || true
+	kill "${WAIT_PIDS[@]}" 2>/dev/null || true; wait "${WAIT_PIDS[@]}" 2>/dev/null || true
 	for f in src dst; do
 		printf '  %s waits:' "$f" >&2
 		sed -n 's/^WARNING:  w //p' "$WORK/waits.$f" | tr ' ' '\n' | { grep . || true; } | sort | uniq -c | sort -rn |

@@ -170,7 +170,7 @@ floor_copy() {
 			pids+=("$!")
 			continue
 		fi
-		# shellcheck disable=SC2016,SC2154 # expanded by the inner shell; src_DIR by rp_cluster_start
+		# shellcheck disable=SC2016,SC2154,SC2086 # expanded by the inner shell; src_DIR by rp_cluster_start; the list is words
 		bash -c 'set -eo pipefail
 			bin=$1 s=$2 d=$3
 			shift 3

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154 # the NAME_* variables of a cluster are set by rp_cluster_start (lib.sh)
 # What `replicant verify` costs a running mirror:
 #   bash bench/verify.sh [--build] [--quick] [ROWS]
 #

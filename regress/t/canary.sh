@@ -53,7 +53,7 @@ replicant -d "host=/nonexistent-$$ port=1 dbname=postgres" -h "$src_HOST" -p "$s
 [[ $(slots) == 1 ]] || fail "-h -p -U: no slot conn_opts"
 rc=0
 replicant -d "$src_CONNSTR" -U rp_no_such_role -S conn_opts --drop-slot 2>"$work/conn.err" || rc=$?
-((rc == 1)) && grep -q 'rp_no_such_role' "$work/conn.err" || fail "-U did not override -d's user (exit $rc)"
+if ((rc != 1)) || ! grep -q 'rp_no_such_role' "$work/conn.err"; then fail "-U did not override -d's user (exit $rc)"; fi
 PGHOST=$src_HOST PGPORT=$src_PORT PGUSER=$src_USER PGDATABASE=postgres replicant -S conn_opts --drop-slot ||
 	fail "the PG* environment did not reach the connection"
 [[ $(slots) == 0 ]] || fail "PG* environment: slot conn_opts not dropped"

@@ -4,7 +4,7 @@
 #
 # Proves the exec sink's side of G1 ("sinks that cannot share a transaction with their
 # checkpoint are at-least-once") and G2 (the checkpoint advances only after the child's
-# "ack N"): a child of a few lines of Python appends every JSON line it reads to a file and
+# "ack N"): the child regress/ack_child.py appends every JSON line it reads to a file and
 # answers {"kind":"flush","seq":N,...} with "ack N" once the file is fsynced.
 #   1. A clean run to -E: the child's file holds every committed change exactly once.
 #   2. A workload keeps committing while the consumer is killed with SIGKILL 5 times and
@@ -44,21 +44,6 @@ fail() {
 	exit 1
 }
 
-cat >"$work/child.py" <<'PY'
-import json, os, sys, time
-out = open(sys.argv[1], "a")
-slow = float(os.environ.get("CHILD_FIRST_ACK_DELAY", "0"))
-for line in sys.stdin:
-    if line.startswith('{"kind":"flush"'):
-        out.flush()
-        os.fsync(out.fileno())
-        time.sleep(slow)
-        slow = 0
-        print("ack %d" % json.loads(line)["seq"], flush=True)
-    else:
-        out.write(line)
-PY
-
 started=$SECONDS
 rp_cluster_start src "wal_sender_timeout = '2s'"
 rp_psql src <<'SQL' >/dev/null
@@ -87,7 +72,7 @@ replicant -d "$src_CONNSTR" -S ex --create-slot
 runs=0
 start_consumer() {
 	runs=$((runs + 1))
-	replicant -d "$src_CONNSTR" -S ex --start -s 1 --sink "exec:python3 $work/child.py $OUT" \
+	replicant -d "$src_CONNSTR" -S ex --start -s 1 --sink "exec:python3 $RP_ROOT/regress/ack_child.py $OUT" \
 		--state-dir "$STATE" --batch-txns "$BATCH_TXNS" --batch-ms 50 "$@" 2>"$work/consumer-$runs.err" &
 	pid=$!
 }
@@ -209,7 +194,7 @@ rp_psql src -c "UPDATE ctl SET stop = false" -c "CALL workload(5000000, 3)" >/de
 endpos=$(fence_lsn)
 runs=$((runs + 1))
 CHILD_FIRST_ACK_DELAY=5 replicant -d "$src_CONNSTR" -S slow --start -n -E "$endpos" -s 1 \
-	--sink "exec:python3 $work/child.py $work/slow.jsonl" --state-dir "$work/state-slow" \
+	--sink "exec:python3 $RP_ROOT/regress/ack_child.py $work/slow.jsonl" --state-dir "$work/state-slow" \
 	--batch-txns 1000 2>"$work/consumer-$runs.err" &
 pid=$!
 sleep 3

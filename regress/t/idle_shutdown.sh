@@ -39,18 +39,6 @@ fail() {
 	exit 1
 }
 
-cat >"$work/child.py" <<'PY'
-import json, os, sys
-out = open(sys.argv[1], "a")
-for line in sys.stdin:
-    if line.startswith('{"kind":"flush"'):
-        out.flush()
-        os.fsync(out.fileno())
-        print("ack %d" % json.loads(line)["seq"], flush=True)
-    else:
-        out.write(line)
-PY
-
 rp_cluster_start src
 rp_psql src -c "CREATE TABLE t (id int PRIMARY KEY, sink text NOT NULL)" >/dev/null
 
@@ -77,7 +65,7 @@ for sink in stdout exec; do
 	out=$work/$sink.jsonl
 	case $sink in
 	stdout) args=(--sink stdout) ;;
-	exec) args=(--sink "exec:python3 $work/child.py $out") ;;
+	exec) args=(--sink "exec:python3 $RP_ROOT/regress/ack_child.py $out") ;;
 	esac
 	start() {
 		if [[ $sink == stdout ]]; then

@@ -88,22 +88,6 @@ REP_CONNSTR="host=$src_HOST port=$src_PORT user=rep dbname=postgres"
 declare -A relid
 for t in "${TABLES[@]}"; do relid[$t]=$(rp_psql src -Atc "SELECT 'public.$t'::regclass::oid"); done
 
-# The exec sink's child: appends every line but the flush lines to its file, fsyncs and
-# acknowledges at each flush line.
-cat >"$work/child.py" <<'PY'
-import json, os, sys
-out = open(sys.argv[1], "a")
-for line in sys.stdin:
-    if line.startswith('{"kind":"flush"'):
-        out.flush()
-        os.fsync(out.fileno())
-        sys.stdout.write("ack %d\n" % json.loads(line)["seq"])
-        sys.stdout.flush()
-    else:
-        out.write(line)
-out.flush()
-PY
-
 # lock N held by a session of the script until release_lock
 hold_lock() {
 	rp_psql src -c "SELECT pg_advisory_lock($1); SELECT pg_sleep(3600)" >/dev/null 2>&1 &
@@ -125,7 +109,7 @@ start_consumer() {
 	runs=$((runs + 1))
 	case $kind in
 		file) sink="file:$log" ;;
-		exec) sink="exec:python3 $work/child.py $log" ;;
+		exec) sink="exec:python3 $RP_ROOT/regress/ack_child.py $log" ;;
 		stdout) sink=stdout ;;
 	esac
 	replicant -d "$REP_CONNSTR" -S "$slot" --create-slot --snapshot --start \
