@@ -120,7 +120,7 @@ for p in "${phases[@]}"; do
 done
 work_secs=$(sub "$(now)" "$work_start")
 work_secs=$(sub "$work_secs" "$refresh_total")
-END=$(src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+END=$(src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 src -c "CHECKPOINT" >/dev/null
 dst -c "CHECKPOINT" >/dev/null
 printf 'workload: %s s of source transactions (refreshes excluded), backlog end %s\n\n' "$work_secs" "$END"
@@ -173,7 +173,7 @@ replicant -d "$SRC" -S b_agg --start -s 1 --sink "postgres:$(rp_conninfo dst d_a
 live=$!
 # the live consumer seeds its bindings in its first batch: wait for that, then measure
 t0=$(now)
-fence=$(src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+fence=$(src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 until [[ $(dst -d d_agg -Atc "SELECT end_lsn >= '$fence' FROM replicant.checkpoint WHERE slot = 'b_agg'") == t ]]; do
 	kill -0 "$live" 2>/dev/null || { tail -n 5 "$WORK/consumer-live.err"; rp_die "the live consumer exited"; }
 	sleep 0.05

@@ -206,6 +206,14 @@ rp_psql() {
 		-p "$(_rp_cluster_var "$name" PORT)" -U "$(_rp_cluster_var "$name" USER)" -d postgres "$@"
 }
 
+# A fence LSN that a test waits for ("the consumer confirmed or checkpointed at least this") is
+# read after the fence commits, in a transaction of its own:
+#   rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES" -c "SELECT pg_current_wal_insert_lsn()"
+# An LSN read inside the fence's transaction can be confirmed before that transaction commits:
+# once another backend flushes WAL past its changes, the walsender's idle keepalive carries the
+# position and a consumer with nothing pending records it. A wait on it then ends before the
+# fence is delivered (t/nats_fanout.sh read the stream's end too early that way).
+
 rp_cluster_restart() {
 	local data
 	data=$(_rp_cluster_var "$1" DATA)

@@ -87,8 +87,13 @@ fail() {
 	failed=$((failed + 1)); failures+=("$1")
 	printf 'FAILED  %s (%ss)%s\n' "$1" "$2" "${3:+: $3}"
 }
-# show LOG [LINES]: the end of a failed suite's log, indented.
+# show LOG [LINES]: the end of a failed suite's log, indented. A script's "FAIL name: why"
+# line comes before the tails of its processes' logs (rp_e2e_fail), so it is repeated first:
+# CI keeps only the end of this output.
 show() {
+	local why
+	why=$(grep -a -m 1 '^FAIL ' "$1" 2>/dev/null || true)
+	[[ -z $why ]] || printf '  %s\n' "${why:0:2000}"
 	printf '  --- last %s lines of %s ---\n' "${2:-100}" "$1"
 	tail -n "${2:-100}" "$1" | sed 's/^/  | /'
 }

@@ -177,7 +177,7 @@ wait_progress() {
 # deadline only guards against a hang)
 caught_up() {
 	local lsn deadline=$((SECONDS + 600)) ok
-	lsn=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+	lsn=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 	while ((SECONDS < deadline)); do
 		ok=$(rp_psql dst -Atc "SELECT end_lsn >= '$lsn' FROM replicant.checkpoint WHERE slot = '$SLOT'" 2>/dev/null || true)
 		[[ $ok == t ]] && return 0
@@ -274,7 +274,7 @@ workload_pid=
 grep -q 'ERROR:' "$work/workload.out" && fail "the workload failed: $(grep -m 3 'ERROR:' "$work/workload.out")"
 kill_consumer "the final run"
 
-endpos=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+endpos=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 start_consumer -E "$endpos" -n
 rc=0
 wait "$consumer_pid" || rc=$?
@@ -294,7 +294,7 @@ check() {
 	if [[ $a != "$b" ]]; then
 		rp_psql src -Atc "$src_q" | sort >"$work/$name.src"
 		rp_psql "${4:-dst}" -Atc "$dst_q" | sort >"$work/$name.dst"
-		diff "$work/$name.src" "$work/$name.dst" | head -n 10
+		diff "$work/$name.src" "$work/$name.dst" | head -n 10 || true  # (diff exits 1: the reason follows)
 		fail "binding $name differs from the source: source $a, output $b"
 	fi
 	summary+=("$name ${a%% *}")

@@ -191,7 +191,7 @@ fi
 stop_consumer TERM "the end of the workload"
 
 # ---- a final run to a fence; a restart with --backfill finds both tables done
-endpos=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+endpos=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 start_consumer "${ALL[@]}" "${BACKFILL[@]}" -E "$endpos" -n
 rc=0
 wait "$consumer_pid" || rc=$?

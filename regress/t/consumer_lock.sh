@@ -205,7 +205,7 @@ rc=0
 wait "$a_pid" || rc=$?
 a_pid=
 ((rc == 0)) || fail "consumer A exited with $rc after SIGTERM"
-endpos=$(rp_psql src -Atc "BEGIN; INSERT INTO fence (at) VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+endpos=$(rp_psql src -Atc "INSERT INTO fence (at) VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 rc=0
 replicant -d "$src_CONNSTR" -S f --start -n -E "$endpos" --sink "file:$LOG" --state-dir "$STATE" \
 	2>"$work/final.err" || rc=$?

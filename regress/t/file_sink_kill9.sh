@@ -385,7 +385,7 @@ workers=()
 if grep -h 'ERROR:' "$work"/worker*.out; then fail "the workload hit an SQL error"; fi
 kill_consumer final
 # every workload transaction ends before endpos; the fence transaction ends after it
-endpos=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+endpos=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 start_consumer -E "$endpos" -n
 rc=0
 wait "$consumer_pid" || rc=$?

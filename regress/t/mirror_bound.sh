@@ -98,7 +98,7 @@ g2() {	# the slot's confirmed position is at or behind the destination's checkpo
 }
 run_to_end() {	# run_to_end NAME: a consumer run to the current end of the WAL
 	local end rc=0
-	end=$(rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES; SELECT pg_current_wal_lsn()")
+	end=$(rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES" -c "SELECT pg_current_wal_lsn()")
 	replicant -d "$src_CONNSTR" -S "$SLOT" --start -n -E "$end" --sink "postgres:$dst_CONNSTR" --create-tables \
 		--state-dir "$work/state" --max-memory "$MAXMEM" 2>"$work/$1.err" || rc=$?
 	((rc == 0)) || fail "$1: the consumer exited with status $rc"
@@ -186,7 +186,7 @@ INSERT INTO ov VALUES (4000001, 1, 'secret-4000001');
 INSERT INTO ov SELECT g, g, repeat(md5(g::text), 2) FROM generate_series(4000002, 4030000) g;
 COMMIT;
 SQL
-end=$(rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES; SELECT pg_current_wal_lsn()")
+end=$(rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES" -c "SELECT pg_current_wal_lsn()")
 rc=0
 replicant -d "$src_CONNSTR" -S "$SLOT" --start -n -E "$end" --sink "postgres:$dst_CONNSTR" --create-tables \
 	--state-dir "$work/state" --max-memory "$MAXMEM" 2>"$work/refused.err" || rc=$?

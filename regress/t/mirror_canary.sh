@@ -74,7 +74,7 @@ insert_rows() {
 		-c "INSERT INTO canary_k SELECT canary() || '-' || g, canary(), g FROM generate_series($1, $2) g" >/dev/null
 }
 # a committed transaction after everything else; prints a position past its start
-fence() { rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES; SELECT pg_current_wal_lsn()"; }
+fence() { rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES" -c "SELECT pg_current_wal_lsn()"; }
 
 runs=0
 # consumer EXPECTED_STATUS ARG...: run replicant to the sink, stderr kept in $work/run-N.err

@@ -45,7 +45,7 @@ replicant -d "$src_CONNSTR" -S "$SLOT" --create-slot
 runs=0
 consumer() {
 	local end rc=0
-	end=$(rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES; SELECT pg_current_wal_lsn()")
+	end=$(rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES" -c "SELECT pg_current_wal_lsn()")
 	runs=$((runs + 1))
 	replicant -v -d "$src_CONNSTR" -S "$SLOT" --start -n -E "$end" --sink "postgres:$dst_CONNSTR" \
 		--create-tables --state-dir "$work/state" 2>"$work/run-$runs.err" || rc=$?

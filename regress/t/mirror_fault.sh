@@ -480,7 +480,7 @@ fi
 	fail "the workload never added the column"
 kill_consumer "the final run"
 
-endpos=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+endpos=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 start_consumer -E "$endpos" -n
 rc=0
 wait "$consumer_pid" || rc=$?

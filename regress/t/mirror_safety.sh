@@ -91,7 +91,7 @@ halts() {
 	wait "$pid" || rc=$?
 	((rc == 3)) || { cat "$err"; fail "run $runs (slot $slot, replicant $*) exited with $rc, expected 3"; }
 }
-fence() { rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES; SELECT pg_current_wal_lsn()"; }
+fence() { rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES" -c "SELECT pg_current_wal_lsn()"; }
 # the slot never confirmed past what the source has
 acked_sane() {
 	local ok

@@ -190,13 +190,19 @@ for p in "${workers[@]}"; do
 	wait "$p" || { cat "$work/worker1.out"; fail "the workload failed"; }
 done
 workers=()
-fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now()); SELECT pg_current_wal_lsn()")
+fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_lsn()")
 rp_nats_wait_confirmed src "$SLOT" "$fence" 300 "$consumer_pid" || fail "the consumer did not confirm $fence within 300 s"
 kill -TERM "$consumer_pid"
 rc=0
 wait "$consumer_pid" || rc=$?
 consumer_pid=
 ((rc == 0)) || fail "the consumer stopped by SIGTERM exited with $rc"
+# the publish failures of (c) are reported as they were: "(no answer)" or "(JetStream error N)"
+grep -q 'publishing failed (no answer); reading its tail' "$work/consumer-1.err" ||
+	fail "the consumer reported no unanswered publish, yet (c) left the stream without quorum"
+if grep 'publishing failed' "$work/consumer-1.err" | grep -v -E 'publishing failed \((no answer|JetStream error [0-9]+)\); ' | grep -q .; then
+	fail "a publish failure is reported garbled: $(grep 'publishing failed' "$work/consumer-1.err" | grep -v -E '\((no answer|JetStream error [0-9]+)\); ' | head -n 1)"
+fi
 rp_nats_check src "$SLOT" "$STREAM" "$PREFIX" "$work" >"$work/check.out" ||
 	{ cat "$work/check.out"; fail "the stream does not match what was committed"; }
 cat "$work/check.out"

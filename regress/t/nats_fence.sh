@@ -153,7 +153,7 @@ printf '(c) stream full at seq %s, slot fc at %s\n' "$held" "$confirmed"
 rp_nats_tool "$FULL" max-bytes -1
 
 # ---- the end: both streams exactly once
-fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now()); SELECT pg_current_wal_lsn()")
+fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_lsn()")
 rp_nats_wait_confirmed src fc "$fence" 300 "$c_pid" || fail "(c) after max bytes was raised, slot fc did not confirm $fence within 300 s"
 rp_nats_wait_confirmed src fa "$fence" 300 "$a2_pid" || fail "A2 did not confirm $fence within 300 s"
 for v in c_pid a2_pid; do

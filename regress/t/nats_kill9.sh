@@ -181,7 +181,7 @@ for p in "${workers[@]}"; do
 	wait "$p" || { cat "$work/worker1.out"; fail "a workload job failed"; }
 done
 workers=()
-fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now()); SELECT pg_current_wal_lsn()")
+fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_lsn()")
 rp_nats_wait_confirmed src "$SLOT" "$fence" 300 "$consumer_pid" || fail "the last run did not confirm $fence within 300 s"
 kill -TERM "$consumer_pid"
 rc=0

@@ -75,7 +75,7 @@ rp_psql src -c 'ALTER TABLE public.t_a ADD COLUMN "added col" text' \
 	-c "SELECT pg_logical_emit_message(true, 'nats_test', 'three')" \
 	-c 'TRUNCATE "Ünï cödé"."sp ace"' >/dev/null
 rp_psql src -c "CALL workload(1, false, 30)" >>"$work/worker1.out" 2>&1 || { cat "$work/worker1.out"; fail "the workload failed"; }
-fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now()); SELECT pg_current_wal_lsn()")
+fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_lsn()")
 rp_nats_wait_confirmed src "$SLOT" "$fence" 300 "$consumer_pid" ||
 	fail "the slot did not confirm $fence (all of the workload) within 300 s (the consumer is $(kill -0 "$consumer_pid" 2>/dev/null && echo running || echo gone))"
 

@@ -130,7 +130,7 @@ grep -q 'table "public"."r_t" was rewritten since its copy stopped' "$work/c$run
 	fail "the rewrite of r_t was not noticed"
 grep -q 'table "public"."h_t" was rewritten' "$work/c$runs.err" && fail "h_t was copied again from the start"
 
-fence=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 for _ in $(seq 1 600); do
 	a=$(dst_ck)
 	[[ -n $a && $(rp_psql src -Atc "SELECT '$a'::pg_lsn >= '$fence'") == t ]] && break

@@ -136,7 +136,7 @@ rp_psql src -c "UPDATE ctl SET stop = true" >/dev/null
 wait "$workload_pid" || true
 workload_pid=
 grep -q 'ERROR:' "$work/workload.err" 2>/dev/null && fail "the workload failed: $(grep -m 3 'ERROR:' "$work/workload.err")"
-fence=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 for _ in $(seq 1 600); do
 	a=$(dst_ck)
 	[[ -n $a && $(rp_psql src -Atc "SELECT '$a'::pg_lsn >= '$fence'") == t ]] && break

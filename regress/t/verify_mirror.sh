@@ -67,7 +67,7 @@ consumer_pid=$!
 # caught_up: a fence transaction on the source, then wait until the mirror's checkpoint passed it
 caught_up() {
 	local fence ck
-	fence=$(rp_psql src -Atc "BEGIN; INSERT INTO fence VALUES (now()); SELECT pg_current_wal_insert_lsn(); COMMIT;")
+	fence=$(rp_psql src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
 	for _ in $(seq 1 3000); do
 		ck=$(rp_dst_checkpoint dst "$SLOT")
 		[[ -n $ck && $(rp_psql src -Atc "SELECT '$ck'::pg_lsn >= '$fence'") == t ]] && return 0

@@ -157,10 +157,12 @@ failure_note(RpNatsSink *ns, const RpNatsWin *w)
 	else
 	{
 		RP_COUNT_ADD(ns->count.retries, 1);
-		if (w->failure == RP_NATS_FAIL_RETRY)
-			fprintf(stderr, "replicant: warning: NATS stream \"%s\": publishing failed (%s%s%d); reading its tail and resuming\n",
-					ns->stream, w->status == RP_NATS_ST_LOST ? "no answer" : "JetStream error",
-					w->status == RP_NATS_ST_LOST ? "" : " ", w->status == RP_NATS_ST_LOST ? 0 : w->err_code);
+		if (w->failure == RP_NATS_FAIL_RETRY && w->status == RP_NATS_ST_LOST)
+			fprintf(stderr, "replicant: warning: NATS stream \"%s\": publishing failed (no answer); reading its tail and resuming\n",
+					ns->stream);
+		else if (w->failure == RP_NATS_FAIL_RETRY)
+			fprintf(stderr, "replicant: warning: NATS stream \"%s\": publishing failed (JetStream error %d); reading its tail and resuming\n",
+					ns->stream, w->err_code);
 	}
 }
 
