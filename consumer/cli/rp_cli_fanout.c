@@ -90,6 +90,8 @@ rp_run_nats_once(RpRun *run, bool have_ck)
 	RpCheckpoint from;
 	uint64_t	read_seq = 0;	/* the last sequence read (or durable) */
 	bool		in_txn = false; /* read into a transaction not yet complete */
+	uint64_t	held_lsn = 0;	/* a position read while busy: recorded once idle */
+	uint64_t	held_seq = 0;
 	bool		done;
 
 	if (source_connect(run, have_ck, &from) < 0)
@@ -106,6 +108,19 @@ rp_run_nats_once(RpRun *run, bool have_ck)
 
 		if (cli->endpos_seq && read_seq >= cli->endpos_seq && !in_txn)
 			done = true;
+
+		/*
+		 * A position read while a batch was on its way is recorded once that
+		 * batch is delivered, so that the checkpoint reaches it (and --endpos
+		 * N ends with the checkpoint at N, a position message included).
+		 */
+		if (held_seq && done && rp_pipe_drain(&run->pipe, rp_run_wait_tick, run) < 0)
+			return -1;
+		if (held_seq && idle(run))
+		{
+			rp_pipe_advance(&run->pipe, held_lsn, held_seq);
+			held_lsn = held_seq = 0;
+		}
 		if (done)
 			return rp_run_stream_done(run);
 		if (rp_stop_requested())
@@ -122,6 +137,8 @@ rp_run_nats_once(RpRun *run, bool have_ck)
 			case RP_NATSRC_NONE:
 				break;
 			case RP_NATSRC_FRAME:
+				/* the transaction's own checkpoint passes a held position */
+				held_lsn = held_seq = 0;
 				rc = rp_asm_frame(&run->asm_, ev.data, ev.len, ev.lsn);
 				RP_COUNT_ADD(run->metrics.bytes, ev.len);
 				in_txn = !ev.ends;
@@ -132,6 +149,11 @@ rp_run_nats_once(RpRun *run, bool have_ck)
 				/* empty transactions: the checkpoint moves only when nothing is in flight */
 				if (idle(run))
 					rp_pipe_advance(&run->pipe, ev.lsn, ev.seq);
+				else
+				{
+					held_lsn = ev.lsn;
+					held_seq = ev.seq;
+				}
 				if (cli->endpos && ev.lsn >= cli->endpos)
 					done = true;
 				break;

@@ -55,7 +55,7 @@ rp_pipe_publish(RpPipe *p, int rc)
 		p->halt = rp_error_halt();
 		snprintf(p->error, sizeof(p->error), "%s", rp_error());
 	}
-	p->busy = p->head != NULL || rp_deliver_pending(p->dl);
+	p->busy = p->head != NULL || p->advance_lsn != 0 || rp_deliver_pending(p->dl);
 	pthread_cond_broadcast(&p->drained);
 }
 
@@ -295,6 +295,8 @@ rp_pipe_advance(RpPipe *p, uint64_t lsn, uint64_t source_seq)
 	pthread_mutex_lock(&p->lock);
 	p->advance_lsn = lsn;
 	p->advance_seq = source_seq;
+	/* held work until the thread took it: a drain waits for it to be durable */
+	p->busy = true;
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 }

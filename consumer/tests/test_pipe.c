@@ -4,7 +4,8 @@
  *    queued up while the sink applied the last one goes as soon as the
  *    queue runs empty, not when its time is up (a backlog keeps the sink
  *    busy); with nothing queued at the end of a batch the next one fills
- *    as usual.  Every wait is for a condition, with a generous deadline.
+ *    as usual.  An idle position asked for is held work until it is
+ *    durable.  Every wait is for a condition, with a generous deadline.
  */
 #include "ct_kit.h"
 
@@ -122,8 +123,11 @@ txn(uint32_t xid, uint64_t lsn, int n)
 	return it;
 }
 
+static int	gated_advance(RpSink *s, const RpCheckpoint *ck);
+
+/* advance: the sink owns its checkpoint and records idle positions (gated) */
 static void
-start(CtSink *f, RpDelivery *dl, RpPipe *p)
+start_sink(CtSink *f, RpDelivery *dl, RpPipe *p, bool advance)
 {
 	RpCheckpoint ck = ct_ck(0, 0);
 	RpBatchLimits l = ct_limits(3, CT_NEVER_BYTES, CT_NEVER_MS);
@@ -131,8 +135,19 @@ start(CtSink *f, RpDelivery *dl, RpPipe *p)
 	ct_sink_init(f);
 	f->s.handle_transaction = NULL;
 	f->s.handle_batch = gated_batch;
+	if (advance)
+	{
+		f->s.owns_checkpoint = true;
+		f->s.advance = gated_advance;
+	}
 	ck_assert_int_eq(rp_deliver_init(dl, &f->s, &ck, NULL, NULL, &l), 0);
 	ck_assert_int_eq(rp_pipe_start(p, dl, CT_NEVER_BYTES), 0);
+}
+
+static void
+start(CtSink *f, RpDelivery *dl, RpPipe *p)
+{
+	start_sink(f, dl, p, false);
 }
 
 /*
@@ -198,6 +213,56 @@ START_TEST(test_caught_up_fills_as_usual)
 }
 END_TEST
 
+/* The sink's idle-position call, behind the same gate as its batches. */
+static int
+gated_advance(RpSink *s, const RpCheckpoint *ck)
+{
+	pthread_mutex_lock(&gate_lock);
+	entered++;
+	pthread_cond_broadcast(&gate_cond);
+	while (!gate_open)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	return ct_sink_advance(s, ck);
+}
+
+/*
+ * An idle position asked for is work the thread holds until it is durable:
+ * the pipe is not idle meanwhile, and a drain returns only once the
+ * checkpoint holds it.  (A stream reader records a position message read
+ * while a batch was on its way after that batch, then drains for
+ * --endpos: before, the drain could return with the position still
+ * pending, and the reader ended one message short of its end.)
+ */
+START_TEST(test_advance_is_held_work)
+{
+	CtSink		f;
+	RpDelivery	dl;
+	RpPipe		p;
+	RpCheckpoint durable;
+
+	start_sink(&f, &dl, &p, true);
+	set_gate(true);
+	ck_assert_int_eq(rp_pipe_push(&p, txn(1, 0x1000, 2), NULL, NULL), 0);
+	ck_assert_int_eq(rp_pipe_drain(&p, NULL, NULL), 0);
+	ck_assert(rp_pipe_idle(&p));
+	set_gate(false);
+	rp_pipe_advance(&p, 0x9000, 7);
+	ck_assert(!rp_pipe_idle(&p));
+	ck_assert(wait_for(&entered, 2));	/* the advance is in the sink, held at the gate */
+	ck_assert_msg(!rp_pipe_idle(&p), "the pipe looked idle while an idle position was being recorded");
+	set_gate(true);
+	ck_assert_int_eq(rp_pipe_drain(&p, NULL, NULL), 0);
+	ck_assert_int_eq(rp_pipe_durable(&p, &durable), 0);
+	ck_assert_uint_eq(durable.end_lsn, 0x9000);
+	ck_assert_uint_eq(durable.source_seq, 7);
+	ck_assert_int_eq(f.nadvance, 1);
+	ck_assert(rp_pipe_idle(&p));
+	rp_pipe_stop(&p);
+	rp_deliver_free(&dl);
+}
+END_TEST
+
 Suite *
 ct_suite_pipe(void)
 {
@@ -208,6 +273,7 @@ ct_suite_pipe(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_backlog_goes_at_once);
 	tcase_add_test(tc, test_caught_up_fills_as_usual);
+	tcase_add_test(tc, test_advance_is_held_work);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -133,10 +133,29 @@ PY
 grep -qF '"subject":"replicant.nats_mixed.we%2Eird%20%2A%3E%25.t%C3%A2ble%2Ex%3Ey%2A"' "$work/stream.jsonl" ||
 	fail "no message on the escaped subject of \"we.ird *>%\".\"tâble.x>y*\""
 
+# A reader of the stream to its end, --endpos L: the messages after the fence are the writer's
+# position messages (the CHECKPOINT's and the shutdown's idle WAL), read right after the
+# fence's transaction, while its batch is still on the way. The reader ends with its checkpoint
+# at L all the same (they are recorded once the batch is delivered: without that it stopped at
+# the fence's sequence), and a second run with --endpos L ends at once and writes nothing.
+L=$(sed -n 's/.*"last_seq":\([0-9]*\).*/\1/p' "$work/info.json")
+last_op=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["headers"].get("Replicant-Op", "?"))' "$work/stream.jsonl")
+[[ $last_op == position ]] || fail "the stream's last message (sequence $L) is a $last_op, not a position message: the check below would prove nothing"
+reader_ck() { grep -a '^{"kind":"checkpoint"' "$work/reader.log" | tail -n 1 | sed -n 's/.*"source_seq":\([0-9]*\).*/\1/p'; }
+for run in 1 2; do
+	rc=0
+	size=$(stat -c %s "$work/reader.log" 2>/dev/null || echo 0)
+	replicant --source "$(rp_nats_sink_url)" --nats-stream "$STREAM" -S mixed_reader --start \
+		--state-dir "$work/st-reader" --sink "file:$work/reader.log" --endpos "$L" 2>"$work/reader-$run.err" || rc=$?
+	((rc == 0)) || fail "the stream reader (run $run) with --endpos $L exited with $rc: $(tail -n 2 "$work/reader-$run.err")"
+	[[ $(reader_ck) == "$L" ]] || fail "the stream reader (run $run) with --endpos $L ended with its checkpoint at sequence $(reader_ck), not $L"
+	((run == 1)) || [[ $(stat -c %s "$work/reader.log") == "$size" ]] || fail "the stream reader's second run with --endpos $L (its checkpoint at $L) wrote to its log"
+done
+
 # G4: the canary is in the stream (the search can find it) and in no log line or metric
 grep -qF "$CANARY" "$work/stream.jsonl" || fail "the canary is not in the stream: the search below would prove nothing"
 grep -q '^replicant_transactions_total [1-9]' "$work/metrics.txt" || fail "the metrics page shows no transaction"
-searched=("$work"/consumer-*.err "$work/metrics.txt")
+searched=("$work"/consumer-*.err "$work"/reader-*.err "$work/metrics.txt")
 while IFS= read -r -d '' f; do searched+=("$f"); done < <(find "$work/state" -type f -print0 2>/dev/null)
 leaks=$(grep -alF -e "$CANARY" -e 5eb63bbe "${searched[@]}" || true)
 [[ -z $leaks ]] || { grep -aF -e 5eb63bbe "${searched[@]}" | cut -c 1-300 | head -n 5; fail "the canary leaked into: $leaks"; }
