@@ -246,21 +246,21 @@ run_case() {
 	# run 3: comp_t again whole, then the stream
 	release_lock 2
 	start_consumer
-	for _ in $(seq 1 3000); do
-		grep -q 'snapshot complete' "$work/$kind-c3.err" && break
-		kill -0 "$consumer_pid" 2>/dev/null || fail "$kind: the resumed consumer exited"
-		sleep 0.1
-	done
+	# said PATTERN: until run 3's stderr holds PATTERN (at most 300 s; the run must not exit)
+	said() {
+		for _ in $(seq 1 3000); do
+			grep -q "$1" "$work/$kind-c3.err" && return 0
+			kill -0 "$consumer_pid" 2>/dev/null || fail "$kind: the resumed consumer exited"
+			sleep 0.1
+		done
+		return 1
+	}
+	said 'snapshot complete' || true
 	grep -q "snapshot complete: .* rows; streaming from $lsn0" "$work/$kind-c3.err" ||
 		fail "$kind: the resumed run did not complete streaming from the consistent point $lsn0"
 	# the progress file goes once the checkpoint is durable, after "snapshot complete" is said
 	# and before the stream starts: look once the run says it streams from the slot
-	for _ in $(seq 1 3000); do
-		grep -q 'streaming from slot' "$work/$kind-c3.err" && break
-		kill -0 "$consumer_pid" 2>/dev/null || fail "$kind: the resumed consumer exited"
-		sleep 0.1
-	done
-	grep -q 'streaming from slot' "$work/$kind-c3.err" || fail "$kind: the resumed run did not start streaming from its slot"
+	said 'streaming from slot' || fail "$kind: the resumed run did not start streaming from its slot"
 	[[ ! -e $state/$slot.snapshot ]] || fail "$kind: the progress file is left behind"
 
 	sleep 1
