@@ -88,49 +88,13 @@ mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; } # kB to MB
 POSTMASTERS=("$(head -n 1 "$DATA/postmaster.pid")")
 
 # CPU seconds of the server's processes over a timed window (as bench/mirror.sh): cpu_begin,
-# cpu_poll every 0.1 s while it runs, cpu_total.
-TICKS=$(getconf CLK_TCK)
-declare -A C0 C1
-ticks_of() {
-	local line f
-	read -r line 2>/dev/null <"/proc/$1/stat" || return 1
-	read -r -a f <<<"${line##*) }" # after "pid (comm) ": state is f[0], utime f[11], stime f[12]
-	printf '%d' $((f[11] + f[12]))
-}
-server_pids() {
-	local pm
-	for pm in "${POSTMASTERS[@]}"; do
-		printf '%s ' "$pm"
-		cat "/proc/$pm/task/$pm/children" 2>/dev/null || true
-	done
-}
-cpu_begin() {
-	local pid t
-	C0=() C1=()
-	for pid in $(server_pids); do
-		t=$(ticks_of "$pid") || continue
-		C0[$pid]=$t C1[$pid]=$t
-	done
-}
-cpu_poll() {
-	local pid t
-	for pid in $(server_pids); do
-		t=$(ticks_of "$pid") || continue
-		[[ -n ${C0[$pid]:-} ]] || C0[$pid]=0
-		C1[$pid]=$t
-	done
-}
-cpu_total() {
-	local pid sum=0
-	for pid in "${!C1[@]}"; do
-		sum=$((sum + C1[$pid] - C0[$pid]))
-	done
-	awk -v t="$sum" -v hz="$TICKS" 'BEGIN { printf "%.2f", t / hz }'
-}
+# cpu_poll every 0.1 s while it runs, cpu_total (bench/cpu.sh: polls fork nothing)
+# shellcheck source=bench/cpu.sh
+. "$here/cpu.sh"
 
 # run_measured LOG CMD...: as bench/mirror.sh: RUN_RC, RUN_S, RUN_CPU, RUN_RSS_KB, RUN_SERVER_CPU
 run_measured() {
-	local log=$1 a b pid line hwm=0 ticks=0 tfile=$1.time timed=0
+	local log=$1 a b pid line rest hwm=0 ticks=0 tfile=$1.time timed=0
 	shift
 	RUN_RC=0
 	[[ -x /usr/bin/time ]] && timed=1
@@ -145,11 +109,12 @@ run_measured() {
 	while kill -0 "$pid" 2>/dev/null; do
 		cpu_poll
 		if ((!timed)); then
-			line=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
-			[[ -n $line ]] && hwm=$line
-			line=$(ticks_of "$pid") && ticks=$line
+			while read -r line rest; do
+				[[ $line == VmHWM: ]] && hwm=${rest%% *}
+			done 2>/dev/null <"/proc/$pid/status" || true
+			ticks_read "$pid" && ticks=$TICKS_OF
 		fi
-		sleep 0.1
+		pause 0.1 # no fork while the run is timed (bench/cpu.sh)
 	done
 	wait "$pid" || RUN_RC=$?
 	b=$(now)
