@@ -23,6 +23,17 @@ ticks_read() {
 	TICKS_OF=$((f[11] + f[12]))
 }
 ticks_of() { ticks_read "$1" && printf '%d' "$TICKS_OF"; } # the same on stdout, for a caller outside a poll
+# proc_sample PID: TICKS_OF (as ticks_read) and PROC_HWM_KB, its peak RSS in kB (VmHWM; empty
+# when unread), for a client measured without /usr/bin/time; builtins only, as a poll
+proc_sample() {
+	local k v
+	PROC_HWM_KB=''
+	while read -r k v; do
+		# shellcheck disable=SC2034 # read by the caller
+		[[ $k == VmHWM: ]] && PROC_HWM_KB=${v%% *}
+	done 2>/dev/null <"/proc/$1/status" || true
+	ticks_read "$1"
+}
 # server_pids: SERVER_PIDS=("PID:CLUSTER" ...) of each postmaster and its children
 server_pids() {
 	local i pm kids pid

@@ -94,7 +94,7 @@ POSTMASTERS=("$(head -n 1 "$DATA/postmaster.pid")")
 
 # run_measured LOG CMD...: as bench/mirror.sh: RUN_RC, RUN_S, RUN_CPU, RUN_RSS_KB, RUN_SERVER_CPU
 run_measured() {
-	local log=$1 a b pid line rest hwm=0 ticks=0 tfile=$1.time timed=0
+	local log=$1 a b pid line hwm=0 ticks=0 tfile=$1.time timed=0
 	shift
 	RUN_RC=0
 	[[ -x /usr/bin/time ]] && timed=1
@@ -109,10 +109,10 @@ run_measured() {
 	while kill -0 "$pid" 2>/dev/null; do
 		cpu_poll
 		if ((!timed)); then
-			while read -r line rest; do
-				[[ $line == VmHWM: ]] && hwm=${rest%% *}
-			done 2>/dev/null <"/proc/$pid/status" || true
-			ticks_read "$pid" && ticks=$TICKS_OF
+			if proc_sample "$pid"; then
+				ticks=$TICKS_OF
+				[[ -n $PROC_HWM_KB ]] && hwm=$PROC_HWM_KB
+			fi
 		fi
 		pause 0.1 # no fork while the run is timed (bench/cpu.sh)
 	done

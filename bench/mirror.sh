@@ -305,7 +305,7 @@ statements_end() {
 # CPU seconds meanwhile; RUN_SERVER_SPLIT by class). /usr/bin/time -v when it is there, otherwise VmHWM and the CPU ticks
 # are sampled from /proc every 0.1 s.
 run_measured() {
-	local log=$1 a b pid line rest hwm=0 ticks=0 tfile=$1.time timed=0
+	local log=$1 a b pid line hwm=0 ticks=0 tfile=$1.time timed=0
 	shift
 	RUN_RC=0
 	[[ -x /usr/bin/time ]] && timed=1
@@ -328,10 +328,10 @@ run_measured() {
 		polls=$((polls + 1))
 		((TIMELINE && polls % TL_POLLS == 0)) && timeline_line "$pid" "$a"
 		if ((!timed)); then
-			while read -r line rest; do
-				[[ $line == VmHWM: ]] && hwm=${rest%% *}
-			done 2>/dev/null <"/proc/$pid/status" || true
-			ticks_read "$pid" && ticks=$TICKS_OF
+			if proc_sample "$pid"; then
+				ticks=$TICKS_OF
+				[[ -n $PROC_HWM_KB ]] && hwm=$PROC_HWM_KB
+			fi
 		fi
 		pause 0.1 # no fork while the run is timed (bench/cpu.sh)
 	done
