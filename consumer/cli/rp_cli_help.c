@@ -41,7 +41,7 @@ usage_general(void)
 	printf("      --batch-ms=MS      longest a batch waits to fill (default: 200)\n");
 	printf("      --decoding-work-mem=SIZE|server\n"
 		   "                         logical_decoding_work_mem of this session on the server: past it, a\n"
-		   "                         transaction is streamed (default: 16MB when the sink applies streamed\n"
+		   "                         transaction is streamed (default: 4MB when the sink applies streamed\n"
 		   "                         transactions early and the server's setting is higher; else the server's)\n");
 	printf("      --progress         on a terminal, the stream's status line for the whole run (by default\n"
 		   "                         it shows the snapshot's and the catch-up's progress, then goes)\n");

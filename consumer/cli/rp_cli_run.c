@@ -32,8 +32,15 @@
 
 static const char *const progname = RP_CLI_PROGNAME;
 
-/* the default for a sink that applies streamed transactions early (kB) */
-#define RP_EARLY_DECODING_WORK_MEM_KB 16384
+/*
+ * The default for a sink that applies streamed transactions early (kB).
+ * Small enough that a set-based pass of a few hundred thousand rows streams
+ * in blocks the destination applies while the walsender decodes the rest:
+ * at 16MB the 1M backlog's 100,000-row delete pass (about 15 MB in the
+ * reorder buffer) came whole at its commit and the destination waited for
+ * it (bench/README.md, 2026-12-05).
+ */
+#define RP_EARLY_DECODING_WORK_MEM_KB 4096
 /* the longest pause between two connection attempts (s) */
 #define RP_BACKOFF_MAX_S 30
 
