@@ -32,6 +32,13 @@
 #              by bench/tools/copy_floor (built for the run; FLOOR_CLIENT=psql: a pipe of two psql),
 #              then the update pass and the delete pass as one statement each (autocommit).
 #              Checked: the same passes on the source table, then its digest against the destination's.
+#   floor_both both floors at once, as a mirror makes the two servers work: floor_stream's
+#              backlog in a slot and floor_dest's rows dumped to a binary COPY file (untimed),
+#              then, timed, pg_recvlogical as in floor_stream while one psql runs floor_dest's
+#              COPY FROM STDIN (from the file: no source backend) and its two passes. On two
+#              cores this is what the servers alone need when they run side by side: the max of
+#              the floors assumes they overlap for free, floor_both measures what overlapping
+#              costs on this machine (not in the default MODES; replicant/floor_both is printed).
 # Before the first mode, ~300 MB of WAL on each cluster and a CHECKPOINT: every mode reuses
 # recycled WAL segments (a new one is zero-filled and fsynced: the first mode would pay for all).
 # A CHECKPOINT on both clusters before each workload and after it (END is taken before it).
@@ -45,7 +52,7 @@
 # Arguments: ROWS alone = one configuration in 1,000-row transactions; ROWS ROWS_PER_TXN = one
 # configuration; --quick = CONFIGS="100000:1000 20000:10" (a run of about a minute). Environment:
 # CONFIGS="ROWS:PER_TXN ..." (default "1000000:1000 200000:10");
-# MODES="native replicant floor_stream floor_dest" (default all four); TIMELINE=1 prints, every 0.5 s of a catch-up, the CPU
+# MODES="native replicant floor_stream floor_dest floor_both" (default the first four); TIMELINE=1 prints, every 0.5 s of a catch-up, the CPU
 # each process class used (is the time spent, and do they overlap?; TIMELINE_POLLS=N every N tenths of a second instead of 5); STATEMENTS=1 logs the
 # destination's statements and sums them per kind for each catch-up, with the destination's idle
 # time between them (where the destination's time goes); REPLICANT_BIN=PATH another consumer binary
@@ -73,7 +80,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 DEFAULT_CONFIGS="1000000:1000 200000:10"
 QUICK_CONFIGS="100000:1000 20000:10"
-ALL_MODES="native replicant floor_stream floor_dest"
+ALL_MODES="native replicant floor_stream floor_dest floor_both"
+DEFAULT_MODES="native replicant floor_stream floor_dest"
 RSS_LIMIT_MB=256
 
 usage() {
@@ -108,7 +116,7 @@ if [[ ${1:-} != --phase-run ]]; then
 		((BASH_REMATCH[1] % BASH_REMATCH[2] == 0)) ||
 			rp_die "ROWS must be a multiple of ROWS_PER_TXN (as native_apply.sh inserts ROWS/ROWS_PER_TXN full transactions): $c"
 	done
-	modes=${MODES:-$ALL_MODES}
+	modes=${MODES:-$DEFAULT_MODES}
 	for m in $modes; do
 		[[ " $ALL_MODES " == *" $m "* ]] || rp_die "MODES takes $ALL_MODES: $m"
 	done
@@ -436,13 +444,32 @@ if [[ $FLOOR_CLIENT == copy_floor ]] && has_mode floor_dest; then
 		-L"$("$PG_CONFIG" --libdir)" -lpq || rp_die "bench/tools/copy_floor.c does not build"
 fi
 
-# floor_dest N: the destination's bulk work for the same end state; sets FD_S[$cfg], FD_CPU
-# (the two psql clients'), FD_SCPU, FD_OK
-floor_dest() {
-	local log=$WORK/floor_dest-$cfg.log s_dig d_dig
+# fdsrc_rows N: the destination floors' table fdsrc, with N inserted rows on the source (not
+# timed) and empty on the destination
+fdsrc_rows() {
 	src -c "DROP TABLE IF EXISTS fdsrc; $(ddl fdsrc)" -c "INSERT INTO fdsrc SELECT g, g%1000, md5(g::text),
 		now() + g*interval '1s', g/7.0, g%2=0, jsonb_build_object('k',g) FROM generate_series(1, $1) g"
 	dst -c "DROP TABLE IF EXISTS fdsrc; $(ddl fdsrc)"
+}
+
+# fdsrc_check: the same two passes on the source's fdsrc, then its digest against the
+# destination's; sets S_DIG, D_DIG and FDSRC_OK ("N rows, equal" or "DIFFERENT: ...")
+fdsrc_check() {
+	src -c "UPDATE fdsrc SET a = a + 1 WHERE id % 4 = 0" -c "DELETE FROM fdsrc WHERE id % 10 = 0"
+	S_DIG=$(digest src fdsrc)
+	D_DIG=$(digest dst fdsrc)
+	if [[ $S_DIG == "$D_DIG" ]]; then
+		FDSRC_OK="${D_DIG%% *} rows, equal"
+	else
+		FDSRC_OK="DIFFERENT: src ${S_DIG%% *} rows, dst ${D_DIG%% *} rows"
+	fi
+}
+
+# floor_dest N: the destination's bulk work for the same end state; sets FD_S[$cfg], FD_CPU
+# (the two psql clients'), FD_SCPU, FD_OK
+floor_dest() {
+	local log=$WORK/floor_dest-$cfg.log
+	fdsrc_rows "$1"
 	checkpoint_both
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	run_measured "$log" bash -c 'set -eo pipefail
@@ -456,14 +483,47 @@ floor_dest() {
 		p "$1" "$3" "DELETE FROM fdsrc WHERE id % 10 = 0"' floor_dest "$RP_BINDIR" "$SRC" "$DST" "$COPY_FLOOR"
 	((RUN_RC == 0)) || { tail -n 20 "$log" >&2; rp_die "the destination floor's COPY or passes failed (status $RUN_RC)"; }
 	FD_S[$cfg]=$RUN_S FD_CPU[$cfg]=$RUN_CPU FD_SCPU[$cfg]=$RUN_SERVER_CPU SPLIT[$cfg:floor_dest]=$RUN_SERVER_SPLIT
-	src -c "UPDATE fdsrc SET a = a + 1 WHERE id % 4 = 0" -c "DELETE FROM fdsrc WHERE id % 10 = 0"
-	s_dig=$(digest src fdsrc)
-	d_dig=$(digest dst fdsrc)
-	[[ $s_dig == "$d_dig" ]] && FD_OK[$cfg]="${d_dig%% *} rows, equal" ||
-		FD_OK[$cfg]="DIFFERENT: src ${s_dig%% *} rows, dst ${d_dig%% *} rows"
+	fdsrc_check
+	FD_OK[$cfg]=$FDSRC_OK
 	printf '  floor_dest: %s s (client cpu %s s, servers cpu %s s: %s); source %s, destination %s; destination checkpoints inside: %s\n' \
-		"${FD_S[$cfg]}" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$s_dig" "$d_dig" "$RUN_DST_CKPTS"
+		"${FD_S[$cfg]}" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$S_DIG" "$D_DIG" "$RUN_DST_CKPTS"
 	src -c "DROP TABLE fdsrc"
+	dst -c "DROP TABLE fdsrc"
+}
+
+# floor_both N T: floor_stream and floor_dest at the same time (the destination side reads its
+# rows from a file dumped before, so no source backend works for it); sets FB_S[$cfg], FB_CPU
+# (pg_recvlogical's and psql's), FB_SCPU, FB_OK
+floor_both() {
+	local slot=fbslot_$2 table=fbbench log=$WORK/floor_both-$cfg.log rows=$WORK/floor_both-$cfg.copy
+	src -c "DROP TABLE IF EXISTS $table; $(ddl "$table")"
+	replicant -d "$SRC" -S "$slot" --create-slot 2>"$log" || { cat "$log" >&2; rp_die "replicant --create-slot failed"; }
+	workload "$table" "$1" "$2"
+	fdsrc_rows "$1"
+	src -c "COPY fdsrc TO STDOUT (FORMAT binary)" >"$rows"
+	checkpoint_both
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	run_measured "$log" bash -c 'set -eo pipefail
+		p() { "$1/psql" -X -q -v ON_ERROR_STOP=1 -d "$2" -c "$3"; }
+		"$1/pg_recvlogical" -d "$2" -S "$5" --start --endpos="$6" -f /dev/null \
+			-o proto_version=2 -o streaming=on -v &
+		stream=$!
+		p "$1" "$3" "COPY fdsrc FROM STDIN (FORMAT binary)" <"$4"
+		p "$1" "$3" "UPDATE fdsrc SET a = a + 1 WHERE id % 4 = 0"
+		p "$1" "$3" "DELETE FROM fdsrc WHERE id % 10 = 0"
+		wait "$stream"' floor_both "$RP_BINDIR" "$SRC" "$DST" "$rows" "$slot" "$END"
+	if ((RUN_RC != 0)) || ! grep -q 'end position .* reached' "$log"; then
+		tail -n 20 "$log" >&2
+		rp_die "floor_both: pg_recvlogical or the destination's COPY and passes failed (status $RUN_RC)"
+	fi
+	FB_S[$cfg]=$RUN_S FB_CPU[$cfg]=$RUN_CPU FB_SCPU[$cfg]=$RUN_SERVER_CPU SPLIT[$cfg:floor_both]=$RUN_SERVER_SPLIT
+	fdsrc_check
+	FB_OK[$cfg]=$FDSRC_OK
+	printf '  floor_both: %s s (clients cpu %s s, servers cpu %s s: %s); source %s, destination %s\n' \
+		"${FB_S[$cfg]}" "$RUN_CPU" "$RUN_SERVER_CPU" "$RUN_SERVER_SPLIT" "$S_DIG" "$D_DIG"
+	rm -f "$rows"
+	src -c "SELECT pg_drop_replication_slot('$slot')" >/dev/null
+	src -c "DROP TABLE $table; DROP TABLE fdsrc"
 	dst -c "DROP TABLE fdsrc"
 }
 
@@ -524,7 +584,7 @@ plus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "") printf ""; els
 # the larger of two floors (one alone when the other was not measured)
 max_floor() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" && b == "") printf ""; else printf "%.2f", (a + 0 > b + 0) ? a : b }'; }
 
-declare -A ROUNDS_LINE NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF FS_S FS_CPU FS_SCPU FD_S FD_CPU FD_SCPU FD_OK SPLIT VS_LINE
+declare -A FB_S FB_CPU FB_SCPU FB_OK ROUNDS_LINE NAT_S NAT_CPU NAT_OK REP_S REP_SCPU REP_OK REP_CPU REP_RSS WAL_OF FS_S FS_CPU FS_SCPU FD_S FD_CPU FD_SCPU FD_OK SPLIT VS_LINE
 RC=0
 for cfg in "${CONFIGS[@]}"; do
 	N=${cfg%%:*} T=${cfg##*:}
@@ -547,7 +607,7 @@ for cfg in "${CONFIGS[@]}"; do
 	fi
 
 	# ---- replicant and the floors, ROUNDS times in turn (their medians are reported)
-	r_s=() fs_s=() fd_s=() round_ratios=()
+	r_s=() fs_s=() fd_s=() fb_s=() round_ratios=()
 	for ((round = 1; round <= ROUNDS; round++)); do
 		((ROUNDS > 1)) && printf '  -- round %d of %d\n' "$round" "$ROUNDS"
 
@@ -596,15 +656,17 @@ for cfg in "${CONFIGS[@]}"; do
 		# ---- the floors: the source's decode and send alone, the destination's bulk work alone
 		if has_mode floor_stream; then floor_stream "$N" "$T"; fi
 		if has_mode floor_dest; then floor_dest "$N"; fi
-		r_s+=("${REP_S[$cfg]:-}") fs_s+=("${FS_S[$cfg]:-}") fd_s+=("${FD_S[$cfg]:-}")
+		if has_mode floor_both; then floor_both "$N" "$T"; fi
+		r_s+=("${REP_S[$cfg]:-}") fs_s+=("${FS_S[$cfg]:-}") fd_s+=("${FD_S[$cfg]:-}") fb_s+=("${FB_S[$cfg]:-}")
 		round_ratios+=("$(ratio "${REP_S[$cfg]:-}" "$(max_floor "${FS_S[$cfg]:-}" "${FD_S[$cfg]:-}")")")
 	done
 	if ((ROUNDS > 1)); then
 		has_mode replicant && REP_S[$cfg]=$(median "${r_s[@]}")
 		has_mode floor_stream && FS_S[$cfg]=$(median "${fs_s[@]}")
 		has_mode floor_dest && FD_S[$cfg]=$(median "${fd_s[@]}")
-		ROUNDS_LINE[$cfg]=$(printf 'replicant %s, floor_stream %s, floor_dest %s s; replicant/max(floors) by round: %s, median %s' \
-			"${r_s[*]:--}" "${fs_s[*]:--}" "${fd_s[*]:--}" "${round_ratios[*]}" "$(median "${round_ratios[@]}")")
+		has_mode floor_both && FB_S[$cfg]=$(median "${fb_s[@]}")
+		ROUNDS_LINE[$cfg]=$(printf 'replicant %s, floor_stream %s, floor_dest %s, floor_both %s s; replicant/max(floors) by round: %s, median %s' \
+			"${r_s[*]:--}" "${fs_s[*]:--}" "${fd_s[*]:--}" "${fb_s[*]:--}" "${round_ratios[*]}" "$(median "${round_ratios[@]}")")
 		printf '  rounds: %s\n' "${ROUNDS_LINE[$cfg]}"
 	fi
 	printf '\n'
@@ -634,6 +696,15 @@ for cfg in "${CONFIGS[@]}"; do
 		"${FD_S[$cfg]:--}" "${mx:--}" "$(ratio "${REP_S[$cfg]:-}" "$mx")" "$(ratio "${NAT_S[$cfg]:-}" "${REP_S[$cfg]:-}")"
 done
 printf '(max(floors) is the one floor measured when MODES has only one)\n'
+if has_mode floor_both; then
+	printf '\nboth floors at once (floor_both: the two servers'"'"' own work side by side on this machine):\n'
+	printf '%-28s %12s %13s %13s %21s %18s\n' backlog replicant_s floor_both_s max_floor_s floor_both/max_floor replicant/floor_both
+	for cfg in "${CONFIGS[@]}"; do
+		mx=$(max_floor "${FS_S[$cfg]:-}" "${FD_S[$cfg]:-}")
+		printf '%-28s %12s %13s %13s %20sx %17sx\n' "$(label "$cfg")" "${REP_S[$cfg]:--}" "${FB_S[$cfg]:--}" \
+			"${mx:--}" "$(ratio "${FB_S[$cfg]:-}" "$mx")" "$(ratio "${REP_S[$cfg]:-}" "${FB_S[$cfg]:-}")"
+	done
+fi
 if ((ROUNDS > 1)); then
 	printf '\n%d rounds of replicant and the floors in turn (the table above gives their medians):\n' "$ROUNDS"
 	for cfg in "${CONFIGS[@]}"; do printf '%-28s %s\n' "$(label "$cfg")" "${ROUNDS_LINE[$cfg]:--}"; done
@@ -650,6 +721,7 @@ for cfg in "${CONFIGS[@]}"; do
 		replicant) cl=${REP_CPU[$cfg]:--} sv=${REP_SCPU[$cfg]:--} ;;
 		floor_stream) cl=${FS_CPU[$cfg]:--} sv=${FS_SCPU[$cfg]:--} ;;
 		floor_dest) cl=${FD_CPU[$cfg]:--} sv=${FD_SCPU[$cfg]:--} ;;
+		floor_both) cl=${FB_CPU[$cfg]:--} sv=${FB_SCPU[$cfg]:--} ;;
 		esac
 		printf '%-28s %-13s client %6s, servers %6s: %s\n' "$(label "$cfg")" "$m" "$cl" "$sv" "${SPLIT[$cfg:$m]:--}"
 	done
@@ -665,7 +737,8 @@ printf '\n%-28s %-36s %-36s\n' backlog 'native: destination vs source' 'replican
 for cfg in "${CONFIGS[@]}"; do
 	printf '%-28s %-36s %-36s\n' "$(label "$cfg")" "${NAT_OK[$cfg]:--}" "${REP_OK[$cfg]:--}"
 	[[ -n ${FD_OK[$cfg]:-} ]] && printf '%-28s floor_dest: %s\n' '' "${FD_OK[$cfg]}"
-	[[ ${NAT_OK[$cfg]:-} == DIFF* || ${REP_OK[$cfg]:-} == DIFF* || ${FD_OK[$cfg]:-} == DIFF* ]] && RC=1
+	[[ -n ${FB_OK[$cfg]:-} ]] && printf '%-28s floor_both: %s\n' '' "${FB_OK[$cfg]}"
+	[[ ${NAT_OK[$cfg]:-} == DIFF* || ${REP_OK[$cfg]:-} == DIFF* || ${FD_OK[$cfg]:-} == DIFF* || ${FB_OK[$cfg]:-} == DIFF* ]] && RC=1
 done
 printf '\ntargets: native/replicant >= 2x (1,000-row transactions), >= 4x (10-row transactions); consumer peak RSS < %d MB:' "$RSS_LIMIT_MB"
 worst=0
