@@ -607,7 +607,7 @@ for cfg in "${CONFIGS[@]}"; do
 	fi
 
 	# ---- replicant and the floors, ROUNDS times in turn (their medians are reported)
-	r_s=() fs_s=() fd_s=() fb_s=() round_ratios=()
+	r_s=() fs_s=() fd_s=() fb_s=() round_ratios=() both_ratios=() overlap_ratios=()
 	for ((round = 1; round <= ROUNDS; round++)); do
 		((ROUNDS > 1)) && printf '  -- round %d of %d\n' "$round" "$ROUNDS"
 
@@ -659,6 +659,10 @@ for cfg in "${CONFIGS[@]}"; do
 		if has_mode floor_both; then floor_both "$N" "$T"; fi
 		r_s+=("${REP_S[$cfg]:-}") fs_s+=("${FS_S[$cfg]:-}") fd_s+=("${FD_S[$cfg]:-}") fb_s+=("${FB_S[$cfg]:-}")
 		round_ratios+=("$(ratio "${REP_S[$cfg]:-}" "$(max_floor "${FS_S[$cfg]:-}" "${FD_S[$cfg]:-}")")")
+		if has_mode floor_both; then
+			both_ratios+=("$(ratio "${REP_S[$cfg]:-}" "${FB_S[$cfg]:-}")")
+			overlap_ratios+=("$(ratio "${FB_S[$cfg]:-}" "$(max_floor "${FS_S[$cfg]:-}" "${FD_S[$cfg]:-}")")")
+		fi
 	done
 	if ((ROUNDS > 1)); then
 		has_mode replicant && REP_S[$cfg]=$(median "${r_s[@]}")
@@ -667,6 +671,8 @@ for cfg in "${CONFIGS[@]}"; do
 		has_mode floor_both && FB_S[$cfg]=$(median "${fb_s[@]}")
 		ROUNDS_LINE[$cfg]=$(printf 'replicant %s, floor_stream %s, floor_dest %s, floor_both %s s; replicant/max(floors) by round: %s, median %s' \
 			"${r_s[*]:--}" "${fs_s[*]:--}" "${fd_s[*]:--}" "${fb_s[*]:--}" "${round_ratios[*]}" "$(median "${round_ratios[@]}")")
+		((${#both_ratios[@]})) && ROUNDS_LINE[$cfg]+=$(printf '; floor_both/max(floors) by round: %s, median %s; replicant/floor_both by round: %s, median %s' \
+			"${overlap_ratios[*]}" "$(median "${overlap_ratios[@]}")" "${both_ratios[*]}" "$(median "${both_ratios[@]}")")
 		printf '  rounds: %s\n' "${ROUNDS_LINE[$cfg]}"
 	fi
 	printf '\n'
