@@ -259,6 +259,19 @@ rp_cluster_cleanup_all() {
 #   cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid; }   trap cleanup EXIT
 #   fail() { rp_e2e_fail NAME "$work/consumer-*.err" 5 "$*"; }
 
+# rp_wait_exit PID SECONDS: until PID (a child of this shell) exited; its status into
+# exit_status; 1 if it still runs SECONDS later
+# shellcheck disable=SC2034 # exit_status is the caller's
+rp_wait_exit() {
+	local deadline=$((SECONDS + $2))
+	while kill -0 "$1" 2>/dev/null; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.1
+	done
+	exit_status=0
+	wait "$1" || exit_status=$?
+}
+
 # rp_e2e_cleanup RC VAR...: SIGKILL the processes whose pids the named variables (or arrays)
 # hold, and their children; stop every cluster; remove $work when status is 0, or keep it and
 # say where. Returns RC (the script's exit status).

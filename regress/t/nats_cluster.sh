@@ -8,13 +8,23 @@
 #       the node restarted;
 #   (b) kill -9 of the node the consumer has its TCP connection to; the consumer reconnects
 #       to another node and the stream grows again; the node restarted;
-#   (c) two nodes down (no quorum): while they are down the source commits on and the
-#       consumer keeps sending status updates, but the slot's confirmed_flush_lsn does not
-#       move (sampled at every status update the walsender gets, several times), and the
-#       consumer is still running; both restarted, the slot moves again;
-#   (d) the whole cluster killed (-9) and restarted; the stream grows again.
+#   (c) two nodes down (the leader and a follower stopped with SIGTERM: no quorum): while
+#       they are down the source commits on and the consumer keeps sending status updates,
+#       but the slot's confirmed_flush_lsn does not move (sampled at every status update the
+#       walsender gets, several times), and the consumer is still running; both restarted,
+#       the slot moves again;
+#   (d) the whole cluster stopped (SIGTERM) and restarted; the stream grows again.
 # After each step the slot is at or behind the end LSN of the stream's last complete
 # transaction. At the end regress/check_nats.py compares the whole stream with the audit.
+#
+# One fault at a time, each healed (every node's copy of the stream caught up) before the
+# next, and a majority only ever stopped cleanly: that is what nats-server 2.9.10 survives.
+# Beyond it, it lost messages it had acknowledged, which no client can make up for: kill -9
+# of the leader and a follower while the third node caught up lost 86 (a restarted node
+# reset its copy and voted the stale node leader; once in CI); the whole cluster stopped
+# while one node's copy still caught up came back with 4,749 of 11,065 (that node led); and
+# a leader stopped with SIGSTOP and continued did not catch up within 180 s. What the sink does
+# then, halt instead of writing on after the hole, is regress/t/nats_lost_tail.sh.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -125,6 +135,8 @@ new=$(rp_nats_wait_stream_leader "$STREAM" 90 "$leader") || fail "(a) no new str
 wait_grows "(a) leader n$leader killed, n$new leads" "$before"
 acked_within "(a)"
 rp_nats_restart "$leader"
+rp_nats_wait_caught_up "$STREAM" 180 ||
+	fail "(a) the nodes' copies of the stream did not catch up within 180 s after n$leader restarted"
 
 # ---- (b) the node the consumer is connected to
 rp_nats_wait_for 30 client_known || true
@@ -138,14 +150,16 @@ now_on=$(rp_nats_client_node "$consumer_pid")
 acked_within "(b)"
 rp_nats_restart "$node"
 rp_nats_wait_meta_leader 90 || fail "(b) no meta leader after n$node restarted"
+rp_nats_wait_caught_up "$STREAM" 180 ||
+	fail "(b) the nodes' copies of the stream did not catch up within 180 s after n$node restarted"
 
 # ---- (c) two nodes down: no quorum, nothing confirmed, the consumer waits
 leader=$(rp_nats_wait_stream_leader "$STREAM" 90) || fail "(c) the stream has no leader"
 down=()
 for i in 1 2 3; do [[ $i == "$leader" ]] || down+=("$i"); done
 down=("$leader" "${down[0]}") # the leader and one follower
-for i in "${down[@]}"; do rp_nats_kill9 "$i"; done
-# acks that were in flight at the kill may still be confirmed by the next status update
+for i in "${down[@]}"; do rp_nats_stop "$i"; done
+# acks that were in flight at the stop may still be confirmed by the next status update
 wait_replies 2
 c0=$(rp_nats_confirmed src "$SLOT")
 audit0=$(rp_psql src -Atc "SELECT count(*) FROM audit")
@@ -175,8 +189,10 @@ rp_nats_wait_for 120 slot_past "$c0" ||
 	fail "(c) the slot did not move past $c0 within 120 s after the nodes came back"
 acked_within "(c)"
 
-# ---- (d) the whole cluster killed and restarted
-for i in 1 2 3; do rp_nats_kill9 "$i"; done
+# ---- (d) the whole cluster stopped and restarted
+rp_nats_wait_caught_up "$STREAM" 180 ||
+	fail "(c) the nodes' copies of the stream did not catch up within 180 s after the nodes came back"
+for i in 1 2 3; do rp_nats_stop "$i"; done
 alive "(d) all nodes down"
 for i in 1 2 3; do rp_nats_restart "$i"; done
 rp_nats_wait_meta_leader 120 || fail "(d) no meta leader after the whole cluster restarted"

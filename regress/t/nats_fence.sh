@@ -61,16 +61,6 @@ consumer() {
 }
 last_seq() { rp_nats_tool "$1" info | sed -n 's/.*"last_seq":\([0-9]*\).*/\1/p'; }
 tailf() { rp_nats_tail_field "$STREAM" "$1"; }
-# wait_exit PID SECONDS: until PID exited; its status into exit_status; 1 on timeout
-wait_exit() {
-	local deadline=$((SECONDS + $2))
-	while kill -0 "$1" 2>/dev/null; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.1
-	done
-	exit_status=0
-	wait "$1" || exit_status=$?
-}
 grows() { (($(last_seq "$1") > $2)); }
 
 consumer a fa "$STREAM" "$PREFIX"
@@ -84,7 +74,7 @@ writer_a=$(tailf Replicant-Writer)
 before=$(last_seq "$STREAM")
 consumer b fb "$STREAM" "$PREFIX"
 rp_psql src -c "CALL workload(1, false, 10)" >>"$work/worker1.out" 2>&1
-wait_exit "$b_pid" 120 || fail "(a) the consumer of slot fb on A's stream is still running after 120 s"
+rp_wait_exit "$b_pid" 120 || fail "(a) the consumer of slot fb on A's stream is still running after 120 s"
 b_pid=
 ((exit_status != 0)) || fail "(a) the second writer exited with 0"
 grep -qF "$STREAM" "$work/consumer-b.err" || { cat "$work/consumer-b.err"; fail "(a) the second writer's error does not name the stream"; }
@@ -117,7 +107,7 @@ rp_nats_wait_for 180 new_writer || fail "(b) the new writer A2 wrote nothing wit
 writer_a2=$(tailf Replicant-Writer)
 kill -CONT "$a_pid"
 rp_psql src -c "CALL workload(1, false, 10)" >>"$work/worker1.out" 2>&1
-wait_exit "$a_pid" 120 || fail "(b) the zombie A was not fenced within 120 s of SIGCONT"
+rp_wait_exit "$a_pid" 120 || fail "(b) the zombie A was not fenced within 120 s of SIGCONT"
 a_pid=
 ((exit_status != 0)) || fail "(b) the fenced zombie exited with 0"
 for want in "$STREAM" "$writer_a" "$writer_a2"; do

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "base/rp_clock.h"
 #include "base/rp_counter.h"
 #include "base/rp_metrics.h"
 #include "base/rp_status.h"
@@ -74,6 +75,9 @@ rp_nats_metrics(RpBuf *out, const void *arg)
 
 static const char rp_nats_name[] = "nats";
 
+/* How long a tail below what the stream acknowledged is asked again before it halts. */
+#define RP_NATS_BEHIND_S 20
+
 /* ---- the tail ---- */
 
 /*
@@ -94,6 +98,37 @@ read_tail(RpNatsSink *ns, bool fence)
 	if (fence && last_seq != ns->known_seq && last_seq > 0 && strcmp(last.writer, ns->writer) != 0)
 		return rp_fail(RP_HALT_SINK, "NATS stream \"%s\" was appended to by writer %s while this writer (%s) was writing it: fenced (another replicant writes this slot's stream)",
 					   ns->stream, last.writer, ns->writer);
+
+	/*
+	 * A stream whose end went back lost messages it had acknowledged, and
+	 * the slot has been confirmed past them: resuming after the older tail
+	 * would write the next changes behind a hole no reader can see.  Seen
+	 * with nats-server 2.9.10 when the leader and a follower were killed
+	 * together while the third node caught up (a restarted node reset its
+	 * copy and voted the stale one leader), and when the whole cluster was
+	 * stopped while one node's copy still caught up.  A stream restored
+	 * from a backup or re-created looks the same.  A leader just elected
+	 * might answer before it has applied what it holds, so the tail is
+	 * asked again for RP_NATS_BEHIND_S before this halts: what a stream
+	 * lost stays lost.
+	 */
+	if (fence && last_seq < ns->known_seq)
+	{
+		char		end[24];
+		int64_t		now = rp_clock_mono_us();
+
+		rp_lsn_format(ns->stream_end, end);
+		if (ns->behind_since_us == 0)
+			ns->behind_since_us = now;
+		if (now - ns->behind_since_us < (int64_t) RP_NATS_BEHIND_S * 1000000)
+			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\" ends at sequence %llu, below the %llu it acknowledged to this writer; asking again",
+						   ns->stream, (unsigned long long) last_seq,
+						   (unsigned long long) ns->known_seq);
+		return rp_fail(RP_HALT_GAP, "NATS stream \"%s\" lost messages it had acknowledged: its last sequence is %llu, this writer had %llu acknowledged (up to end LSN %s), and so for %d s; the changes in between are missing from it and the slot has been confirmed past them: rebuild the stream (docs/operations.md)",
+					   ns->stream, (unsigned long long) last_seq,
+					   (unsigned long long) ns->known_seq, end, RP_NATS_BEHIND_S);
+	}
+	ns->behind_since_us = 0;
 	ns->known_seq = last_seq;
 	memset(&ns->resume, 0, sizeof(ns->resume));
 	ns->resume.none = true;

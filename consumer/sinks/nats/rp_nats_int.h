@@ -263,6 +263,7 @@ typedef struct RpNatsSink
 	uint64_t	stream_end;		/* the end LSN its last complete transaction or position holds */
 	uint64_t	resume_prev_end;	/* mid-transaction: what the stream held before it */
 	bool		need_tail;		/* read it again before publishing */
+	int64_t		behind_since_us;	/* a tail below known_seq first read then (0: none) */
 	int			have_ck;		/* checkpoint(): 1 found, 0 none */
 	RpCheckpoint ck;
 
