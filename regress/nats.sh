@@ -317,21 +317,25 @@ for a in d.get("account_details") or []:
 }
 
 # rp_nats_wait_caught_up STREAM SECS: every node's own copy of STREAM (its /jsz, not the
-# leader's view) holds at least the stream's last sequence as the leader tells it at the
-# call. One fault at a time, each healed before the next, is what a cluster of three
+# leader's view) holds at least the stream's last sequence as the leader tells it when its
+# info first answers. One fault at a time, each healed before the next, is what a cluster of three
 # promises to survive. "Current" in the leader's view is not enough: nats-server 2.9.10
 # counts a follower current while its store still catches up, and such a node can then win
 # an election with its short store (seen: the whole cluster stopped 2 s after two nodes came
 # back; the restarted stream ended at 4,749 of 11,065 acknowledged messages).
 rp_nats_wait_caught_up() {
-	local stream=$1 secs=${2:-180} want
-	want=$(rp_nats_tool "$stream" info 2>/dev/null | sed -n 's/.*"last_seq":\([0-9]*\).*/\1/p')
-	[[ -n $want ]] || return 1
-	rp_nats_wait_for "$secs" _rp_nats_all_hold "$stream" "$want"
+	_rp_nats_want=''
+	rp_nats_wait_for "${2:-180}" _rp_nats_all_hold "$1"
 }
 
+# (the stream's last sequence is read once, when its info first answers: right after a
+# restart it may not yet)
 _rp_nats_all_hold() {
-	local stream=$1 want=$2 i
+	local stream=$1 i
+	if [[ -z $_rp_nats_want ]]; then
+		_rp_nats_want=$(rp_nats_tool "$stream" info 2>/dev/null | sed -n 's/.*"last_seq":\([0-9]*\).*/\1/p')
+		[[ -n $_rp_nats_want ]] || return 1
+	fi
 	for ((i = 1; i <= RP_NATS_N; i++)); do
 		rp_nats_jsz "$i" "accounts=true&streams=true" | python3 -c '
 import json, sys
@@ -340,7 +344,7 @@ for a in d.get("account_details") or []:
     for s in a.get("stream_detail") or []:
         if s.get("name") == sys.argv[1]:
             sys.exit(0 if (s.get("state") or {}).get("last_seq", 0) >= int(sys.argv[2]) else 1)
-sys.exit(1)' "$stream" "$want" 2>/dev/null || return 1
+sys.exit(1)' "$stream" "$_rp_nats_want" 2>/dev/null || return 1
 	done
 }
 
