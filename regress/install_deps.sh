@@ -10,6 +10,7 @@
 #   curl                                         the tests that read the metrics endpoint
 #   time                                         GNU time: the peak RSS of a process that exits
 #   tmux                                         a terminal the progress display is read back from
+#   sysbench                                     a real workload (t/real_schemas.sh: its OLTP tables)
 #   nats-server, libnats-dev                     the NATS JetStream sink and its cluster tests
 #   clang, libclang-rt-14-dev                    the libFuzzer targets (consumer/fuzz/); the
 #                                                sanitizer builds (SAN=asan, SAN=tsan) use gcc,
@@ -25,4 +26,4 @@ apt-get install -y -qq --no-install-recommends \
 	build-essential pkg-config ca-certificates \
 	postgresql-15 postgresql-server-dev-15 postgresql-client-15 postgresql-contrib \
 	libpq-dev libmicrohttpd-dev check libipc-run-perl postgresql-15-wal2json \
-	bc python3 procps curl time tmux clang libclang-rt-14-dev nats-server libnats-dev >/dev/null
+	bc python3 procps curl time tmux clang libclang-rt-14-dev nats-server libnats-dev sysbench >/dev/null

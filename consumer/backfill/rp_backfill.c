@@ -307,9 +307,9 @@ rp_bf_wait_stored(RpBackfill *bf)
 
 /* The table described as the plugin would, or NULL (logged). */
 static RpSnapTable *
-rp_bf_describe(PGconn *conn, const char *name, RpSnapTable **all, int *nall)
+rp_bf_describe(PGconn *conn, const char *name, bool via_root, RpSnapTable **all, int *nall)
 {
-	RpSnapSelect sel = {name, NULL};
+	RpSnapSelect sel = {name, NULL, via_root};
 	RpSnapTable *ts = rp_snapcat_tables(conn, &sel, nall);
 
 	*all = ts;
@@ -444,12 +444,12 @@ rp_bf_table(RpBackfill *bf, const char *name, bool *skip)
 	so.progname = o->progname;
 	if ((conn = rp_snap_connect(&so)) == NULL)
 		return -1;
-	if ((t = rp_bf_describe(conn, name, &all, &nall)) == NULL)
+	if ((t = rp_bf_describe(conn, name, o->via_root, &all, &nall)) == NULL)
 	{
 		*skip = rp_error_halt() == RP_HALT_CONFIG;
 		goto out;
 	}
-	if (!rp_snapcat_selected(&(RpSnapSelect) {o->include, o->exclude}, t->rel->schema, t->rel->name))
+	if (!rp_snapcat_selected(&(RpSnapSelect) {o->include, o->exclude, o->via_root}, t->rel->schema, t->rel->name))
 	{
 		rp_fail(RP_HALT_CONFIG, "backfill: table \"%s\".\"%s\" is not in the plugin's selection (include_tables, exclude_tables): its watermarks would have no rows around them",
 				t->rel->schema, t->rel->name);

@@ -40,6 +40,7 @@ typedef struct RpBackfillOptions
 	int			ntables;
 	const char *include;		/* the plugin's include_tables / exclude_tables */
 	const char *exclude;
+	bool		via_root;		/* the plugin's partitions=root */
 	uint64_t	chunk_rows;
 	/* The sink's stored token of relid: 1 (*token, caller frees), 0 none, -1 error. */
 	int			(*progress) (void *arg, uint32_t relid, char **token);

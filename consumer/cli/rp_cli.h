@@ -104,6 +104,8 @@ extern int	rp_cli_parse(RpCli *cli, int argc, char **argv);
 extern void rp_cli_free(RpCli *cli);
 /* The plugin option's value ("" for a bare -o NAME), or NULL. */
 extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
+/* -o partitions=root: the stream names a partitioned table's root, not its partitions */
+extern bool rp_cli_partitions_root(const RpCli *cli);
 /* rp_cli_sink_known, rp_cli_sink_is_nats: cli/rp_cliparse.h */
 
 /* ---- rp_cli_conninfo.c: the connection options as one conninfo ---- */

@@ -97,6 +97,10 @@ usage_sinks(void)
 		   "                         no source table may map into it (default: replicant)\n");
 	printf("      --on-divergence=halt|skip  an update or delete of a REPLICA IDENTITY FULL table that\n"
 		   "                         matches no destination row halts (default) or is counted and skipped\n");
+	printf("      --session-replication-role=replica|origin|local  the destination sessions' role:\n"
+		   "                         replica (default) fires no foreign key or ordinary trigger on\n"
+		   "                         replicated rows, as PostgreSQL's apply worker; needs superuser or\n"
+		   "                         GRANT SET ON PARAMETER session_replication_role (15+)\n");
 	printf("      --history=TABLE    keep TABLE's versions (valid_from/valid_to) instead of its state\n");
 	printf("      --message-route=PREFIX   store logical messages with PREFIX in replicant.messages\n");
 	printf("      --message-ignore=PREFIX  acknowledge logical messages with PREFIX, no effect\n");

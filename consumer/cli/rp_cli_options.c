@@ -107,6 +107,7 @@ typedef enum RpCliOpt
 	RP_OPT_SCHEMA_PREFIX,
 	RP_OPT_BOOKKEEPING_SCHEMA,
 	RP_OPT_ON_DIVERGENCE,
+	RP_OPT_REPLICATION_ROLE,
 	RP_OPT_HISTORY,
 	RP_OPT_MESSAGE_ROUTE,
 	RP_OPT_MESSAGE_IGNORE,
@@ -184,6 +185,7 @@ static const struct option long_options[] = {
 	{"schema-prefix", required_argument, NULL, RP_OPT_SCHEMA_PREFIX},
 	{"bookkeeping-schema", required_argument, NULL, RP_OPT_BOOKKEEPING_SCHEMA},
 	{"on-divergence", required_argument, NULL, RP_OPT_ON_DIVERGENCE},
+	{"session-replication-role", required_argument, NULL, RP_OPT_REPLICATION_ROLE},
 	{"history", required_argument, NULL, RP_OPT_HISTORY},
 	{"message-route", required_argument, NULL, RP_OPT_MESSAGE_ROUTE},
 	{"message-ignore", required_argument, NULL, RP_OPT_MESSAGE_IGNORE},
@@ -253,6 +255,14 @@ rp_cli_plugin_option(const RpCli *cli, const char *name)
 		if (strcmp(cli->options[i * 2], name) == 0)
 			return cli->options[i * 2 + 1] ? cli->options[i * 2 + 1] : "";
 	return NULL;
+}
+
+bool
+rp_cli_partitions_root(const RpCli *cli)
+{
+	const char *v = rp_cli_plugin_option(cli, "partitions");
+
+	return v != NULL && strcmp(v, "root") == 0;
 }
 
 /* A size option into *out; the bad_value otherwise. */
@@ -563,6 +573,11 @@ opt_mirror(RpCli *cli, int c, const char *arg)
 			if (strcmp(arg, "halt") != 0 && strcmp(arg, "skip") != 0)
 				return rp_cli_usage_error("invalid value \"%s\" for --on-divergence (halt or skip)", arg);
 			cli->pg.divergence_skip = strcmp(arg, "skip") == 0;
+			return OPT_TAKEN;
+		case RP_OPT_REPLICATION_ROLE:
+			if (strcmp(arg, "replica") != 0 && strcmp(arg, "origin") != 0 && strcmp(arg, "local") != 0)
+				return rp_cli_usage_error("invalid value \"%s\" for --session-replication-role (replica, origin or local)", arg);
+			cli->pg.replication_role = arg;
 			return OPT_TAKEN;
 		case RP_OPT_HISTORY:
 			add_name(&cli->pg.history, &cli->pg.nhistory, arg);

@@ -25,6 +25,7 @@
 #include "backfill/rp_backfill.h"
 #include "cli/rp_cli_run_int.h"
 #include "cli/rp_cliparse.h"
+#include "snapshot/rp_snapcat.h"
 #include "stream/rp_asm.h"
 #include "stream/rp_conn.h"
 #include "stream/rp_deliver.h"
@@ -177,6 +178,12 @@ stream_connect(RpRun *run, bool have_ck)
 		return -1;
 	if (!run->pipe.started)
 	{
+		RpSnapSelect sel = {rp_cli_plugin_option(cli, "include_tables"),
+		rp_cli_plugin_option(cli, "exclude_tables"), rp_cli_partitions_root(cli)};
+
+		/* a table pattern that selects nothing is a mistake: said before anything streams */
+		if (rp_snapcat_check_patterns(run->conn.pg, &sel) < 0)
+			return -1;
 		/* the first connection binds a new checkpoint to this source */
 		if (have_ck && rp_ckpt_check_kind(&run->dl.ck, "") < 0)
 			return -1;

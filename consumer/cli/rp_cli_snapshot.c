@@ -41,6 +41,7 @@ rp_cli_snapshot_sequences(const RpCli *cli)
 	so.dst_conninfo = cli->pg.conninfo;
 	so.select.include = rp_cli_plugin_option(cli, "include_tables");
 	so.select.exclude = rp_cli_plugin_option(cli, "exclude_tables");
+	so.select.via_root = rp_cli_partitions_root(cli);
 	so.schema_prefix = cli->pg.schema_prefix;
 	so.bookkeeping_schema = cli->pg.bookkeeping_schema;
 	so.create = cli->pg.create_tables;
@@ -84,6 +85,7 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	so.progname = progname;
 	so.select.include = rp_cli_plugin_option(cli, "include_tables");
 	so.select.exclude = rp_cli_plugin_option(cli, "exclude_tables");
+	so.select.via_root = rp_cli_partitions_root(cli);
 	so.workers = cli->snapshot_workers;
 	so.chunk_rows = cli->snapshot_chunk_rows;
 	so.chunk_bytes = (uint64_t) 64 << 20;
@@ -146,6 +148,7 @@ rp_cli_backfill_start(RpCli *cli, RpSink *sink)
 	bo.ntables = cli->nbackfill;
 	bo.include = rp_cli_plugin_option(cli, "include_tables");
 	bo.exclude = rp_cli_plugin_option(cli, "exclude_tables");
+	bo.via_root = rp_cli_partitions_root(cli);
 	bo.chunk_rows = cli->backfill_chunk_rows;
 	bo.progress = rp_mirror_backfill_progress;
 	bo.progress_arg = sink;

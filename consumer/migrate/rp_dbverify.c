@@ -228,7 +228,7 @@ dbv_connect(const char *conninfo, const char *who)
 static int
 dbv_tables(RpDbvRun *r)
 {
-	RpSnapSelect sel = {r->o->include, r->o->exclude};
+	RpSnapSelect sel = {r->o->include, r->o->exclude, r->o->via_root};
 	int			n = 0;
 	RpSnapTable *tables = rp_snapcat_tables(r->src, &sel, &n);
 	int			ndiff = 0,

@@ -35,6 +35,7 @@ typedef struct RpDbVerifyOptions
 	const char *slot;			/* -S, or NULL: the checkpoint table's one row */
 	const char *include;		/* include_tables patterns, or NULL */
 	const char *exclude;		/* exclude_tables patterns, or NULL */
+	bool		via_root;		/* partitions=root: a partition root compared whole */
 	const char *schema_prefix;	/* destination schema = prefix || source schema */
 	const char *bookkeeping;	/* the mirror's bookkeeping schema */
 	const char *keys_file;		/* differing keys and range bounds, or NULL */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "rp_buf.h"
 #include "rp_glob.h"
 #include "snapshot/rp_snapcat.h"
 #include "base/rp_status.h"
@@ -204,6 +205,76 @@ rp_patterns_match(const char *list, const char *schema, const char *table)
 	return false;
 }
 
+/* The first pattern of list that matches no row of res (schema, name), or -1. */
+static int
+rp_patterns_unmatched(const char *list, const PGresult *res, char *pat, size_t len)
+{
+	const char *p = list;
+
+	while (p && *p)
+	{
+		const char *start = p;
+		bool		hit = false;
+
+		while (*p && *p != ',')
+			p++;
+		snprintf(pat, len, "%.*s", (int) (p - start), start);
+		for (int i = 0; i < PQntuples(res) && !hit; i++)
+			hit = rp_patterns_match(pat, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+		if (!hit && *pat)
+			return 1;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+int
+rp_snapcat_check_patterns(PGconn *conn, const RpSnapSelect *sel)
+{
+	const char *lists[2] = {sel->include, sel->exclude};
+	const char *names[2] = {"include_tables", "exclude_tables"};
+	PGresult   *res,
+			   *parts;
+	RpBuf		q;
+	char		pat[512],
+				one[512];
+	int			rc = 0;
+
+	if (!(sel->include && *sel->include) && !(sel->exclude && *sel->exclude))
+		return 0;
+	rp_buf_init(&q, 512);
+	rp_buf_put_text(&q, "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c"
+					" JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE ");
+	rp_buf_put_text(&q, RP_SNAPCAT_TABLES_WHERE(sel->via_root));
+	rp_buf_put_char(&q, '\0');
+	res = PQexec(conn, q.data);
+	rp_buf_free(&q);
+	/* partitioned tables, whose names the stream does not carry under partitions=leaf */
+	parts = PQexec(conn, "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c"
+				   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'p'");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQresultStatus(parts) != PGRES_TUPLES_OK)
+	{
+		rp_fail_res(PQresultStatus(res) != PGRES_TUPLES_OK ? res : parts, "listing tables for include_tables/exclude_tables");
+		PQclear(res);
+		PQclear(parts);
+		return -1;
+	}
+	for (int l = 0; l < 2 && rc == 0; l++)
+	{
+		if (!lists[l] || !*lists[l] || !rp_patterns_unmatched(lists[l], res, pat, sizeof(pat)))
+			continue;
+		if (!sel->via_root && !rp_patterns_unmatched(pat, parts, one, sizeof(one)))
+			rc = rp_fail(RP_HALT_CONFIG, "%s pattern \"%s\" matches no table whose changes are sent: it names a partitioned table, whose changes come under its partitions' names with partitions=leaf (name the partitions, or use -o partitions=root)",
+						 names[l], pat);
+		else
+			rc = rp_fail(RP_HALT_CONFIG, "%s pattern \"%s\" matches no table of the source", names[l], pat);
+	}
+	PQclear(res);
+	PQclear(parts);
+	return rc;
+}
+
 bool
 rp_snapcat_selected(const RpSnapSelect *sel, const char *schema, const char *table)
 {
@@ -369,16 +440,25 @@ rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
 	RpSnapTable *tables;
 	int			ntables = 0;
 	int			ncand;
+	RpBuf		q;
 
 	*n = 0;
 	if (rp_type_map_load(conn, &types) < 0)
 		return NULL;
-	res = PQexec(conn,
-				 "SELECT c.oid, n.nspname, c.relname, c.relreplident, c.reltuples::bigint"
-				 " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-				 " WHERE c.relkind = 'r' AND NOT c.relispartition"
-				 " AND n.nspname <> 'information_schema' AND n.nspname !~ '^pg_'"
-				 " ORDER BY n.nspname, c.relname");
+	/*
+	 * Not "relkind = 'r' AND NOT relispartition": that left every partition
+	 * out, and a partitioned table's rows with them (found in the field:
+	 * 148,256 of 156,330 rows of one not copied, and not verified).
+	 */
+	rp_buf_init(&q, 512);
+	rp_buf_put_text(&q, "SELECT c.oid, n.nspname, c.relname, c.relreplident, c.reltuples::bigint, c.relkind = 'p'"
+					" FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE ");
+	rp_buf_put_text(&q, RP_SNAPCAT_TABLES_WHERE(sel->via_root));
+	rp_buf_put_text(&q, " AND n.nspname <> 'information_schema' AND n.nspname !~ '^pg_'"
+					" ORDER BY n.nspname, c.relname");
+	rp_buf_put_char(&q, '\0');
+	res = PQexec(conn, q.data);
+	rp_buf_free(&q);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		rp_fail_res(res, "listing tables");
@@ -403,6 +483,7 @@ rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
 		t->estimate = strtoll(PQgetvalue(res, i, 4), NULL, 10);
 		if (t->estimate < 0)
 			t->estimate = -1;
+		t->partitioned = PQgetvalue(res, i, 5)[0] == 't';
 		t->portable = t->convertible = true;
 	}
 	PQclear(res);

@@ -25,6 +25,7 @@ typedef struct RpSnapTable
 	int		   *keycols;		/* primary key, in key order: indexes into rel->cols */
 	int			nkey;
 	int64_t		estimate;		/* pg_class.reltuples, -1 unknown */
+	bool		partitioned;	/* a partition root (partitions=root): read without ONLY, in key order */
 	bool		portable;		/* binary COPY rows load into a same-typed table elsewhere */
 	bool		convertible;	/* every column converts to the wire (rp_pgrecv) */
 	char		why[160];		/* names the column that is not portable/convertible */
@@ -35,13 +36,32 @@ typedef struct RpSnapSelect
 {
 	const char *include;		/* NULL: every table */
 	const char *exclude;
+	bool		via_root;		/* the plugin's partitions=root: roots stand for their partitions */
 } RpSnapSelect;
 
 /* Does schema.table pass the selection (the plugin's rule)? */
 extern bool rp_snapcat_selected(const RpSnapSelect *sel, const char *schema, const char *table);
 
 /*
- * The selected ordinary tables, described; *n gets the count, the caller
+ * The tables whose changes the plugin sends, as the stream names them: every
+ * ordinary table, inheritance children and leaf partitions included (each is
+ * read with ONLY: no row twice); with via_root, a partitioned table's
+ * topmost root instead of its partitions.
+ */
+#define RP_SNAPCAT_TABLES_WHERE(via_root) \
+	((via_root) ? "((c.relkind = 'r' AND NOT c.relispartition) OR (c.relkind = 'p' AND NOT c.relispartition))" \
+	 : "c.relkind = 'r'")
+
+/*
+ * Every pattern of sel's include_tables and exclude_tables must name some
+ * table of the source (as the stream names them): 0, or -1 with rp_fail()
+ * naming the first that matches none (a pattern that names a partitioned
+ * table under partitions=leaf says so).
+ */
+extern int	rp_snapcat_check_patterns(PGconn *conn, const RpSnapSelect *sel);
+
+/*
+ * The selected tables, described; *n gets the count, the caller
  * frees with rp_snapcat_free.  NULL with rp_fail() on error (n = 0 and a
  * non-NULL empty array when nothing is selected).
  */

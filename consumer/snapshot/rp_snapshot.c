@@ -494,6 +494,9 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 
 	if ((coord = rp_snap_connect(o)) == NULL)
 		goto done;
+	/* a pattern that selects nothing is a mistake, named before anything is made */
+	if (rp_snapcat_check_patterns(coord, &o->select) < 0)
+		goto done;
 
 	/* stored progress? then this is a resumed copy */
 	if (rp_snap_find_resume(coord, o, sink, &resume, &resume_lsn) < 0)

@@ -96,9 +96,12 @@ rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
 }
 
 void
-rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpRelation *rel)
+rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpSnapTable *t)
 {
-	rp_buf_put_text(sql, " FROM ONLY ");
+	const RpRelation *rel = t->rel;
+
+	/* ONLY: an inheritance parent's children are tables of their own */
+	rp_buf_put_text(sql, t->partitioned ? " FROM " : " FROM ONLY ");
 	rp_snap_put_ident(sql, conn, rel->schema);
 	rp_buf_put_char(sql, '.');
 	rp_snap_put_ident(sql, conn, rel->name);
@@ -110,7 +113,7 @@ rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *se
 {
 	const RpRelation *rel = t->rel;
 
-	rp_snap_sql_from(sql, conn, rel);
+	rp_snap_sql_from(sql, conn, t);
 	if (after)
 	{
 		/* the key values travel as settings, set from parameters: never in SQL text */

@@ -19,8 +19,8 @@
 extern PGconn *rp_snap_connect(const RpSnapOptions *o);
 /* A quoted identifier (PQescapeIdentifier) appended to b. */
 extern void rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name);
-/* " FROM ONLY schema.table AS rp_t" */
-extern void rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpRelation *rel);
+/* " FROM ONLY schema.table AS rp_t" (a partition root: without ONLY, its partitions' rows) */
+extern void rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpSnapTable *t);
 /*
  * " FROM ONLY schema.table AS rp_t [WHERE (key) > (...)] ORDER BY key": t's rows after a
  * stored key (after), in key order.  The stored key is read from the session settings

@@ -36,10 +36,9 @@
 static void
 rp_snap_sql_heap(RpBuf *sql, PGconn *conn, const RpSnapJob *job)
 {
-	const RpRelation *rel = job->t->rel;
 	char		w[256];
 
-	rp_snap_sql_from(sql, conn, rel);
+	rp_snap_sql_from(sql, conn, job->t);
 	if (!job->have_tok || !job->tok.have_pos)
 		return;
 	snprintf(w, sizeof(w), " WHERE rp_t.ctid > '(%" PRIu32 ",%u)'::pg_catalog.tid"
@@ -437,7 +436,9 @@ rp_snap_copy_start(RpSnapWorker *w, RpSnapJob *job)
 	PGresult   *res;
 	int			rc = 0;
 
-	job->heap = run->sink->snapshot_heap_order && t->nkey > 0 && (!job->have_tok || job->tok.heap);
+	/* a partition root has no one heap to walk: its rows go in key order */
+	job->heap = run->sink->snapshot_heap_order && t->nkey > 0 && !t->partitioned &&
+		(!job->have_tok || job->tok.heap);
 	if (job->heap)
 		rc = rp_snap_heap_start(w, job);
 	/* resume: the last stored key, as settings the WHERE clause reads */

@@ -4,7 +4,8 @@
  *    server: changes of one key fold into one effect, a batch's keys are
  *    all found again, and the slot array follows the batch that just went,
  *    not the largest one seen (a big batch must not leave every later small
- *    one probing an array past the cache).
+ *    one probing an array past the cache); and a table without a replica
+ *    identity keeps every insert of a batch (rp_mirror_apply_change).
  */
 #include "ct_kit.h"
 
@@ -142,6 +143,60 @@ START_TEST(test_slots_follow_the_batch)
 }
 END_TEST
 
+/*
+ * A table with no key and the default replica identity: 150 inserts, many
+ * of them equal, through the mirror's change entry point, are 150 effects
+ * (a multiset).  Before the fix they folded under the empty key into one:
+ * the field's minimal case kept 1 row of 150.  Its update is refused.
+ */
+START_TEST(test_keyless_inserts_all_kept)
+{
+	RpColumn	cols[2] = {{.attnum = 1, .name = "tid", .type_oid = 23, .type_name = "integer", .typmod = -1,
+		.encoding = RP_ENC_INT4}, {.attnum = 2, .name = "delta", .type_oid = 23, .type_name = "integer",
+	.typmod = -1, .encoding = RP_ENC_INT4}};
+	RpRelation	rel = {.relid = 4242, .schema = "public", .name = "h", .identity = RP_IDENTITY_DEFAULT,
+	.natts = 2, .cols = cols};
+	RpMirrorTable *t;
+	RpRecord	rec;
+	RpDatum		d[2];
+	uint32_t	tid,
+				delta = 1;
+
+	pg.opts.slot = "s";
+	rp_mirror_backfill_init(&pg);
+	t = rp_mirror_table_get(&pg, &rel);
+	ck_assert(t->no_identity);
+	t->resolved = true;
+	memset(&rec, 0, sizeof(rec));
+	rec.tag = RP_TAG_INSERT;
+	rec.u.change.rel = &rel;
+	rec.u.change.new_tuple.natts = 2;
+	rec.u.change.new_tuple.datums = d;
+	for (int i = 0; i < 150; i++)
+	{
+		tid = (uint32_t) (i % 7);
+		d[0] = (RpDatum) {RP_DATUM_VALUE, sizeof(tid), (const unsigned char *) &tid};
+		d[1] = (RpDatum) {RP_DATUM_VALUE, sizeof(delta), (const unsigned char *) &delta};
+		ck_assert_int_eq(rp_mirror_apply_change(&pg, &rec), 0);
+	}
+	ck_assert_int_eq(t->neffects, 150);
+	for (int e = 0; e < t->neffects; e++)
+	{
+		ck_assert_int_eq(t->effects[e].op, RP_EFFECT_UPSERT);
+		ck_assert(t->effects[e].fresh);
+	}
+	rec.tag = RP_TAG_UPDATE;
+	ck_assert_int_eq(rp_mirror_apply_change(&pg, &rec), -1);
+	ck_assert_ptr_nonnull(strstr(rp_error(), "no replica identity"));
+	rp_error_clear();
+	rp_mirror_effects_release(&pg);
+	for (int i = 0; i < pg.ntables; i++)
+		rp_mirror_table_free(pg.tables[i]);
+	rp_free(pg.tables);
+	rp_mirror_backfill_free(&pg);
+}
+END_TEST
+
 Suite *
 ct_suite_effect(void)
 {
@@ -152,6 +207,7 @@ ct_suite_effect(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_fold_and_find);
 	tcase_add_test(tc, test_slots_follow_the_batch);
+	tcase_add_test(tc, test_keyless_inserts_all_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

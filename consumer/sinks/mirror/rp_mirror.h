@@ -35,6 +35,12 @@ typedef struct RpMirrorOptions
 	int			nignore;
 	const char *bookkeeping_schema; /* the mirror's own tables (NULL: "replicant") */
 	bool		divergence_skip;	/* --on-divergence=skip: count, do not halt */
+	/*
+	 * session_replication_role of every destination session (NULL:
+	 * "replica", as PostgreSQL's apply worker: foreign keys and ordinary
+	 * triggers do not fire on replicated rows, so they land in any order).
+	 */
+	const char *replication_role;
 } RpMirrorOptions;
 
 /* Identifiers longer than this are truncated by a default server (NAMEDATALEN - 1). */

@@ -58,7 +58,7 @@ rp_mirror_apply_deletes(RpMirror *pg, RpMirrorTable *t)
 	rp_buf_init(&sql, 512);
 	/* by the key index (RP_MIRROR_BY_INDEX) */
 	rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX "DELETE FROM ");
-	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, t->qrel);
 	rp_buf_put_text(&sql, " d USING ");
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_text(&sql, " s WHERE ");
@@ -149,7 +149,7 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 
 		/* by the key index (RP_MIRROR_BY_INDEX); reset with the next statement */
 		rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX "UPDATE ");
-		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, t->qrel);
 		rp_buf_put_text(&sql, " d SET ");
 		for (int i = 0; i < t->rel->natts; i++)
 		{
@@ -229,7 +229,7 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 
 	rp_buf_init(&sql, 512);
 	rp_buf_put_text(&sql, "UPDATE ");
-	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, t->qrel);
 	rp_buf_put_text(&sql, " SET ");
 	for (int i = 0; i < natts; i++)
 	{
@@ -323,6 +323,18 @@ rp_mirror_apply_table(RpMirror *pg, RpMirrorTable *t)
 				any_fresh = false;
 	int			fresh = 0;
 
+	/*
+	 * No replica identity: only inserts, each its own row (a multiset), all
+	 * COPYed straight in.  A duplicate is a row like any other here, and no
+	 * key could say which row a conflict is.
+	 */
+	if (t->no_identity)
+	{
+		if (t->neffects > 0 && rp_mirror_stage_effects(pg, t, t->qname, RP_MIRROR_STAGE_FRESH) < 0)
+			return -1;
+		rp_mirror_effects_clear(t);
+		return 0;
+	}
 	for (int e = 0; e < t->neffects; e++)
 	{
 		any_del |= rp_mirror_stage_wants(&t->effects[e], RP_MIRROR_STAGE_DELETES);

@@ -420,7 +420,8 @@ rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token)
 	PGresult   *res;
 	int			rc = 0;
 
-	conn = rp_mirror_session_open(pg->opts.conninfo, "replicant backfill", true, "backfill: ");
+	conn = rp_mirror_session_open(pg->opts.conninfo, "replicant backfill", true, pg->opts.replication_role,
+								  "backfill: ");
 	if (conn == NULL)
 		return -1;
 	res = PQexec(conn, rp_mirror_bk(pg, "CREATE SCHEMA IF NOT EXISTS @bk"));

@@ -51,7 +51,7 @@ rp_mirror_apply_full_match(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 		{
 			nset = rp_mirror_collect(t, &rec->u.change.new_tuple, true, datums, encs, which);
 			rp_buf_put_text(&sql, "UPDATE ");
-			rp_buf_put_text(&sql, t->qname);
+			rp_buf_put_text(&sql, t->qrel);
 			rp_buf_put_text(&sql, " SET ");
 			for (int i = 0; i < nset; i++)
 			{
@@ -68,11 +68,11 @@ rp_mirror_apply_full_match(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 		else
 		{
 			rp_buf_put_text(&sql, "DELETE FROM ");
-			rp_buf_put_text(&sql, t->qname);
+			rp_buf_put_text(&sql, t->qrel);
 		}
 		/* one row that equals the old row in every column */
 		rp_buf_put_text(&sql, " WHERE ctid = (SELECT ctid FROM ");
-		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, t->qrel);
 		rp_buf_put_text(&sql, " o WHERE ");
 		nmatch = rp_mirror_collect(t, &rec->u.change.old_tuple, false, datums + nset, encs + nset,
 							which + nset);
@@ -147,7 +147,7 @@ rp_mirror_moved_read(RpMirror *pg, RpMirrorTable *t, const RpTuple *out, const R
 		rp_free(qc);
 	}
 	rp_buf_put_text(&sql, " FROM ");
-	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, t->qrel);
 	rp_buf_put_text(&sql, " WHERE ");
 	for (int k = 0; k < t->nkey; k++)
 	{
@@ -299,7 +299,10 @@ rp_mirror_apply_keyed(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 	switch (rec->tag)
 	{
 		case RP_TAG_INSERT:
-			rp_mirror_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, true, true);
+			if (t->no_identity)
+				rp_mirror_effect_append(pg, t, &rec->u.change.new_tuple, &key);
+			else
+				rp_mirror_effect_upsert(pg, t, &rec->u.change.new_tuple, &key, true, true);
 			break;
 		case RP_TAG_UPDATE:
 			if (rec->u.change.has_old)
@@ -415,7 +418,7 @@ rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels
 			rp_mirror_params_text(&p, ts.data);
 			rp_buf_init(&q, 256);
 			rp_buf_put_text(&q, "UPDATE ");
-			rp_buf_put_text(&q, t->qname);
+			rp_buf_put_text(&q, t->qrel);
 			rp_buf_put_text(&q, " SET valid_to_lsn = $1, valid_to_time = $2 WHERE valid_to_lsn IS NULL");
 			rp_buf_put_char(&q, '\0');
 			rc = rp_mirror_params_exec(pg, t, q.data, &p, "closing a truncated history");
@@ -427,7 +430,7 @@ rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels
 		{
 			if (nplain++)
 				rp_buf_put_text(&sql, ", ");
-			rp_buf_put_text(&sql, t->qname);
+			rp_buf_put_text(&sql, t->qrel);
 		}
 	}
 	if (rc == 0 && nplain > 0)

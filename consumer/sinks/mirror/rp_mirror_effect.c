@@ -175,8 +175,9 @@ rp_mirror_effect_delete(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBu
 	e->row_len = 0;
 }
 
-void
-rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref)
+/* Fold tup into the effect of key (already serialized). */
+static void
+rp_mirror_effect_put(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, const RpBuf *key, bool insert, bool may_ref)
 {
 	RpEffect   *e;
 	bool		partial = false;
@@ -184,7 +185,6 @@ rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBu
 	size_t		off;
 	int			before = t->neffects;
 
-	rp_mirror_key_of(t, tup, key);
 	e = rp_mirror_effect_for(pg, t, key);
 	/* a key first seen as an INSERT did not exist before the batch */
 	if (t->neffects > before)
@@ -241,6 +241,32 @@ rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBu
 	e->partial = partial;
 	e->row_off = off;
 	e->row_len = t->arena.len - off;
+}
+
+void
+rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref)
+{
+	rp_mirror_key_of(t, tup, key);
+	rp_mirror_effect_put(pg, t, tup, key, insert, may_ref);
+}
+
+/*
+ * An insert into a table without a replica identity: rows are a multiset
+ * (two inserts of the same values are two rows), so each insert is an
+ * effect of its own, under a key no other change has (t's count of them).
+ * Folded by their (empty) key, a batch kept one insert of all (found in the
+ * field: 28,451 of 28,532 rows lost).  Such a table takes no update or
+ * delete (rp_mirror_apply_change halts on them), so nothing else looks
+ * these keys up.
+ */
+void
+rp_mirror_effect_append(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key)
+{
+	uint64_t	n = ++t->appended;
+
+	rp_buf_reset(key);
+	rp_buf_put_bytes(key, &n, sizeof(n));
+	rp_mirror_effect_put(pg, t, tup, key, true, true);
 }
 
 void

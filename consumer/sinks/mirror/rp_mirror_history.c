@@ -56,7 +56,7 @@ rp_mirror_history_revise(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, con
 	if (ef->op == RP_EFFECT_UPSERT)
 	{
 		rp_buf_put_text(&sql, "UPDATE ");
-		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, t->qrel);
 		rp_buf_put_text(&sql, " o SET ");
 		for (int i = 0; i < t->rel->natts; i++)
 		{
@@ -81,7 +81,7 @@ rp_mirror_history_revise(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, con
 	else
 	{
 		rp_buf_put_text(&sql, "DELETE FROM ");
-		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, t->qrel);
 		rp_buf_put_text(&sql, " o WHERE ");
 	}
 	rp_mirror_history_key_match(pg, t, ef, &sql, &p);
@@ -150,7 +150,7 @@ rp_mirror_history_open(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, const
 	if (ef->partial)
 	{
 		rp_buf_put_text(&sql, " FROM ");
-		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, t->qrel);
 		rp_buf_put_text(&sql, " o WHERE ");
 		rp_mirror_history_key_match(pg, t, ef, &sql, &p);
 		rp_buf_put_text(&sql, " AND o.valid_to_lsn IS NULL");
@@ -179,7 +179,7 @@ rp_mirror_history_close(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 	lno = rp_mirror_params_text(&p, lsn);
 	tno = rp_mirror_params_text(&p, ts);
 	rp_buf_put_text(&sql, "UPDATE ");
-	rp_buf_put_text(&sql, t->qname);
+	rp_buf_put_text(&sql, t->qrel);
 	snprintf(tmp, sizeof(tmp), " o SET valid_to_lsn = $%d, valid_to_time = $%d WHERE ", lno, tno);
 	rp_buf_put_text(&sql, tmp);
 	rp_mirror_history_key_match(pg, t, ef, &sql, &p);
@@ -214,6 +214,15 @@ rp_mirror_apply_history(RpMirror *pg, RpMirrorTable *t)
 	{
 		const RpEffect *ef = &t->effects[e];
 
+		/*
+		 * No replica identity: each insert is a version of its own, with
+		 * nothing before it to close or revise (no key says which row).
+		 */
+		if (t->no_identity)
+		{
+			rc = rp_mirror_history_open(pg, t, ef, lsn, tsb.data);
+			continue;
+		}
 		if (pg->history_barrier_lsn == pg->cur_commit_lsn)
 		{
 			int			revised = rp_mirror_history_revise(pg, t, ef, lsn, tsb.data);

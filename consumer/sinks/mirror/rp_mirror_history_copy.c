@@ -142,7 +142,7 @@ rp_mirror_history_merge_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, cons
 {
 	/* a changed row: its open version closes (one opened here already is the same row) */
 	rp_buf_put_text(b, "UPDATE ");
-	rp_buf_put_text(b, t->qname);
+	rp_buf_put_text(b, t->qrel);
 	rp_buf_put_text(b, " o SET valid_to_lsn = '");
 	rp_buf_put_text(b, lsn);
 	rp_buf_put_text(b, "'::pg_catalog.pg_lsn, valid_to_time = ");
@@ -172,7 +172,7 @@ rp_mirror_history_merge_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, cons
 	rp_buf_put_text(b, " FROM ");
 	rp_buf_put_text(b, stage);
 	rp_buf_put_text(b, " s WHERE NOT EXISTS (SELECT 1 FROM ");
-	rp_buf_put_text(b, t->qname);
+	rp_buf_put_text(b, t->qrel);
 	rp_buf_put_text(b, " o WHERE ");
 	rp_mirror_sql_key_match(pg, b, rel, t->keycols, t->nkey, "o", "s");
 	rp_buf_put_text(b, " AND o.valid_to_lsn IS NULL)");
@@ -183,7 +183,7 @@ rp_mirror_history_retire_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, con
 							 const char *seen, const char *lsn, const char *time_sql)
 {
 	rp_buf_put_text(b, "UPDATE ");
-	rp_buf_put_text(b, t->qname);
+	rp_buf_put_text(b, t->qrel);
 	rp_buf_put_text(b, " d SET valid_to_lsn = '");
 	rp_buf_put_text(b, lsn);
 	rp_buf_put_text(b, "'::pg_catalog.pg_lsn, valid_to_time = ");

@@ -54,12 +54,24 @@ typedef struct RpMirrorTable
 	uint32_t	relid;
 	RpRelation *rel;			/* the description we apply with */
 	char	   *qname;			/* quoted destination name */
+	/*
+	 * What UPDATE, DELETE, TRUNCATE and SELECT name: "ONLY qname", so a
+	 * destination inheritance parent (a schema from pg_dump) never reaches
+	 * its children, which are tables of their own in the mirror; qname for
+	 * a partitioned table (routed to its partitions).
+	 */
+	char	   *qrel;
 	char	   *dest_schema;
 	char	   *dest_name;
 	int		   *keycols;		/* indexes into rel->cols */
 	int			nkey;
 	bool		full_match;		/* REPLICA IDENTITY FULL without a key */
 	bool		no_identity;	/* updates and deletes cannot be applied */
+	/*
+	 * no_identity: the batch's inserts are a multiset, each its own effect
+	 * under a key of its own (this count), never folded into one.
+	 */
+	uint64_t	appended;
 	bool		history;
 	bool		resolved;
 	bool		txn_dirty;		/* resolved (created, altered) or staged in the open transaction */
@@ -291,6 +303,8 @@ extern void rp_mirror_key_of(const RpMirrorTable *t, const RpTuple *tup, RpBuf *
 extern void rp_mirror_effect_delete(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
 /* Fold an insert or update into t's map; may_ref: a large value may stay in the record. */
 extern void rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref);
+/* An insert into a table without a replica identity: an effect of its own (a multiset). */
+extern void rp_mirror_effect_append(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
 /* Forget t's pending effects (applied), keeping the memory. */
 extern void rp_mirror_effects_clear(RpMirrorTable *t);
 /* What the effect maps may hold before they are applied early (G5). */
@@ -369,11 +383,12 @@ extern int	rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char
  * quote values, G4), search_path is pinned to '' (every name we send is
  * qualified and quoted), synchronous_commit is as asked, and on PostgreSQL
  * 14+ a statement of a consumer that died ends within a second
- * (client_connection_check_interval).  NULL after rp_fail(), its message
- * prefixed with who ("" or "backfill: ").  The caller PQfinish()es it.
+ * (client_connection_check_interval), and session_replication_role is role
+ * (NULL: replica).  NULL after rp_fail(), its message prefixed with who (""
+ * or "backfill: ").  The caller PQfinish()es it.
  */
 extern PGconn *rp_mirror_session_open(const char *conninfo, const char *appname,
-									  bool synchronous_commit, const char *who);
+									  bool synchronous_commit, const char *role, const char *who);
 /* rp_mirror_fail_result for a session other than pg->conn */
 extern int	rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirrorTable *t);
 /* "name" with embedded quotes doubled (caller frees): needs no session. */

@@ -233,9 +233,47 @@ rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *v
 	return rc;
 }
 
+/*
+ * session_replication_role, as PostgreSQL's apply worker sets it: under
+ * "replica" foreign keys and ordinary triggers do not fire, so a destination
+ * whose schema came from pg_dump takes the snapshot's tables and a batch's
+ * rows in any order (with the checks on, the first child row copied before
+ * its parent failed with 23503 in the middle of a copy).  Set when the
+ * session opens, so a user who may not set it learns at start.  On failure
+ * conn is closed.
+ */
+static int
+rp_mirror_session_role(PGconn *conn, const char *role, const char *who)
+{
+	char		sql[96];
+	PGresult   *res;
+	const char *state;
+
+	snprintf(sql, sizeof(sql), "SET session_replication_role = %s", role ? role : "replica");
+	res = PQexec(conn, sql);
+	if (PQresultStatus(res) == PGRES_COMMAND_OK)
+	{
+		PQclear(res);
+		return 0;
+	}
+	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	if (state && strcmp(state, "42501") == 0)
+		rp_fail(RP_HALT_CONFIG, "%sthe destination user may not set session_replication_role to %s (SQLSTATE 42501): "
+				"the mirror applies as PostgreSQL's apply worker does, with no foreign key check or ordinary trigger on "
+				"replicated rows; run it as a superuser, GRANT SET ON PARAMETER session_replication_role TO the user "
+				"(PostgreSQL 15 and later), or pass --session-replication-role=origin (foreign keys are then checked "
+				"and may refuse rows that arrive before their parents)",
+				who, role ? role : "replica");
+	else
+		rp_mirror_fail_conn(conn, res, "setting session_replication_role", NULL);
+	PQclear(res);
+	PQfinish(conn);
+	return -1;
+}
+
 PGconn *
 rp_mirror_session_open(const char *conninfo, const char *appname, bool synchronous_commit,
-					   const char *who)
+					   const char *role, const char *who)
 {
 	RpSessionSpec spec;
 	RpSessionError err;
@@ -275,7 +313,7 @@ rp_mirror_session_open(const char *conninfo, const char *appname, bool synchrono
 		}
 		PQclear(res);
 	}
-	return conn;
+	return rp_mirror_session_role(conn, role, who) < 0 ? NULL : conn;
 }
 
 /*
@@ -426,7 +464,7 @@ rp_mirror_connect(RpMirror *pg)
 		pg->tables[i]->stage_ups = pg->tables[i]->stage_del = NULL;
 	}
 	pg->in_txn = false;
-	pg->conn = rp_mirror_session_open(pg->opts.conninfo, "replicant", true, "");
+	pg->conn = rp_mirror_session_open(pg->opts.conninfo, "replicant", true, pg->opts.replication_role, "");
 	if (pg->conn == NULL)
 		return -1;
 	rp_mirror_set_cancel(pg);

@@ -121,7 +121,8 @@ rp_mirror_snap_conn(RpMirrorSnap *s, int worker)
 		PQfinish(s->conns[worker]);
 	s->conns[worker] = NULL;
 	/* chunks commit asynchronously: the completion's commit is synchronous (see above) */
-	conn = rp_mirror_session_open(s->pg->opts.conninfo, "replicant snapshot", false, "");
+	conn = rp_mirror_session_open(s->pg->opts.conninfo, "replicant snapshot", false,
+								  s->pg->opts.replication_role, "");
 	if (conn == NULL)
 		return NULL;
 	for (int i = 0; i < s->ntables; i++)
@@ -211,7 +212,7 @@ rp_mirror_snap_mode(RpMirror *pg, const RpSnapshotCtx *ctx, const RpMirrorTable 
 
 		rp_buf_init(&q, 256);
 		rp_buf_put_text(&q, "SELECT EXISTS (SELECT 1 FROM ");
-		rp_buf_put_text(&q, t->qname);
+		rp_buf_put_text(&q, t->qrel);
 		rp_buf_put_text(&q, ")");
 		rp_buf_put_char(&q, '\0');
 		res = PQexec(pg->conn, q.data);
@@ -249,7 +250,7 @@ rp_mirror_snap_plan_replace(RpMirror *pg, RpMirrorSnapTable *st, RpBuf *bp)
 	rp_buf_put_text(bp, ")");
 	st->stage_ddl = rp_dupbuf(bp);
 	rp_buf_put_text(bp, "DELETE FROM ");
-	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, st->t->qrel);
 	rp_buf_put_text(bp, "; INSERT INTO ");
 	rp_buf_put_text(bp, st->qname);
 	rp_buf_put_text(bp, " (");
@@ -321,7 +322,7 @@ rp_mirror_snap_plan_merge(RpMirror *pg, RpMirrorSnapTable *st, const RpRelation 
 
 	/* at completion: retire what the snapshot did not see */
 	rp_buf_put_text(bp, "DELETE FROM ");
-	rp_buf_put_text(bp, st->qname);
+	rp_buf_put_text(bp, st->t->qrel);
 	rp_buf_put_text(bp, " d WHERE NOT EXISTS (SELECT 1 FROM ");
 	rp_buf_put_text(bp, seen);
 	rp_buf_put_text(bp, " s WHERE ");

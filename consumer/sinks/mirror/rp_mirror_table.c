@@ -115,6 +115,8 @@ rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel)
 	t->rel = rp_relation_copy(rel);
 	if (t->qname)
 		rp_free(t->qname);
+	if (t->qrel)
+		rp_free(t->qrel);
 	if (t->dest_schema)
 		rp_free(t->dest_schema);
 	if (t->dest_name)
@@ -130,6 +132,8 @@ rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel)
 
 		t->qname = rp_malloc(n);
 		snprintf(t->qname, n, "%s.%s", qs, qn);
+		t->qrel = rp_malloc(n + 5);
+		snprintf(t->qrel, n + 5, "ONLY %s", t->qname);
 		rp_free(qs);
 		rp_free(qn);
 	}
@@ -187,6 +191,7 @@ rp_mirror_table_free(RpMirrorTable *t)
 	rp_mirror_table_reset_catalog(t, t->rel->natts);
 	rp_relation_free(t->rel);
 	rp_free(t->qname);
+	rp_free(t->qrel);
 	rp_free(t->dest_schema);
 	rp_free(t->dest_name);
 	if (t->keycols)
@@ -467,7 +472,7 @@ rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t)
 	vals[0] = t->dest_schema;
 	vals[1] = t->dest_name;
 	res = PQexecParams(pg->conn,
-					   "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
+					   "SELECT c.oid, c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
 					   " ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2"
 					   " AND c.relkind IN ('r', 'p')", 2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
@@ -491,6 +496,9 @@ rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t)
 		return 0;
 	}
 	snprintf(oid, sizeof(oid), "%s", PQgetvalue(res, 0, 0));
+	/* a partitioned table routes its rows: ONLY would reach none of them */
+	if (PQgetvalue(res, 0, 1)[0] == 'p')
+		snprintf(t->qrel, strlen(t->qname) + 1, "%s", t->qname);
 	PQclear(res);
 
 	/* every replicated column must be there */
