@@ -16,8 +16,9 @@
  *
  * Errors on the source are logged (value-free) and the chunk is tried
  * again on a new session after a pause; the stream is not stopped.  A
- * table the backfill cannot do (no primary key, not selected) is logged
- * and skipped.
+ * table the backfill cannot do (missing, no primary key, not selected) is
+ * refused by rp_backfill_start, before the stream starts: skipped with a
+ * log line, the run went on and ended 0 with the table never copied.
  */
 #include "rp_alloc.h"
 
@@ -422,6 +423,32 @@ rp_bf_chunks(RpBackfill *bf, PGconn *conn, const RpSnapTable *t, RpSnapToken *to
 }
 
 /*
+ * name described, if a backfill can copy it (there, selected, keyed), on
+ * conn; NULL after rp_fail() (RP_HALT_CONFIG: it cannot).  *all owns it.
+ */
+static RpSnapTable *
+rp_bf_usable(const RpBackfillOptions *o, PGconn *conn, const char *name, RpSnapTable **all, int *nall)
+{
+	RpSnapTable *t;
+
+	if ((t = rp_bf_describe(conn, name, o->via_root, all, nall)) == NULL)
+		return NULL;
+	if (!rp_snapcat_selected(&(RpSnapSelect) {o->include, o->exclude, o->via_root}, t->rel->schema, t->rel->name))
+	{
+		rp_fail(RP_HALT_CONFIG, "backfill: table \"%s\".\"%s\" is not in the plugin's selection (include_tables, exclude_tables): its watermarks would have no rows around them",
+				t->rel->schema, t->rel->name);
+		return NULL;
+	}
+	if (t->nkey == 0 || t->nkey > RP_SNAPTOKEN_MAX_KEYS)
+	{
+		rp_fail(RP_HALT_CONFIG, "backfill: table \"%s\".\"%s\" has no primary key; a backfill reads it in key order and needs one (copy it with a new slot's --snapshot instead)",
+				t->rel->schema, t->rel->name);
+		return NULL;
+	}
+	return t;
+}
+
+/*
  * Backfill one table to the end.  0 done (or skipped, logged), -1 error to
  * retry, 1 stop requested.
  */
@@ -444,23 +471,9 @@ rp_bf_table(RpBackfill *bf, const char *name, bool *skip)
 	so.progname = o->progname;
 	if ((conn = rp_snap_connect(&so)) == NULL)
 		return -1;
-	if ((t = rp_bf_describe(conn, name, o->via_root, &all, &nall)) == NULL)
+	if ((t = rp_bf_usable(o, conn, name, &all, &nall)) == NULL)
 	{
 		*skip = rp_error_halt() == RP_HALT_CONFIG;
-		goto out;
-	}
-	if (!rp_snapcat_selected(&(RpSnapSelect) {o->include, o->exclude, o->via_root}, t->rel->schema, t->rel->name))
-	{
-		rp_fail(RP_HALT_CONFIG, "backfill: table \"%s\".\"%s\" is not in the plugin's selection (include_tables, exclude_tables): its watermarks would have no rows around them",
-				t->rel->schema, t->rel->name);
-		*skip = true;
-		goto out;
-	}
-	if (t->nkey == 0 || t->nkey > RP_SNAPTOKEN_MAX_KEYS)
-	{
-		rp_fail(RP_HALT_CONFIG, "backfill: table \"%s\".\"%s\" has no primary key; a backfill reads it in key order and needs one",
-				t->rel->schema, t->rel->name);
-		*skip = true;
 		goto out;
 	}
 	/* resume after the last chunk the sink stored */
@@ -550,6 +563,32 @@ rp_backfill_free(RpBackfill *bf)
 	rp_free(bf);
 }
 
+/* Every table of opts is one a backfill can copy: else the run fails at start, naming it. */
+static int
+rp_bf_check_all(const RpBackfillOptions *o)
+{
+	RpSnapOptions so;
+	PGconn	   *conn;
+	int			rc = 0;
+
+	memset(&so, 0, sizeof(so));
+	so.conninfo = o->conninfo;
+	so.progname = o->progname;
+	if ((conn = rp_snap_connect(&so)) == NULL)
+		return -1;
+	for (int i = 0; i < o->ntables && rc == 0; i++)
+	{
+		RpSnapTable *all = NULL;
+		int			nall = 0;
+
+		if (rp_bf_usable(o, conn, o->tables[i], &all, &nall) == NULL)
+			rc = -1;
+		rp_snapcat_free(all, nall);
+	}
+	PQfinish(conn);
+	return rc;
+}
+
 int
 rp_backfill_start(RpBackfill *bf, const RpBackfillOptions *opts)
 {
@@ -559,6 +598,8 @@ rp_backfill_start(RpBackfill *bf, const RpBackfillOptions *opts)
 
 	if (bf->started)
 		return rp_fail(RP_HALT_CONFIG, "backfill: already running");
+	if (rp_bf_check_all(opts) < 0)
+		return -1;
 	bf->opts = *opts;
 	bf->stop = false;
 	bf->pending = NULL;

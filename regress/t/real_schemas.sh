@@ -21,7 +21,7 @@
 # Then the refusals that keep a mistake from being silent: an include_tables pattern that
 # matches no table, one that names a partitioned table under partitions=leaf, and a destination
 # user that may not set session_replication_role: each ends the run at start, naming what was
-# wrong, before anything is copied. And TRUNCATE ONLY of an inheritance parent leaves the
+# wrong, before anything is copied; so does a --backfill of a table without a key. And TRUNCATE ONLY of an inheritance parent leaves the
 # destination child's rows alone.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -209,6 +209,14 @@ done
 a=$(rp_psql src -Atc "SELECT count(*) FROM notes_archived")
 b=$(rp_psql dst -Atc "SELECT count(*) FROM notes_archived")
 [[ $a == "$b" && $a -gt 300 ]] || fail "TRUNCATE ONLY of the parent reached the child (source $a, mirror $b)"
+
+# ---- a backfill of a table it cannot copy (no key) ends the run at start, naming it (it was
+# logged and skipped: the run went on and ended 0 with the table never copied)
+kill "$consumer_pid"
+rp_wait_exit "$consumer_pid" 60 || fail "the consumer did not stop on SIGTERM"
+consumer_pid=
+expect_refused bf_keyless 'table "public"."h" has no primary key' \
+	-S "$SLOT" --start --backfill=public.h --sink "postgres:$dst_CONNSTR"
 
 status=0
 echo "ok real_schemas: $ntables tables equal after snapshot, stream and a kill -9 round; verify exit 0"
