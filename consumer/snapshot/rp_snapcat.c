@@ -250,9 +250,10 @@ rp_snapcat_check_patterns(PGconn *conn, const RpSnapSelect *sel)
 	rp_buf_put_char(&q, '\0');
 	res = PQexec(conn, q.data);
 	rp_buf_free(&q);
-	/* partitioned tables, whose names the stream does not carry under partitions=leaf */
+	/* tables the stream does not name: partitioned or partitions (by the mode), unlogged */
 	parts = PQexec(conn, "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c"
-				   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'p'");
+				   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+				   " WHERE c.relkind IN ('r', 'p')");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQresultStatus(parts) != PGRES_TUPLES_OK)
 	{
 		rp_fail_res(PQresultStatus(res) != PGRES_TUPLES_OK ? res : parts, "listing tables for include_tables/exclude_tables");
@@ -262,11 +263,14 @@ rp_snapcat_check_patterns(PGconn *conn, const RpSnapSelect *sel)
 	}
 	for (int l = 0; l < 2 && rc == 0; l++)
 	{
-		if (!lists[l] || !*lists[l] || !rp_patterns_unmatched(lists[l], res, pat, sizeof(pat)))
+		/* an exclusion only needs to name some table; an inclusion one whose changes are sent */
+		if (!lists[l] || !*lists[l] || !rp_patterns_unmatched(lists[l], l == 0 ? res : parts, pat, sizeof(pat)))
 			continue;
-		if (!sel->via_root && !rp_patterns_unmatched(pat, parts, one, sizeof(one)))
-			rc = rp_fail(RP_HALT_CONFIG, "%s pattern \"%s\" matches no table whose changes are sent: it names a partitioned table, whose changes come under its partitions' names with partitions=leaf (name the partitions, or use -o partitions=root)",
-						 names[l], pat);
+		if (l == 0 && !rp_patterns_unmatched(pat, parts, one, sizeof(one)))
+			rc = rp_fail(RP_HALT_CONFIG, "%s pattern \"%s\" matches no table whose changes are sent: it names %s",
+						 names[l], pat, sel->via_root
+						 ? "a partition, whose changes come under its root's name with partitions=root, or an unlogged or temporary table (its changes are not in the WAL)"
+						 : "a partitioned table, whose changes come under its partitions' names with partitions=leaf (name the partitions, or use -o partitions=root), or an unlogged or temporary table (its changes are not in the WAL)");
 		else
 			rc = rp_fail(RP_HALT_CONFIG, "%s pattern \"%s\" matches no table of the source", names[l], pat);
 	}

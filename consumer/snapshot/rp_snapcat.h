@@ -46,17 +46,20 @@ extern bool rp_snapcat_selected(const RpSnapSelect *sel, const char *schema, con
  * The tables whose changes the plugin sends, as the stream names them: every
  * ordinary table, inheritance children and leaf partitions included (each is
  * read with ONLY: no row twice); with via_root, a partitioned table's
- * topmost root instead of its partitions.
+ * topmost root instead of its partitions.  Unlogged and temporary tables
+ * are not: their changes are not in the WAL (pgoutput leaves them out too).
  */
 #define RP_SNAPCAT_TABLES_WHERE(via_root) \
 	((via_root) ? "((c.relkind = 'r' AND NOT c.relispartition) OR (c.relkind = 'p' AND NOT c.relispartition))" \
-	 : "c.relkind = 'r'")
+	 " AND c.relpersistence = 'p'" \
+	 : "c.relkind = 'r' AND c.relpersistence = 'p'")
 
 /*
- * Every pattern of sel's include_tables and exclude_tables must name some
- * table of the source (as the stream names them): 0, or -1 with rp_fail()
- * naming the first that matches none (a pattern that names a partitioned
- * table under partitions=leaf says so).
+ * Every pattern of sel's include_tables must name some table whose changes
+ * the stream carries (under the name it carries), and every pattern of its
+ * exclude_tables some table of the source: 0, or -1 with rp_fail() naming
+ * the first that does not (one that names a partitioned table under
+ * partitions=leaf, a partition under root, or an unlogged table says so).
  */
 extern int	rp_snapcat_check_patterns(PGconn *conn, const RpSnapSelect *sel);
 
