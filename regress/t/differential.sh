@@ -358,14 +358,17 @@ run_seed() {
 	if has mirror && [[ -z ${dead[mirror]:-} ]]; then compare mirror "mirror_$seed"; fi
 	if has nats && [[ -z ${dead[writer]:-} && -z ${dead[reader]:-} ]]; then compare nats "nats_$seed"; fi
 	if has file && [[ -z ${dead[file]:-} ]]; then
-		local out
-		if out=$(python3 "$RP_ROOT/regress/check_difftest_log.py" "$dir/log.jsonl" "$(rp_conninfo src "$srcdb")" 2>&1); then
-			say "path file: ${out##*$'\n'}"
-		else
-			while IFS= read -r line; do
-				[[ $line == MISMATCH* || $line == ERROR* ]] && report "path file: ${line#* }" || say "path file: $line"
-			done <<<"$out"
-		fi
+		local out rc=0 line found=0
+		out=$(python3 "$RP_ROOT/regress/check_difftest_log.py" "$dir/log.jsonl" "$(rp_conninfo src "$srcdb")" 2>&1) || rc=$?
+		while IFS= read -r line; do
+			if [[ $line == MISMATCH* ]]; then
+				report "path file: ${line#MISMATCH }"
+				found=1
+			else
+				say "path file: $line"
+			fi
+		done <<<"$out"
+		((rc == 0 || found)) || report "path file: regress/check_difftest_log.py failed (status $rc)"
 	fi
 	if ((${#failures[@]} > nfail)); then
 		failed_seeds+=("$seed")
