@@ -89,13 +89,14 @@ failed_seeds=()
 # ---------------------------------------------------------------- one seed
 
 # per seed: the database names, slots, files, and the state of each path
-declare -A pid_of=() dead=() runs=() kills=()
+declare -A dead=() runs=() kills=()
 say() { printf '[seed %s] %s\n' "$seed" "$*"; }
 report() {
 	failures+=("seed $seed: $*")
 	say "FAILED: $*"
 }
 
+# shellcheck disable=SC2034 # the NAME_pid variables are read through pidvar
 # the command of path P's consumer (run N: the mirror's first run makes the slot and snapshots)
 start_path() {
 	local p=$1 first=${2:-0} dir=$work/s$seed
@@ -263,7 +264,7 @@ run_seed() {
 	local dir=$work/s$seed p parts ms fence t0=$SECONDS nfail=${#failures[@]}
 	srcdb=src_$seed
 	mkdir -p "$dir"
-	pid_of=() dead=() runs=() kills=()
+	dead=() runs=() kills=()
 	say "schema and workload: python3 regress/tools/difftest.py --seed $seed --pg $pgmajor schema|workload"
 	rp_psql src -c "CREATE DATABASE $srcdb" >/dev/null
 	python3 "$GEN" --seed "$seed" --pg "$pgmajor" schema >"$dir/schema.sql"
@@ -299,7 +300,7 @@ run_seed() {
 	(
 		for ((p = 1; p < parts; p++)); do
 			rp_psql src -d "$srcdb" -f "$dir/part-$p.sql" || exit 1
-			sleep 1
+			sleep 0.5
 		done
 	) >>"$dir/workload.out" 2>&1 &
 	workload_pid=$!
@@ -380,6 +381,7 @@ run_seed() {
 	rp_psql src -Atc "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active" >/dev/null 2>&1 || true
 }
 
+rp_say "differential: seeds ${seeds[*]}; paths $PATHS"
 for seed in "${seeds[@]}"; do
 	run_seed "$seed"
 done

@@ -3,10 +3,8 @@
 #
 #   difftest.py --seed N [--pg MAJOR] schema            the source schema (SQL)
 #   difftest.py --seed N [--pg MAJOR] workload --part P the workload's part P (0 .. PARTS-1), SQL
+#   difftest.py --seed N [--pg MAJOR] workload --dir D  every part P into D/part-P.sql
 #   difftest.py --seed N [--pg MAJOR] parts             how many parts the workload has
-#   difftest.py --seed N [--pg MAJOR] tables            the tables to compare, one a line:
-#                                                       KIND<TAB>qualified name<TAB>key columns
-#                                                       (KIND keyed|multiset; leaves only)
 #
 # The same seed (and --pg) gives the same bytes. The schema draws, per seed, columns of many
 # types (integers with their extremes, numeric with NaN and, from 14, the infinities, float
@@ -66,7 +64,7 @@ def fit63(base):
 
 
 # ---------------------------------------------------------------- column types
-# Each: (name, sql type, literal values (strings of SQL), bulk expression of g, full_ok)
+# Each: name, SQL type, a literal value drawn from the seed (SQL text), an expression of g (bulk rows)
 
 TEXTS = ["", "plain", "tab\there", "new\nline\r\nx", "back\\slash", "quo'te", 'dq"x', "\\N",
          "NULL", " lead and trail ", "ünïcödé ☺ 🙂 € 日本語", "e\u0301 combining", "a,b{c}(d)",
@@ -99,8 +97,8 @@ def type_pool(ctx):
     pg = ctx.pg
     P = []
 
-    def add(name, sqltype, lits, bulk, full_ok=True):
-        P.append(dict(name=name, type=sqltype, lits=lits, bulk=bulk, full_ok=full_ok))
+    def add(name, sqltype, lits, bulk):
+        P.append(dict(name=name, type=sqltype, lits=lits, bulk=bulk))
 
     add("int4", "int", lambda: rng.choice(["0", "-1", "2147483647", "-2147483648", "NULL",
                                              str(rng.randint(-10**6, 10**6))]),
@@ -445,23 +443,6 @@ class Gen:
         for l2 in leaf.leaves:
             self.create_leaf(out, l2)
 
-    def compare_list(self):
-        """(kind, qualified name, key columns): every table that holds rows itself."""
-        out = []
-
-        def leaves(t):
-            if t.role == "part":
-                for l in t.leaves:
-                    yield from leaves(l)
-            else:
-                yield t
-        for t in self.tables:
-            for x in leaves(t):
-                _, keys = self.key_defs(x)
-                kind = "keyed" if keys and x.role not in ("keyless", "full") else "multiset"
-                out.append("%s\t%s\t%s" % (kind, x.q, ",".join(qi(k) for k in keys)))
-        return out
-
 
 # ---------------------------------------------------------------- workload
 
@@ -698,12 +679,9 @@ class Workload:
             return None
         for n in ns:
             del rows[id(t)][n]
-        if t is self.g.k_int:
-            self.cascade_delete(rows)
+        # (a delete of k_int cascades to the child's rows; the model keeps their numbers:
+        # updates and deletes of them match nothing)
         return "DELETE FROM %s WHERE %s;" % (t.q, self.where(t, ns))
-
-    def cascade_delete(self, rows):
-        pass  # the child's rows are gone in the database; the model keeps their numbers (updates of them match nothing)
 
     def op_truncate(self, t, rows):
         names = [t]
@@ -729,8 +707,6 @@ class Workload:
             ts = [t for t in ts if t.role not in ("keyless",)]
         if op == "key":
             ts = [t for t in ts if t.role in ("keyed", "uindex")]
-        if op == "update":
-            ts = [t for t in ts if t.role != "inh_c" or True]
         return ts
 
     def one_op(self, rows, allow_truncate):
@@ -827,14 +803,11 @@ def main():
     w.add_argument("--part", type=int, help="print this part")
     w.add_argument("--dir", help="write every part P to DIR/part-P.sql")
     sub.add_parser("parts")
-    sub.add_parser("tables")
     a = ap.parse_args()
     g = Gen(a.seed, a.pg)
     out = sys.stdout
     if a.cmd == "schema":
         out.write(g.schema_sql())
-    elif a.cmd == "tables":
-        out.write("\n".join(g.compare_list()) + "\n")
     elif a.cmd == "parts":
         out.write("%d\n" % PARTS)
     else:
