@@ -164,14 +164,15 @@ grep -qx '4 tables: 4 equal, 0 different, 0 not compared' "$work/inherit.out" ||
 	fail "inherit summary: $(tail -n 1 "$work/inherit.out")"
 
 # ---- 3. a table appended to while verify runs, the mirror running and exact
-# the appender inserts one row per transaction until $work/stop exists
-(
-	for i in $(seq 1 100000); do
-		[[ -e $work/stop ]] && break
-		rp_psql src -c "INSERT INTO app (v) VALUES ('a$i')" -c "INSERT INTO app (v) VALUES ('b$i')" \
-			>/dev/null 2>>"$work/appender.err" || break
-	done
-) &
+# the appender: one session inserting a row per transaction, a few hundred a second, until
+# its backend is terminated
+PGAPPNAME=vt_appender rp_psql src -c "DO \$\$ BEGIN
+	FOR i IN 1..10000000 LOOP
+		INSERT INTO app (v) VALUES ('a' || i);
+		COMMIT;
+		PERFORM pg_sleep(0.003);
+	END LOOP;
+END \$\$" >/dev/null 2>"$work/appender.err" &
 appender_pid=$!
 n0=$(rp_psql src -Atc "SELECT count(*) FROM app")
 for _ in $(seq 1 300); do
@@ -199,7 +200,7 @@ for round in 1 2 3; do
 	verdicts "append$round" app par
 	printf 'append round %d: exit %d: %s\n' "$round" "$vrc" "$(grep '^public.app: ' "$work/append$round.out" | tail -n 1)"
 done
-touch "$work/stop"
+rp_psql src -Atc "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'vt_appender'" >/dev/null
 wait "$appender_pid" || true
 appender_pid=
 # stopped and caught up, the appended table is equal
