@@ -387,7 +387,9 @@ rp_dbverify_run(const RpDbVerifyOptions *o)
 	if (r.keys && (fflush(r.keys) != 0 || ferror(r.keys)))
 	{
 		fprintf(stderr, "%s: error: could not write the keys file \"%s\"\n", RP_DBVERIFY_PROG, o->keys_file);
-		rc = RP_DBVERIFY_FAILED;
+		/* a difference found still wins */
+		if (rc != RP_DBVERIFY_DIFFERENT)
+			rc = RP_DBVERIFY_FAILED;
 	}
 done:
 	if (r.keys)
