@@ -115,13 +115,18 @@ dbv_find_slot(RpDbvRun *r)
 
 /* ---- one table's description on both sides ------------------------------------ */
 
-/* 1 when the destination has the table with every source column, 0 not (reported), -1 error */
+/*
+ * 1 when the destination has the table with every source column, 0 not
+ * (reported), -1 error.  Also learns whether the destination's table is
+ * partitioned (then read with its partitions) and whether its key columns
+ * may hold NULL (then the rows with a NULL key are compared too).
+ */
 static int
 dbv_table_present(RpDbvRun *r, RpDbvTableRun *t)
 {
 	const char *params[2] = {t->dst.schema, t->dst.name};
 	PGresult   *res = rp_dbverify_exec(r, r->dst,
-							   "SELECT a.attname FROM pg_catalog.pg_attribute a"
+							   "SELECT a.attname, a.attnotnull, c.relkind FROM pg_catalog.pg_attribute a"
 							   " JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
 							   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 							   " WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')"
@@ -139,6 +144,11 @@ dbv_table_present(RpDbvRun *r, RpDbvTableRun *t)
 		PQclear(res);
 		return 0;
 	}
+	t->dst.partitioned = strcmp(PQgetvalue(res, 0, 2), "p") == 0;
+	for (int k = 0; k < t->dst.nkey; k++)
+		for (int i = 0; i < n; i++)
+			if (strcmp(PQgetvalue(res, i, 0), t->dst.keys[k]) == 0 && strcmp(PQgetvalue(res, i, 1), "t") != 0)
+				t->dst_key_nullable = true;
 	for (int c = 0; c < t->src.ncols; c++)
 	{
 		bool		found = false;
@@ -225,6 +235,34 @@ dbv_connect(const char *conninfo, const char *who)
 	return conn;
 }
 
+/* A table's verdict line (equal ones left out with -q); counts it. */
+static void
+dbv_table_verdict(RpDbvRun *r, RpDbvTableRun *t, int *nequal, int *ndiff, int *nnot)
+{
+	RpBuf		line;
+	RpDbvVerdict v = rp_dbverify_verdict(&t->tally);
+
+	if (v == RP_DBV_DIFFERENT)
+		(*ndiff)++;
+	else if (v == RP_DBV_NOT_COMPARED)
+		(*nnot)++;
+	else
+		(*nequal)++;
+	if (v == RP_DBV_EQUAL && r->o->quiet)
+		return;
+	rp_buf_init(&line, 160);
+	rp_dbverify_verdict_text(&line, &t->tally);
+	rp_buf_put_char(&line, '\0');
+	printf("%s: %s\n", t->qname, line.data);
+	rp_buf_free(&line);
+}
+
+/*
+ * Every selected table gets one verdict line: equal, different (a missing
+ * table or column says so on its one line; differing ranges are listed
+ * before it) or not compared, with the reason.  A failed statement or a
+ * stop leaves the table and those after it not compared.
+ */
 static int
 dbv_tables(RpDbvRun *r)
 {
@@ -233,60 +271,65 @@ dbv_tables(RpDbvRun *r)
 	RpSnapTable *tables = rp_snapcat_tables(r->src, &sel, &n);
 	int			ndiff = 0,
 				nequal = 0,
-				nskip = 0;
+				nnot = 0;
+	bool		stopped = false;
 
 	if (tables == NULL)
 	{
 		fprintf(stderr, "%s: error: listing the source's tables failed: %s\n", RP_DBVERIFY_PROG, rp_error());
 		return RP_DBVERIFY_FAILED;
 	}
-	for (int i = 0; i < n && !r->broken && !rp_stop_requested(); i++)
+	for (int i = 0; i < n; i++)
 	{
 		RpDbvTableRun	t;
 		int			present;
 		int			rc = 0;
 
 		dbv_table_init(r, &t, &tables[i]);
+		if (r->broken || rp_stop_requested())
+		{
+			/* the run stopped before this table */
+			printf("%s: not compared: %s\n", t.qname, r->broken ? "the run stopped on an error first"
+				   : "the run was stopped first");
+			nnot++;
+			stopped = true;
+			dbv_table_free(&t);
+			continue;
+		}
 		present = dbv_table_present(r, &t);
 		if (present < 0)
 			rc = -1;
 		else if (present == 0)
-			t.differing = 1;
+		{
+			/* its one line is printed */
+			ndiff++;
+			dbv_table_free(&t);
+			continue;
+		}
 		else if (t.src.nkey > 0)
 			rc = rp_dbverify_keyed(r, &t);
 		else
 			rc = rp_dbverify_keyless(r, &t);
-		if (rc == 0)
+		if (rc < 0 && t.tally.differing == 0)
 		{
-			if (t.differing > 0)
-				ndiff++;
-			else if (t.not_compared)
-				nskip++;
-			else
-			{
-				nequal++;
-				if (!r->o->quiet && t.reread > 0)
-					printf("%s: equal (%" PRId64 " rows, %" PRId64 " chunks, %" PRId64
-						   " re-read after the mirror caught up)\n", t.qname, t.rows, t.chunks,
-						   t.reread);
-				else if (!r->o->quiet)
-					printf("%s: equal (%" PRId64 " rows, %" PRId64 " chunks)\n", t.qname, t.rows,
-						   t.chunks);
-			}
+			printf("%s: not compared: a statement failed (the error is on stderr)\n", t.qname);
+			nnot++;
 		}
+		else if (rp_stop_requested() && t.tally.differing == 0)
+		{
+			printf("%s: not compared: the run was stopped\n", t.qname);
+			nnot++;
+		}
+		else
+			dbv_table_verdict(r, &t, &nequal, &ndiff, &nnot);
 		fflush(stdout);
 		dbv_table_free(&t);
 	}
 	rp_snapcat_free(tables, n);
-	if (r->broken)
-		return RP_DBVERIFY_FAILED;
 	if (rp_stop_requested())
-	{
 		fprintf(stderr, "%s: stopped before every table was compared\n", RP_DBVERIFY_PROG);
-		return RP_DBVERIFY_FAILED;
-	}
-	printf("%d tables: %d equal, %d different, %d not compared\n", n, nequal, ndiff, nskip);
-	return ndiff > 0 ? RP_DBVERIFY_DIFFERENT : nskip > 0 ? RP_DBVERIFY_FAILED : RP_DBVERIFY_EQUAL;
+	printf("%d tables: %d equal, %d different, %d not compared\n", n, nequal, ndiff, nnot);
+	return rp_dbverify_status(ndiff, nnot, r->broken || stopped || rp_stop_requested());
 }
 
 int
@@ -344,7 +387,9 @@ rp_dbverify_run(const RpDbVerifyOptions *o)
 	if (r.keys && (fflush(r.keys) != 0 || ferror(r.keys)))
 	{
 		fprintf(stderr, "%s: error: could not write the keys file \"%s\"\n", RP_DBVERIFY_PROG, o->keys_file);
-		rc = RP_DBVERIFY_FAILED;
+		/* a difference found still wins */
+		if (rc != RP_DBVERIFY_DIFFERENT)
+			rc = RP_DBVERIFY_FAILED;
 	}
 done:
 	if (r.keys)

@@ -56,11 +56,9 @@ typedef struct RpDbvTableRun
 	const char **cols;
 	const char **keys;
 	const char **keytypes;
-	int64_t		chunks;
-	int64_t		rows;
-	int64_t		differing;
-	int64_t		reread;			/* chunks that differed on the first read */
-	bool		not_compared;
+	RpDbvTally	tally;			/* what the comparison found */
+	bool		dst_key_nullable;	/* a key column of the destination's table may be
+									 * NULL: its rows with a NULL key are compared too */
 } RpDbvTableRun;
 
 /* ---- rp_dbverify_exec.c: the statements' one path ---- */

@@ -19,12 +19,26 @@
 
 /* ---- keyed tables ----------------------------------------------------------------- */
 
-/* A chunk's bounds: nkey texts each, NULL for an open end. */
+/*
+ * A chunk's bounds: nkey texts each, NULL for an open end; or nullkeys,
+ * the rows with a NULL in the key (no bounds).
+ */
 typedef struct DbvBounds
 {
 	char	  **lo;
 	char	  **hi;
+	bool		nullkeys;
 } DbvBounds;
+
+/* What became of a differing chunk's re-reads. */
+typedef enum DbvRecheck
+{
+	DBV_RECHECK_ERROR = -1,
+	DBV_RECHECK_EQUAL,
+	DBV_RECHECK_DIFFERENT,
+	DBV_RECHECK_MIRROR_BEHIND,	/* the mirror's checkpoint did not reach the source's LSN */
+	DBV_RECHECK_SOURCE_CHANGING	/* the source changed it in every round */
+} DbvRecheck;
 
 static char **
 dbv_keys_dup(PGresult *res, int first, int n)
@@ -69,8 +83,11 @@ dbv_range_hash(RpDbvRun *r, PGconn *conn, RpDbvTableRun *t, const DbvBounds *b, 
 	PGresult   *res;
 
 	rp_buf_reset(&r->sql);
-	rp_dbverify_sql_range(&r->sql, conn == r->src ? &t->src : &t->dst, b->lo != NULL, b->hi != NULL,
-						  0, false);
+	if (b->nullkeys)
+		rp_dbverify_sql_nullkeys(&r->sql, conn == r->src ? &t->src : &t->dst);
+	else
+		rp_dbverify_sql_range(&r->sql, conn == r->src ? &t->src : &t->dst, b->lo != NULL,
+							  b->hi != NULL, 0, false);
 	rp_buf_put_char(&r->sql, '\0');
 	res = rp_dbverify_exec(r, conn, r->sql.data, np, pp, "hashing a chunk", t);
 	if (pp != params)
@@ -131,7 +148,11 @@ dbv_list_keys(RpDbvRun *r, PGconn *conn, RpDbvTableRun *t, const DbvBounds *b, P
 	RpDbvKey   *k;
 
 	rp_buf_reset(&r->sql);
-	rp_dbverify_sql_keys(&r->sql, conn == r->src ? &t->src : &t->dst, b->lo != NULL, b->hi != NULL);
+	if (b->nullkeys)
+		rp_dbverify_sql_nullkeys_list(&r->sql, conn == r->src ? &t->src : &t->dst);
+	else
+		rp_dbverify_sql_keys(&r->sql, conn == r->src ? &t->src : &t->dst, b->lo != NULL,
+							 b->hi != NULL);
 	rp_buf_put_char(&r->sql, '\0');
 	*out = rp_dbverify_exec(r, conn, r->sql.data, np, pp, "listing a chunk's keys", t);
 	if (pp != params)
@@ -181,9 +202,14 @@ dbv_write_keys(RpDbvRun *r, RpDbvTableRun *t, int64_t chunk, const DbvBounds *b)
 	fputs("range\t", r->keys);
 	dbv_put_escaped(r->keys, t->qname);
 	fprintf(r->keys, "\t%" PRId64 "\t", chunk);
-	dbv_put_bound(r->keys, b->lo, t->src.nkey);
-	fputc('\t', r->keys);
-	dbv_put_bound(r->keys, b->hi, t->src.nkey);
+	if (b->nullkeys)
+		fputs("NULL\tNULL", r->keys);
+	else
+	{
+		dbv_put_bound(r->keys, b->lo, t->src.nkey);
+		fputc('\t', r->keys);
+		dbv_put_bound(r->keys, b->hi, t->src.nkey);
+	}
 	fputc('\n', r->keys);
 	sk = dbv_list_keys(r, r->src, t, b, &sres, &ns);
 	if (sk == NULL)
@@ -205,13 +231,12 @@ dbv_write_keys(RpDbvRun *r, RpDbvTableRun *t, int64_t chunk, const DbvBounds *b)
 
 /*
  * Re-read a chunk that differed until it is equal, or differs with the
- * mirror caught up to a stable source read; 1 equal, 0 different, 2 not
- * compared (the mirror never reached the LSN), -1 error.  first and
- * first_lsn are the first read's: once the mirror passed first_lsn, the
- * destination alone is read again first (a chunk the source no longer
- * changes costs the source nothing more).
+ * mirror caught up to a stable source read, or --recheck-timeout passed.
+ * first and first_lsn are the first read's: once the mirror passed
+ * first_lsn, the destination alone is read again first (a chunk the source
+ * no longer changes costs the source nothing more).
  */
-static int
+static DbvRecheck
 dbv_recheck(RpDbvRun *r, RpDbvTableRun *t, const DbvBounds *b, const RpDbvHash *first, uint64_t first_lsn,
 			RpDbvHash *src_out, RpDbvHash *dst_out)
 {
@@ -219,12 +244,12 @@ dbv_recheck(RpDbvRun *r, RpDbvTableRun *t, const DbvBounds *b, const RpDbvHash *
 	int			w = rp_dbverify_wait_checkpoint(r, first_lsn, deadline);
 
 	if (w <= 0)
-		return w < 0 ? -1 : 2;
+		return w < 0 ? DBV_RECHECK_ERROR : DBV_RECHECK_MIRROR_BEHIND;
 	if (dbv_range_hash(r, r->dst, t, b, dst_out) < 0)
-		return -1;
+		return DBV_RECHECK_ERROR;
 	*src_out = *first;
 	if (dbv_hash_eq(first, dst_out))
-		return 1;
+		return DBV_RECHECK_EQUAL;
 	for (;;)
 	{
 		RpDbvHash		s1,
@@ -234,26 +259,47 @@ dbv_recheck(RpDbvRun *r, RpDbvTableRun *t, const DbvBounds *b, const RpDbvHash *
 		int			w;
 
 		if (dbv_range_hash(r, r->src, t, b, &s1) < 0 || rp_dbverify_source_lsn(r, &lsn) < 0)
-			return -1;
+			return DBV_RECHECK_ERROR;
 		w = rp_dbverify_wait_checkpoint(r, lsn, deadline);
 		if (w <= 0)
-			return w < 0 ? -1 : 2;
+			return w < 0 ? DBV_RECHECK_ERROR : DBV_RECHECK_MIRROR_BEHIND;
 		if (dbv_range_hash(r, r->dst, t, b, &d) < 0)
-			return -1;
+			return DBV_RECHECK_ERROR;
 		*src_out = s1;
 		*dst_out = d;
 		if (dbv_hash_eq(&s1, &d))
-			return 1;
+			return DBV_RECHECK_EQUAL;
 		if (dbv_range_hash(r, r->src, t, b, &s2) < 0)
-			return -1;
-		if (dbv_hash_eq(&s2, &d))
-			return 1;
-		if (dbv_hash_eq(&s1, &s2))
-			return 0;
-		/* the source changed under us: another round while time remains */
-		if (rp_clock_mono_us() >= deadline || rp_stop_requested())
-			return 0;
+			return DBV_RECHECK_ERROR;
+		switch (rp_dbverify_round(false, dbv_hash_eq(&s2, &d), dbv_hash_eq(&s1, &s2),
+								  rp_clock_mono_us() < deadline && !rp_stop_requested()))
+		{
+			case RP_DBV_ROUND_EQUAL:
+				return DBV_RECHECK_EQUAL;
+			case RP_DBV_ROUND_DIFFERENT:
+				return DBV_RECHECK_DIFFERENT;
+			case RP_DBV_ROUND_UNSETTLED:
+				return DBV_RECHECK_SOURCE_CHANGING;
+			case RP_DBV_ROUND_AGAIN:
+				break;
+		}
 	}
+}
+
+/* "chunk N" or "rows with a NULL key" (value-free), for the lines of a chunk */
+static void
+dbv_chunk_name(RpBuf *b, int64_t chunk, const DbvBounds *bd)
+{
+	char		num[48];
+
+	if (bd->nullkeys)
+		rp_buf_put_text(b, "rows with a NULL key");
+	else
+	{
+		snprintf(num, sizeof(num), "chunk %" PRId64, chunk);
+		rp_buf_put_text(b, num);
+	}
+	rp_buf_put_char(b, '\0');
 }
 
 /* A chunk that differed on the first read: re-read, report; -1 error. */
@@ -263,35 +309,76 @@ dbv_chunk_differs(RpDbvRun *r, RpDbvTableRun *t, int64_t chunk, int64_t first_ro
 {
 	RpDbvHash		s,
 				d;
-	int			rc;
+	DbvRecheck	rc;
 	RpBuf		line;
 
-	t->reread++;
+	rp_buf_init(&line, 160);
+	dbv_chunk_name(&line, chunk, b);
+	t->tally.reread++;
 	if (r->o->verbose)
-		fprintf(stderr, "%s: %s: chunk %" PRId64 " differs on the first read: reading it again"
-				" once the mirror has caught up\n", RP_DBVERIFY_PROG, t->qname, chunk);
+		fprintf(stderr, "%s: %s: %s differs on the first read: reading it again"
+				" once the mirror has caught up\n", RP_DBVERIFY_PROG, t->qname, line.data);
 	rc = dbv_recheck(r, t, b, first, first_lsn, &s, &d);
 
-	if (rc < 0)
-		return -1;
-	if (rc == 1)
-		return 0;
-	if (rc == 2)
+	switch (rc)
 	{
-		printf("%s: chunk %" PRId64 " not compared: the mirror's checkpoint did not reach the"
-			   " source's WAL position within %d s\n", t->qname, chunk, r->o->recheck_timeout_s);
-		t->not_compared = true;
-		return 0;
+		case DBV_RECHECK_ERROR:
+			rp_buf_free(&line);
+			return -1;
+		case DBV_RECHECK_EQUAL:
+			rp_buf_free(&line);
+			return 0;
+		case DBV_RECHECK_MIRROR_BEHIND:
+			printf("%s: %s not compared: the mirror's checkpoint did not reach the"
+				   " source's WAL position within %d s\n", t->qname, line.data, r->o->recheck_timeout_s);
+			t->tally.not_compared++;
+			rp_buf_free(&line);
+			return 0;
+		case DBV_RECHECK_SOURCE_CHANGING:
+			printf("%s: %s not compared: the source kept changing it for %d s (--recheck-timeout)\n",
+				   t->qname, line.data, r->o->recheck_timeout_s);
+			t->tally.not_compared++;
+			rp_buf_free(&line);
+			return 0;
+		case DBV_RECHECK_DIFFERENT:
+			break;
 	}
-	t->differing++;
-	rp_buf_init(&line, 160);
-	rp_dbverify_range_text(&line, chunk, first_row, s.rows, d.rows);
+	t->tally.differing++;
+	rp_buf_reset(&line);
+	if (b->nullkeys)
+		rp_dbverify_nullkeys_text(&line, s.rows, d.rows);
+	else
+		rp_dbverify_range_text(&line, chunk, first_row, s.rows, d.rows);
 	rp_buf_put_char(&line, '\0');
 	printf("%s: different: %s\n", t->qname, line.data);
 	rp_buf_free(&line);
 	if (r->keys && dbv_write_keys(r, t, chunk, b) < 0)
 		return -1;
 	return 0;
+}
+
+/*
+ * The rows with a NULL in the key: none on the source (its key is a
+ * primary key), but a destination's table made by hand may allow them, and
+ * no key range holds them.  Compared like a chunk, read only when the
+ * destination's key may be NULL.
+ */
+static int
+dbv_nullkeys(RpDbvRun *r, RpDbvTableRun *t, int64_t chunk)
+{
+	DbvBounds	b = {NULL, NULL, true};
+	RpDbvHash	s,
+				d;
+	uint64_t	lsn;
+
+	if (dbv_range_hash(r, r->src, t, &b, &s) < 0 || rp_dbverify_source_lsn(r, &lsn) < 0)
+		return -1;
+	t->tally.rows += s.rows;
+	if (dbv_range_hash(r, r->dst, t, &b, &d) < 0)
+		return -1;
+	if (dbv_hash_eq(&s, &d))
+		return 0;
+	return dbv_chunk_differs(r, t, chunk, 0, &b, &s, lsn);
 }
 
 int
@@ -329,13 +416,14 @@ rp_dbverify_keyed(RpDbvRun *r, RpDbvTableRun *t)
 		}
 		s.rows = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 		snprintf(s.md5, sizeof(s.md5), "%s", PQgetvalue(res, 0, 1));
+		b.nullkeys = false;
 		b.lo = lo;
 		/* a short chunk is the last: its range is open, so extra rows past it count */
 		b.hi = s.rows >= r->o->chunk_rows ? dbv_keys_dup(res, 2, nkey) : NULL;
 		PQclear(res);
 		rp_dbverify_pace(r, s.rows);
-		t->chunks++;
-		t->rows += s.rows;
+		t->tally.chunks++;
+		t->tally.rows += s.rows;
 
 		if (dbv_range_hash(r, r->dst, t, &b, &d) < 0)
 			rc = -1;
@@ -348,6 +436,8 @@ rp_dbverify_keyed(RpDbvRun *r, RpDbvTableRun *t)
 			break;
 	}
 	dbv_keys_free(lo, nkey);
+	if (rc == 0 && t->dst_key_nullable && !rp_stop_requested())
+		rc = dbv_nullkeys(r, t, t->tally.chunks + 1);
 	rp_buf_free(&sql_next);
 	if (pp != params)
 		rp_free(pp);

@@ -82,18 +82,20 @@ rp_dbverify_keyless(RpDbvRun *r, RpDbvTableRun *t)
 
 	if (dbv_buckets(r, r->src, t, s1) < 0 || dbv_buckets(r, r->dst, t, d) < 0)
 		rc = -1;
-	t->chunks = 1;
+	t->tally.chunks = 1;
+	t->tally.keyless = true;
 	for (int i = 0; rc == 0 && i < 256; i++)
-		t->rows += s1[i].rows;
+		t->tally.rows += s1[i].rows;
 	/* the same rounds as a keyed chunk's, the whole table being one chunk */
 	while (rc == 0 && dbv_count_diff(s1, d) > 0)
 	{
 		uint64_t	lsn;
 		int			w;
+		RpDbvRound	round;
 
 		if (deadline == 0)
 		{
-			t->reread++;
+			t->tally.reread++;
 			if (r->o->verbose)
 				fprintf(stderr, "%s: %s: the rows differ on the first read: reading them again"
 						" once the mirror has caught up\n", RP_DBVERIFY_PROG, t->qname);
@@ -111,9 +113,9 @@ rp_dbverify_keyless(RpDbvRun *r, RpDbvTableRun *t)
 				rc = -1;
 			else
 			{
-				printf("%s: not compared: the mirror's checkpoint did not reach the source's"
+				printf("%s: chunk 1 not compared: the mirror's checkpoint did not reach the source's"
 					   " WAL position within %d s\n", t->qname, r->o->recheck_timeout_s);
-				t->not_compared = true;
+				t->tally.not_compared++;
 			}
 			break;
 		}
@@ -129,16 +131,25 @@ rp_dbverify_keyless(RpDbvRun *r, RpDbvTableRun *t)
 			rc = -1;
 			break;
 		}
-		if (dbv_count_diff(s2, d) == 0)
+		round = rp_dbverify_round(false, dbv_count_diff(s2, d) == 0, dbv_count_diff(s1, s2) == 0,
+								  rp_clock_mono_us() < deadline && !rp_stop_requested());
+		if (round == RP_DBV_ROUND_EQUAL)
 			break;
-		if (dbv_count_diff(s1, s2) == 0 || rp_clock_mono_us() >= deadline || rp_stop_requested())
+		if (round == RP_DBV_ROUND_UNSETTLED)
+		{
+			printf("%s: chunk 1 not compared: the source kept changing it for %d s (--recheck-timeout)\n",
+				   t->qname, r->o->recheck_timeout_s);
+			t->tally.not_compared++;
+			break;
+		}
+		if (round == RP_DBV_ROUND_DIFFERENT)
 		{
 			/* a real difference: the buckets, by hash prefix (no value) */
 			for (int i = 0; i < 256; i++)
 			{
 				if (dbv_bucket_eq(&s1[i], &d[i]))
 					continue;
-				t->differing++;
+				t->tally.differing++;
 				printf("%s: different: rows hashing to %02x: source %" PRId64
 					   " rows, destination %" PRId64 " rows\n", t->qname, i, s1[i].rows, d[i].rows);
 			}

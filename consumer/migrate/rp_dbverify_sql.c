@@ -58,6 +58,20 @@ put_cols(RpBuf *b, const char *const *names, int n, const char *suffix)
 	}
 }
 
+/* rp_t."k1" IS NOT NULL AND rp_t."k2" IS NOT NULL ... (the test and the joint given) */
+static void
+put_key_tests(RpBuf *b, const RpDbvTable *t, const char *test, const char *joint)
+{
+	for (int i = 0; i < t->nkey; i++)
+	{
+		if (i > 0)
+			rp_buf_put_text(b, joint);
+		rp_buf_put_text(b, "rp_t.");
+		rp_dbverify_put_ident(b, t->keys[i]);
+		rp_buf_put_text(b, test);
+	}
+}
+
 /* rp_k1, rp_k2, ... with a suffix each (" DESC") */
 static void
 put_kaliases(RpBuf *b, int nkey, const char *suffix)
@@ -87,10 +101,16 @@ put_params(RpBuf *b, const RpDbvTable *t, int first)
 	rp_buf_put_char(b, ')');
 }
 
+/*
+ * A table alone: an inheritance parent's children are tables of their own
+ * (compared as such), so they are not read with it; a partitioned table (a
+ * destination may partition what the source keeps in one table) holds its
+ * rows in its partitions, so it is read with them.
+ */
 static void
 put_from(RpBuf *b, const RpDbvTable *t)
 {
-	rp_buf_put_text(b, " FROM ONLY ");
+	rp_buf_put_text(b, t->partitioned ? " FROM " : " FROM ONLY ");
 	rp_dbverify_put_ident(b, t->schema);
 	rp_buf_put_char(b, '.');
 	rp_dbverify_put_ident(b, t->name);
@@ -105,12 +125,15 @@ put_row_hash(RpBuf *b, const RpDbvTable *t)
 	rp_buf_put_text(b, ")::text)");
 }
 
-/* [WHERE (keys) > (lo) [AND (keys) <= (hi)]] */
+/*
+ * WHERE [(keys) > (lo) AND] [(keys) <= (hi) AND] k1 IS NOT NULL AND ...: a
+ * row comparison leaves out a key that is all NULL, but not (3, NULL) past
+ * (2, 'b'); every key column is tested, so the rows with a NULL anywhere
+ * in the key are only in their own range (put_where_null).
+ */
 static void
 put_where(RpBuf *b, const RpDbvTable *t, bool lo, bool hi)
 {
-	if (!lo && !hi)
-		return;
 	rp_buf_put_text(b, " WHERE ");
 	if (lo)
 	{
@@ -118,16 +141,26 @@ put_where(RpBuf *b, const RpDbvTable *t, bool lo, bool hi)
 		put_cols(b, t->keys, t->nkey, NULL);
 		rp_buf_put_text(b, ") > ");
 		put_params(b, t, 1);
+		rp_buf_put_text(b, " AND ");
 	}
 	if (hi)
 	{
-		if (lo)
-			rp_buf_put_text(b, " AND ");
 		rp_buf_put_char(b, '(');
 		put_cols(b, t->keys, t->nkey, NULL);
 		rp_buf_put_text(b, ") <= ");
 		put_params(b, t, lo ? t->nkey + 1 : 1);
+		rp_buf_put_text(b, " AND ");
 	}
+	put_key_tests(b, t, " IS NOT NULL", " AND ");
+}
+
+/* WHERE (k1 IS NULL OR k2 IS NULL ...): the rows no key range holds */
+static void
+put_where_null(RpBuf *b, const RpDbvTable *t)
+{
+	rp_buf_put_text(b, " WHERE (");
+	put_key_tests(b, t, " IS NULL", " OR ");
+	rp_buf_put_char(b, ')');
 }
 
 void
@@ -185,6 +218,31 @@ rp_dbverify_sql_keys(RpBuf *sql, const RpDbvTable *t, bool lo, bool hi)
 	put_where(sql, t, lo, hi);
 	rp_buf_put_text(sql, " ORDER BY ");
 	put_cols(sql, t->keys, t->nkey, NULL);
+}
+
+void
+rp_dbverify_sql_nullkeys(RpBuf *sql, const RpDbvTable *t)
+{
+	/* keys are not unique here: the row hashes' own order makes the hash a multiset's */
+	rp_buf_put_text(sql, "SELECT pg_catalog.count(*), pg_catalog.md5(pg_catalog.string_agg(rp_h, '' ORDER BY rp_h))"
+					" FROM (SELECT ");
+	put_row_hash(sql, t);
+	rp_buf_put_text(sql, " AS rp_h");
+	put_from(sql, t);
+	put_where_null(sql, t);
+	rp_buf_put_text(sql, ") AS rp_s");
+}
+
+void
+rp_dbverify_sql_nullkeys_list(RpBuf *sql, const RpDbvTable *t)
+{
+	rp_buf_put_text(sql, "SELECT ROW(");
+	put_cols(sql, t->keys, t->nkey, NULL);
+	rp_buf_put_text(sql, ")::text, ");
+	put_row_hash(sql, t);
+	put_from(sql, t);
+	put_where_null(sql, t);
+	rp_buf_put_text(sql, " ORDER BY 1, 2");
 }
 
 void
@@ -280,4 +338,86 @@ rp_dbverify_range_text(RpBuf *b, int64_t chunk, int64_t first_row, int64_t src_r
 				 "chunk %" PRId64 " (after row %" PRId64 " of the source): source 0 rows, destination %"
 				 PRId64 " rows", chunk, first_row - 1, dst_rows);
 	rp_buf_put_text(b, text);
+}
+
+void
+rp_dbverify_nullkeys_text(RpBuf *b, int64_t src_rows, int64_t dst_rows)
+{
+	char		text[128];
+
+	snprintf(text, sizeof(text), "rows with a NULL key: source %" PRId64 " rows, destination %"
+			 PRId64 " rows", src_rows, dst_rows);
+	rp_buf_put_text(b, text);
+}
+
+/* ---- verdicts ------------------------------------------------------------------ */
+
+RpDbvRound
+rp_dbverify_round(bool d_eq_s1, bool d_eq_s2, bool s1_eq_s2, bool time_left)
+{
+	if (d_eq_s1 || d_eq_s2)
+		return RP_DBV_ROUND_EQUAL;
+	if (s1_eq_s2)
+		return RP_DBV_ROUND_DIFFERENT;
+	/*
+	 * The source changed between its two reads, so the destination's read
+	 * between them proves nothing either way: a table the application
+	 * keeps writing to (an appended one's last chunk) may never hold still
+	 * for a round; that is not a difference.
+	 */
+	return time_left ? RP_DBV_ROUND_AGAIN : RP_DBV_ROUND_UNSETTLED;
+}
+
+RpDbvVerdict
+rp_dbverify_verdict(const RpDbvTally *t)
+{
+	if (t->differing > 0)
+		return RP_DBV_DIFFERENT;
+	if (t->not_compared > 0)
+		return RP_DBV_NOT_COMPARED;
+	return RP_DBV_EQUAL;
+}
+
+void
+rp_dbverify_verdict_text(RpBuf *b, const RpDbvTally *t)
+{
+	char		text[256];
+	char		nc[64] = "";
+
+	switch (rp_dbverify_verdict(t))
+	{
+		case RP_DBV_EQUAL:
+			if (t->reread > 0)
+				snprintf(text, sizeof(text), "equal (%" PRId64 " rows, %" PRId64 " chunks, %" PRId64
+						 " re-read after the mirror caught up)", t->rows, t->chunks, t->reread);
+			else
+				snprintf(text, sizeof(text), "equal (%" PRId64 " rows, %" PRId64 " chunks)", t->rows,
+						 t->chunks);
+			break;
+		case RP_DBV_DIFFERENT:
+			if (t->not_compared > 0)
+				snprintf(nc, sizeof(nc), ", %" PRId64 " not compared", t->not_compared);
+			if (t->keyless)
+				snprintf(text, sizeof(text), "different (%" PRId64 " rows, %" PRId64
+						 " hash buckets different%s)", t->rows, t->differing, nc);
+			else
+				snprintf(text, sizeof(text), "different (%" PRId64 " rows, %" PRId64 " chunks, %" PRId64
+						 " different%s)", t->rows, t->chunks, t->differing, nc);
+			break;
+		case RP_DBV_NOT_COMPARED:
+			snprintf(text, sizeof(text), "not compared (%" PRId64 " rows, %" PRId64 " chunks, %" PRId64
+					 " not compared)", t->rows, t->chunks, t->not_compared);
+			break;
+	}
+	rp_buf_put_text(b, text);
+}
+
+int
+rp_dbverify_status(int ndiff, int nnot, bool failed)
+{
+	if (ndiff > 0)
+		return RP_DBVERIFY_DIFFERENT;
+	if (failed)
+		return RP_DBVERIFY_FAILED;
+	return nnot > 0 ? RP_DBVERIFY_NOT_COMPARED : RP_DBVERIFY_EQUAL;
 }

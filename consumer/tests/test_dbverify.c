@@ -4,8 +4,12 @@
  *    as typed parameters numbered lo first, the limit and the last key only
  *    when asked, the multiset buckets), the differing keys of two chunk
  *    listings (changed, missing, extra, in any input order; none for equal
- *    listings), and the value-free range text.  Guarantee: G4 (no value in
- *    a statement or a report line).
+ *    listings), and the value-free range text; every row in exactly one
+ *    range (the key ranges hold no NULL key, the NULL-key range holds the
+ *    rest), a table read alone (ONLY) unless partitioned; a re-read round's
+ *    outcome (a source that never holds still is "not compared", never
+ *    "different"), the table verdicts and the exit status.  Guarantees: G4
+ *    (no value in a statement or a report line), and verify's truth.
  */
 #include "ct_kit.h"
 
@@ -38,7 +42,7 @@ END_TEST
 
 START_TEST(test_range_sql)
 {
-	RpDbvTable	t = {"s", "t", 2, cols2, 1, keys1, types1};
+	RpDbvTable	t = {"s", "t", 2, cols2, 1, keys1, types1, false};
 	RpBuf		b;
 	char	   *s;
 
@@ -47,7 +51,9 @@ START_TEST(test_range_sql)
 	s = built(&b);
 	ck_assert_ptr_nonnull(strstr(s, "FROM ONLY \"s\".\"t\" AS rp_t"));
 	ck_assert_ptr_nonnull(strstr(s, "ROW(rp_t.\"id\", rp_t.\"v\"\"q\")::text"));
-	ck_assert_ptr_null(strstr(s, "WHERE"));
+	/* the whole table is one range: every row but those with a NULL key */
+	ck_assert_ptr_nonnull(strstr(s, " WHERE rp_t.\"id\" IS NOT NULL"));
+	ck_assert_ptr_null(strstr(s, " > "));
 	ck_assert_ptr_null(strstr(s, "LIMIT"));
 	ck_assert_ptr_null(strstr(s, "l.rp_k1"));
 	ck_assert_ptr_null(strstr(s, "$1"));
@@ -56,8 +62,8 @@ START_TEST(test_range_sql)
 	rp_buf_reset(&b);
 	rp_dbverify_sql_range(&b, &t, true, false, 500, true);
 	s = built(&b);
-	ck_assert_ptr_nonnull(strstr(s, "WHERE (rp_t.\"id\") > ($1::integer)"));
-	ck_assert_ptr_nonnull(strstr(s, "ORDER BY rp_t.\"id\" LIMIT 500"));
+	ck_assert_ptr_nonnull(strstr(s, "WHERE (rp_t.\"id\") > ($1::integer) AND rp_t.\"id\" IS NOT NULL"
+								 " ORDER BY rp_t.\"id\" LIMIT 500"));
 	ck_assert_ptr_nonnull(strstr(s, "l.rp_k1::text"));
 	ck_assert_ptr_null(strstr(s, "<="));
 
@@ -65,14 +71,173 @@ START_TEST(test_range_sql)
 	rp_buf_reset(&b);
 	rp_dbverify_sql_range(&b, &t, false, true, 0, false);
 	s = built(&b);
-	ck_assert_ptr_nonnull(strstr(s, "WHERE (rp_t.\"id\") <= ($1::integer)"));
+	ck_assert_ptr_nonnull(strstr(s, "WHERE (rp_t.\"id\") <= ($1::integer) AND rp_t.\"id\" IS NOT NULL"));
 	rp_buf_free(&b);
+}
+END_TEST
+
+/* how often needle is in s */
+static int
+count_str(const char *s, const char *needle)
+{
+	int			n = 0;
+
+	for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* Every statement reads the table alone, unless it is partitioned (its rows are in its partitions). */
+START_TEST(test_only)
+{
+	RpDbvTable	t = {"s", "t", 2, cols2, 1, keys1, types1, false};
+	RpDbvTable	nokey = {"s", "n", 2, cols2, 0, NULL, NULL, false};
+	RpBuf		b;
+	void		(*each[4]) (RpBuf *, const RpDbvTable *) = {
+		rp_dbverify_sql_nullkeys, rp_dbverify_sql_nullkeys_list, rp_dbverify_sql_buckets, NULL
+	};
+
+	rp_buf_init(&b, 256);
+	for (int partitioned = 0; partitioned <= 1; partitioned++)
+	{
+		const char *want = partitioned ? " FROM \"s\"." : " FROM ONLY \"s\".";
+
+		t.partitioned = nokey.partitioned = partitioned;
+		for (int lo = 0; lo <= 1; lo++)
+			for (int hi = 0; hi <= 1; hi++)
+			{
+				rp_buf_reset(&b);
+				rp_dbverify_sql_range(&b, &t, lo, hi, lo ? 10 : 0, lo);
+				ck_assert_int_eq(count_str(built(&b), want), 1);
+				ck_assert_int_eq(count_str(built(&b), "\"s\"."), 1);
+				rp_buf_reset(&b);
+				rp_dbverify_sql_keys(&b, &t, lo, hi);
+				ck_assert_int_eq(count_str(built(&b), want), 1);
+				ck_assert_int_eq(count_str(built(&b), "\"s\"."), 1);
+			}
+		for (int i = 0; each[i]; i++)
+		{
+			rp_buf_reset(&b);
+			each[i] (&b, i == 2 ? &nokey : &t);
+			/* the one table reference of the statement is the wanted one */
+			ck_assert_int_eq(count_str(built(&b), want), 1);
+			ck_assert_int_eq(count_str(built(&b), "\"s\"."), 1);
+		}
+	}
+	rp_buf_free(&b);
+}
+END_TEST
+
+/* The rows with a NULL anywhere in the key: their own range, and in no key range. */
+START_TEST(test_nullkeys_sql)
+{
+	RpDbvTable	t = {"s", "c", 3, cols3, 2, keys2, types2, false};
+	RpBuf		b;
+	char	   *s;
+
+	rp_buf_init(&b, 256);
+	rp_dbverify_sql_nullkeys(&b, &t);
+	s = built(&b);
+	ck_assert_ptr_nonnull(strstr(s, "SELECT pg_catalog.count(*), pg_catalog.md5(pg_catalog.string_agg(rp_h, ''"
+								 " ORDER BY rp_h))"));
+	ck_assert_ptr_nonnull(strstr(s, " WHERE (rp_t.\"k1\" IS NULL OR rp_t.\"k2\" IS NULL)"));
+	ck_assert_ptr_null(strstr(s, "$1"));
+
+	rp_buf_reset(&b);
+	rp_dbverify_sql_nullkeys_list(&b, &t);
+	s = built(&b);
+	ck_assert_ptr_nonnull(strstr(s, "SELECT ROW(rp_t.\"k1\", rp_t.\"k2\")::text, pg_catalog.md5(ROW("));
+	ck_assert_ptr_nonnull(strstr(s, " WHERE (rp_t.\"k1\" IS NULL OR rp_t.\"k2\" IS NULL) ORDER BY 1, 2"));
+
+	/* (3, NULL) is past (2, 'b') by row comparison: the key ranges test every column */
+	for (int lo = 0; lo <= 1; lo++)
+		for (int hi = 0; hi <= 1; hi++)
+		{
+			rp_buf_reset(&b);
+			rp_dbverify_sql_range(&b, &t, lo, hi, 0, false);
+			ck_assert_ptr_nonnull(strstr(built(&b), "rp_t.\"k1\" IS NOT NULL AND rp_t.\"k2\" IS NOT NULL"));
+			rp_buf_reset(&b);
+			rp_dbverify_sql_keys(&b, &t, lo, hi);
+			ck_assert_ptr_nonnull(strstr(built(&b), "rp_t.\"k1\" IS NOT NULL AND rp_t.\"k2\" IS NOT NULL"));
+		}
+
+	rp_buf_reset(&b);
+	rp_dbverify_nullkeys_text(&b, 0, 1);
+	ck_assert_str_eq(built(&b), "rows with a NULL key: source 0 rows, destination 1 rows");
+	rp_buf_free(&b);
+}
+END_TEST
+
+/* A re-read round: only a source that held still can make a difference. */
+START_TEST(test_round)
+{
+	for (int left = 0; left <= 1; left++)
+	{
+		/* the destination equals a source read: lag */
+		ck_assert_int_eq(rp_dbverify_round(true, false, false, left), RP_DBV_ROUND_EQUAL);
+		ck_assert_int_eq(rp_dbverify_round(false, true, false, left), RP_DBV_ROUND_EQUAL);
+		ck_assert_int_eq(rp_dbverify_round(true, true, true, left), RP_DBV_ROUND_EQUAL);
+		/* the source held still, the caught-up destination differs */
+		ck_assert_int_eq(rp_dbverify_round(false, false, true, left), RP_DBV_ROUND_DIFFERENT);
+	}
+	/* the source changed between its reads: again, and at the timeout not compared */
+	ck_assert_int_eq(rp_dbverify_round(false, false, false, true), RP_DBV_ROUND_AGAIN);
+	ck_assert_int_eq(rp_dbverify_round(false, false, false, false), RP_DBV_ROUND_UNSETTLED);
+}
+END_TEST
+
+START_TEST(test_verdict)
+{
+	RpDbvTally	t = {5000, 6, 0, 0, 0, false};
+	RpBuf		b;
+
+	rp_buf_init(&b, 64);
+	ck_assert_int_eq(rp_dbverify_verdict(&t), RP_DBV_EQUAL);
+	rp_dbverify_verdict_text(&b, &t);
+	ck_assert_str_eq(built(&b), "equal (5000 rows, 6 chunks)");
+	t.reread = 2;
+	rp_buf_reset(&b);
+	rp_dbverify_verdict_text(&b, &t);
+	ck_assert_str_eq(built(&b), "equal (5000 rows, 6 chunks, 2 re-read after the mirror caught up)");
+
+	t.not_compared = 1;
+	ck_assert_int_eq(rp_dbverify_verdict(&t), RP_DBV_NOT_COMPARED);
+	rp_buf_reset(&b);
+	rp_dbverify_verdict_text(&b, &t);
+	ck_assert_str_eq(built(&b), "not compared (5000 rows, 6 chunks, 1 not compared)");
+
+	/* a difference wins over a chunk not compared */
+	t.differing = 2;
+	ck_assert_int_eq(rp_dbverify_verdict(&t), RP_DBV_DIFFERENT);
+	rp_buf_reset(&b);
+	rp_dbverify_verdict_text(&b, &t);
+	ck_assert_str_eq(built(&b), "different (5000 rows, 6 chunks, 2 different, 1 not compared)");
+	t.not_compared = 0;
+	t.keyless = true;
+	t.chunks = 1;
+	rp_buf_reset(&b);
+	rp_dbverify_verdict_text(&b, &t);
+	ck_assert_str_eq(built(&b), "different (5000 rows, 2 hash buckets different)");
+	rp_buf_free(&b);
+
+	/* the exit status: a difference, then a failure, then a table not compared */
+	ck_assert_int_eq(rp_dbverify_status(0, 0, false), RP_DBVERIFY_EQUAL);
+	ck_assert_int_eq(rp_dbverify_status(1, 0, false), RP_DBVERIFY_DIFFERENT);
+	ck_assert_int_eq(rp_dbverify_status(1, 3, true), RP_DBVERIFY_DIFFERENT);
+	ck_assert_int_eq(rp_dbverify_status(0, 3, true), RP_DBVERIFY_FAILED);
+	ck_assert_int_eq(rp_dbverify_status(0, 0, true), RP_DBVERIFY_FAILED);
+	ck_assert_int_eq(rp_dbverify_status(0, 1, false), RP_DBVERIFY_NOT_COMPARED);
+	ck_assert_int_eq(RP_DBVERIFY_EQUAL, 0);
+	ck_assert_int_eq(RP_DBVERIFY_DIFFERENT, 1);
+	ck_assert_int_eq(RP_DBVERIFY_USAGE, 2);
+	ck_assert_int_eq(RP_DBVERIFY_FAILED, 3);
+	ck_assert_int_eq(RP_DBVERIFY_NOT_COMPARED, 4);
 }
 END_TEST
 
 START_TEST(test_composite_sql)
 {
-	RpDbvTable	t = {"s", "c", 3, cols3, 2, keys2, types2};
+	RpDbvTable	t = {"s", "c", 3, cols3, 2, keys2, types2, false};
 	RpBuf		b;
 	char	   *s;
 
@@ -93,7 +258,8 @@ START_TEST(test_composite_sql)
 	rp_dbverify_sql_keys(&b, &t, false, true);
 	s = built(&b);
 	ck_assert_ptr_nonnull(strstr(s, "SELECT ROW(rp_t.\"k1\", rp_t.\"k2\")::text"));
-	ck_assert_ptr_nonnull(strstr(s, "<= ($1::integer, $2::text) ORDER BY rp_t.\"k1\", rp_t.\"k2\""));
+	ck_assert_ptr_nonnull(strstr(s, "<= ($1::integer, $2::text) AND rp_t.\"k1\" IS NOT NULL AND"
+								 " rp_t.\"k2\" IS NOT NULL ORDER BY rp_t.\"k1\", rp_t.\"k2\""));
 
 	rp_buf_reset(&b);
 	rp_dbverify_sql_buckets(&b, &t);
@@ -177,6 +343,10 @@ ct_suite_dbverify(void)
 	tcase_add_test(tc, test_ident);
 	tcase_add_test(tc, test_range_sql);
 	tcase_add_test(tc, test_composite_sql);
+	tcase_add_test(tc, test_only);
+	tcase_add_test(tc, test_nullkeys_sql);
+	tcase_add_test(tc, test_round);
+	tcase_add_test(tc, test_verdict);
 	tcase_add_test(tc, test_diff_keys);
 	tcase_add_test(tc, test_range_text);
 	suite_add_tcase(s, tc);

@@ -17,9 +17,10 @@
 #      exactly a, b, c (with the right chunk numbers and row counts) and n, not d or w; the
 #      --keys-file holds exactly the three planted keys (a tab in c's escaped); no planted value or key is in
 #      verify's output (G4: the canary).
-#   4. exit statuses: 2 for usage errors, 3 when the destination cannot be reached, the slot has
-#      no checkpoint row, or the mirror is held back past --recheck-timeout ("not compared"), 1 with the table named when a table is missing on the destination (also
-#      under a --schema-prefix the mirror did not use).
+#   4. exit statuses: 2 for usage errors, 3 when the destination cannot be reached or the slot has
+#      no checkpoint row, 4 when the mirror is held back past --recheck-timeout (the chunk and
+#      the table "not compared"), 1 with the table named when a table is missing on the
+#      destination (also under a --schema-prefix the mirror did not use).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -208,7 +209,13 @@ grep -qx 'public.c: different: chunk 4 (after row 3000 of the source): source 0 
 	fail "c's range: $(grep '^public.c' "$work/plant.out")"
 [[ $(grep -c '^public.n: different: rows hashing to [0-9a-f][0-9a-f]: source 2 rows, destination 1 rows$' "$work/plant.out") == 1 ]] ||
 	fail "n's bucket: $(grep '^public.n' "$work/plant.out")"
-[[ $(grep -c ': different' "$work/plant.out") == 4 ]] || fail "more than the four planted ranges: $(cat "$work/plant.out")"
+[[ $(grep -c ': different: ' "$work/plant.out") == 4 ]] || fail "more than the four planted ranges: $(cat "$work/plant.out")"
+# each table's verdict after its ranges
+for v in 'a: different (5000 rows, 6 chunks, 1 different)' 'b: different (5000 rows, 6 chunks, 1 different)' \
+	'c: different (3000 rows, 4 chunks, 1 different)' 'n: different (600 rows, 1 hash buckets different)' \
+	'd: equal (4000 rows, 5 chunks)' 'w: equal (2000 rows, 3 chunks)'; do
+	grep -qxF "public.$v" "$work/plant.out" || fail "no verdict \"public.$v\": $(cat "$work/plant.out")"
+done
 grep -qx '7 tables: 3 equal, 4 different, 0 not compared' "$work/plant.out" ||
 	fail "unexpected summary: $(tail -n 1 "$work/plant.out")"
 grep '^key' "$work/keys.tsv" | sort >"$work/keys.got"
@@ -243,7 +250,7 @@ replicant verify -d "$src_CONNSTR" --sink "postgres:host=$dst_HOST port=1 dbname
 ((vrc == 3)) || fail "an unreachable destination exited $vrc, not 3"
 run_verify noslot -S no_such_slot
 ((vrc == 3)) || fail "an unknown slot exited $vrc, not 3"
-# a mirror held back (the SHARE lock again) past --recheck-timeout: not compared, exit 3
+# a mirror held back (the SHARE lock again) past --recheck-timeout: not compared, exit 4
 PGAPPNAME=vm_locker rp_psql dst -c "BEGIN; LOCK TABLE public.w IN SHARE MODE; SELECT pg_sleep(900);" \
 	>/dev/null 2>&1 &
 locker_pid=$!
@@ -254,9 +261,11 @@ for _ in $(seq 1 600); do
 done
 rp_psql src -c "UPDATE w SET v = v + 1 WHERE id = 7" >/dev/null
 run_verify held --chunk-rows 1000 --recheck-timeout 1 -o include_tables=public.w
-((vrc == 3)) || { cat "$work/held.out"; fail "verify of a held-back mirror exited $vrc, not 3"; }
+((vrc == 4)) || { cat "$work/held.out"; fail "verify of a held-back mirror exited $vrc, not 4"; }
 grep -qx 'public.w: chunk 1 not compared: the mirror.s checkpoint did not reach the source.s WAL position within 1 s' "$work/held.out" ||
 	fail "the chunk not compared: $(cat "$work/held.out")"
+grep -qx 'public.w: not compared (2000 rows, 3 chunks, 1 not compared)' "$work/held.out" ||
+	fail "the table not compared: $(cat "$work/held.out")"
 grep -qx '1 tables: 0 equal, 0 different, 1 not compared' "$work/held.out" || fail "held summary: $(tail -n 1 "$work/held.out")"
 rp_psql dst -Atc "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'vm_locker'" >/dev/null
 wait "$locker_pid" || true
