@@ -34,8 +34,8 @@ dbverify_usage(FILE *f)
 			"      --sink=URI         the mirror: postgresql://..., postgres://... or postgres:CONNINFO\n"
 			"  -S, --slot=SLOTNAME    the mirror's slot (its checkpoint row); needed when the\n"
 			"                         checkpoint table holds more than one\n"
-			"  -o, --option=NAME=VALUE  include_tables=PATTERNS or exclude_tables=PATTERNS, as\n"
-			"                         given to the mirror\n"
+			"  -o, --option=NAME=VALUE  include_tables=PATTERNS, exclude_tables=PATTERNS or\n"
+			"                         partitions=leaf|root, as given to the mirror\n"
 			"      --schema-prefix=P  the mirror's --schema-prefix\n"
 			"      --bookkeeping-schema=NAME  the mirror's bookkeeping schema (default replicant)\n"
 			"      --keys-file=FILE   write the bounds of differing ranges and the keys of\n"
@@ -145,8 +145,10 @@ rp_dbverify_main(int argc, char **argv)
 					o.include = optarg + 15;
 				else if (strncmp(optarg, "exclude_tables=", 15) == 0)
 					o.exclude = optarg + 15;
+				else if (strcmp(optarg, "partitions=root") == 0 || strcmp(optarg, "partitions=leaf") == 0)
+					o.via_root = strcmp(optarg, "partitions=root") == 0;
 				else
-					return dbverify_usage_error("invalid value \"%s\" for -o (include_tables=... or exclude_tables=...)",
+					return dbverify_usage_error("invalid value \"%s\" for -o (include_tables=..., exclude_tables=... or partitions=leaf|root)",
 												optarg);
 				break;
 			case OPT_SCHEMA_PREFIX:

@@ -194,6 +194,7 @@ dbv_table_init(RpDbvRun *r, RpDbvTableRun *t, const RpSnapTable *st)
 	t->src.nkey = st->nkey;
 	t->src.keys = t->keys;
 	t->src.keytypes = t->keytypes;
+	t->src.partitioned = st->partitioned;	/* a root under partitions=root: read whole */
 	t->dst = t->src;
 	t->dst.schema = t->dst_schema;
 }
@@ -277,6 +278,13 @@ dbv_tables(RpDbvRun *r)
 	if (tables == NULL)
 	{
 		fprintf(stderr, "%s: error: listing the source's tables failed: %s\n", RP_DBVERIFY_PROG, rp_error());
+		return RP_DBVERIFY_FAILED;
+	}
+	/* a pattern that selects nothing would make "every selected table equal" say nothing */
+	if (rp_snapcat_check_patterns(r->src, &sel) < 0)
+	{
+		fprintf(stderr, "%s: error: %s\n", RP_DBVERIFY_PROG, rp_error());
+		rp_snapcat_free(tables, n);
 		return RP_DBVERIFY_FAILED;
 	}
 	for (int i = 0; i < n; i++)
