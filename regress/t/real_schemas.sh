@@ -237,6 +237,11 @@ read -r ic it id <<<"$init"
 vrc=0
 replicant verify -d "$src_CONNSTR" --sink "postgres:$dst_CONNSTR" -S "$SLOT" >"$work/verify.out" 2>"$work/verify.err" || vrc=$?
 ((vrc == 0)) || fail "verify exited $vrc: $(tail -n 3 "$work/verify.out")"
+vrc=0
+replicant verify -d "$src_CONNSTR" --sink "postgres:$dst_CONNSTR" -S "$SLOT" -o include_tables=public.nope \
+	>"$work/verify-nope.out" 2>"$work/verify-nope.err" || vrc=$?
+((vrc == 3)) && grep -q 'include_tables pattern "public.nope" matches no table' "$work/verify-nope.err" ||
+	fail "verify with a pattern that matches nothing exited $vrc"
 for t in events_2024 events_2025_h1 events_2025_rest events_other notes notes_archived h pgbench_history sbtest1; do
 	grep -q "$t" "$work/verify.out" || fail "verify did not list table $t"
 done
