@@ -360,6 +360,10 @@ class Gen:
         ic.cols = ip.cols       # inherited
         ic.parent = ip
         ic.child_cols = self.data_cols(rng.randint(1, 2))
+        # a child column named like an inherited one would merge with it (and be listed twice)
+        for c in ic.child_cols:
+            if c.name in {x.name for x in ip.cols}:
+                c.name = fit63(c.name + "_child")
         T.append(ip)
         T.append(ic)
         self.inh_p, self.inh_c = ip, ic
