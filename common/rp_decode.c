@@ -469,6 +469,21 @@ rp_decode_relation(RpDecoder *dec, RpReader *r, RpRecord *rec)
 		if (c->encoding >= RP_ENC__COUNT)
 			r->ok = false;
 	}
+	/*
+	 * Version 3 ends the record with the kind fields; records of versions 1
+	 * and 2 end after the columns.  A headerless run of stored records
+	 * (version 0 here) may hold either.
+	 */
+	if (r->ok && rp_reader_left(r) == RP_REL_KIND_LEN &&
+		(dec->version == 0 || dec->version >= RP_PROTO_VERSION_REL_KIND))
+	{
+		rel->kind = rp_get_u8(r);
+		rel->partition_set = rp_get_u32(r);
+		if (rel->kind != RP_REL_KIND_TABLE && rel->kind != RP_REL_KIND_PARTITION_ROOT)
+			r->ok = false;
+		if (rel->kind == RP_REL_KIND_TABLE && rel->partition_set != 0)
+			r->ok = false;
+	}
 	if (!r->ok || rel->schema == NULL || rel->name == NULL ||
 		rp_reader_left(r) != 0 ||
 		(rel->identity != RP_IDENTITY_DEFAULT && rel->identity != RP_IDENTITY_NOTHING &&

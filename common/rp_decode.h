@@ -36,7 +36,16 @@ typedef struct RpRelation
 	char		identity;		/* RP_IDENTITY_* */
 	uint16_t	natts;
 	RpColumn   *cols;
+	uint8_t		kind;			/* RP_REL_KIND_*; NONE: a version 1 or 2 record */
+	uint32_t	partition_set;	/* PARTITION_ROOT: fingerprint of its leaf partitions */
 } RpRelation;
+
+/* Is the relation a partition root published for its partitions? */
+static inline bool
+rp_relation_is_root(const RpRelation *rel)
+{
+	return rel->kind == RP_REL_KIND_PARTITION_ROOT;
+}
 
 extern void rp_relation_free(RpRelation *rel);
 extern RpRelation *rp_relation_copy(const RpRelation *rel);

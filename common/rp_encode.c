@@ -142,6 +142,13 @@ rp_enc_relation_column(RpBuf *buf, int16_t attnum, const char *name, uint32_t ty
 }
 
 void
+rp_enc_relation_kind(RpBuf *buf, uint8_t kind, uint32_t partition_set)
+{
+	rp_buf_put_u8(buf, kind);
+	rp_buf_put_u32(buf, partition_set);
+}
+
+void
 rp_enc_array_header(RpBuf *buf, uint8_t elem_encoding, uint32_t elem_oid, uint32_t ndim,
 					const int *dims, const int *lbounds)
 {
@@ -168,5 +175,7 @@ rp_enc_relation_record(RpBuf *buf, const RpRelation *rel)
 		rp_enc_relation_column(buf, c->attnum, c->name, c->type_oid, c->type_name, c->typmod,
 							   c->encoding, c->flags);
 	}
+	if (rel->kind != RP_REL_KIND_NONE)
+		rp_enc_relation_kind(buf, rel->kind, rel->partition_set);
 	rp_buf_end_record(buf, at);
 }

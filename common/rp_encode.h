@@ -48,9 +48,15 @@ extern void rp_enc_relation_column(RpBuf *buf, int16_t attnum, const char *name,
 								   uint32_t type_oid, const char *type_name, int32_t typmod,
 								   uint8_t encoding, uint8_t flags);
 
+/* Version 3: the kind fields, after the columns, before rp_buf_end_record(). */
+extern void rp_enc_relation_kind(RpBuf *buf, uint8_t kind, uint32_t partition_set);
+
 struct RpRelation;
 
-/* A decoded relation written back as its whole Relation record (the consumer's readers). */
+/*
+ * A decoded relation written back as its whole Relation record (the
+ * consumer's readers): with the kind fields when it was read with them.
+ */
 extern void rp_enc_relation_record(RpBuf *buf, const struct RpRelation *rel);
 
 /*

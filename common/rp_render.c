@@ -531,6 +531,20 @@ rp_render_relation(RpBuf *buf, const RpRelation *rel)
 		rp_buf_put_char(buf, '}');
 	}
 	rp_buf_put_char(buf, ']');
+	/* a plain table renders as in versions 1 and 2 */
+	if (rp_relation_is_root(rel))
+	{
+		static const char digits[] = "0123456789abcdef";
+		char		hex[9];
+
+		for (int i = 0; i < 8; i++)
+			hex[i] = digits[(rel->partition_set >> (28 - 4 * i)) & 0xF];
+		hex[8] = '\0';
+		rp_render_member_bool(buf, "partition_root", true);
+		rp_buf_put_char(buf, ',');
+		rp_json_key(buf, "partition_set");
+		rp_json_cstring(buf, hex);
+	}
 }
 
 static void

@@ -24,14 +24,17 @@
  * Version 2 is version 1 plus the extended timestamp range (see
  * RP_TS_EXT_BASE below): the same bytes for every value version 1 carries.
  * A session gets version 1 unless it asks for 2, because a version 1 reader
- * would take an extended timestamp for one of 290000 BC.
+ * would take an extended timestamp for one of 290000 BC.  Version 3 adds
+ * two fields at the end of every Relation record (RP_REL_KIND_* below),
+ * which the option partitions=root needs; everything else is version 2.
  */
-#define RP_PROTO_VERSION        2       /* the newest version this code speaks */
-#define RP_PROTO_VERSION_STR    "2"		/* the consumer asks for it */
+#define RP_PROTO_VERSION        3       /* the newest version this code speaks */
+#define RP_PROTO_VERSION_STR    "3"		/* the consumer asks for it */
 #define RP_PROTO_VERSION_MIN    1
-#define RP_PROTO_VERSION_MAX    2
+#define RP_PROTO_VERSION_MAX    3
 #define RP_PROTO_VERSION_DEFAULT 1		/* the plugin's, when none is asked for */
 #define RP_PROTO_VERSION_EXT_TS 2		/* the first with the extended timestamps */
+#define RP_PROTO_VERSION_REL_KIND 3		/* the first with the relation kind fields */
 #define RP_FRAME_HEADER_LEN     2
 #define RP_RECORD_HEADER_LEN    5
 
@@ -87,6 +90,20 @@ typedef enum RpTag
 #define RP_IDENTITY_NOTHING     'n'
 #define RP_IDENTITY_FULL        'f'
 #define RP_IDENTITY_INDEX       'i'
+
+/*
+ * Relation kind (version 3 on): the record ends with u8 kind, u32
+ * partition_set after its columns.  A plain table (a partition published as
+ * itself included) has partition_set 0; a partition root published for its
+ * partitions (partitions=root) carries a fingerprint of its current set of
+ * leaf partitions, so a reader sees ATTACH and DETACH PARTITION as a changed
+ * description.  Readers hold RP_REL_KIND_NONE for records without the fields
+ * (versions 1 and 2), which means a plain table too.
+ */
+#define RP_REL_KIND_NONE        0		/* in memory only: no kind fields */
+#define RP_REL_KIND_TABLE       'r'
+#define RP_REL_KIND_PARTITION_ROOT 'p'
+#define RP_REL_KIND_LEN         5		/* u8 kind, u32 partition_set */
 
 /* Relation column flags. */
 #define RP_COL_PRIMARY_KEY      0x01

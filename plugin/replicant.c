@@ -18,6 +18,7 @@
 #include "access/htup_details.h"
 #include "replication/logical.h"
 #include "replication/origin.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -316,13 +317,19 @@ rp_encode_error_context(void *arg)
 				   RelationGetRelationName(ec->rel));
 }
 
+/*
+ * The tuple is rel's; pe describes it as published (rel's own entry, or its
+ * partition root's, pubrel, with root_map giving rel's attnum for each of
+ * the root's columns: a partition's row in its root's column order).
+ */
 static void
-rp_encode_tuple(RpBuf *buf, RpRelEntry *e, Relation rel, HeapTuple tuple, bool old_key)
+rp_encode_tuple(RpBuf *buf, RpRelEntry *pe, const AttrNumber *root_map, Relation rel,
+				Relation pubrel, HeapTuple tuple, bool old_key)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
-	RpEncodeWhere ec = {rel, 0};
+	RpEncodeWhere ec = {pubrel, 0};
 	ErrorContextCallback cb;
 
 	cb.callback = rp_encode_error_context;
@@ -332,11 +339,11 @@ rp_encode_tuple(RpBuf *buf, RpRelEntry *e, Relation rel, HeapTuple tuple, bool o
 	rp_types_where = &ec;
 
 	heap_deform_tuple(tuple, desc, values, nulls);
-	rp_enc_tuple_start(buf, (uint16) e->ncols);
-	for (int i = 0; i < e->ncols; i++)
+	rp_enc_tuple_start(buf, (uint16) pe->ncols);
+	for (int i = 0; i < pe->ncols; i++)
 	{
-		RpColumnConv *c = &e->cols[i];
-		int			k = c->attnum - 1;
+		RpColumnConv *c = &pe->cols[i];
+		int			k = (root_map ? root_map[i] : c->attnum) - 1;
 
 		if (old_key && !c->in_identity)
 			rp_enc_datum_kind(buf, RP_DATUM_NOT_IN_KEY);
@@ -363,6 +370,8 @@ rp_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 	RpState    *st = rp_state(ctx);
 	MemoryContext old = MemoryContextSwitchTo(st->change_cxt);
 	RpRelEntry *e;
+	RpRelEntry *pe;
+	Relation	pubrel = rel;
 	HeapTuple	oldtup = NULL;
 	HeapTuple	newtup = NULL;
 	char		tag;
@@ -391,7 +400,9 @@ rp_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 	}
 
 	e = rp_relcache_get(rel);
-	if (!wanted || !e->selected)
+	/* partitions=root: a partition's change is its root's */
+	pe = rp_relcache_published(e);
+	if (!wanted || !pe->selected)
 	{
 		rp_progress(ctx, st);
 		MemoryContextSwitchTo(old);
@@ -403,14 +414,22 @@ rp_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 		oldtup = &change->data.tp.oldtuple->tuple;
 	if (change->data.tp.newtuple)
 		newtup = &change->data.tp.newtuple->tuple;
+	/*
+	 * A partition whose replica identity does not cover its root's logs old
+	 * tuples that cannot name the row in the root's terms: the change goes
+	 * as one without identity, which a reader refuses to guess about.
+	 */
+	if (pe != e && !e->identity_ok)
+		oldtup = NULL;
 
 	if (tag != RP_TAG_INSERT)
 	{
 		if (oldtup)
-			flags |= e->identity == REPLICA_IDENTITY_FULL ? RP_CHANGE_OLD_FULL : RP_CHANGE_OLD_KEY;
+			flags |= pe->identity == REPLICA_IDENTITY_FULL ? RP_CHANGE_OLD_FULL : RP_CHANGE_OLD_KEY;
 		/* a DELETE without its old row, or any change to a table without
 		 * identity, cannot name its row: say so instead of dropping it */
-		if (!e->has_identity || (tag == RP_TAG_DELETE && oldtup == NULL))
+		if (!pe->has_identity || (pe != e && !e->identity_ok) ||
+			(tag == RP_TAG_DELETE && oldtup == NULL))
 			flags |= RP_CHANGE_NO_IDENTITY;
 	}
 	if (tag != RP_TAG_DELETE && newtup == NULL)
@@ -421,20 +440,73 @@ rp_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 						RelationGetRelationName(rel))));
 
 	xid = rp_open_transaction(ctx, st, change->txn->xid);
-	rp_output_relation(ctx, st, e);
+	rp_output_relation(ctx, st, pe);
 
+	/* as pgoutput does for publish_via_partition_root: the root, by relcache */
+	if (pe != e)
+	{
+		pubrel = RelationIdGetRelation(pe->relid);
+		if (!RelationIsValid(pubrel))
+			elog(ERROR, "replicant: could not open relation %u, the partition root of relation \"%s\"",
+				 pe->relid, RelationGetRelationName(rel));
+	}
 	buf = rp_output_buf(st);
-	at = rp_enc_change_start(buf, tag, RelationGetRelid(rel), flags, xid);
+	at = rp_enc_change_start(buf, tag, pe->relid, flags, xid);
 	if (oldtup)
-		rp_encode_tuple(buf, e, rel, oldtup, e->identity != REPLICA_IDENTITY_FULL);
+		rp_encode_tuple(buf, pe, e->root_map, rel, pubrel, oldtup,
+						pe->identity != REPLICA_IDENTITY_FULL);
 	if (newtup && tag != RP_TAG_DELETE)
-		rp_encode_tuple(buf, e, rel, newtup, false);
+		rp_encode_tuple(buf, pe, e->root_map, rel, pubrel, newtup, false);
 	rp_buf_end_record(buf, at);
+	if (pubrel != rel)
+		RelationClose(pubrel);
 	rp_output_record_done(ctx, st);
 	rp_progress(ctx, st);
 
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(st->change_cxt);
+}
+
+/* schema.name of a relation, for errors ("?" for one dropped meanwhile) */
+static char *
+rp_qualified_name(Oid relid)
+{
+	char	   *name = get_rel_name(relid);
+	char	   *schema = get_namespace_name(get_rel_namespace(relid));
+
+	return name && schema ? psprintf("%s.%s", schema, name) : pstrdup("?");
+}
+
+/*
+ * partitions=root: a TRUNCATE of partitions is published as one of their
+ * root only when it empties the root, that is when it truncates every leaf
+ * partition the server logs.  A TRUNCATE of some of them cannot be said as
+ * a change of the root (a reader would empty the other partitions' rows
+ * too), so it stops decoding, naming the tables (fail-closed, G3).
+ */
+static void
+rp_truncate_check_root(RpRelEntry *root, int nrelations, Relation relations[])
+{
+	for (int i = 0; i < root->nleaves; i++)
+	{
+		bool		found = false;
+
+		for (int j = 0; j < nrelations && !found; j++)
+			found = RelationGetRelid(relations[j]) == root->leaves[i];
+		if (!found)
+		{
+			char	   *leaf = rp_qualified_name(root->leaves[i]);
+			char	   *name = rp_qualified_name(root->relid);
+
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("replicant: a TRUNCATE of some partitions of \"%s\" cannot be published with option \"partitions\" = root",
+							name),
+					 errdetail("Its partition \"%s\" is not truncated; a TRUNCATE of \"%s\" would empty it downstream.",
+							   leaf, name),
+					 errhint("Truncate the partitioned table itself, or decode with partitions=leaf.")));
+		}
+	}
 }
 
 static void
@@ -452,13 +524,20 @@ rp_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, int nrelations,
 	if (st->opts.send_truncate)
 		for (int i = 0; i < nrelations; i++)
 		{
-			RpRelEntry *e = rp_relcache_get(relations[i]);
+			RpRelEntry *e = rp_relcache_published(rp_relcache_get(relations[i]));
+			bool		seen = false;
 
-			if (e->selected)
-			{
-				entries[n] = e;
-				relids[n++] = RelationGetRelid(relations[i]);
-			}
+			if (!e->selected)
+				continue;
+			/* partitions=root: the root, once, for all its partitions */
+			for (uint32 j = 0; j < n && !seen; j++)
+				seen = entries[j] == e;
+			if (seen)
+				continue;
+			if (e->is_root)
+				rp_truncate_check_root(e, nrelations, relations);
+			entries[n] = e;
+			relids[n++] = e->relid;
 		}
 	if (n > 0)
 	{

@@ -35,6 +35,7 @@ static const char *const rp_option_names[] = {
 	"streaming",
 	"skip_empty_xacts",
 	"frame_size",
+	"partitions",
 };
 
 #define RP_NOPTIONS lengthof(rp_option_names)
@@ -294,8 +295,29 @@ rp_options_parse(List *defs, RpOptions *opts)
 			case 10:
 				opts->frame_size = rp_option_int(def, RP_FRAME_SIZE_MIN, RP_FRAME_SIZE_MAX);
 				break;
+			case 11:
+				{
+					const char *p = rp_option_string(def);
+
+					if (strcmp(p, "leaf") == 0)
+						opts->partitions_root = false;
+					else if (strcmp(p, "root") == 0)
+						opts->partitions_root = true;
+					else
+						ereport(ERROR,
+								(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								 errmsg("invalid value \"%s\" for option \"partitions\"", p),
+								 errhint("Valid values are leaf and root.")));
+					break;
+				}
 		}
 	}
+	/* a root's Relation record needs version 3's kind fields */
+	if (opts->partitions_root && opts->proto_version < RP_PROTO_VERSION_REL_KIND)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"partitions\" = root needs option \"proto_version\" %d or later (it is %d)",
+						RP_PROTO_VERSION_REL_KIND, opts->proto_version)));
 }
 
 static bool

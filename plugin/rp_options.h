@@ -31,6 +31,7 @@ typedef struct RpOptions
 	bool		streaming;
 	bool		skip_empty_xacts;
 	int			frame_size;		/* flush a binary frame at this many bytes */
+	bool		partitions_root;	/* partitions=root: a partition's changes are its root's */
 } RpOptions;
 
 /* Parse ctx->output_plugin_options (a List of DefElem) into opts. */

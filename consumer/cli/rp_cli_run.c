@@ -87,7 +87,7 @@ plugin_options(RpCli *cli)
 	int			n = 0;
 	bool		streaming_set = false;
 
-	/* version 2: every timestamp PostgreSQL has, the last 30 years included */
+	/* version 3: every timestamp PostgreSQL has (2), and a partition root's kind (3) */
 	o[n++] = "proto_version";
 	o[n++] = RP_PROTO_VERSION_STR;
 	for (int i = 0; i < cli->noptions * 2; i++)

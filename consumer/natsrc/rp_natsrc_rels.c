@@ -46,6 +46,10 @@ rel_same(const RpRelation *a, const RpRelation *b)
 	if (a->relid != b->relid || a->identity != b->identity || a->natts != b->natts ||
 		strcmp(a->schema, b->schema) != 0 || strcmp(a->name, b->name) != 0)
 		return false;
+	/* a plain table reads back from JSON without its kind: the same table */
+	if (rp_relation_is_root(a) != rp_relation_is_root(b) ||
+		(rp_relation_is_root(a) && a->partition_set != b->partition_set))
+		return false;
 	for (uint16_t i = 0; i < a->natts; i++)
 	{
 		const RpColumn *x = &a->cols[i];

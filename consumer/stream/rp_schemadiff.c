@@ -36,6 +36,24 @@ rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, si
 		snprintf(what, whatlen, "replica identity changed");
 		return RP_SCHEMA_DESTRUCTIVE;
 	}
+	/*
+	 * A partition root (partitions=root) gains or loses rows with its
+	 * partitions, and no change record says so: its rows here are no longer
+	 * its rows there.  A table that becomes or stops being published as a
+	 * root is the same break.
+	 */
+	if (rp_relation_is_root(before) != rp_relation_is_root(after))
+	{
+		snprintf(what, whatlen, rp_relation_is_root(after)
+				 ? "it is now published as the root of its partitions (partitions=root)"
+				 : "it is no longer published as the root of its partitions");
+		return RP_SCHEMA_DESTRUCTIVE;
+	}
+	if (rp_relation_is_root(after) && before->partition_set != after->partition_set)
+	{
+		snprintf(what, whatlen, "its partitions changed (ATTACH or DETACH PARTITION)");
+		return RP_SCHEMA_DESTRUCTIVE;
+	}
 	for (uint16_t i = 0; i < before->natts; i++)
 	{
 		const RpColumn *b = &before->cols[i];

@@ -439,6 +439,153 @@ START_TEST(test_relation_render_exact)
 }
 END_TEST
 
+/* One relation record of two columns, with the kind fields unless kind is NONE. */
+static void
+put_kind_relation(RpBuf *b, uint32_t relid, uint8_t kind, uint32_t partition_set)
+{
+	size_t		at = rp_enc_relation_start(b, relid, "public", "m", RP_IDENTITY_DEFAULT, 2);
+
+	rp_enc_relation_column(b, 1, "id", 23, "integer", -1, RP_ENC_INT4,
+						   RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL);
+	rp_enc_relation_column(b, 3, "note", 25, "text", -1, RP_ENC_STRING, 0);
+	if (kind != RP_REL_KIND_NONE)
+		rp_enc_relation_kind(b, kind, partition_set);
+	rp_buf_end_record(b, at);
+}
+
+/* Does a frame of this version holding one relation record decode? (-1 or 1) */
+static int
+kind_frame_decodes(uint8_t version, uint8_t kind, uint32_t partition_set, int extra_bytes)
+{
+	RpBuf		b;
+	RpDecoder	dec;
+	RpRecord	rec;
+	size_t		at;
+	int			rc;
+
+	rp_buf_init(&b, 0);
+	rp_enc_frame_header_version(&b, version);
+	at = rp_enc_relation_start(&b, 5, "public", "m", RP_IDENTITY_DEFAULT, 0);
+	if (kind != RP_REL_KIND_NONE)
+		rp_enc_relation_kind(&b, kind, partition_set);
+	for (int i = 0; i < extra_bytes; i++)
+		rp_buf_put_u8(&b, 0);
+	rp_buf_end_record(&b, at);
+	rp_decoder_init(&dec);
+	ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+	rc = rp_decoder_next(&dec, &rec);
+	if (rc < 0)
+	{
+		ck_assert_ptr_nonnull(strstr(dec.error, "malformed relation record"));
+		ck_assert_ptr_nonnull(strstr(dec.error, "offset 2"));
+	}
+	rp_decoder_free(&dec);
+	rp_buf_free(&b);
+	return rc;
+}
+
+/*
+ * Version 3's relation kind: a partition root (partitions=root) with the
+ * fingerprint of its partitions, a plain table; both written back byte for
+ * byte, the root rendered with its two JSON members, the plain table as in
+ * versions 1 and 2; the fields refused in a version 1 or 2 frame, and with
+ * an unknown kind, a plain table's non-zero set or a wrong length.
+ */
+START_TEST(test_relation_kind)
+{
+	RpBuf		b,
+				again;
+	RpDecoder	dec;
+	RpRecord	rec;
+	RpRelation *copy;
+	size_t		first_len;
+	const char *cols_json =
+		"\"columns\":[{\"name\":\"id\",\"attnum\":1,\"type\":\"integer\",\"type_oid\":23,"
+		"\"typmod\":-1,\"encoding\":\"int4\",\"primary_key\":true,\"identity\":true,"
+		"\"not_null\":true,\"generated\":false},{\"name\":\"note\",\"attnum\":3,\"type\":\"text\","
+		"\"type_oid\":25,\"typmod\":-1,\"encoding\":\"string\",\"primary_key\":false,"
+		"\"identity\":false,\"not_null\":false,\"generated\":false}]";
+	char		expect[1024];
+
+	ct_frame(&b);
+	ck_assert_uint_eq((uint8_t) b.data[1], 3);
+	put_kind_relation(&b, 7, RP_REL_KIND_PARTITION_ROOT, 0x0badf00d);
+	first_len = b.len - RP_FRAME_HEADER_LEN;
+	put_kind_relation(&b, 8, RP_REL_KIND_TABLE, 0);
+	put_kind_relation(&b, 9, RP_REL_KIND_NONE, 0);
+
+	rp_decoder_init(&dec);
+	ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+
+	next_ok(&dec, &rec, RP_TAG_RELATION);
+	ck_assert_uint_eq(rec.u.relation.rel->kind, RP_REL_KIND_PARTITION_ROOT);
+	ck_assert_uint_eq(rec.u.relation.rel->partition_set, 0x0badf00d);
+	ck_assert(rp_relation_is_root(rec.u.relation.rel));
+	snprintf(expect, sizeof(expect),
+			 "{\"kind\":\"relation\",\"relid\":7,\"schema\":\"public\",\"table\":\"m\","
+			 "\"replica_identity\":\"default\",%s,\"partition_root\":true,"
+			 "\"partition_set\":\"0badf00d\"}", cols_json);
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL), expect);
+	/* written back: the same bytes */
+	rp_buf_init(&again, 0);
+	rp_enc_relation_record(&again, rec.u.relation.rel);
+	ck_assert_uint_eq(again.len, first_len);
+	ck_assert_mem_eq(again.data, b.data + RP_FRAME_HEADER_LEN, first_len);
+	copy = rp_relation_copy(rec.u.relation.rel);
+	ck_assert_uint_eq(copy->kind, RP_REL_KIND_PARTITION_ROOT);
+	ck_assert_uint_eq(copy->partition_set, 0x0badf00d);
+	rp_relation_free(copy);
+
+	next_ok(&dec, &rec, RP_TAG_RELATION);
+	ck_assert_uint_eq(rec.u.relation.rel->kind, RP_REL_KIND_TABLE);
+	ck_assert(!rp_relation_is_root(rec.u.relation.rel));
+	snprintf(expect, sizeof(expect),
+			 "{\"kind\":\"relation\",\"relid\":8,\"schema\":\"public\",\"table\":\"m\","
+			 "\"replica_identity\":\"default\",%s}", cols_json);
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL), expect);
+	rp_buf_reset(&again);
+	rp_enc_relation_record(&again, rec.u.relation.rel);
+	ck_assert_uint_eq(again.len, first_len);
+
+	/* version 1 and 2's layout, also in a version 3 frame: no kind, written back without */
+	next_ok(&dec, &rec, RP_TAG_RELATION);
+	ck_assert_uint_eq(rec.u.relation.rel->kind, RP_REL_KIND_NONE);
+	ck_assert_uint_eq(rec.u.relation.rel->partition_set, 0);
+	rp_buf_reset(&again);
+	rp_enc_relation_record(&again, rec.u.relation.rel);
+	ck_assert_uint_eq(again.len, first_len - RP_REL_KIND_LEN);
+	expect_end(&dec);
+	rp_decoder_free(&dec);
+
+	/* a headerless run of stored records (version unknown) reads them too */
+	rp_decoder_init(&dec);
+	rp_decoder_records(&dec, b.data + RP_FRAME_HEADER_LEN, b.len - RP_FRAME_HEADER_LEN);
+	next_ok(&dec, &rec, RP_TAG_RELATION);
+	ck_assert_uint_eq(rec.u.relation.rel->partition_set, 0x0badf00d);
+	next_ok(&dec, &rec, RP_TAG_RELATION);
+	next_ok(&dec, &rec, RP_TAG_RELATION);
+	expect_end(&dec);
+	rp_decoder_free(&dec);
+	rp_buf_free(&again);
+	rp_buf_free(&b);
+
+	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_PARTITION_ROOT, 0, 0), 1);
+	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_TABLE, 0, 0), 1);
+	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_NONE, 0, 0), 1);
+	ck_assert_int_eq(kind_frame_decodes(2, RP_REL_KIND_NONE, 0, 0), 1);
+	ck_assert_int_eq(kind_frame_decodes(1, RP_REL_KIND_NONE, 0, 0), 1);
+	/* versions 1 and 2 have no kind fields */
+	ck_assert_int_eq(kind_frame_decodes(2, RP_REL_KIND_PARTITION_ROOT, 1, 0), -1);
+	ck_assert_int_eq(kind_frame_decodes(1, RP_REL_KIND_TABLE, 0, 0), -1);
+	/* an unknown kind, a plain table with a set, a wrong length */
+	ck_assert_int_eq(kind_frame_decodes(3, 'x', 0, 0), -1);
+	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_TABLE, 5, 0), -1);
+	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_PARTITION_ROOT, 5, 1), -1);
+	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_NONE, 0, 4), -1);
+	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_NONE, 0, 5), -1);	/* kind 0 */
+}
+END_TEST
+
 /* A second relation record for the same relid replaces the first. */
 START_TEST(test_relation_replacement)
 {
@@ -1511,6 +1658,7 @@ ct_suite_codec(void)
 	tcase_add_test(tc, test_stream_records);
 	tcase_add_loop_test(tc, test_relation_roundtrip, 0, 4);
 	tcase_add_test(tc, test_relation_render_exact);
+	tcase_add_test(tc, test_relation_kind);
 	tcase_add_test(tc, test_relation_replacement);
 	tcase_add_test(tc, test_truncate);
 	tcase_add_test(tc, test_messages);

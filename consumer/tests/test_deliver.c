@@ -48,13 +48,16 @@ typedef struct RelSpec
 	uint8_t		note_flags;
 	uint8_t		id_flags;
 	bool		has_c3;
+	uint8_t		kind;			/* RP_REL_KIND_*: NONE writes no kind fields */
+	uint32_t	partition_set;
 } RelSpec;
 
 static RelSpec
 base_spec(void)
 {
 	RelSpec		s = {"public", "t", RP_IDENTITY_DEFAULT, true, "note", 25, "text", -1,
-		RP_ENC_STRING, 0, RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL, false};
+		RP_ENC_STRING, 0, RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL, false,
+	RP_REL_KIND_NONE, 0};
 
 	return s;
 }
@@ -72,6 +75,8 @@ enc_spec(RpBuf *b, uint32_t relid, const RelSpec *s)
 							   s->note_enc, s->note_flags);
 	if (s->has_c3)
 		rp_enc_relation_column(b, 3, "c3", 20, "bigint", -1, RP_ENC_INT8, 0);
+	if (s->kind != RP_REL_KIND_NONE)
+		rp_enc_relation_kind(b, s->kind, s->partition_set);
 	rp_buf_end_record(b, at);
 }
 
@@ -660,7 +665,86 @@ START_TEST(test_midbatch_failure_sink_owned)
 }
 END_TEST
 
+/*
+ * partitions=root: a root's rows change with its partitions, which no change
+ * record says; a changed partition set (ATTACH or DETACH PARTITION), or a
+ * table that starts or stops being published as a root, is destructive.  A
+ * plain table's kind (version 3) is the same table as one without (1, 2).
+ */
+START_TEST(test_diff_partitions)
+{
+	RelSpec		plain = base_spec(),
+				table = base_spec(),
+				root = base_spec(),
+				s;
+
+	table.kind = RP_REL_KIND_TABLE;
+	root.kind = RP_REL_KIND_PARTITION_ROOT;
+	root.partition_set = 0x0badf00d;
+
+	expect_diff(&plain, &table, RP_SCHEMA_SAME, NULL);
+	expect_diff(&table, &plain, RP_SCHEMA_SAME, NULL);
+	expect_diff(&root, &root, RP_SCHEMA_SAME, NULL);
+	expect_diff(NULL, &root, RP_SCHEMA_NEW, NULL);
+
+	s = root;
+	s.partition_set = 0x0badf00e;
+	expect_diff(&root, &s, RP_SCHEMA_DESTRUCTIVE,
+				"its partitions changed (ATTACH or DETACH PARTITION)");
+	expect_diff(&s, &root, RP_SCHEMA_DESTRUCTIVE, "its partitions changed");
+	/* a set that changes and a column added: the partitions win */
+	s.has_c3 = true;
+	expect_diff(&root, &s, RP_SCHEMA_DESTRUCTIVE, "its partitions changed");
+	/* the same set with a column added is additive, as for any table */
+	s = root;
+	s.has_c3 = true;
+	expect_diff(&root, &s, RP_SCHEMA_ADDITIVE, "\"c3\"");
+
+	expect_diff(&table, &root, RP_SCHEMA_DESTRUCTIVE, "now published as the root");
+	expect_diff(&plain, &root, RP_SCHEMA_DESTRUCTIVE, "now published as the root");
+	expect_diff(&root, &table, RP_SCHEMA_DESTRUCTIVE, "no longer published as the root");
+	expect_diff(&root, &plain, RP_SCHEMA_DESTRUCTIVE, "no longer published as the root");
+}
+END_TEST
+
 /* ---- schema changes during delivery ---------------------------------------------------- */
+
+/* An ATTACH PARTITION between two transactions of a root halts before the second (G3). */
+START_TEST(test_partition_set_change_halts)
+{
+	CtSink		f;
+	RpDelivery	dl;
+	RpCheckpoint ck = ct_ck(0, 0);
+	RpCheckpoint back;
+	RpBatchLimits l = ct_limits(1, CT_NEVER_BYTES, CT_NEVER_MS);
+	RelSpec		v1 = base_spec(),
+				v2 = base_spec();
+	const char *ckpt = ct_path("slot.checkpoint");
+
+	v1.kind = v2.kind = RP_REL_KIND_PARTITION_ROOT;
+	v1.partition_set = 0x11111111;
+	v2.partition_set = 0x22222222;
+	ct_sink_init(&f);
+	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ckpt, NULL, &l), 0);
+	describe_spec(REL, &v1);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v1, 1, 0x100, 2), 0), 0);
+	/* the same set described again (a new session) is no change */
+	describe_spec(REL, &v1);
+	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v1, 2, 0x180, 1), 0), 0);
+	describe_spec(REL, &v2);
+	rp_error_clear();
+	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v2, 3, 0x200, 2), 0), -1);
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_SCHEMA);
+	ck_assert_msg(strstr(rp_error(), "\"public\".\"t\"") != NULL, "no table in: %s", rp_error());
+	ck_assert_msg(strstr(rp_error(), "its partitions changed (ATTACH or DETACH PARTITION)") != NULL,
+				  "no reason in: %s", rp_error());
+	ck_assert_int_eq(f.nchanges, 3);
+	ck_assert_int_eq(rp_ckpt_read(ckpt, &back), 1);
+	ck_assert_uint_eq(back.commit_lsn, 0x180);
+	ck_assert_uint_eq(dl.ck.commit_lsn, 0x180);
+	rp_deliver_free(&dl);
+}
+END_TEST
 
 START_TEST(test_destructive_halts)
 {
@@ -1258,6 +1342,7 @@ ct_suite_deliver(void)
 	tc = tcase_create("schema_diff");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_diff_classes);
+	tcase_add_test(tc, test_diff_partitions);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("batches");
@@ -1282,6 +1367,7 @@ ct_suite_deliver(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_destructive_halts);
 	tcase_add_test(tc, test_destructive_type_change_halts);
+	tcase_add_test(tc, test_partition_set_change_halts);
 	tcase_add_test(tc, test_additive_continues_without_handler);
 	tcase_add_test(tc, test_schema_handler);
 	tcase_add_test(tc, test_view_persisted_across_restart);

@@ -1271,6 +1271,82 @@ START_TEST(malformed_relations)
 }
 END_TEST
 
+/*
+ * A partition root's relation (partitions=root, version 3) through its JSON:
+ * kind and partition set come back, and the record written back is the
+ * one decoded; a plain table's comes back without a kind (the same table).
+ */
+START_TEST(partition_root_relation)
+{
+	static const char *const bad[] = {
+		"\"partition_root\":true}",
+		"\"partition_root\":true,\"partition_set\":\"0badf00\"}",
+		"\"partition_root\":true,\"partition_set\":\"0BADF00D\"}",
+		"\"partition_root\":true,\"partition_set\":\"0badf00d0\"}",
+		"\"partition_root\":true,\"partition_set\":195948557}",
+		"\"partition_root\":1,\"partition_set\":\"0badf00d\"}",
+		"\"partition_set\":\"0badf00d\"}",
+		"\"partition_root\":false,\"partition_set\":\"0badf00d\"}",
+	};
+	const char *head = "{\"kind\":\"relation\",\"relid\":7,\"schema\":\"public\",\"table\":\"m\","
+		"\"replica_identity\":\"default\",\"columns\":[{\"name\":\"id\",\"attnum\":1,"
+		"\"type\":\"integer\",\"type_oid\":23,\"typmod\":-1,\"encoding\":\"int4\","
+		"\"primary_key\":true,\"identity\":true,\"not_null\":true,\"generated\":false}],";
+	RpBuf		b,
+				again;
+	RpDecoder	dec;
+	RpRecord	rec;
+	RpRelation *r;
+	size_t		at;
+	char		json[1024];
+
+	ct_frame(&b);
+	at = rp_enc_relation_start(&b, 7, "public", "m", RP_IDENTITY_DEFAULT, 1);
+	rp_enc_relation_column(&b, 1, "id", 23, "integer", -1, RP_ENC_INT4,
+						   RP_COL_PRIMARY_KEY | RP_COL_IDENTITY | RP_COL_NOT_NULL);
+	rp_enc_relation_kind(&b, RP_REL_KIND_PARTITION_ROOT, 0xf00dcafe);
+	rp_buf_end_record(&b, at);
+	rp_decoder_init(&dec);
+	ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+	ck_assert_int_eq(rp_decoder_next(&dec, &rec), 1);
+	{
+		char	   *text = jw_render(&rec);
+
+		ck_assert_ptr_nonnull(strstr(text, ",\"partition_root\":true,\"partition_set\":\"f00dcafe\"}"));
+		r = rp_jsonwire_relation(text, strlen(text));
+	}
+	ck_assert_msg(r != NULL, "%s", rp_error());
+	ck_assert_uint_eq(r->kind, RP_REL_KIND_PARTITION_ROOT);
+	ck_assert_uint_eq(r->partition_set, 0xf00dcafe);
+	ck_assert(rp_jsonwire_relation_lossless(r));
+	rp_buf_init(&again, 0);
+	rp_enc_relation_record(&again, r);
+	ck_assert_uint_eq(again.len, b.len - RP_FRAME_HEADER_LEN);
+	ck_assert_mem_eq(again.data, b.data + RP_FRAME_HEADER_LEN, again.len);
+	rp_relation_free(r);
+	rp_decoder_free(&dec);
+
+	/* a plain table: no partition members, no kind read back */
+	snprintf(json, sizeof(json), "%s\"x\":0}", head);
+	r = rp_jsonwire_relation(json, strlen(json));
+	ck_assert_msg(r != NULL, "%s", rp_error());
+	ck_assert_uint_eq(r->kind, RP_REL_KIND_NONE);
+	ck_assert(!rp_relation_is_root(r));
+	rp_relation_free(r);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	{
+		snprintf(json, sizeof(json), "%s%s", head, bad[i]);
+		rp_error_clear();
+		ck_assert_msg(rp_jsonwire_relation(json, strlen(json)) == NULL, "accepted %zu", i);
+		ck_assert_int_eq(rp_error_halt(), RP_HALT_MALFORMED);
+		ck_assert_ptr_nonnull(strstr(rp_error(), "partition"));
+	}
+	rp_buf_free(&again);
+	rp_buf_free(&b);
+}
+END_TEST
+
 /* Names the renderer must replace (not UTF-8): the relation is not lossless. */
 START_TEST(names_not_utf8)
 {
@@ -1320,6 +1396,7 @@ ct_suite_jsonwire(void)
 	tc = ct_tcase("malformed");
 	tcase_add_test(tc, malformed_values);
 	tcase_add_test(tc, malformed_relations);
+	tcase_add_test(tc, partition_root_relation);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1603,7 +1603,7 @@ START_TEST(test_error_names_place)
 	b_version2(&b);
 	rp_decoder_init(&dec);
 	ck_assert(!rp_decoder_frame(&dec, b.data, b.len));
-	ck_assert_ptr_nonnull(strstr(dec.error, "version 3"));
+	ck_assert_ptr_nonnull(strstr(dec.error, "version 4"));
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }

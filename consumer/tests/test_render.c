@@ -422,7 +422,7 @@ START_TEST(test_render_tuple_kinds)
 		{3, "c", 23, "int4", -1, RP_ENC_INT4, 0},
 		{4, "d\n", 23, "int4", -1, RP_ENC_INT4, 0},
 	};
-	RpRelation	rel = {1, "s", "t", RP_IDENTITY_DEFAULT, 4, cols};
+	RpRelation	rel = {1, "s", "t", RP_IDENTITY_DEFAULT, 4, cols, RP_REL_KIND_NONE, 0};
 	static const unsigned char one[4] = {0, 0, 0, 1};
 	RpDatum		datums[4] = {
 		{RP_DATUM_VALUE, 4, one}, {RP_DATUM_NULL, 0, NULL},

@@ -192,6 +192,42 @@ jw_relation_column(RpColumn *c, const char *val, size_t len)
 	return why;
 }
 
+/*
+ * A partition root's members (version 3, partitions=root): "partition_root":
+ * true and "partition_set": eight lowercase hex digits.  Without them the
+ * relation is a plain table.  NULL, or why they are not right.
+ */
+static const char *
+jw_relation_kind(const RpJrDoc *doc, RpRelation *rel)
+{
+	const RpJrMember *root,
+			   *set;
+	int			has_root = jw_member(doc, "partition_root", RP_JR_TRUE, &root);
+	int			has_set = jw_member(doc, "partition_set", RP_JR_STRING, &set);
+	uint32_t	v = 0;
+
+	if (has_root < 0 || has_set < 0)
+		return "has a partition_root or partition_set of the wrong type";
+	if (has_root == 0 || root->type != RP_JR_TRUE)
+		return has_set ? "has a partition_set but is no partition root" : NULL;
+	if (has_set == 0 || set->val_len != 10)
+		return "is a partition root without an 8-digit hex partition_set";
+	for (size_t i = 1; i < 9; i++)
+	{
+		char		c = set->val[i];
+
+		if (c >= '0' && c <= '9')
+			v = (v << 4) | (uint32_t) (c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = (v << 4) | (uint32_t) (c - 'a' + 10);
+		else
+			return "is a partition root without an 8-digit hex partition_set";
+	}
+	rel->kind = RP_REL_KIND_PARTITION_ROOT;
+	rel->partition_set = v;
+	return NULL;
+}
+
 RpRelation *
 rp_jsonwire_relation(const char *json, size_t len)
 {
@@ -225,6 +261,8 @@ rp_jsonwire_relation(const char *json, size_t len)
 		why = "has no known replica_identity";
 	else if (jw_need(&doc, "columns", RP_JR_ARRAY, &cols) < 0)
 		why = "has no columns array";
+	else if ((why = jw_relation_kind(&doc, rel)) != NULL)
+		;
 	else
 	{
 		rel->identity = (char) id;

@@ -57,7 +57,10 @@ extern int	rp_jsonwire_record(RpBuf *out, const RpRelation *rel, const char *jso
  */
 extern bool rp_jsonwire_lossless(const RpRecord *rec);
 
-/* Does rp_jsonwire_relation give back exactly this relation from its JSON? */
+/*
+ * Does rp_jsonwire_relation give back exactly this relation from its JSON?
+ * (A plain table read with version 3's kind comes back without it: the same.)
+ */
 extern bool rp_jsonwire_relation_lossless(const RpRelation *rel);
 
 /* ---- the value layer (rp_jsonwire_value.c) -------------------------------- */
