@@ -44,6 +44,12 @@ RP_ENV_FLAGS := $(foreach v,CPPFLAGS CFLAGS LDFLAGS,$(if $(filter environment,$(
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies (Debian's build has autodepend off): every plugin
+# object depends on every header it may include, as the consumer's do, so a changed struct
+# never leaves objects compiled against two layouts of it (a partly rebuilt plugin crashed
+# the walsender with SIGSEGV at its first slot).
+$(OBJS): $(wildcard plugin/*.h common/*.h)
+
 # Common objects are compiled twice: into the plugin (RP_BACKEND, palloc) here, and
 # into the consumer (malloc) by consumer/Makefile, in its own object directory.
 all: consumer

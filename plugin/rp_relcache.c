@@ -13,7 +13,6 @@
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
-#include "common/hashfn.h"
 #include "nodes/bitmapset.h"
 #include "port/pg_bswap.h"
 #include "utils/hsearch.h"
@@ -23,6 +22,7 @@
 #include "utils/relcache.h"
 
 #include "rp_encode.h"
+#include "rp_partset.h"
 #include "rp_relcache.h"
 
 static HTAB *rp_rel_hash = NULL;
@@ -142,8 +142,9 @@ rp_relcache_clear(RpRelEntry *e)
  * A partition root's tree under the historic snapshot: every relation in
  * it (for invalidation), its WAL-logged leaves (a TRUNCATE of all of them
  * is a TRUNCATE of the root) and a fingerprint of its leaf partitions, the
- * 32-bit hash of their sorted OIDs (big-endian), which changes with every
- * ATTACH and DETACH PARTITION anywhere in the tree.
+ * FNV-1a of their sorted OIDs (common/rp_partset.h, which the consumer's
+ * snapshot computes too), changing with every ATTACH and DETACH PARTITION
+ * anywhere in the tree.
  */
 static void
 rp_relcache_tree(RpRelEntry *e, Oid relid)
@@ -152,10 +153,9 @@ rp_relcache_tree(RpRelEntry *e, Oid relid)
 	int			n = list_length(all);
 	Oid		   *members = MemoryContextAlloc(rp_rel_cxt, sizeof(Oid) * Max(n, 1));
 	Oid		   *leaves = MemoryContextAlloc(rp_rel_cxt, sizeof(Oid) * Max(n, 1));
-	uint32	   *be = palloc(sizeof(uint32) * Max(n, 1));
+	uint32		set = RP_PARTSET_INIT;
 	int			nm = 0,
-				nl = 0,
-				nb = 0;
+				nl = 0;
 	ListCell   *lc;
 
 	foreach(lc, all)
@@ -172,7 +172,7 @@ rp_relcache_tree(RpRelEntry *e, Oid relid)
 
 		if (kind == RELKIND_PARTITIONED_TABLE || kind == '\0')
 			continue;			/* '\0': dropped meanwhile */
-		be[nb++] = pg_hton32(members[i]);
+		set = rp_partset_add(set, members[i]);
 		if (kind == RELKIND_RELATION &&
 			get_rel_persistence(members[i]) == RELPERSISTENCE_PERMANENT)
 			leaves[nl++] = members[i];
@@ -182,7 +182,7 @@ rp_relcache_tree(RpRelEntry *e, Oid relid)
 	e->nmembers = nm;
 	e->leaves = leaves;
 	e->nleaves = nl;
-	e->partition_set = hash_bytes((const unsigned char *) be, (int) (sizeof(uint32) * nb));
+	e->partition_set = set;
 }
 
 /*

@@ -13,6 +13,7 @@
 
 #include "rp_buf.h"
 #include "rp_glob.h"
+#include "rp_partset.h"
 #include "snapshot/rp_snapcat.h"
 #include "base/rp_status.h"
 #include "rp_typeenc.h"
@@ -436,6 +437,38 @@ rp_snapcat_column(PGconn *conn, const RpTypeMap *m, RpSnapTable *t, int i)
 	}
 }
 
+/*
+ * A partition root's kind and partition_set as the plugin sends them under
+ * partitions=root (common/rp_partset.h): the stream's first description of
+ * the root is then the one the snapshot copied under, not an ATTACH.
+ */
+static int
+rp_snapcat_partset(PGconn *conn, RpRelation *rel)
+{
+	char		oid[16];
+	const char *vals[1] = {oid};
+	PGresult   *res;
+	uint32_t	set = RP_PARTSET_INIT;
+
+	snprintf(oid, sizeof(oid), "%u", rel->relid);
+	res = PQexecParams(conn, "SELECT relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1::pg_catalog.oid::pg_catalog.regclass)"
+					   " WHERE isleaf ORDER BY relid::pg_catalog.oid", 1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		rp_fail(RP_HALT_NONE, "snapshot: reading the partitions of table \"%s\".\"%s\" failed (SQLSTATE %s)",
+				rel->schema, rel->name,
+				PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "none");
+		PQclear(res);
+		return -1;
+	}
+	for (int i = 0; i < PQntuples(res); i++)
+		set = rp_partset_add(set, (uint32_t) strtoul(PQgetvalue(res, i, 0), NULL, 10));
+	PQclear(res);
+	rel->kind = RP_REL_KIND_PARTITION_ROOT;
+	rel->partition_set = set;
+	return 0;
+}
+
 RpSnapTable *
 rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
 {
@@ -563,6 +596,12 @@ rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
 			rp_snapcat_column(conn, &types, t, i);
 		}
 		PQclear(res);
+		if (t->partitioned && rp_snapcat_partset(conn, t->rel) < 0)
+		{
+			rp_free(types.rows);
+			rp_snapcat_free(tables, ntables);
+			return NULL;
+		}
 	}
 	rp_free(types.rows);
 	*n = ntables;

@@ -13,6 +13,11 @@
 # is written to afterwards as a table of its own, and ATTACH PARTITION of a table that
 # already held rows. Then every leaf is compared (count and md5 of the ordered rows, ONLY),
 # and the pg_dump destination's parent holds what the source's does.
+#
+# A third mirror takes the same table under -o partitions=root (--create-tables: one table m):
+# its snapshot copies the root whole, the moves and the TRUNCATE keep it equal to the source's
+# m read through its root, and the DETACH PARTITION (rows leaving m without a change record)
+# halts it at m's next change, exit 3, naming the table, its checkpoint before that change.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -22,10 +27,11 @@ export PATH="$RP_ROOT/consumer:$RP_BINDIR:$PATH"
 work=$(mktemp -d /tmp/rp-partitions.XXXXXX)
 c1_pid=
 c2_pid=
+c3_pid=
 load_pid=
 status=1
 
-cleanup() { rp_e2e_cleanup $? c1_pid c2_pid load_pid; }
+cleanup() { rp_e2e_cleanup $? c1_pid c2_pid c3_pid load_pid; }
 trap cleanup EXIT
 
 fail() { rp_e2e_fail partitions "$work/*.err" 8 "$*"; }
@@ -47,6 +53,7 @@ pg_dump --schema-only -h "$src_HOST" -p "$src_PORT" -U "$src_USER" postgres >"$w
 	fail "pg_dump --schema-only failed"
 rp_psql dst -c "CREATE DATABASE dumped" >/dev/null
 rp_psql dst -c "CREATE DATABASE created" >/dev/null
+rp_psql dst -c "CREATE DATABASE rooted" >/dev/null
 rp_psql dst -d dumped -f "$work/schema.sql" >/dev/null 2>"$work/schema-load.err" || fail "loading the schema failed"
 
 (
@@ -67,13 +74,17 @@ start() { # NAME SLOT DB ARGS...
 }
 start c1 part_dumped dumped --create-slot --snapshot --start
 start c2 part_created created --create-slot --snapshot --start --create-tables
+start c3 part_rooted rooted --create-slot --snapshot --start --create-tables -o partitions=root
 for _ in $(seq 1 1800); do
-	[[ -n $(rp_dst_checkpoint dst part_dumped dumped) && -n $(rp_dst_checkpoint dst part_created created) ]] && break
+	[[ -n $(rp_dst_checkpoint dst part_dumped dumped) && -n $(rp_dst_checkpoint dst part_created created) &&
+		-n $(rp_dst_checkpoint dst part_rooted rooted) ]] && break
 	kill -0 "$c1_pid" 2>/dev/null || fail "the mirror into the dumped schema exited during the snapshot"
 	kill -0 "$c2_pid" 2>/dev/null || fail "the mirror with --create-tables exited during the snapshot"
+	kill -0 "$c3_pid" 2>/dev/null || fail "the mirror with partitions=root exited during the snapshot"
 	sleep 0.1
 done
-[[ -n $(rp_dst_checkpoint dst part_created created) ]] || fail "the snapshots did not complete"
+[[ -n $(rp_dst_checkpoint dst part_created created) && -n $(rp_dst_checkpoint dst part_rooted rooted) ]] ||
+	fail "the snapshots did not complete"
 # the load moves rows on for a while after the snapshots (any pace)
 moved0=$(rp_psql src -Atc "SELECT count(*) FROM m")
 for _ in $(seq 1 600); do
@@ -93,6 +104,24 @@ rp_psql src <<'SQL' >/dev/null
 INSERT INTO m SELECT g, 'c', 'again' FROM generate_series(100, 140) g ON CONFLICT DO NOTHING;
 TRUNCATE m;
 INSERT INTO m SELECT g, (ARRAY['a', 'b', 'c'])[1 + g % 3], 'w' || g FROM generate_series(0, 4999) g;
+UPDATE m SET id = id + 2000 WHERE id BETWEEN 1000 AND 1010 AND grp = 'b';
+INSERT INTO fence VALUES (now());
+SQL
+# partitions=root: one destination table m, equal to the source's m read whole (snapshot of
+# the root, rows moved between partitions, TRUNCATE of the partitioned table), no leaf there
+fence=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
+for _ in $(seq 1 1800); do
+	r=$(rp_dst_checkpoint dst part_rooted rooted)
+	[[ -n $r ]] && ! rp_lsn_lt "$r" "$fence" && break
+	kill -0 "$c3_pid" 2>/dev/null || fail "the mirror with partitions=root exited while streaming"
+	sleep 0.1
+done
+q="SELECT count(*) || ' ' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM m x"
+[[ $(rp_psql src -Atc "$q") == "$(rp_psql dst -d rooted -Atc "$q")" ]] ||
+	fail "partitions=root: the destination's m differs from the source's"
+[[ $(rp_psql dst -d rooted -Atc "SELECT count(*) FROM pg_class WHERE relname LIKE 'm\_%' AND relkind = 'r'") == 0 ]] ||
+	fail "partitions=root: the mirror made partition tables"
+rp_psql src <<'SQL' >/dev/null
 ALTER TABLE m DETACH PARTITION m_lo;
 INSERT INTO m_lo VALUES (1999, 'z', 'detached');
 UPDATE m_lo SET v = 'still' WHERE id < 10;
@@ -117,6 +146,15 @@ for _ in $(seq 1 1800); do
 done
 [[ -n $a && -n $b ]] && ! rp_lsn_lt "$a" "$fence" && ! rp_lsn_lt "$b" "$fence" ||
 	fail "the mirrors did not reach the fence $fence (at ${a:-none} and ${b:-none})"
+# partitions=root: the DETACH took rows out of m with no change record: the mirror halts at
+# m's next change, naming the table, and its checkpoint stays before that change
+rp_wait_exit "$c3_pid" 600 || fail "partitions=root: the mirror did not halt after DETACH PARTITION"
+c3_pid=
+((exit_status == 3)) || fail "partitions=root: the mirror exited $exit_status after DETACH PARTITION, expected 3"
+grep -q 'table "public"."m": its partitions changed (ATTACH or DETACH PARTITION)' "$work/c3.err" ||
+	fail "partitions=root: the halt does not name the table and the change"
+r=$(rp_dst_checkpoint dst part_rooted rooted)
+rp_lsn_lt "$r" "$fence" || fail "partitions=root: the checkpoint $r passed the halted change"
 rp_psql dst -d dumped <<'SQL' >/dev/null
 ALTER TABLE m DETACH PARTITION m_lo;
 ALTER TABLE m DETACH PARTITION m_def;

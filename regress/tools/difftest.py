@@ -241,10 +241,17 @@ class Gen:
                       fit63("L" + plain + "_" + "ü" * 40), plain.upper()]
         for _ in range(20):
             n = rng.choice(cands) if rng.random() < 0.6 else plain
+            # the server cuts a name past 63 bytes, and two cut names can be one
+            if len(n.encode()) > 63:
+                n = fit63(n)
             if n not in self.used_names:
                 self.used_names.add(n)
                 return n
-        n = plain + "_%d" % len(self.used_names)
+        suffix = "_%d" % len(self.used_names)
+        n = plain
+        while len((n + suffix).encode()) > 63:
+            n = n[:-1]
+        n += suffix
         self.used_names.add(n)
         return n
 
