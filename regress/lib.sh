@@ -108,6 +108,8 @@ rp_run_unprivileged() {
 			PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin \
 			TMPDIR=/tmp PG_CONFIG="$(command -v "$PG_CONFIG")" \
 			CI="${CI:-}" RP_KEEP_CLUSTERS="${RP_KEEP_CLUSTERS:-0}" \
+			SEED="${SEED:-}" SEEDS="${SEEDS:-}" DIFF_PATHS="${DIFF_PATHS:-}" DIFF_NO_FK="${DIFF_NO_FK:-}" \
+			PGBENCH_SCALE="${PGBENCH_SCALE:-}" SYSBENCH_ROWS="${SYSBENCH_ROWS:-}" \
 			bash "$script" "$@"
 	) || rc=$?
 	((rc != 0)) || rm -rf "$copy"

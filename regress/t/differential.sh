@@ -5,7 +5,8 @@
 # its header), replayed through three paths; at the end every table of every path must equal
 # the source's. Finds silent data loss without knowing what to look for (G1).
 #
-#   SEED=N bash regress/t/differential.sh    exactly seed N (how a failure says to reproduce it)
+#   SEED=N bash regress/t/differential.sh    exactly seed N (as the unprivileged user; as root:
+#                                            SEED=N bash regress/run_tests.sh --only t/differential.sh)
 #   SEEDS=K bash regress/t/differential.sh   K seeds from a random base, each printed
 #   bash regress/t/differential.sh           the fixed CI seeds (DEFAULT_SEEDS)
 #   DIFF_PATHS="mirror nats file"            the paths to run (default all three)
@@ -373,7 +374,7 @@ run_seed() {
 	fi
 	if ((${#failures[@]} > nfail)); then
 		failed_seeds+=("$seed")
-		say "reproduce: SEED=$seed bash regress/t/differential.sh"
+		say "reproduce: SEED=$seed bash regress/run_tests.sh --only t/differential.sh"
 	else
 		say "passed ($((SECONDS - t0)) s)"
 	fi
@@ -389,7 +390,7 @@ done
 if ((${#failures[@]})); then
 	printf 'FAIL differential: %d failures in seeds %s:\n' "${#failures[@]}" "${failed_seeds[*]}"
 	printf '  %s\n' "${failures[@]}"
-	for s in "${failed_seeds[@]}"; do printf '  reproduce: SEED=%s bash regress/t/differential.sh\n' "$s"; done
+	for s in "${failed_seeds[@]}"; do printf '  reproduce: SEED=%s bash regress/run_tests.sh --only t/differential.sh\n' "$s"; done
 	exit 1
 fi
 status=0

@@ -25,6 +25,9 @@
 # user that may not set session_replication_role: each ends the run at start, naming what was
 # wrong, before anything is copied; so does a --backfill of a table without a key. And TRUNCATE ONLY of an inheritance parent leaves the
 # destination child's rows alone.
+#
+# PGBENCH_SCALE (default 1) and SYSBENCH_ROWS (default 2000 per table) size the run: the
+# field report's was PGBENCH_SCALE=20 SYSBENCH_ROWS=100000.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
@@ -49,10 +52,10 @@ rp_cluster_start src
 rp_cluster_start dst
 
 # ---- the source: what a new user brings
-pgbench -i -s 1 -q -h "$src_HOST" -p "$src_PORT" -U "$src_USER" postgres >"$work/pgbench-init.out" 2>&1 ||
+pgbench -i -s "${PGBENCH_SCALE:-1}" -q -h "$src_HOST" -p "$src_PORT" -U "$src_USER" postgres >"$work/pgbench-init.out" 2>&1 ||
 	fail "pgbench -i failed"
 SB=(--db-driver=pgsql --pgsql-host="$src_HOST" --pgsql-port="$src_PORT" --pgsql-user="$src_USER"
-	--pgsql-db=postgres --tables=2 --table-size=2000)
+	--pgsql-db=postgres --tables=2 --table-size="${SYSBENCH_ROWS:-2000}")
 sysbench oltp_read_write "${SB[@]}" prepare >"$work/sysbench-prepare.out" 2>&1 || fail "sysbench prepare failed"
 
 rp_psql src <<'SQL' >/dev/null
