@@ -380,10 +380,13 @@ BEGIN
 	           WHERE command_tag = 'CREATE TABLE' AND $which LOOP
 		EXECUTE format('CREATE TRIGGER slow AFTER $events ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.slow()',
 		               obj.object_identity);
+		EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER slow', obj.object_identity);
 	END LOOP;
 END \$\$;
 CREATE EVENT TRIGGER slow_new_tables ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
 	EXECUTE FUNCTION public.slow_new_tables();
+-- the mirror applies with session_replication_role = replica: only ALWAYS triggers fire there
+ALTER EVENT TRIGGER slow_new_tables ENABLE ALWAYS;
 SQL
 }
 

@@ -255,9 +255,15 @@ compare() {
 	say "path $path: $n tables compared, $bad differ"
 }
 
+# the writer made the stream, and every node holds it with a leader all agree on: right after
+# the create, a node whose meta state lagged answered the reader "stream not found" (1 seed in
+# 12), which the reader rightly takes for a missing stream
 stream_made() {
 	alive_or_fail writer || return 0
-	rp_nats_tool "DT_$seed" info >/dev/null 2>&1
+	rp_nats_tool "DT_$seed" info >/dev/null 2>&1 || return 1
+	[[ -n $(rp_nats_stream_leader "DT_$seed") ]] || return 1
+	_rp_nats_want=''
+	_rp_nats_all_hold "DT_$seed"
 }
 
 run_seed() {

@@ -416,6 +416,8 @@ BEGIN
 	RETURN NEW;
 END $$;
 CREATE TRIGGER drop_once BEFORE INSERT OR UPDATE ON public.types_t FOR EACH ROW EXECUTE FUNCTION public.drop_once();
+-- the mirror applies with session_replication_role = replica: only ALWAYS triggers fire there
+ALTER TABLE public.types_t ENABLE ALWAYS TRIGGER drop_once;
 SQL
 		rp_psql src -c "UPDATE ctl SET add_col = true" >/dev/null
 		deadline=$((SECONDS + 300))

@@ -317,6 +317,8 @@ BEGIN
 		CONSTRAINT = NEW.v, SCHEMA = NEW.v, DATATYPE = NEW.v, DETAIL = NEW.v, HINT = NEW.v;
 END \$\$;
 CREATE TRIGGER raise BEFORE INSERT OR UPDATE ON public.$2 FOR EACH ROW EXECUTE FUNCTION public.$2_raise();
+-- the mirror applies with session_replication_role = replica: only ALWAYS triggers fire there
+ALTER TABLE public.$2 ENABLE ALWAYS TRIGGER raise;
 SQL
 }
 newdb d4

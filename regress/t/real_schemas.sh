@@ -151,6 +151,21 @@ SQL
 load_pids+=($!)
 sleep 2
 
+# pass_fence: commit a fence row, read its LSN after the commit (lib.sh), and wait until the
+# mirror's checkpoint reaches it; fails if the consumer exits or 180 s pass
+pass_fence() {
+	local ck
+	rp_psql src -c "INSERT INTO fence VALUES (now())" >/dev/null
+	fence=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
+	for _ in $(seq 1 1800); do
+		ck=$(rp_dst_checkpoint dst "$SLOT")
+		[[ -n $ck ]] && ! rp_lsn_lt "$ck" "$fence" && return 0
+		kill -0 "$consumer_pid" 2>/dev/null || fail "the consumer exited while streaming"
+		sleep 0.1
+	done
+	fail "the mirror did not reach the fence $fence (at ${ck:-none})"
+}
+
 start_consumer() { # extra args
 	replicant -d "$src_CONNSTR" -S "$SLOT" "$@" --sink "postgres:$dst_CONNSTR" \
 		--state-dir "$work/state" -s 1 -v >>"$work/consumer.out" 2>>"$work/consumer.err" &
@@ -180,16 +195,7 @@ for p in "${load_pids[@]}"; do
 done
 wait "${load_pids[@]}" 2>/dev/null || true
 load_pids=()
-rp_psql src -c "INSERT INTO fence VALUES (now())" >/dev/null
-fence=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
-for _ in $(seq 1 1800); do
-	ck=$(rp_dst_checkpoint dst "$SLOT")
-	[[ -n $ck ]] && ! rp_lsn_lt "$ck" "$fence" && break
-	kill -0 "$consumer_pid" 2>/dev/null || fail "the consumer exited while streaming"
-	sleep 0.1
-done
-ck=$(rp_dst_checkpoint dst "$SLOT")
-[[ -n $ck ]] && ! rp_lsn_lt "$ck" "$fence" || fail "the mirror did not reach the fence $fence (at ${ck:-none})"
+pass_fence
 
 # ---- every table equal: counts, and md5 of the ordered rows (keyless: sorted row texts)
 tables=$(rp_psql src -Atc "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
@@ -214,13 +220,7 @@ done
 # ---- a keyless table's transaction large enough to stream (past the 4MB the mirror's walsender
 # decodes with) is applied early, block by block: every row lands, duplicates included
 rp_psql src -c "INSERT INTO h SELECT g % 3, 7 FROM generate_series(1, 200000) g" >/dev/null
-rp_psql src -c "INSERT INTO fence VALUES (now())" >/dev/null
-fence=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
-for _ in $(seq 1 1200); do
-	ck=$(rp_dst_checkpoint dst "$SLOT")
-	[[ -n $ck ]] && ! rp_lsn_lt "$ck" "$fence" && break
-	sleep 0.1
-done
+pass_fence
 q="SELECT count(*) || ' ' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM h x"
 [[ $(rp_psql src -Atc "$q") == "$(rp_psql dst -Atc "$q")" ]] || fail "h differs after its streamed transaction"
 
@@ -251,13 +251,7 @@ done
 
 # ---- TRUNCATE ONLY of an inheritance parent: the child's rows stay on both sides
 rp_psql src -c "TRUNCATE ONLY notes" >/dev/null
-rp_psql src -c "INSERT INTO fence VALUES (now())" >/dev/null
-fence=$(rp_psql src -Atc "SELECT pg_current_wal_lsn()")
-for _ in $(seq 1 600); do
-	ck=$(rp_dst_checkpoint dst "$SLOT")
-	[[ -n $ck ]] && ! rp_lsn_lt "$ck" "$fence" && break
-	sleep 0.1
-done
+pass_fence
 [[ $(rp_psql dst -Atc "SELECT count(*) FROM ONLY notes") == 0 ]] || fail "TRUNCATE ONLY notes was not applied"
 a=$(rp_psql src -Atc "SELECT count(*) FROM notes_archived")
 b=$(rp_psql dst -Atc "SELECT count(*) FROM notes_archived")

@@ -55,6 +55,9 @@ CREATE TABLE fence (at timestamptz);
 CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END \$\$;
 CREATE TRIGGER slow AFTER INSERT ON h_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
 CREATE TRIGGER slow AFTER INSERT ON r_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
+-- the mirror applies with session_replication_role = replica: only ALWAYS triggers fire there
+ALTER TABLE h_t ENABLE ALWAYS TRIGGER slow;
+ALTER TABLE r_t ENABLE ALWAYS TRIGGER slow;
 SQL
 
 dst_ck() { rp_dst_checkpoint dst "$SLOT"; }

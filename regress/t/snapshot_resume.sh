@@ -74,6 +74,10 @@ CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN PER
 CREATE TRIGGER slow AFTER INSERT ON big_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
 CREATE TRIGGER slow AFTER INSERT ON wide_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
 CREATE TRIGGER slow AFTER INSERT ON comp_t FOR EACH STATEMENT EXECUTE FUNCTION public.slow();
+-- the mirror applies with session_replication_role = replica: only ALWAYS triggers fire there
+ALTER TABLE big_t ENABLE ALWAYS TRIGGER slow;
+ALTER TABLE wide_t ENABLE ALWAYS TRIGGER slow;
+ALTER TABLE comp_t ENABLE ALWAYS TRIGGER slow;
 SQL
 
 (
