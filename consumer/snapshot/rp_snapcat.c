@@ -206,7 +206,11 @@ rp_patterns_match(const char *list, const char *schema, const char *table)
 	return false;
 }
 
-/* The first pattern of list that matches no row of res (schema, name), or -1. */
+/*
+ * 1 with pat set to the first pattern of list that matches no row of res
+ * (schema, name), else 0.  A pattern that does not parse (a.b.c) is passed
+ * over: the plugin refuses it with its own message, which says more.
+ */
 static int
 rp_patterns_unmatched(const char *list, const PGresult *res, char *pat, size_t len)
 {
@@ -215,14 +219,25 @@ rp_patterns_unmatched(const char *list, const PGresult *res, char *pat, size_t l
 	while (p && *p)
 	{
 		const char *start = p;
+		char		a[256],
+					b[256];
 		bool		hit = false;
 
-		while (*p && *p != ',')
-			p++;
+		p = rp_pat_ident(p, a, sizeof(a));
+		if (*p == '.')
+			p = rp_pat_ident(p + 1, b, sizeof(b));
 		snprintf(pat, len, "%.*s", (int) (p - start), start);
+		if (*p != ',' && *p != '\0')
+		{
+			while (*p && *p != ',')
+				p++;
+			if (*p == ',')
+				p++;
+			continue;
+		}
 		for (int i = 0; i < PQntuples(res) && !hit; i++)
 			hit = rp_patterns_match(pat, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
-		if (!hit && *pat)
+		if (!hit && *a)
 			return 1;
 		if (*p == ',')
 			p++;
