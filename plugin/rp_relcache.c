@@ -362,16 +362,42 @@ rp_relcache_get(Relation rel)
 	return e;
 }
 
+/*
+ * The root's entry can be invalidated after the partition's was built on
+ * it: building the partition reads its catalog, and an invalidation
+ * processed meanwhile (a TRUNCATE or DDL of the tree decoded just before)
+ * drops the root's entry.  That is not an error: the partition is built
+ * again, which builds its root again (t/partitions.sh met it 1 run in 3:
+ * "the partition root ... has no valid entry" ended the stream).
+ */
+#define RP_RELCACHE_REBUILDS 3
+
 RpRelEntry *
 rp_relcache_published(RpRelEntry *e)
 {
-	RpRelEntry *re;
+	RpRelEntry *re = NULL;
 
 	if (e->pub_relid == e->relid)
 		return e;
-	re = hash_search(rp_rel_hash, &e->pub_relid, HASH_FIND, NULL);
-	if (re == NULL || !re->valid)
-		elog(ERROR, "replicant: the partition root %u of relation %u has no valid entry",
-			 e->pub_relid, e->relid);
-	return re;
+	for (int tries = 0; tries <= RP_RELCACHE_REBUILDS; tries++)
+	{
+		Relation	rel;
+
+		re = hash_search(rp_rel_hash, &e->pub_relid, HASH_FIND, NULL);
+		if (re != NULL && re->valid && re->gen == e->root_gen)
+			return re;
+		if (tries == RP_RELCACHE_REBUILDS)
+			break;
+		rel = RelationIdGetRelation(e->relid);
+		if (!RelationIsValid(rel))
+			break;
+		e->valid = false;
+		e = rp_relcache_get(rel);
+		RelationClose(rel);
+		if (e->pub_relid == e->relid)
+			return e;			/* detached meanwhile: published as itself */
+	}
+	elog(ERROR, "replicant: the partition root %u of relation %u has no valid entry",
+		 e->pub_relid, e->relid);
+	return re;					/* not reached */
 }
