@@ -153,6 +153,12 @@ rp_snap_job_cmp(const void *a, const void *b)
 	const RpSnapJob *x = a,
 			   *y = b;
 
+	/*
+	 * Tables without a key first: a stopped copy can resume every other
+	 * table under a new snapshot, but not these (rp_snap_check_keyless).
+	 */
+	if ((x->t->nkey == 0) != (y->t->nkey == 0))
+		return x->t->nkey == 0 ? -1 : 1;
 	if (x->t->estimate != y->t->estimate)
 		return x->t->estimate < y->t->estimate ? 1 : -1;
 	return x->t->rel->relid < y->t->rel->relid ? -1 : x->t->rel->relid > y->t->rel->relid;
@@ -384,6 +390,32 @@ rp_snap_plan(RpSnapRun *run, RpUuid7Gen *ids, RpSnapTable *tables, int ntables)
 	return 0;
 }
 
+/*
+ * A resumed copy reads the tables it had not finished under a new
+ * snapshot, and the stream replays everything from the original
+ * consistent point: by key, the rows both saw are upserted again and come
+ * out the same.  A table without a key has nothing to match them by: its
+ * inserts in between would be stored twice and its updates would meet
+ * rows already changed.  Such a table not finished before the stop fails
+ * the resume, named, and the snapshot must start over.
+ */
+static int
+rp_snap_check_keyless(const RpSnapRun *run)
+{
+	for (int i = 0; i < run->njobs; i++)
+	{
+		const RpRelation *rel = run->jobs[i].t->rel;
+
+		if (run->jobs[i].t->nkey == 0)
+			return rp_fail(RP_HALT_CONFIG,
+						   "snapshot: cannot resume: table \"%s\".\"%s\" has no primary key or replica identity index"
+						   " and its copy had not finished; under a new snapshot its changes since the consistent"
+						   " point would be applied twice%s",
+						   rel->schema, rel->name, RP_SNAP_OVER_HINT);
+	}
+	return 0;
+}
+
 /* Run the workers until every one is done, with the progress line on a terminal. */
 static void
 rp_snap_copy(RpSnapRun *run, RpSnapWorker *workers, int nworkers, int64_t started, bool tty)
@@ -512,6 +544,8 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	if (tables == NULL)
 		goto done;
 	if (rp_snap_plan(&run, &ids, tables, ntables) < 0)
+		goto done;
+	if (resume && rp_snap_check_keyless(&run) < 0)
 		goto done;
 
 	nworkers = o->workers < run.njobs ? o->workers : run.njobs;

@@ -314,9 +314,79 @@ rp_snap_deliver_handed(void *arg, void *item, bool first)
 	return rp_snap_deliver(d->w, d->job, item, d->raw, first, false, first);
 }
 
+/* A table whose copy cannot be consistent (rp_snap_check_rewrite). */
+static int
+rp_snap_rewrite_fail(const char *schema, const char *name)
+{
+	return rp_fail(RP_HALT_NONE,
+				   "snapshot: table \"%s\".\"%s\" was truncated or rewritten after the snapshot was taken"
+				   " (TRUNCATE, or an ALTER TABLE that rewrites it): the snapshot sees none of its rows;"
+				   " run the same command again to resume under a new snapshot",
+				   schema, name);
+}
+
 /*
- * A heap-order copy's start: the table locked (so its file cannot be
- * swapped by a rewrite while it is read) and its relfilenode, which a
+ * A table's copy starts with it locked, so that no rewrite can swap its
+ * file while it is read, and with a look at whether one did so after the
+ * snapshot was taken: the catalog read under the snapshot names the old
+ * file, pg_relation_filenode() the current one.  VACUUM FULL and CLUSTER
+ * keep every row version the snapshot sees.  TRUNCATE and a rewriting
+ * ALTER TABLE are not MVCC-safe: the new file holds no row the snapshot
+ * can see, the copy would be empty, and the stream's changes from the
+ * consistent point on would meet rows never copied (a mirror halts at the
+ * first unmatched update; after an ALTER no later change need come at
+ * all).  So a rewritten table whose copy finds no row fails the run
+ * (rp_snap_rewrite_fail), as does a rewritten partition of a root read
+ * whole, where the other partitions' rows hide an empty one.  The lock is
+ * the copy session's own and held to the end of its transaction (a lock
+ * session of its own, as pg_dump has, would queue the workers behind a
+ * waiting TRUNCATE).
+ */
+static int
+rp_snap_check_rewrite(RpSnapWorker *w, RpSnapJob *job)
+{
+	const RpSnapTable *t = job->t;
+	const RpRelation *rel = t->rel;
+	RpBuf		sql;
+	char		relid[16];
+	const char *vals[1] = {relid};
+	PGresult   *res;
+	int			rc;
+
+	rp_buf_init(&sql, 128);
+	/* a partition root's lock reaches every partition, whose files are checked */
+	rp_buf_put_text(&sql, t->partitioned ? "LOCK TABLE " : "LOCK TABLE ONLY ");
+	rp_snap_put_ident(&sql, w->conn, rel->schema);
+	rp_buf_put_char(&sql, '.');
+	rp_snap_put_ident(&sql, w->conn, rel->name);
+	rp_buf_put_text(&sql, " IN ACCESS SHARE MODE");
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_snap_exec(w->conn, sql.data, "locking", t);
+	rp_buf_free(&sql);
+	if (rc < 0)
+		return -1;
+	snprintf(relid, sizeof(relid), "%u", rel->relid);
+	res = PQexecParams(w->conn,
+					   "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c"
+					   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+					   " WHERE c.oid IN (SELECT $1::pg_catalog.oid UNION ALL"
+					   "  SELECT p.relid FROM pg_catalog.pg_partition_tree($1::pg_catalog.oid) p WHERE p.isleaf)"
+					   " AND c.relfilenode <> 0"
+					   " AND c.relfilenode IS DISTINCT FROM pg_catalog.pg_relation_filenode(c.oid)"
+					   " ORDER BY 1, 2 LIMIT 1",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = rp_snap_fail_res(res, "checking for a rewrite", t);
+	else if (PQntuples(res) == 1 && t->partitioned)
+		rc = rp_snap_rewrite_fail(PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+	else if (PQntuples(res) == 1)
+		job->rewritten = true;
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * A heap-order copy's start: its relfilenode, which a
  * stored position belongs to.  A resumed copy goes on from its position
  * when the file and the horizon still hold, and starts over otherwise
  * (VACUUM FULL, CLUSTER, TRUNCATE or a rewriting ALTER moved every row);
@@ -327,24 +397,13 @@ rp_snap_heap_start(RpSnapWorker *w, RpSnapJob *job)
 {
 	RpSnapRun  *run = w->run;
 	const RpRelation *rel = job->t->rel;
-	RpBuf		sql;
 	char		relid[16];
 	const char *vals[1] = {relid};
 	PGresult   *res;
 	uint32_t	filenode;
 	int			rc;
 
-	rp_buf_init(&sql, 128);
-	rp_buf_put_text(&sql, "LOCK TABLE ONLY ");
-	rp_snap_put_ident(&sql, w->conn, rel->schema);
-	rp_buf_put_char(&sql, '.');
-	rp_snap_put_ident(&sql, w->conn, rel->name);
-	rp_buf_put_text(&sql, " IN ACCESS SHARE MODE");
-	rp_buf_put_char(&sql, '\0');
-	rc = rp_snap_exec(w->conn, sql.data, "locking", job->t);
-	rp_buf_free(&sql);
-	if (rc < 0)
-		return -1;
+	/* the table is locked already (rp_snap_check_rewrite) */
 	snprintf(relid, sizeof(relid), "%u", rel->relid);
 	res = PQexecParams(w->conn, "SELECT pg_catalog.pg_relation_filenode($1::pg_catalog.oid)", 1, NULL, vals,
 					   NULL, NULL, 0);
@@ -436,6 +495,8 @@ rp_snap_copy_start(RpSnapWorker *w, RpSnapJob *job)
 	PGresult   *res;
 	int			rc = 0;
 
+	if (rp_snap_check_rewrite(w, job) < 0)
+		return -1;
 	/* a partition root has no one heap to walk: its rows go in key order */
 	job->heap = run->sink->snapshot_heap_order && t->nkey > 0 && !t->partitioned &&
 		(!job->have_tok || job->tok.heap);
@@ -526,7 +587,8 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	RpSnapChunk *chp = &chunks[0];
 	RpSnapDeliverArg darg = {w, job, raw};
 	RpSnapHandoff handoff;
-	uint64_t	copied;
+	uint64_t	copied,
+				start;
 	int			ncopy = 0;
 	int			maxf;
 	const unsigned char **data;
@@ -548,7 +610,7 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	rc = rp_snap_copy_start(w, job);
 	if (rc < 0)
 		goto out;
-	copied = job->tok.rows;
+	copied = start = job->tok.rows;
 
 	if ((rc = rp_snap_copy_begin(w, job, raw)) < 0)
 		goto out;
@@ -617,6 +679,8 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	}
 	if (rc == 0)
 		rc = rp_snap_copy_end(w, t, ended);
+	if (rc == 0 && job->rewritten && copied == start)
+		rc = rp_snap_rewrite_fail(rel->schema, rel->name);
 	/* the last chunk, also when empty: every table gets a call */
 	if (handoff.started && rp_snap_handoff_wait(&handoff) < 0 && rc == 0)
 		rc = -1;

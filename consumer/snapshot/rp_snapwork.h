@@ -25,6 +25,7 @@ typedef struct RpSnapJob
 	RpSnapToken tok;			/* where it stands (resume), keys owned */
 	bool		have_tok;
 	bool		heap;			/* read in physical order (tok.heap fields kept) */
+	bool		rewritten;		/* its file is not the one the snapshot names */
 	char		snapshot_id[RP_UUID_TEXT_LEN + 1];
 	int64_t		at_ms;
 	_Atomic uint64_t done_rows;	/* for the progress line */

@@ -56,7 +56,6 @@ typedef struct RpMirrorSnapTable
 	char	   *upsert_ddl;		/* copy mode, keyed: the staging table of may_repeat chunks */
 	char	   *upsert_after;	/* ... and their upsert from it */
 	char	   *retire_sql;		/* run at completion, or NULL */
-	bool		keyless;		/* no key: a stopped copy starts over */
 	bool		staged[RP_MIRROR_SNAP_MAX_WORKERS];	/* stage_ddl done on that session */
 } RpMirrorSnapTable;
 
@@ -412,7 +411,6 @@ rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
 	st = rp_malloc0(sizeof(RpMirrorSnapTable));
 	st->relid = rel->relid;
 	st->t = t;
-	st->keyless = t->nkey == 0;
 	st->qname = rp_strndup(t->qname, strlen(t->qname));
 	st->mode = mode;
 	rp_buf_init(&b, 512);
@@ -613,25 +611,6 @@ rp_mirror_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 		if (rp_mirror_snap_exec(conn, ddl, 0, NULL, "creating the snapshot staging table", st->t) < 0)
 			goto fail;
 		st->staged[ctx->worker] = true;
-	}
-	/*
-	 * A keyless table's copy that stopped part way starts over: what the
-	 * earlier run stored here is its own (the table was empty, or this is
-	 * the swap-in table), so it goes, in the transaction of the new rows.
-	 */
-	if (ctx->resumed && ctx->first_seq == 0 && st->keyless)
-	{
-		RpBuf		del;
-		int			r;
-
-		rp_buf_init(&del, 128);
-		rp_buf_put_text(&del, "DELETE FROM ");
-		rp_buf_put_text(&del, st->into);
-		rp_buf_put_char(&del, '\0');
-		r = rp_mirror_snap_exec(conn, del.data, 0, NULL, "restarting a keyless table's copy", st->t);
-		rp_buf_free(&del);
-		if (r < 0)
-			goto fail;
 	}
 	if ((ctx->nrows > 0 && rp_mirror_snap_copy(conn, st, into, ctx) < 0) ||
 		(ctx->nrows > 0 && after &&
