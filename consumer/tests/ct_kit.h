@@ -16,6 +16,20 @@
 #define CT_KIT_H
 
 #include <check.h>
+
+/*
+ * Check marks every passing assertion as the test's last point, one
+ * write() to its result pipe each: the randomized loops made 1.5 million
+ * of them in the json suite alone (9 s of system time, over 100 s under
+ * ASAN, most of the unit suites' time).  A passing assertion here costs
+ * nothing; a failing one still names its file and line, and a crash is
+ * located by its stack (the sanitizers print it).
+ */
+#undef ck_assert_msg
+#define ck_assert_msg(expr, ...) \
+	((expr) ? (void) 0 : \
+	 _ck_assert_failed(__FILE__, __LINE__, "Assertion '" #expr "' failed", ##__VA_ARGS__))
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

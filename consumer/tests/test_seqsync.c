@@ -101,9 +101,9 @@ END_TEST
 
 START_TEST(test_selected)
 {
-	RpSnapSelect all = {NULL, NULL};
-	RpSnapSelect inc = {"public.orders", NULL};
-	RpSnapSelect exc = {NULL, "public.loose*"};
+	RpSnapSelect all = {.include = NULL};
+	RpSnapSelect inc = {.include = "public.orders"};
+	RpSnapSelect exc = {.exclude = "public.loose*"};
 
 	/* owned or used by a selected table: selected; only by others: not */
 	ck_assert(rp_seqsync_selected(&inc, 1, true, "public", "orders_id_seq"));
