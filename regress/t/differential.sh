@@ -92,6 +92,7 @@ failed_seeds=()
 # per seed: the database names, slots, files, and the state of each path
 declare -A dead=() runs=() kills=()
 snapshot_overs=()
+overs_total=0
 say() { printf '[seed %s] %s\n' "$seed" "$*"; }
 report() {
 	failures+=("seed $seed: $*")
@@ -181,6 +182,7 @@ snapshot_over() {
 	grep -q 'was truncated or rewritten after the snapshot was taken' "$dir/mirror-${runs[mirror]}.err" || return 1
 	((${#snapshot_overs[@]} < 3)) || return 1
 	snapshot_overs+=("${runs[mirror]}")
+	overs_total=$((overs_total + 1))
 	say "mirror: the snapshot met a table truncated after its consistent point: starting over"
 	local i
 	# its walsender may take a moment to go
@@ -424,4 +426,5 @@ if ((${#failures[@]})); then
 	exit 1
 fi
 status=0
-printf 'PASS differential: seeds %s, paths %s: every table equal (%ds)\n' "${seeds[*]}" "$PATHS" "$((SECONDS - started))"
+printf 'PASS differential: seeds %s, paths %s: every table equal; %d snapshots started over after a TRUNCATE (%ds)\n' \
+	"${seeds[*]}" "$PATHS" "$overs_total" "$((SECONDS - started))"
