@@ -9,9 +9,11 @@
 #           (count(*), sum(length(data))): decoding and output, no network
 #   stream  pg_recvlogical --start --endpos=END -f - | wc -c: decoding, output, the walsender
 #           protocol and a client that writes everything it receives
-# Plugins: nullplug (pgoutput on an empty publication: the floor), pgoutput (proto 1, text),
-# pgoutput_bin (proto 2, binary=true), test_decoding, wal2json2 (format-version 2),
-# replicant (binary, default options), replicant_json (format=json). decoderbufs is not
+# Plugins: nullplug (pgoutput, proto 1, on an empty publication: decodes everything, outputs
+# nothing; the floor), pgoutput (proto 1, text values, publication on bench), pgoutput_bin
+# (proto 2, binary=true), test_decoding (default options), wal2json2 (format-version 2: one
+# message per change), replicant (binary, default options: frames of up to frame_size, 256 kB),
+# replicant_json (format=json: one message per record). decoderbufs is not
 # packaged for Debian and is left out (its numbers are in ../shared/DESIGN.md).
 #
 # Environment: RUNS=N repeats every measurement N times and reports the median (default 1);
@@ -20,6 +22,17 @@
 # it back); RP_KEEP_CLUSTERS=1 keeps the cluster. The report is
 # printed and written to bench/out/decode-<timestamp>.txt. Uses the installed plugin: run
 # `make && make install` first (or pass --build, which does it as regress/run_tests.sh does).
+#
+# Reading it: CPU seconds are the SQL backend's (its own /proc/self/stat), the walsender's
+# (polled from /proc/PID/stat until it exits: the last 50 ms may be missed, one that lives less
+# shows 0) and the client's (pg_recvlogical and wc, from the shell's `times`); they are steadier
+# than wall time on a busy machine, and one-message-per-change plugins cost the client about as
+# much CPU as the walsender. length() of a text column counts characters, so the textual
+# plugins also pay a per-byte scan in sql, as in peers.sh. The stream floor is well above the
+# sql floor even with no output: the walsender checks its socket for replies (a recv()) for
+# every WAL record; a send() per CopyData is what separates one-message-per-change plugins
+# (pgoutput, wal2json 2, test_decoding, replicant json) from framed output (replicant binary).
+# One run is noisy: use RUNS=3 or more for numbers you quote.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh
