@@ -21,7 +21,7 @@
 #include "agg/rp_aggstate.h"
 #include "base/rp_clock.h"
 #include "base/rp_session.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "base/rp_status.h"
 
 /* lost: the source connection is gone */

@@ -37,7 +37,7 @@
 #include "snapshot/rp_snaptoken.h"
 #include "snapshot/rp_snapwork.h"
 #include "base/rp_status.h"
-#include "envelope/rp_uuid7.h"
+#include "base/rp_uuid7.h"
 
 struct RpBackfill
 {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #include "rp_buf.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "stream/rp_conn.h"
 #include "rp_read.h"
 #include "base/rp_session.h"

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 
 #include "base/rp_counter.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "stream/rp_deliver.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "base/rp_status.h"

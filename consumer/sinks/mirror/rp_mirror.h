@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 
 typedef enum RpDestructive
 {

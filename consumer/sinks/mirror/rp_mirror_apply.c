@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "rp_format.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "values/rp_pgbin.h"

@@ -13,7 +13,7 @@
 #include "rp_buf.h"
 #include "rp_decode.h"
 #include "rp_read.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 #include "sinks/mirror/rp_mirror.h"
 
 /* RpSink.name of a mirror: how rp_mirror_divergence_get knows one */

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "base/rp_session.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "base/rp_status.h"

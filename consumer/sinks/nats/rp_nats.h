@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "rp_buf.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 
 #define RP_NATS_DEFAULT_REPLICAS 3
 #define RP_NATS_DEFAULT_WINDOW 1024

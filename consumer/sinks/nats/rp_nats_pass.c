@@ -20,7 +20,7 @@
 #include "rp_encode.h"
 #include "rp_format.h"
 #include "rp_json.h"
-#include "sinks/log/rp_lines.h"
+#include "lines/rp_lines.h"
 #include "sinks/nats/rp_nats_int.h"
 #include "stream/rp_cursor.h"
 #include "stream/rp_deliver.h"

@@ -9,7 +9,7 @@
 #include <inttypes.h>
 
 #include "rp_json.h"
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 #include "base/rp_status.h"
 
 typedef struct JrParser
