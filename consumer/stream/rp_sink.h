@@ -22,6 +22,7 @@
 
 #include "stream/rp_asm.h"
 #include "base/rp_ckpt.h"
+#include "rp_buf.h"
 #include "rp_decode.h"
 
 typedef enum RpSchemaChange
@@ -210,6 +211,15 @@ struct RpSink
 	 * need none.
 	 */
 	void		(*interrupt) (RpSink *sink);
+	/*
+	 * Optional: the sink's own samples for the metrics page, appended to
+	 * out with rp_metrics_sample (base/rp_metrics.h).  Called from the
+	 * page's thread while the sink is open, so it reads only what is safe
+	 * to read there (RP_COUNT_LOAD counters, state under its own lock).
+	 * The program registers this one callback whatever the sink, so it
+	 * never reaches into a sink's internals for its figures.
+	 */
+	void		(*metrics) (const RpSink *sink, RpBuf *out);
 	void		(*close) (RpSink *sink);
 };
 

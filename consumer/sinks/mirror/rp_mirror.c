@@ -450,6 +450,7 @@ rp_mirror_open(const RpMirrorOptions *opts, const RpSinkEnv *env)
 	pg->sink = s;
 	rp_buf_init(&pg->scratch, 4096);
 	s->name = RP_MIRROR_SINK_NAME;
+	s->metrics = rp_mirror_metrics;
 	s->owns_checkpoint = true;
 	s->priv = pg;
 	s->checkpoint = rp_mirror_checkpoint;

@@ -69,6 +69,9 @@ extern int	rp_mirror_divergence_get(const void *sink, int i, char *table, size_t
  */
 extern int	rp_mirror_bound_flushes_get(const void *sink, uint64_t *count);
 
+/* RpSink.metrics of a mirror: its divergences and bound flushes. */
+extern void rp_mirror_metrics(const RpSink *sink, RpBuf *out);
+
 /* RpBackfillOptions.progress: arg is the mirror's RpSink; its own session. */
 extern int	rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token);
 
