@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "agg/rp_aggstate.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 static int
@@ -34,15 +35,6 @@ rp_agg_table_fail(RpAggBinding *b, PGconn *dest, PGresult *res, const char *what
 					   b->name, what, b->out_qname ? b->out_qname : b->out_table, state ? state : "none");
 	return rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": destination %s of table %s failed: SQLSTATE %s",
 				   b->name, what, b->out_qname ? b->out_qname : b->out_table, state);
-}
-
-static void
-rp_agg_table_ident(PGconn *conn, RpBuf *sql, const char *name)
-{
-	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
-
-	rp_buf_put_text(sql, q);
-	PQfreemem(q);
 }
 
 static int
@@ -72,25 +64,25 @@ rp_agg_table_ready(RpAggBinding *b, PGconn *dest)
 	rp_buf_init(&sql, 512);
 	if (b->out_qname == NULL)
 	{
-		rp_agg_table_ident(dest, &sql, b->out_schema);
+		rp_sql_ident(&sql, b->out_schema);
 		rp_buf_put_char(&sql, '.');
-		rp_agg_table_ident(dest, &sql, b->out_table);
+		rp_sql_ident(&sql, b->out_table);
 		b->out_qname = rp_strndup(sql.data, sql.len);
 		rp_buf_reset(&sql);
 	}
 	rp_buf_put_text(&sql, "CREATE SCHEMA IF NOT EXISTS ");
-	rp_agg_table_ident(dest, &sql, b->out_schema);
+	rp_sql_ident(&sql, b->out_schema);
 	rp_buf_put_text(&sql, "; CREATE TABLE IF NOT EXISTS ");
 	rp_buf_put_text(&sql, b->out_qname);
 	rp_buf_put_text(&sql, " (");
 	for (int i = 0; i < b->ndims; i++)
 	{
-		rp_agg_table_ident(dest, &sql, b->dims[i]);
+		rp_sql_ident(&sql, b->dims[i]);
 		rp_buf_put_char(&sql, ' ');
 		rp_buf_put_text(&sql, b->dim_type[i]);
 		rp_buf_put_text(&sql, ", ");
 	}
-	rp_agg_table_ident(dest, &sql, b->value_col);
+	rp_sql_ident(&sql, b->value_col);
 	rp_buf_put_char(&sql, ' ');
 	rp_buf_put_text(&sql, b->value_type);
 	rp_buf_put_text(&sql, PQserverVersion(dest) >= 150000 ? ", UNIQUE NULLS NOT DISTINCT (" : ", UNIQUE (");
@@ -98,7 +90,7 @@ rp_agg_table_ready(RpAggBinding *b, PGconn *dest)
 	{
 		if (i)
 			rp_buf_put_text(&sql, ", ");
-		rp_agg_table_ident(dest, &sql, b->dims[i]);
+		rp_sql_ident(&sql, b->dims[i]);
 	}
 	rp_buf_put_text(&sql, "))");
 	rp_buf_put_char(&sql, '\0');
@@ -185,10 +177,10 @@ rp_agg_table_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 		rp_buf_put_text(sql, " (");
 		for (int i = 0; i < b->ndims; i++)
 		{
-			rp_agg_table_ident(dest, sql, b->dims[i]);
+			rp_sql_ident(sql, b->dims[i]);
 			rp_buf_put_text(sql, ", ");
 		}
-		rp_agg_table_ident(dest, sql, b->value_col);
+		rp_sql_ident(sql, b->value_col);
 		rp_buf_put_text(sql, ") SELECT * FROM unnest(");
 	}
 	else
@@ -212,12 +204,12 @@ rp_agg_table_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 		{
 			if (i)
 				rp_buf_put_text(sql, ", ");
-			rp_agg_table_ident(dest, sql, b->dims[i]);
+			rp_sql_ident(sql, b->dims[i]);
 		}
 		rp_buf_put_text(sql, ") DO UPDATE SET ");
-		rp_agg_table_ident(dest, sql, b->value_col);
+		rp_sql_ident(sql, b->value_col);
 		rp_buf_put_text(sql, " = EXCLUDED.");
-		rp_agg_table_ident(dest, sql, b->value_col);
+		rp_sql_ident(sql, b->value_col);
 	}
 	else
 	{
@@ -233,7 +225,7 @@ rp_agg_table_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 			if (i)
 				rp_buf_put_text(sql, " AND ");
 			rp_buf_put_text(sql, "t.");
-			rp_agg_table_ident(dest, sql, b->dims[i]);
+			rp_sql_ident(sql, b->dims[i]);
 			snprintf(p, sizeof(p), " IS NOT DISTINCT FROM r.c%d", i);
 			rp_buf_put_text(sql, p);
 		}

@@ -36,6 +36,7 @@
 #include "snapshot/rp_snapcat.h"
 #include "snapshot/rp_snaptoken.h"
 #include "snapshot/rp_snapwork.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "base/rp_uuid7.h"
 
@@ -136,13 +137,13 @@ rp_bf_select_sql(RpBuf *sql, PGconn *conn, const RpSnapTable *t, bool after, uin
 			continue;
 		rp_buf_put_text(sql, first ? "rp_t." : ", rp_t.");
 		first = false;
-		rp_snap_put_ident(sql, conn, rel->cols[i].name);
+		rp_sql_ident(sql, rel->cols[i].name);
 	}
 	for (int k = 0; k < t->nkey; k++)
 	{
 		rp_buf_put_text(sql, first ? "rp_t." : ", rp_t.");
 		first = false;
-		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		rp_sql_ident(sql, rel->cols[t->keycols[k]].name);
 		rp_buf_put_text(sql, "::pg_catalog.text");
 	}
 	rp_snap_sql_after(sql, conn, t, "replicant_bf", after);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "base/rp_session.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "snapshot/rp_snapsql.h"
 
@@ -86,25 +87,15 @@ rp_snap_import(PGconn *conn, const char *snapname)
 }
 
 void
-rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
-{
-	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
-
-	rp_buf_put_text(b, q ? q : "\"?\"");
-	if (q)
-		PQfreemem(q);
-}
-
-void
 rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpSnapTable *t)
 {
 	const RpRelation *rel = t->rel;
 
 	/* ONLY: an inheritance parent's children are tables of their own */
 	rp_buf_put_text(sql, t->partitioned ? " FROM " : " FROM ONLY ");
-	rp_snap_put_ident(sql, conn, rel->schema);
+	rp_sql_ident(sql, rel->schema);
 	rp_buf_put_char(sql, '.');
-	rp_snap_put_ident(sql, conn, rel->name);
+	rp_sql_ident(sql, rel->name);
 	rp_buf_put_text(sql, " AS rp_t");
 }
 
@@ -121,7 +112,7 @@ rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *se
 		for (int k = 0; k < t->nkey; k++)
 		{
 			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+			rp_sql_ident(sql, rel->cols[t->keycols[k]].name);
 		}
 		rp_buf_put_text(sql, ") > (");
 		for (int k = 0; k < t->nkey; k++)
@@ -142,7 +133,7 @@ rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *se
 		for (int k = 0; k < t->nkey; k++)
 		{
 			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+			rp_sql_ident(sql, rel->cols[t->keycols[k]].name);
 		}
 	}
 }

@@ -18,6 +18,7 @@
 
 #include "rp_encode.h"
 #include "base/rp_counter.h"
+#include "base/rp_sql.h"
 #include "snapshot/rp_copybin.h"
 #include "snapshot/rp_snaphandoff.h"
 #include "snapshot/rp_snapsql.h"
@@ -64,7 +65,7 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 		if (!first)
 			rp_buf_put_text(sql, ", ");
 		first = false;
-		rp_snap_put_ident(sql, conn, rel->cols[i].name);
+		rp_sql_ident(sql, rel->cols[i].name);
 		/* the plugin sends these as their text output: so do we */
 		if (!raw && rel->cols[i].encoding == RP_ENC_TEXT)
 			rp_buf_put_text(sql, "::pg_catalog.text");
@@ -81,7 +82,7 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 	{
 		rp_buf_put_text(sql, first ? "" : ", ");
 		first = false;
-		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		rp_sql_ident(sql, rel->cols[t->keycols[k]].name);
 		rp_buf_put_text(sql, "::pg_catalog.text");
 	}
 	if (first)
@@ -356,9 +357,9 @@ rp_snap_check_rewrite(RpSnapWorker *w, RpSnapJob *job)
 	rp_buf_init(&sql, 128);
 	/* a partition root's lock reaches every partition, whose files are checked */
 	rp_buf_put_text(&sql, t->partitioned ? "LOCK TABLE " : "LOCK TABLE ONLY ");
-	rp_snap_put_ident(&sql, w->conn, rel->schema);
+	rp_sql_ident(&sql, rel->schema);
 	rp_buf_put_char(&sql, '.');
-	rp_snap_put_ident(&sql, w->conn, rel->name);
+	rp_sql_ident(&sql, rel->name);
 	rp_buf_put_text(&sql, " IN ACCESS SHARE MODE");
 	rp_buf_put_char(&sql, '\0');
 	rc = rp_snap_exec(w->conn, sql.data, "locking", t);

@@ -30,6 +30,7 @@
 #include "values/rp_pgbin.h"
 #include "values/rp_pgtext.h"
 #include "snapshot/rp_snapshot.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 #define RP_MIRROR_SNAP_MAX_WORKERS 64
@@ -420,7 +421,7 @@ rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
 
 		if (rel->cols[i].flags & RP_COL_GENERATED)
 			continue;
-		q = rp_mirror_ident(pg, rel->cols[i].name);
+		q = rp_sql_ident_dup(rel->cols[i].name);
 		if (!first)
 			rp_buf_put_text(&b, ", ");
 		first = false;
