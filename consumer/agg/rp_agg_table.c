@@ -37,19 +37,29 @@ rp_agg_table_fail(RpAggBinding *b, PGconn *dest, PGresult *res, const char *what
 				   b->name, what, b->out_qname ? b->out_qname : b->out_table, state);
 }
 
+/* What a destination statement was for, for rp_agg_table_fail_sql. */
+typedef struct RpAggStmt
+{
+	RpAggBinding *b;
+	const char *what;
+} RpAggStmt;
+
+static int
+rp_agg_table_fail_sql(void *arg, PGconn *dest, PGresult *res)
+{
+	const RpAggStmt *s = arg;
+
+	return rp_agg_table_fail(s->b, dest, res, s->what);
+}
+
 static int
 rp_agg_table_exec(RpAggBinding *b, PGconn *dest, const char *sql, int n, const char *const *vals,
 			   const char *what)
 {
-	/* no parameters: a simple query, which may hold several statements */
-	PGresult   *res = n == 0 ? PQexec(dest, sql) : PQexecParams(dest, sql, n, NULL, vals, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(res);
-	int			rc = 0;
+	RpAggStmt	s = {b, what};
 
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_agg_table_fail(b, dest, res, what);
-	PQclear(res);
-	return rc;
+	/* no parameters: a simple query, which may hold several statements */
+	return rp_sql_exec(dest, sql, n == 0 ? RP_SQL_SIMPLE : n, vals, rp_agg_table_fail_sql, &s);
 }
 
 /* The output table, created when missing (once per destination session). */

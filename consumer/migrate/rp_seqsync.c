@@ -123,10 +123,10 @@ rp_seq_prog(const RpSeqRun *r)
 	return r->opts->progname ? r->opts->progname : "replicant";
 }
 
-/* A failed statement by what it was for and its SQLSTATE (G4: not its text). */
+/* A failed statement by what it was for and its SQLSTATE (G4: not its text); res kept. */
 static int
-rp_seq_fail_res(PGconn *conn, PGresult *res, const char *side, const char *what,
-				const RpSeq *q)
+rp_seq_fail_word(PGconn *conn, PGresult *res, const char *side, const char *what,
+				 const RpSeq *q)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
@@ -139,23 +139,42 @@ rp_seq_fail_res(PGconn *conn, PGresult *res, const char *side, const char *what,
 	else
 		rp_fail(RP_HALT_NONE, "%s failed on the %s (SQLSTATE %s)",
 				what, side, state ? state : "none");
+	return -1;
+}
+
+/* rp_seq_fail_word, then res cleared. */
+static int
+rp_seq_fail_res(PGconn *conn, PGresult *res, const char *side, const char *what,
+				const RpSeq *q)
+{
+	rp_seq_fail_word(conn, res, side, what, q);
 	PQclear(res);
 	return -1;
+}
+
+/* What a statement was for, for rp_seq_fail_sql. */
+typedef struct RpSeqStmt
+{
+	const char *side;
+	const char *what;
+	const RpSeq *q;
+} RpSeqStmt;
+
+static int
+rp_seq_fail_sql(void *arg, PGconn *conn, PGresult *res)
+{
+	const RpSeqStmt *s = arg;
+
+	return rp_seq_fail_word(conn, res, s->side, s->what, s->q);
 }
 
 static PGresult *
 rp_seq_query(PGconn *conn, const char *sql, int n, const char *const *vals, const char *side,
 			 const char *what, const RpSeq *q)
 {
-	PGresult   *res = PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(res);
+	RpSeqStmt	s = {side, what, q};
 
-	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
-	{
-		rp_seq_fail_res(conn, res, side, what, q);
-		return NULL;
-	}
-	return res;
+	return rp_sql_run(conn, sql, n, vals, rp_seq_fail_sql, &s);
 }
 
 static PGconn *

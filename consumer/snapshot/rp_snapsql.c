@@ -25,17 +25,27 @@ rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t)
 	return rp_fail(RP_HALT_NONE, "snapshot: %s failed (SQLSTATE %s)", what, state ? state : "none");
 }
 
+/* What a statement was for, for rp_snap_fail_sql. */
+typedef struct RpSnapStmt
+{
+	const char *what;
+	const RpSnapTable *t;
+} RpSnapStmt;
+
+static int
+rp_snap_fail_sql(void *arg, PGconn *conn, PGresult *res)
+{
+	const RpSnapStmt *s = arg;
+
+	return rp_snap_fail_res(res, s->what, s->t);
+}
+
 int
 rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable *t)
 {
-	PGresult   *res = PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-	int			rc = 0;
+	RpSnapStmt	s = {what, t};
 
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_snap_fail_res(res, what, t);
-	PQclear(res);
-	return rc;
+	return rp_sql_exec(conn, sql, RP_SQL_SIMPLE, NULL, rp_snap_fail_sql, &s);
 }
 
 PGconn *
