@@ -661,6 +661,11 @@ rp_snap_copy_message(RpSnapCopy *cp, RpSnapJob *job, bool raw, RpSnapChunk *chp,
 	return rc;
 }
 
+/*
+ * One job: the table's binary COPY (or, resumed, the rest of it), read
+ * message by message into chunks the handoff thread gives the sink as
+ * they fill; the last chunk, also when empty, is delivered here.
+ */
 static int
 rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 {
