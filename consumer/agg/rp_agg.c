@@ -175,18 +175,38 @@ rp_agg_stream(RpAgg *agg, RpAggOutKind kind, const char *target)
 	return s;
 }
 
-int
-rp_agg_add_spec(RpAgg *agg, const char *spec, const char *where)
+/* The words of a --aggregate spec, as written; name and measure go to the binding. */
+typedef struct RpAggSpecWords
 {
-	RpAggBinding *b = rp_malloc0(sizeof(RpAggBinding));
-	const char *p = spec;
-	char	   *source = NULL,
-			   *dims = NULL,
-			   *aggname = NULL,
-			   *output = NULL;
-	int			a;
+	char	   *source;
+	char	   *dims;
+	char	   *aggname;
+	char	   *output;
+} RpAggSpecWords;
 
-	/* key=value words; output= comes last and takes the rest (a command) */
+static void
+rp_agg_spec_words_free(RpAggSpecWords *w)
+{
+	if (w->source)
+		rp_free(w->source);
+	if (w->dims)
+		rp_free(w->dims);
+	if (w->aggname)
+		rp_free(w->aggname);
+	if (w->output)
+		rp_free(w->output);
+}
+
+/*
+ * The first job of a spec: its key=value words into b and w, every key
+ * known and given once.  output= comes last and takes the rest of the
+ * spec (a command may hold spaces).  0, or -1 after rp_fail.
+ */
+static int
+rp_agg_spec_words(const char *spec, const char *where, RpAggBinding *b, RpAggSpecWords *w)
+{
+	const char *p = spec;
+
 	while (*p)
 	{
 		const char *eq,
@@ -201,32 +221,29 @@ rp_agg_add_spec(RpAgg *agg, const char *spec, const char *where)
 		eq = strchr(p, '=');
 		end = p + strcspn(p, " \t");
 		if (eq == NULL || eq > end)
-		{
-			rp_fail(RP_HALT_CONFIG, "aggregate %s: expected KEY=VALUE, got \"%.*s\"", where,
-					(int) (end - p), p);
-			goto bad;
-		}
+			return rp_fail(RP_HALT_CONFIG, "aggregate %s: expected KEY=VALUE, got \"%.*s\"", where,
+						   (int) (end - p), p);
 		key = rp_strndup(p, (size_t) (eq - p));
 		if (strcmp(key, "output") == 0)
 			end = p + strlen(p);
 		if (strcmp(key, "name") == 0)
 			slot = &b->name;
 		else if (strcmp(key, "source") == 0)
-			slot = &source;
+			slot = &w->source;
 		else if (strcmp(key, "dims") == 0)
-			slot = &dims;
+			slot = &w->dims;
 		else if (strcmp(key, "measure") == 0)
 			slot = &b->measure;
 		else if (strcmp(key, "agg") == 0)
-			slot = &aggname;
+			slot = &w->aggname;
 		else if (strcmp(key, "output") == 0)
-			slot = &output;
+			slot = &w->output;
 		if (slot == NULL || *slot != NULL)
 		{
 			rp_fail(RP_HALT_CONFIG, "aggregate %s: %s key \"%s\" (expected name, source, dims, measure, agg, output)",
 					where, slot ? "repeated" : "unknown", key);
 			rp_free(key);
-			goto bad;
+			return -1;
 		}
 		rp_free(key);
 		*slot = rp_strndup(eq + 1, (size_t) (end - eq - 1));
@@ -234,50 +251,37 @@ rp_agg_add_spec(RpAgg *agg, const char *spec, const char *where)
 			(*slot)[--end - eq - 1] = '\0';
 		p = end;
 	}
-	if (!b->name || !source || !dims || !b->measure || !aggname || !output)
-	{
-		rp_fail(RP_HALT_CONFIG, "aggregate %s: name, source, dims, measure, agg and output are all required", where);
-		goto bad;
-	}
-	for (int i = 0; i < agg->nb; i++)
-		if (strcmp(agg->b[i]->name, b->name) == 0)
-		{
-			rp_fail(RP_HALT_CONFIG, "aggregate %s: binding \"%s\" declared twice", where, b->name);
-			goto bad;
-		}
-	if (!rp_agg_split_name(source, &b->schema, &b->table))
-	{
-		rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": source must be SCHEMA.TABLE", b->name);
-		goto bad;
-	}
-	if ((a = rp_fold_agg_parse(aggname)) < 0)
-	{
-		rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": unknown agg \"%s\" (none, sum, avg, min, max, count, count_distinct)",
-				b->name, aggname);
-		goto bad;
-	}
-	b->agg = (RpFoldAgg) a;
+	if (!b->name || !w->source || !w->dims || !b->measure || !w->aggname || !w->output)
+		return rp_fail(RP_HALT_CONFIG, "aggregate %s: name, source, dims, measure, agg and output are all required", where);
+	return 0;
+}
+
+/* dims=A,B,...: the binding's dimension columns (dims is cut up in place).  0 or -1. */
+static int
+rp_agg_spec_dims(RpAggBinding *b, char *dims)
+{
 	for (char *d = dims, *next; d; d = next)
 	{
 		next = strchr(d, ',');
 		if (next)
 			*next++ = '\0';
 		if (*d == '\0')
-		{
-			rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": empty dimension name", b->name);
-			goto bad;
-		}
+			return rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": empty dimension name", b->name);
 		b->dims = b->dims ? rp_realloc(b->dims, sizeof(char *) * (size_t) (b->ndims + 1)) : rp_malloc(sizeof(char *));
 		b->dims[b->ndims++] = rp_strndup(d, strlen(d));
 	}
+	return 0;
+}
+
+/* output=: where the binding's results go, and its stream when not a table.  0 or -1. */
+static int
+rp_agg_spec_output(RpAgg *agg, RpAggBinding *b, const char *output)
+{
 	if (strncmp(output, "table:", 6) == 0)
 	{
 		b->out = RP_AGG_OUT_TABLE;
 		if (!rp_agg_split_name(output + 6, &b->out_schema, &b->out_table))
-		{
-			rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": output table must be table:SCHEMA.TABLE", b->name);
-			goto bad;
-		}
+			return rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": output table must be table:SCHEMA.TABLE", b->name);
 	}
 	else if (strcmp(output, "stdout") == 0 || strcmp(output, "-") == 0)
 		b->out = RP_AGG_OUT_STDOUT;
@@ -286,34 +290,59 @@ rp_agg_add_spec(RpAgg *agg, const char *spec, const char *where)
 	else if (strncmp(output, "exec:", 5) == 0 && output[5])
 		b->out = RP_AGG_OUT_EXEC;
 	else
-	{
-		rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": output must be table:SCHEMA.TABLE, stdout, file:PATH or exec:COMMAND",
-				b->name);
-		goto bad;
-	}
+		return rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": output must be table:SCHEMA.TABLE, stdout, file:PATH or exec:COMMAND",
+					   b->name);
 	if (b->out != RP_AGG_OUT_TABLE)
 		b->stream = rp_agg_stream(agg, b->out, b->out == RP_AGG_OUT_STDOUT ? "-" : output + 5);
+	return 0;
+}
+
+/*
+ * A binding from its spec, in the order a reader checks one: the words,
+ * the name unique, the source table, the fold, the dimensions, the
+ * output.  Each job is its own function so that each error names what it
+ * checked and nothing else.
+ */
+int
+rp_agg_add_spec(RpAgg *agg, const char *spec, const char *where)
+{
+	RpAggBinding *b = rp_malloc0(sizeof(RpAggBinding));
+	RpAggSpecWords w = {0};
+	int			a;
+
+	if (rp_agg_spec_words(spec, where, b, &w) < 0)
+		goto bad;
+	for (int i = 0; i < agg->nb; i++)
+		if (strcmp(agg->b[i]->name, b->name) == 0)
+		{
+			rp_fail(RP_HALT_CONFIG, "aggregate %s: binding \"%s\" declared twice", where, b->name);
+			goto bad;
+		}
+	if (!rp_agg_split_name(w.source, &b->schema, &b->table))
+	{
+		rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": source must be SCHEMA.TABLE", b->name);
+		goto bad;
+	}
+	if ((a = rp_fold_agg_parse(w.aggname)) < 0)
+	{
+		rp_fail(RP_HALT_CONFIG, "aggregate \"%s\": unknown agg \"%s\" (none, sum, avg, min, max, count, count_distinct)",
+				b->name, w.aggname);
+		goto bad;
+	}
+	b->agg = (RpFoldAgg) a;
+	if (rp_agg_spec_dims(b, w.dims) < 0 || rp_agg_spec_output(agg, b, w.output) < 0)
+		goto bad;
 	rp_fold_init(&b->fold, b->agg);
 	b->need_seed = true;
 	b->reason = RP_AGG_SEED;
 	b->m_idx = -1;
 	agg->b = agg->b ? rp_realloc(agg->b, sizeof(RpAggBinding *) * (size_t) (agg->nb + 1)) : rp_malloc(sizeof(RpAggBinding *));
 	agg->b[agg->nb++] = b;
-	rp_free(source);
-	rp_free(dims);
-	rp_free(aggname);
-	rp_free(output);
+	rp_agg_spec_words_free(&w);
 	return 0;
 
 bad:
-	if (source)
-		rp_free(source);
-	if (dims)
-		rp_free(dims);
-	if (aggname)
-		rp_free(aggname);
-	if (output)
-		rp_free(output);
+	rp_agg_spec_words_free(&w);
 	rp_fold_init(&b->fold, RP_FOLD_NONE);
 	rp_agg_binding_free(b);
 	return -1;

@@ -26,7 +26,7 @@
 
 #include "agg/rp_aggval.h"
 #include "stream/rp_deliver.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 #include "agg/rp_fold.h"
 #include "agg/rp_xidsnap.h"
 

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "agg/rp_aggstate.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "rp_json.h"
 #include "base/rp_io.h"
 #include "base/rp_status.h"

@@ -21,7 +21,8 @@
 #include "agg/rp_aggstate.h"
 #include "base/rp_clock.h"
 #include "base/rp_session.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 /* lost: the source connection is gone */
@@ -80,16 +81,6 @@ rp_agg_src_connect(RpAgg *agg, RpAggBinding *b)
 		return rc;
 	}
 	return 0;
-}
-
-static char *
-rp_agg_quote(RpAgg *agg, const char *name)
-{
-	char	   *q = PQescapeIdentifier(agg->src, name, strlen(name));
-	char	   *copy = rp_strndup(q, strlen(q));
-
-	PQfreemem(q);
-	return copy;
 }
 
 /* Types of the binding's columns, from the source catalog (once). */
@@ -196,9 +187,9 @@ rp_agg_grouped(const RpAggBinding *b)
 static void
 rp_agg_seed_sql(RpAgg *agg, RpAggBinding *b, RpBuf *sql)
 {
-	char	   *qm = rp_agg_quote(agg, b->measure);
-	char	   *qs = rp_agg_quote(agg, b->schema);
-	char	   *qt = rp_agg_quote(agg, b->table);
+	char	   *qm = rp_sql_ident_dup(b->measure);
+	char	   *qs = rp_sql_ident_dup(b->schema);
+	char	   *qt = rp_sql_ident_dup(b->table);
 	bool		grouped = rp_agg_grouped(b);
 
 	rp_buf_reset(sql);
@@ -207,7 +198,7 @@ rp_agg_seed_sql(RpAgg *agg, RpAggBinding *b, RpBuf *sql)
 					" SELECT s.snap, s.lsn, g.* FROM s LEFT JOIN (SELECT ");
 	for (int i = 0; i < b->ndims; i++)
 	{
-		char	   *qd = rp_agg_quote(agg, b->dims[i]);
+		char	   *qd = rp_sql_ident_dup(b->dims[i]);
 
 		rp_aggval_seed_expr(b->dim_class[i], qd, sql);
 		rp_buf_put_text(sql, ", ");
@@ -246,7 +237,7 @@ rp_agg_seed_sql(RpAgg *agg, RpAggBinding *b, RpBuf *sql)
 	rp_buf_put_text(sql, " GROUP BY ");
 	for (int i = 0; i < b->ndims; i++)
 	{
-		char	   *qd = rp_agg_quote(agg, b->dims[i]);
+		char	   *qd = rp_sql_ident_dup(b->dims[i]);
 
 		rp_buf_put_text(sql, qd);
 		rp_buf_put_text(sql, i + 1 < b->ndims || !grouped ? ", " : "");

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "agg/rp_aggstate.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 static int
@@ -36,28 +37,29 @@ rp_agg_table_fail(RpAggBinding *b, PGconn *dest, PGresult *res, const char *what
 				   b->name, what, b->out_qname ? b->out_qname : b->out_table, state);
 }
 
-static void
-rp_agg_table_ident(PGconn *conn, RpBuf *sql, const char *name)
+/* What a destination statement was for, for rp_agg_table_fail_sql. */
+typedef struct RpAggStmt
 {
-	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
+	RpAggBinding *b;
+	const char *what;
+} RpAggStmt;
 
-	rp_buf_put_text(sql, q);
-	PQfreemem(q);
+static int
+rp_agg_table_fail_sql(void *arg, PGconn *dest, PGresult *res)
+{
+	const RpAggStmt *s = arg;
+
+	return rp_agg_table_fail(s->b, dest, res, s->what);
 }
 
 static int
 rp_agg_table_exec(RpAggBinding *b, PGconn *dest, const char *sql, int n, const char *const *vals,
 			   const char *what)
 {
-	/* no parameters: a simple query, which may hold several statements */
-	PGresult   *res = n == 0 ? PQexec(dest, sql) : PQexecParams(dest, sql, n, NULL, vals, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(res);
-	int			rc = 0;
+	RpAggStmt	s = {b, what};
 
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_agg_table_fail(b, dest, res, what);
-	PQclear(res);
-	return rc;
+	/* no parameters: a simple query, which may hold several statements */
+	return rp_sql_exec(dest, sql, n == 0 ? RP_SQL_SIMPLE : n, vals, rp_agg_table_fail_sql, &s);
 }
 
 /* The output table, created when missing (once per destination session). */
@@ -72,25 +74,25 @@ rp_agg_table_ready(RpAggBinding *b, PGconn *dest)
 	rp_buf_init(&sql, 512);
 	if (b->out_qname == NULL)
 	{
-		rp_agg_table_ident(dest, &sql, b->out_schema);
+		rp_sql_ident(&sql, b->out_schema);
 		rp_buf_put_char(&sql, '.');
-		rp_agg_table_ident(dest, &sql, b->out_table);
+		rp_sql_ident(&sql, b->out_table);
 		b->out_qname = rp_strndup(sql.data, sql.len);
 		rp_buf_reset(&sql);
 	}
 	rp_buf_put_text(&sql, "CREATE SCHEMA IF NOT EXISTS ");
-	rp_agg_table_ident(dest, &sql, b->out_schema);
+	rp_sql_ident(&sql, b->out_schema);
 	rp_buf_put_text(&sql, "; CREATE TABLE IF NOT EXISTS ");
 	rp_buf_put_text(&sql, b->out_qname);
 	rp_buf_put_text(&sql, " (");
 	for (int i = 0; i < b->ndims; i++)
 	{
-		rp_agg_table_ident(dest, &sql, b->dims[i]);
+		rp_sql_ident(&sql, b->dims[i]);
 		rp_buf_put_char(&sql, ' ');
 		rp_buf_put_text(&sql, b->dim_type[i]);
 		rp_buf_put_text(&sql, ", ");
 	}
-	rp_agg_table_ident(dest, &sql, b->value_col);
+	rp_sql_ident(&sql, b->value_col);
 	rp_buf_put_char(&sql, ' ');
 	rp_buf_put_text(&sql, b->value_type);
 	rp_buf_put_text(&sql, PQserverVersion(dest) >= 150000 ? ", UNIQUE NULLS NOT DISTINCT (" : ", UNIQUE (");
@@ -98,7 +100,7 @@ rp_agg_table_ready(RpAggBinding *b, PGconn *dest)
 	{
 		if (i)
 			rp_buf_put_text(&sql, ", ");
-		rp_agg_table_ident(dest, &sql, b->dims[i]);
+		rp_sql_ident(&sql, b->dims[i]);
 	}
 	rp_buf_put_text(&sql, "))");
 	rp_buf_put_char(&sql, '\0');
@@ -185,10 +187,10 @@ rp_agg_table_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 		rp_buf_put_text(sql, " (");
 		for (int i = 0; i < b->ndims; i++)
 		{
-			rp_agg_table_ident(dest, sql, b->dims[i]);
+			rp_sql_ident(sql, b->dims[i]);
 			rp_buf_put_text(sql, ", ");
 		}
-		rp_agg_table_ident(dest, sql, b->value_col);
+		rp_sql_ident(sql, b->value_col);
 		rp_buf_put_text(sql, ") SELECT * FROM unnest(");
 	}
 	else
@@ -212,12 +214,12 @@ rp_agg_table_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 		{
 			if (i)
 				rp_buf_put_text(sql, ", ");
-			rp_agg_table_ident(dest, sql, b->dims[i]);
+			rp_sql_ident(sql, b->dims[i]);
 		}
 		rp_buf_put_text(sql, ") DO UPDATE SET ");
-		rp_agg_table_ident(dest, sql, b->value_col);
+		rp_sql_ident(sql, b->value_col);
 		rp_buf_put_text(sql, " = EXCLUDED.");
-		rp_agg_table_ident(dest, sql, b->value_col);
+		rp_sql_ident(sql, b->value_col);
 	}
 	else
 	{
@@ -233,7 +235,7 @@ rp_agg_table_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 			if (i)
 				rp_buf_put_text(sql, " AND ");
 			rp_buf_put_text(sql, "t.");
-			rp_agg_table_ident(dest, sql, b->dims[i]);
+			rp_sql_ident(sql, b->dims[i]);
 			snprintf(p, sizeof(p), " IS NOT DISTINCT FROM r.c%d", i);
 			rp_buf_put_text(sql, p);
 		}

@@ -36,8 +36,9 @@
 #include "snapshot/rp_snapcat.h"
 #include "snapshot/rp_snaptoken.h"
 #include "snapshot/rp_snapwork.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
-#include "envelope/rp_uuid7.h"
+#include "base/rp_uuid7.h"
 
 struct RpBackfill
 {
@@ -136,19 +137,95 @@ rp_bf_select_sql(RpBuf *sql, PGconn *conn, const RpSnapTable *t, bool after, uin
 			continue;
 		rp_buf_put_text(sql, first ? "rp_t." : ", rp_t.");
 		first = false;
-		rp_snap_put_ident(sql, conn, rel->cols[i].name);
+		rp_sql_ident(sql, rel->cols[i].name);
 	}
 	for (int k = 0; k < t->nkey; k++)
 	{
 		rp_buf_put_text(sql, first ? "rp_t." : ", rp_t.");
 		first = false;
-		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		rp_sql_ident(sql, rel->cols[t->keycols[k]].name);
 		rp_buf_put_text(sql, "::pg_catalog.text");
 	}
 	rp_snap_sql_after(sql, conn, t, "replicant_bf", after);
 	snprintf(n, sizeof(n), " LIMIT %" PRIu64, limit);
 	rp_buf_put_text(sql, n);
 	rp_buf_put_char(sql, '\0');
+}
+
+/*
+ * Does this transaction's snapshot see every transaction that was in
+ * flight at the low watermark (s0's in-progress list)?  1 yes, 0 not yet,
+ * -1 after rp_fail.
+ */
+static int
+rp_bf_sees_low(PGconn *conn, const RpSnapTable *t, const char *s0)
+{
+	const char *vals[1] = {s0};
+	PGresult   *res;
+	int			rc;
+
+	res = PQexecParams(conn,
+					   "SELECT COALESCE(pg_catalog.bool_and(pg_catalog.pg_visible_in_snapshot(x, pg_catalog.pg_current_snapshot())), true)"
+					   " FROM pg_catalog.pg_snapshot_xip($1::pg_catalog.pg_snapshot) AS x",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		rp_snap_fail_res(res, "checking the transactions in flight at the low watermark", t);
+		PQclear(res);
+		return -1;
+	}
+	rc = PQgetvalue(res, 0, 0)[0] == 't' ? 1 : 0;
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * The chunk's start key, as transaction-local settings the SELECT reads
+ * (replicant_bf.kN): the key texts never go into the statement.  0 or -1.
+ */
+static int
+rp_bf_set_keys(PGconn *conn, const RpSnapTable *t, const RpSnapToken *tok)
+{
+	for (int k = 0; k < t->nkey; k++)
+	{
+		char		name[64];
+		const char *vals[2];
+		PGresult   *res;
+
+		snprintf(name, sizeof(name), "replicant_bf.k%d", k + 1);
+		vals[0] = name;
+		vals[1] = tok->keys[k];
+		res = PQexecParams(conn, "SELECT pg_catalog.set_config($1, $2, true)", 2, NULL, vals, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			rp_snap_fail_res(res, "setting the chunk's start key", t);
+			PQclear(res);
+			return -1;
+		}
+		PQclear(res);
+	}
+	return 0;
+}
+
+/* The chunk's rows as COPY text lines (the first ncopy columns of res). */
+static void
+rp_bf_put_rows(RpBackfillChunk *ch, const PGresult *res, int ncopy)
+{
+	int			n = PQntuples(res);
+
+	for (int r = 0; r < n; r++)
+	{
+		for (int c = 0; c < ncopy; c++)
+		{
+			if (c)
+				rp_buf_put_char(&ch->rows, '\t');
+			if (PQgetisnull(res, r, c))
+				rp_buf_put_text(&ch->rows, "\\N");
+			else
+				rp_pgtext_copy_escape(&ch->rows, PQgetvalue(res, r, c), (size_t) PQgetlength(res, r, c));
+		}
+		rp_buf_put_char(&ch->rows, '\n');
+	}
 }
 
 /*
@@ -162,7 +239,6 @@ rp_bf_read(PGconn *conn, const RpSnapTable *t, const char *s0, const RpSnapToken
 {
 	const RpRelation *rel = t->rel;
 	bool		after = tok->nkeys == t->nkey;
-	const char *vals[2];
 	PGresult   *res;
 	RpBuf		sql;
 	int			ncopy = 0;
@@ -171,41 +247,17 @@ rp_bf_read(PGconn *conn, const RpSnapTable *t, const char *s0, const RpSnapToken
 
 	if (rp_snap_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "BEGIN", t) < 0)
 		return -1;
-	vals[0] = s0;
-	res = PQexecParams(conn,
-					   "SELECT COALESCE(pg_catalog.bool_and(pg_catalog.pg_visible_in_snapshot(x, pg_catalog.pg_current_snapshot())), true)"
-					   " FROM pg_catalog.pg_snapshot_xip($1::pg_catalog.pg_snapshot) AS x",
-					   1, NULL, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	switch (rp_bf_sees_low(conn, t, s0))
 	{
-		rp_snap_fail_res(res, "checking the transactions in flight at the low watermark", t);
-		PQclear(res);
-		goto fail;
-	}
-	if (PQgetvalue(res, 0, 0)[0] != 't')
-	{
-		PQclear(res);
-		res = PQexec(conn, "ROLLBACK");
-		PQclear(res);
-		return 0;
-	}
-	PQclear(res);
-	for (int k = 0; after && k < t->nkey; k++)
-	{
-		char		name[64];
-
-		snprintf(name, sizeof(name), "replicant_bf.k%d", k + 1);
-		vals[0] = name;
-		vals[1] = tok->keys[k];
-		res = PQexecParams(conn, "SELECT pg_catalog.set_config($1, $2, true)", 2, NULL, vals, NULL, NULL, 0);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		{
-			rp_snap_fail_res(res, "setting the chunk's start key", t);
+		case 0:
+			res = PQexec(conn, "ROLLBACK");
 			PQclear(res);
+			return 0;
+		case -1:
 			goto fail;
-		}
-		PQclear(res);
 	}
+	if (after && rp_bf_set_keys(conn, t, tok) < 0)
+		goto fail;
 	rp_buf_init(&sql, 512);
 	rp_bf_select_sql(&sql, conn, t, after, limit);
 	res = PQexec(conn, sql.data);
@@ -227,19 +279,7 @@ rp_bf_read(PGconn *conn, const RpSnapTable *t, const char *s0, const RpSnapToken
 				rel->schema, rel->name);
 		goto fail;
 	}
-	for (int r = 0; r < n; r++)
-	{
-		for (int c = 0; c < ncopy; c++)
-		{
-			if (c)
-				rp_buf_put_char(&ch->rows, '\t');
-			if (PQgetisnull(res, r, c))
-				rp_buf_put_text(&ch->rows, "\\N");
-			else
-				rp_pgtext_copy_escape(&ch->rows, PQgetvalue(res, r, c), (size_t) PQgetlength(res, r, c));
-		}
-		rp_buf_put_char(&ch->rows, '\n');
-	}
+	rp_bf_put_rows(ch, res, ncopy);
 	ch->nrows = (uint64_t) n;
 	ch->last = (uint64_t) n < limit;
 

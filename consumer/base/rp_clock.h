@@ -59,10 +59,10 @@ rp_clock_mono_ms(void)
  * CLOCK_REALTIME).
  */
 static inline void
-rp_clock_deadline(struct timespec *ts, int ms)
+rp_clock_deadline(struct timespec *ts, int64_t ms)
 {
 	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
+	ts->tv_sec += (time_t) (ms / 1000);
 	ts->tv_nsec += (long) (ms % 1000) * 1000000L;
 	if (ts->tv_nsec >= 1000000000L)
 	{

@@ -19,7 +19,8 @@
 #include <stdio.h>
 
 #include "agg/rp_agg.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
+#include "sinks/log/rp_logsink.h"
 #include "sinks/mirror/rp_mirror.h"
 #include "sinks/nats/rp_nats.h"
 #include "snapshot/rp_snapshot.h"

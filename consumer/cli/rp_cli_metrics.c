@@ -13,9 +13,8 @@
 #include "base/rp_counter.h"
 #include "cli/rp_cli_metrics.h"
 #include "cli/rp_cli_progress.h"
-#include "sinks/mirror/rp_mirror.h"
 #include "natsrc/rp_natsrc.h"
-#include "sinks/nats/rp_nats.h"
+#include "stream/rp_sink.h"
 #include "stream/rp_conn.h"
 
 void
@@ -129,39 +128,14 @@ rp_cli_metrics_aggregates(RpBuf *out, const void *arg)
 					  RP_COUNT_LOAD(st->state_bytes));
 }
 
-/* The mirror: changes the destination had no row for, by table name (none for other sinks). */
+/* The sink's own figures, through its callback (none for a sink without one). */
 void
-rp_cli_metrics_divergences(RpBuf *out, const void *arg)
+rp_cli_metrics_sink(RpBuf *out, const void *arg)
 {
-	char		table[256];
-	uint64_t	count;
+	const RpSink *sink = arg;
 
-	for (int i = 0; rp_mirror_divergence_get(arg, i, table, sizeof(table), &count); i++)
-	{
-		RpBuf		labels;
-
-		rp_buf_init(&labels, 128);
-		rp_buf_put_text(&labels, "{table=\"");
-		rp_metrics_label_value(&labels, table);
-		rp_buf_put_text(&labels, "\"}");
-		rp_buf_put_char(&labels, '\0');
-		rp_metrics_sample(out, "replicant_divergences_total", "counter",
-						  i == 0 ? "Mirror updates and deletes that matched no destination row, by table." : NULL,
-						  labels.data, count);
-		rp_buf_free(&labels);
-	}
-}
-
-/* The mirror: its effect maps applied mid-batch to stay in --max-memory (none for other sinks). */
-void
-rp_cli_metrics_bound_flushes(RpBuf *out, const void *arg)
-{
-	uint64_t	count;
-
-	if (rp_mirror_bound_flushes_get(arg, &count))
-		rp_metrics_sample(out, "replicant_mirror_bound_flushes_total", "counter",
-						  "Mirror effect maps applied mid-batch, inside the open destination transaction, to stay in --max-memory.",
-						  NULL, count);
+	if (sink->metrics)
+		sink->metrics(sink, out);
 }
 
 int
@@ -173,9 +147,7 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		rp_metrics_add(m, rp_metrics_received, m) < 0 ||
 		rp_metrics_add(m, rp_cli_metrics_stream, cm) < 0 ||
 		(cm->agg && rp_metrics_add(m, rp_cli_metrics_aggregates, cm) < 0) ||
-		(cm->sink && rp_metrics_add(m, rp_cli_metrics_divergences, cm->sink) < 0) ||
-		(cm->sink && rp_metrics_add(m, rp_cli_metrics_bound_flushes, cm->sink) < 0) ||
-		(cm->sink && rp_nats_is(cm->sink) && rp_metrics_add(m, rp_nats_metrics, cm->sink) < 0) ||
+		(cm->sink && rp_metrics_add(m, rp_cli_metrics_sink, cm->sink) < 0) ||
 		(cm->nsrc && rp_metrics_add(m, rp_natsrc_metrics, cm->nsrc) < 0) ||
 		(cm->progress && rp_metrics_add(m, rp_cli_metrics_progress, cm->progress) < 0) ||
 		rp_metrics_add(m, rp_metrics_halts, m) < 0)

@@ -40,12 +40,12 @@ typedef struct RpCliMetrics
  */
 extern int	rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm);
 
-/* The sources, one per stage (arg: the RpCliMetrics; for divergences and bound flushes, the sink). */
+/* The sources, one per stage (arg: the RpCliMetrics). */
 extern void rp_cli_metrics_delivery(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_snapshot(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_stream(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_aggregates(RpBuf *out, const void *arg);
-extern void rp_cli_metrics_divergences(RpBuf *out, const void *arg);
-extern void rp_cli_metrics_bound_flushes(RpBuf *out, const void *arg);
+/* The sink's RpSink.metrics callback, if it has one; arg is the RpSink. */
+extern void rp_cli_metrics_sink(RpBuf *out, const void *arg);
 
 #endif							/* RP_CLI_METRICS_H */

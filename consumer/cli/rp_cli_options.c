@@ -22,7 +22,7 @@
 #include "cli/rp_cli_config.h"
 #include "cli/rp_cliparse.h"
 #include "rp_buf.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "rp_wire.h"
 
 static const char *const progname = RP_CLI_PROGNAME;

@@ -19,7 +19,7 @@
 #include "migrate/rp_seqsync.h"
 #include "sinks/mirror/rp_mirror.h"
 #include "snapshot/rp_snapshot.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 
 static const char *const progname = RP_CLI_PROGNAME;
 

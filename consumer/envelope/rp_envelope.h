@@ -27,7 +27,7 @@
 #define RP_ENVELOPE_H
 
 #include "rp_buf.h"
-#include "envelope/rp_uuid7.h"
+#include "base/rp_uuid7.h"
 
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" */
 #define RP_RFC3339_MS_LEN 24

@@ -8,7 +8,7 @@
 #define RP_REASM_INT_H
 
 #include "envelope/rp_bitmap.h"
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 #include "envelope/rp_reassemble.h"
 #include "envelope/rp_seqhash.h"
 

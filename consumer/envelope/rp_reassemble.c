@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "envelope/rp_bitmap.h"
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 #include "envelope/rp_reasm_int.h"
 #include "envelope/rp_seqhash.h"
 #include "base/rp_hash.h"

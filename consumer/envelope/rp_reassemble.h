@@ -39,7 +39,7 @@
 #include <stdio.h>
 
 #include "rp_buf.h"
-#include "envelope/rp_uuid7.h"
+#include "base/rp_uuid7.h"
 
 /* The largest seq (and row_count) accepted: 2^40 - 1. */
 #define RP_REASM_MAX_SEQ ((UINT64_C(1) << 40) - 1)

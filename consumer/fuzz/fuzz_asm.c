@@ -19,7 +19,7 @@
 #include "fuzz_seed.h"
 #include "stream/rp_asm.h"
 #include "stream/rp_deliver.h"
-#include "sinks/log/rp_lines.h"
+#include "lines/rp_lines.h"
 #include "base/rp_status.h"
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -34,6 +34,7 @@
 #include "rp_lsn.h"
 #include "base/rp_clock.h"
 #include "base/rp_session.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "migrate/rp_dbverify_int.h"
 #include "snapshot/rp_snapcat.h"
@@ -70,7 +71,7 @@ dbv_find_slot(RpDbvRun *r)
 	dbv_system_id(r);
 	rp_buf_init(&sql, 256);
 	rp_buf_put_text(&sql, "SELECT slot, end_lsn::text FROM ");
-	rp_dbverify_put_ident(&sql, r->o->bookkeeping);
+	rp_sql_ident(&sql, r->o->bookkeeping);
 	rp_buf_put_text(&sql, ".checkpoint WHERE ($1 = '' OR slot = $1) AND ($2 = '' OR system_id = $2)");
 	rp_buf_put_char(&sql, '\0');
 	res = PQexecParams(r->dst, sql.data, 2, NULL, params, NULL, NULL, 0);
@@ -366,7 +367,7 @@ rp_dbverify_run(const RpDbVerifyOptions *o)
 	if (rc != RP_DBVERIFY_EQUAL)
 		goto done;
 	rp_buf_put_text(&r.ckpt_sql, "SELECT end_lsn::text FROM ");
-	rp_dbverify_put_ident(&r.ckpt_sql, o->bookkeeping);
+	rp_sql_ident(&r.ckpt_sql, o->bookkeeping);
 	rp_buf_put_text(&r.ckpt_sql, ".checkpoint WHERE slot = $1 AND ($2 = '' OR system_id = $2)");
 	rp_buf_put_char(&r.ckpt_sql, '\0');
 	if (rp_dbverify_source_lsn(&r, &src_lsn) < 0 || rp_dbverify_checkpoint(&r, &ck_lsn) < 0)

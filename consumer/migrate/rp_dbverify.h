@@ -76,8 +76,6 @@ typedef struct RpDbvTable
 								 * children, which are compared as tables of their own) */
 } RpDbvTable;
 
-/* "name" with embedded quotes doubled, appended to b. */
-extern void rp_dbverify_put_ident(RpBuf *b, const char *name);
 
 /*
  * The hash of one key range: one row (count, md5 of the rows' md5s in key

@@ -16,6 +16,7 @@
 
 #include "rp_lsn.h"
 #include "base/rp_clock.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "migrate/rp_dbverify_int.h"
 
@@ -34,22 +35,34 @@ rp_dbverify_error(RpDbvRun *r, PGconn *conn, PGresult *res, const char *what, co
 	r->broken = true;
 }
 
+/* What a statement was for, for rp_dbverify_fail_sql. */
+typedef struct RpDbvStmt
+{
+	RpDbvRun   *r;
+	const char *what;
+	const RpDbvTableRun *t;
+} RpDbvStmt;
+
+static int
+rp_dbverify_fail_sql(void *arg, PGconn *conn, PGresult *res)
+{
+	const RpDbvStmt *s = arg;
+
+	rp_dbverify_error(s->r, conn, res, s->what, s->t);
+	return -1;
+}
+
 PGresult *
 rp_dbverify_exec(RpDbvRun *r, PGconn *conn, const char *sql, int nparams, const char *const *params,
 		 const char *what, const RpDbvTableRun *t)
 {
+	RpDbvStmt	s = {r, what, t};
 	int64_t		t0 = rp_clock_mono_us();
-	PGresult   *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	PGresult   *res = rp_sql_run(conn, sql, nparams, params, rp_dbverify_fail_sql, &s);
 
+	/* the time the servers were busy, failed statements included (--max-rate) */
 	r->busy_us += rp_clock_mono_us() - t0;
 	r->busy_total_us += rp_clock_mono_us() - t0;
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		rp_dbverify_error(r, conn, res, what, t);
-		PQclear(res);
-		return NULL;
-	}
 	return res;
 }
 

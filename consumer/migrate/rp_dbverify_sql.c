@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "migrate/rp_dbverify.h"
+#include "base/rp_sql.h"
 
 static const char *const rp_dbverify_settings_sql =
 "SET DateStyle = 'ISO, YMD'; SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres';"
@@ -30,19 +31,6 @@ rp_dbverify_settings(void)
 	return rp_dbverify_settings_sql;
 }
 
-void
-rp_dbverify_put_ident(RpBuf *b, const char *name)
-{
-	rp_buf_put_char(b, '"');
-	for (; *name; name++)
-	{
-		if (*name == '"')
-			rp_buf_put_char(b, '"');
-		rp_buf_put_char(b, *name);
-	}
-	rp_buf_put_char(b, '"');
-}
-
 /* rp_t."c1", rp_t."c2", ... (the key columns, or every column) */
 static void
 put_cols(RpBuf *b, const char *const *names, int n, const char *suffix)
@@ -52,7 +40,7 @@ put_cols(RpBuf *b, const char *const *names, int n, const char *suffix)
 		if (i > 0)
 			rp_buf_put_text(b, ", ");
 		rp_buf_put_text(b, "rp_t.");
-		rp_dbverify_put_ident(b, names[i]);
+		rp_sql_ident(b, names[i]);
 		if (suffix)
 			rp_buf_put_text(b, suffix);
 	}
@@ -67,7 +55,7 @@ put_key_tests(RpBuf *b, const RpDbvTable *t, const char *test, const char *joint
 		if (i > 0)
 			rp_buf_put_text(b, joint);
 		rp_buf_put_text(b, "rp_t.");
-		rp_dbverify_put_ident(b, t->keys[i]);
+		rp_sql_ident(b, t->keys[i]);
 		rp_buf_put_text(b, test);
 	}
 }
@@ -111,9 +99,9 @@ static void
 put_from(RpBuf *b, const RpDbvTable *t)
 {
 	rp_buf_put_text(b, t->partitioned ? " FROM " : " FROM ONLY ");
-	rp_dbverify_put_ident(b, t->schema);
+	rp_sql_ident(b, t->schema);
 	rp_buf_put_char(b, '.');
-	rp_dbverify_put_ident(b, t->name);
+	rp_sql_ident(b, t->name);
 	rp_buf_put_text(b, " AS rp_t");
 }
 
@@ -174,7 +162,7 @@ rp_dbverify_sql_range(RpBuf *sql, const RpDbvTable *t, bool lo, bool hi, int64_t
 	{
 		snprintf(num, sizeof(num), " AS rp_k%d, ", i + 1);
 		rp_buf_put_text(sql, "rp_t.");
-		rp_dbverify_put_ident(sql, t->keys[i]);
+		rp_sql_ident(sql, t->keys[i]);
 		rp_buf_put_text(sql, num);
 	}
 	put_row_hash(sql, t);

@@ -14,6 +14,7 @@
 
 #include "base/rp_clock.h"
 #include "base/rp_session.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "migrate/rp_mwait.h"
 #include "rp_lsn.h"
@@ -157,16 +158,11 @@ rp_mwait_run(const RpMwaitOptions *o, RpMwaitResult *r)
 		return RP_MWAIT_UNREADABLE;
 	if ((dst = rp_mwait_open(o->dst_conninfo, "destination")) == NULL)
 		return RP_MWAIT_UNREADABLE;
-	if ((qbk = PQescapeIdentifier(dst, bk, strlen(bk))) == NULL)
-	{
-		rp_fail(RP_HALT_NONE, "could not quote the bookkeeping schema's name");
-		PQfinish(dst);
-		return RP_MWAIT_UNREADABLE;
-	}
+	qbk = rp_sql_ident_dup(bk);
 	snprintf(sql, sizeof(sql),
 			 "SELECT slot, end_lsn::text FROM %s.checkpoint WHERE system_id = $1"
 			 " AND ($2::text IS NULL OR slot = $2)", qbk);
-	PQfreemem(qbk);
+	rp_free(qbk);
 	for (;;)
 	{
 		int64_t		now;

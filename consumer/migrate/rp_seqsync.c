@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/rp_session.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "migrate/rp_seqsync.h"
 
@@ -122,10 +123,10 @@ rp_seq_prog(const RpSeqRun *r)
 	return r->opts->progname ? r->opts->progname : "replicant";
 }
 
-/* A failed statement by what it was for and its SQLSTATE (G4: not its text). */
+/* A failed statement by what it was for and its SQLSTATE (G4: not its text); res kept. */
 static int
-rp_seq_fail_res(PGconn *conn, PGresult *res, const char *side, const char *what,
-				const RpSeq *q)
+rp_seq_fail_word(PGconn *conn, PGresult *res, const char *side, const char *what,
+				 const RpSeq *q)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
@@ -138,23 +139,42 @@ rp_seq_fail_res(PGconn *conn, PGresult *res, const char *side, const char *what,
 	else
 		rp_fail(RP_HALT_NONE, "%s failed on the %s (SQLSTATE %s)",
 				what, side, state ? state : "none");
+	return -1;
+}
+
+/* rp_seq_fail_word, then res cleared. */
+static int
+rp_seq_fail_res(PGconn *conn, PGresult *res, const char *side, const char *what,
+				const RpSeq *q)
+{
+	rp_seq_fail_word(conn, res, side, what, q);
 	PQclear(res);
 	return -1;
+}
+
+/* What a statement was for, for rp_seq_fail_sql. */
+typedef struct RpSeqStmt
+{
+	const char *side;
+	const char *what;
+	const RpSeq *q;
+} RpSeqStmt;
+
+static int
+rp_seq_fail_sql(void *arg, PGconn *conn, PGresult *res)
+{
+	const RpSeqStmt *s = arg;
+
+	return rp_seq_fail_word(conn, res, s->side, s->what, s->q);
 }
 
 static PGresult *
 rp_seq_query(PGconn *conn, const char *sql, int n, const char *const *vals, const char *side,
 			 const char *what, const RpSeq *q)
 {
-	PGresult   *res = PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(res);
+	RpSeqStmt	s = {side, what, q};
 
-	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
-	{
-		rp_seq_fail_res(conn, res, side, what, q);
-		return NULL;
-	}
-	return res;
+	return rp_sql_run(conn, sql, n, vals, rp_seq_fail_sql, &s);
 }
 
 static PGconn *
@@ -169,26 +189,19 @@ rp_seq_open(const char *conninfo, const char *side)
 	return rp_session_open_side(&spec, side);
 }
 
-/* "schema"."name" quoted by the server's rules; NULL after rp_fail. */
+/* "schema"."name", quoted (rp_free); never NULL. */
 static char *
-rp_seq_qname(PGconn *conn, const char *schema, const char *name)
+rp_seq_qname(const char *schema, const char *name)
 {
-	char	   *qs = PQescapeIdentifier(conn, schema, strlen(schema));
-	char	   *qn = PQescapeIdentifier(conn, name, strlen(name));
-	char	   *out = NULL;
+	RpBuf		b;
+	char	   *out;
 
-	if (qs && qn)
-	{
-		size_t		len = strlen(qs) + strlen(qn) + 2;
-
-		out = rp_malloc(len);
-		snprintf(out, len, "%s.%s", qs, qn);
-	}
-	else
-		rp_fail(RP_HALT_NONE, "could not quote the name of sequence \"%s\".\"%s\"",
-				schema, name);
-	PQfreemem(qs);
-	PQfreemem(qn);
+	rp_buf_init(&b, strlen(schema) + strlen(name) + 8);
+	rp_sql_ident(&b, schema);
+	rp_buf_put_char(&b, '.');
+	rp_sql_ident(&b, name);
+	out = rp_strndup(b.data, b.len);
+	rp_buf_free(&b);
 	return out;
 }
 
@@ -369,7 +382,7 @@ rp_seq_dest_find(RpSeqRun *r, const RpSeq *q, const char *schema, RpSeqDest *d)
 static int
 rp_seq_create(RpSeqRun *r, const RpSeq *q, const char *schema, const char *qname)
 {
-	char	   *qs = PQescapeIdentifier(r->dst, schema, strlen(schema));
+	char	   *qs = rp_sql_ident_dup(schema);
 	char		sql[1024];
 	int64_t		v;
 	PGresult   *res;
@@ -378,25 +391,23 @@ rp_seq_create(RpSeqRun *r, const RpSeq *q, const char *schema, const char *qname
 	for (int i = 0; i < 5; i++)
 		if (!rp_seq_int64(nums[i], &v))
 		{
-			PQfreemem(qs);
+			rp_free(qs);
 			return rp_fail(RP_HALT_NONE, "sequence \"%s\".\"%s\" on the source has an unreadable definition",
 						   q->schema, q->name);
 		}
 	if (strcmp(q->type, "smallint") != 0 && strcmp(q->type, "integer") != 0 &&
 		strcmp(q->type, "bigint") != 0)
 	{
-		PQfreemem(qs);
+		rp_free(qs);
 		return rp_fail(RP_HALT_NONE, "sequence \"%s\".\"%s\" on the source has an unknown type",
 					   q->schema, q->name);
 	}
-	if (qs == NULL)
-		return rp_fail(RP_HALT_NONE, "could not quote schema \"%s\"", schema);
 	snprintf(sql, sizeof(sql),
 			 "CREATE SCHEMA IF NOT EXISTS %s; CREATE SEQUENCE IF NOT EXISTS %s AS %s INCREMENT BY %s"
 			 " MINVALUE %s MAXVALUE %s START WITH %s CACHE %s %s",
 			 qs, qname, q->type, q->inc, q->min, q->max, q->start, q->cache,
 			 q->cycle ? "CYCLE" : "NO CYCLE");
-	PQfreemem(qs);
+	rp_free(qs);
 	res = PQexec(r->dst, sql);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		return rp_seq_fail_res(r->dst, res, "destination", "creating", q);
@@ -450,7 +461,7 @@ rp_seq_one(RpSeqRun *r, const RpSeq *q)
 	if (strcmp(schema, bk) == 0)
 		return rp_fail(RP_HALT_NONE, "source sequence \"%s\".\"%s\" maps into the mirror's bookkeeping schema \"%s\" (exclude it, or choose another --schema-prefix or --bookkeeping-schema)",
 					   q->schema, q->name, bk);
-	if ((qname = rp_seq_qname(r->dst, schema, q->name)) == NULL)
+	if ((qname = rp_seq_qname(schema, q->name)) == NULL)
 		return -1;
 	if (rp_seq_dest_find(r, q, schema, &d) < 0)
 		goto out;
@@ -476,7 +487,7 @@ rp_seq_one(RpSeqRun *r, const RpSeq *q)
 		rp_seq_say(r, q, "created");
 	}
 	/* the source by its own name, the destination by the mapped one */
-	if ((src_qname = rp_seq_qname(r->src, q->schema, q->name)) == NULL ||
+	if ((src_qname = rp_seq_qname(q->schema, q->name)) == NULL ||
 		rp_seq_position(r->src, src_qname, "source", q, &src) < 0 ||
 		rp_seq_position(r->dst, qname, "destination", q, &dst) < 0)
 		goto out;

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 
 /* ---- the headers of a message (rp_natsio_head.c) ---- */
 

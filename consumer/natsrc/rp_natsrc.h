@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "rp_buf.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 
 typedef struct RpNatsSrcOptions
 {

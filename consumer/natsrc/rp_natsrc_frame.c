@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "base/rp_status.h"
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 #include "natsrc/rp_natsrc_int.h"
 #include "rp_encode.h"
 #include "rp_read.h"

@@ -484,19 +484,19 @@ rp_snapcat_partset(PGconn *conn, RpRelation *rel)
 	return 0;
 }
 
-RpSnapTable *
-rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
+/*
+ * The candidate tables the selection takes, without their columns: a
+ * table array (ntables used, one spare), or NULL after rp_fail.
+ */
+static RpSnapTable *
+rp_snapcat_list(PGconn *conn, const RpSnapSelect *sel, int *n)
 {
 	PGresult   *res;
-	RpTypeMap	types = {0};
 	RpSnapTable *tables;
 	int			ntables = 0;
 	int			ncand;
 	RpBuf		q;
 
-	*n = 0;
-	if (rp_type_map_load(conn, &types) < 0)
-		return NULL;
 	/*
 	 * Not "relkind = 'r' AND NOT relispartition": that left every partition
 	 * out, and a partitioned table's rows with them (found in the field:
@@ -515,7 +515,6 @@ rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
 	{
 		rp_fail_res(res, "listing tables");
 		PQclear(res);
-		rp_free(types.rows);
 		return NULL;
 	}
 	ncand = PQntuples(res);
@@ -539,79 +538,112 @@ rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
 		t->portable = t->convertible = true;
 	}
 	PQclear(res);
+	*n = ntables;
+	return tables;
+}
 
+/*
+ * Table t's columns, from the catalog, with what each is to the copy (key
+ * position, replica identity, the type's encoding): 0, or -1 after rp_fail.
+ */
+static int
+rp_snapcat_columns(PGconn *conn, const RpTypeMap *types, RpSnapTable *t)
+{
+	PGresult   *res;
+	char		oid[16];
+	const char *vals[1] = {oid};
+	int			ncols;
+
+	snprintf(oid, sizeof(oid), "%u", t->rel->relid);
+	/*
+	 * Per column: the key position (primary key), and membership in the
+	 * replica identity as the plugin's relcache computes it: the primary
+	 * key under DEFAULT, the chosen index under INDEX, every column
+	 * under FULL, none under NOTHING.
+	 */
+	res = PQexecParams(conn,
+					   "SELECT a.attnum, a.attname, a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod),"
+					   " a.atttypmod, a.attnotnull, a.attgenerated <> '',"
+					   " COALESCE((SELECT k.n FROM pg_catalog.pg_index i,"
+					   "   pg_catalog.unnest(i.indkey::int2[]) WITH ORDINALITY k(att, n)"
+					   "   WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.att = a.attnum"
+					   "   AND k.n <= i.indnkeyatts), 0),"
+					   " CASE c.relreplident WHEN 'f' THEN true"
+					   "  WHEN 'd' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid"
+					   "   AND i.indisprimary AND a.attnum = ANY (i.indkey::int2[]))"
+					   "  WHEN 'i' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid"
+					   "   AND i.indisreplident AND a.attnum = ANY (i.indkey::int2[]))"
+					   "  ELSE false END"
+					   " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
+					   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+					   1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		rp_fail(RP_HALT_NONE, "snapshot: reading the columns of table \"%s\".\"%s\" failed (SQLSTATE %s)",
+				t->rel->schema, t->rel->name,
+				PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "none");
+		PQclear(res);
+		return -1;
+	}
+	ncols = PQntuples(res);
+	t->rel->natts = (uint16_t) ncols;
+	t->rel->cols = rp_malloc0(sizeof(RpColumn) * (size_t) (ncols + 1));
+	t->recv = rp_malloc0(sizeof(RpRecvType) * (size_t) (ncols + 1));
+	t->keycols = rp_malloc0(sizeof(int) * (size_t) (ncols + 1));
+	for (int i = 0; i < ncols; i++)
+	{
+		RpColumn   *c = &t->rel->cols[i];
+		int			pkpos = atoi(PQgetvalue(res, i, 7));
+
+		c->attnum = (int16_t) atoi(PQgetvalue(res, i, 0));
+		c->name = rp_dup(PQgetvalue(res, i, 1));
+		c->type_oid = (uint32_t) strtoul(PQgetvalue(res, i, 2), NULL, 10);
+		c->type_name = rp_dup(PQgetvalue(res, i, 3));
+		c->typmod = (int32_t) atoi(PQgetvalue(res, i, 4));
+		if (PQgetvalue(res, i, 5)[0] == 't')
+			c->flags |= RP_COL_NOT_NULL;
+		if (PQgetvalue(res, i, 6)[0] == 't')
+			c->flags |= RP_COL_GENERATED;
+		if (pkpos > 0)
+		{
+			c->flags |= RP_COL_PRIMARY_KEY;
+			if (pkpos <= ncols)
+				t->keycols[pkpos - 1] = i;
+			t->nkey++;
+		}
+		if (PQgetvalue(res, i, 8)[0] == 't')
+			c->flags |= RP_COL_IDENTITY;
+		rp_snapcat_column(conn, types, t, i);
+	}
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * The tables the snapshot copies, in two jobs: the list the selection
+ * takes, then each one's columns (and a partitioned root's partitions).
+ */
+RpSnapTable *
+rp_snapcat_tables(PGconn *conn, const RpSnapSelect *sel, int *n)
+{
+	RpTypeMap	types = {0};
+	RpSnapTable *tables;
+	int			ntables = 0;
+
+	*n = 0;
+	if (rp_type_map_load(conn, &types) < 0)
+		return NULL;
+	if ((tables = rp_snapcat_list(conn, sel, &ntables)) == NULL)
+	{
+		rp_free(types.rows);
+		return NULL;
+	}
 	for (int ti = 0; ti < ntables; ti++)
 	{
 		RpSnapTable *t = &tables[ti];
-		char		oid[16];
-		const char *vals[1] = {oid};
-		int			ncols;
 
-		snprintf(oid, sizeof(oid), "%u", t->rel->relid);
-		/*
-		 * Per column: the key position (primary key), and membership in the
-		 * replica identity as the plugin's relcache computes it: the primary
-		 * key under DEFAULT, the chosen index under INDEX, every column
-		 * under FULL, none under NOTHING.
-		 */
-		res = PQexecParams(conn,
-						   "SELECT a.attnum, a.attname, a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod),"
-						   " a.atttypmod, a.attnotnull, a.attgenerated <> '',"
-						   " COALESCE((SELECT k.n FROM pg_catalog.pg_index i,"
-						   "   pg_catalog.unnest(i.indkey::int2[]) WITH ORDINALITY k(att, n)"
-						   "   WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.att = a.attnum"
-						   "   AND k.n <= i.indnkeyatts), 0),"
-						   " CASE c.relreplident WHEN 'f' THEN true"
-						   "  WHEN 'd' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid"
-						   "   AND i.indisprimary AND a.attnum = ANY (i.indkey::int2[]))"
-						   "  WHEN 'i' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid"
-						   "   AND i.indisreplident AND a.attnum = ANY (i.indkey::int2[]))"
-						   "  ELSE false END"
-						   " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
-						   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-						   1, NULL, vals, NULL, NULL, 0);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		{
-			rp_fail(RP_HALT_NONE, "snapshot: reading the columns of table \"%s\".\"%s\" failed (SQLSTATE %s)",
-					t->rel->schema, t->rel->name,
-					PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "none");
-			PQclear(res);
-			rp_free(types.rows);
-			rp_snapcat_free(tables, ntables);
-			return NULL;
-		}
-		ncols = PQntuples(res);
-		t->rel->natts = (uint16_t) ncols;
-		t->rel->cols = rp_malloc0(sizeof(RpColumn) * (size_t) (ncols + 1));
-		t->recv = rp_malloc0(sizeof(RpRecvType) * (size_t) (ncols + 1));
-		t->keycols = rp_malloc0(sizeof(int) * (size_t) (ncols + 1));
-		for (int i = 0; i < ncols; i++)
-		{
-			RpColumn   *c = &t->rel->cols[i];
-			int			pkpos = atoi(PQgetvalue(res, i, 7));
-
-			c->attnum = (int16_t) atoi(PQgetvalue(res, i, 0));
-			c->name = rp_dup(PQgetvalue(res, i, 1));
-			c->type_oid = (uint32_t) strtoul(PQgetvalue(res, i, 2), NULL, 10);
-			c->type_name = rp_dup(PQgetvalue(res, i, 3));
-			c->typmod = (int32_t) atoi(PQgetvalue(res, i, 4));
-			if (PQgetvalue(res, i, 5)[0] == 't')
-				c->flags |= RP_COL_NOT_NULL;
-			if (PQgetvalue(res, i, 6)[0] == 't')
-				c->flags |= RP_COL_GENERATED;
-			if (pkpos > 0)
-			{
-				c->flags |= RP_COL_PRIMARY_KEY;
-				if (pkpos <= ncols)
-					t->keycols[pkpos - 1] = i;
-				t->nkey++;
-			}
-			if (PQgetvalue(res, i, 8)[0] == 't')
-				c->flags |= RP_COL_IDENTITY;
-			rp_snapcat_column(conn, &types, t, i);
-		}
-		PQclear(res);
-		if (t->partitioned && rp_snapcat_partset(conn, t->rel) < 0)
+		if (rp_snapcat_columns(conn, &types, t) < 0 ||
+			(t->partitioned && rp_snapcat_partset(conn, t->rel) < 0))
 		{
 			rp_free(types.rows);
 			rp_snapcat_free(tables, ntables);

@@ -14,6 +14,7 @@
 
 #include "base/rp_clock.h"
 #include "base/rp_counter.h"
+#include "base/rp_sql.h"
 #include "stream/rp_conn.h"
 #include "snapshot/rp_snapwork.h"
 
@@ -90,18 +91,16 @@ rp_snap_report(RpSnapRun *run, bool final)
 static int
 rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *snapname, size_t len)
 {
-	char	   *id = PQescapeIdentifier(rc->pg, o->slot, strlen(o->slot));
+	char	   *id = rp_sql_ident_dup(o->slot);
 	char		cmd[512];
 	PGresult   *res;
 	int			r = 0;
 
-	if (id == NULL)
-		return rp_fail(RP_HALT_NONE, "snapshot: quoting the slot name failed");
 	/* the option list form is PostgreSQL 15's; older servers know the keyword */
 	snprintf(cmd, sizeof(cmd), PQserverVersion(rc->pg) >= 150000
 			 ? "CREATE_REPLICATION_SLOT %s LOGICAL replicant (SNAPSHOT 'export')"
 			 : "CREATE_REPLICATION_SLOT %s LOGICAL replicant EXPORT_SNAPSHOT", id);
-	PQfreemem(id);
+	rp_free(id);
 	res = PQexec(rc->pg, cmd);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 3)
 	{
@@ -473,6 +472,81 @@ rp_snap_end(RpSnapRun *run, RpSnapWorker *workers, int nworkers)
 	pthread_mutex_destroy(&run->lock);
 }
 
+/*
+ * Can the sink take this snapshot, and has it one already?  1: it holds
+ * a checkpoint (a completed snapshot, or a stream already running), so
+ * there is nothing to do; 0: go on; -1 after rp_fail.
+ */
+static int
+rp_snap_sink_done(RpSink *sink)
+{
+	RpCheckpoint have;
+	int			have_ck;
+
+	if (sink->handle_snapshot == NULL || sink->handle_snapshot_complete == NULL)
+		return rp_fail(RP_HALT_CONFIG, "sink %s does not take snapshots", sink->name);
+	if (!sink->owns_checkpoint)
+		return 0;
+	if ((have_ck = sink->checkpoint(sink, &have)) < 0)
+		return -1;
+	return have_ck > 0 && have.end_lsn > 0 ? 1 : 0;
+}
+
+/*
+ * The copy workers, one session each with the exported snapshot imported
+ * (no more than there are jobs).  *workers and *nworkers are set first,
+ * so that rp_snap_end closes what was opened when one fails: 0 or -1.
+ */
+static int
+rp_snap_workers_open(RpSnapRun *run, RpSnapWorker **workers, int *nworkers)
+{
+	const RpSnapOptions *o = run->opts;
+
+	*nworkers = o->workers < run->njobs ? o->workers : run->njobs;
+	*workers = rp_malloc0(sizeof(RpSnapWorker) * (size_t) (*nworkers + 1));
+	for (int i = 0; i < *nworkers; i++)
+	{
+		RpSnapWorker *w = &(*workers)[i];
+
+		w->run = run;
+		w->id = i;
+		if ((w->conn = rp_snap_connect(o)) == NULL || rp_snap_import(w->conn, run->snapname) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Every table copied: the completed snapshot's checkpoint (the consistent
+ * point, bound to the source) handed to the sink, then to the caller in
+ * *ck, and the SNAPSHOT_COMPLETE event.  1, or -1 when the sink failed.
+ */
+static int
+rp_snap_complete(RpSnapRun *run, int64_t started, RpCheckpoint *ck)
+{
+	RpCheckpoint done_ck = run->origin;
+	RpEvent		ev;
+
+	done_ck.commit_lsn = run->lsn > 0 ? run->lsn - 1 : 0;
+	done_ck.end_lsn = run->lsn;
+	if (run->sink->handle_snapshot_complete(run->sink, &done_ck) < 0)
+		return -1;
+	*ck = done_ck;
+	rp_event_init(&ev, RP_EVENT_SNAPSHOT_COMPLETE);
+	ev.slot = run->opts->slot;
+	ev.changes = RP_COUNT_LOAD(run->stats->rows);
+	ev.lsn = done_ck.commit_lsn;
+	ev.end_lsn = done_ck.end_lsn;
+	ev.duration_us = rp_clock_wall_us() - started;
+	rp_event_emit(&run->opts->events, &ev);
+	return 1;
+}
+
+/*
+ * The snapshot, in its jobs: the sink checked, the source identified,
+ * the slot and its exported snapshot (or the resumed one), the tables
+ * planned, the workers opened, the copy, the completion.
+ */
 int
 rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 {
@@ -489,11 +563,9 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	int64_t		started = rp_clock_wall_us();
 	int			rc = -1;
 	bool		tty = o->progress && isatty(STDERR_FILENO);
-	RpCheckpoint have;
-	RpCheckpoint done_ck;
 	RpSnapStats uncounted;		/* the counters when the caller keeps none */
 	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run's snapshot_ids */
-	int			have_ck;
+	int			sink_done;
 
 	memset(&run, 0, sizeof(run));
 	memset(&uncounted, 0, sizeof(uncounted));
@@ -502,17 +574,9 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	run.stats = o->stats ? o->stats : &uncounted;
 	pthread_mutex_init(&run.lock, NULL);
 
-	if (sink->handle_snapshot == NULL || sink->handle_snapshot_complete == NULL)
-		return rp_fail(RP_HALT_CONFIG, "sink %s does not take snapshots", sink->name);
-	if (sink->owns_checkpoint)
-	{
-		have_ck = sink->checkpoint(sink, &have);
-		if (have_ck < 0)
-			return -1;
-		/* a checkpoint means a completed snapshot (or a stream already running) */
-		if (have_ck > 0 && have.end_lsn > 0)
-			return 0;
-	}
+	/* 0: the sink holds a checkpoint already, nothing to copy (rp_snapshot.h) */
+	if ((sink_done = rp_snap_sink_done(sink)) != 0)
+		return sink_done < 0 ? -1 : 0;
 
 	/* the source's identity binds the checkpoint */
 	if (rp_conn_open(&repl, o->conninfo, o->progname) < 0)
@@ -548,17 +612,8 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	if (resume && rp_snap_check_keyless(&run) < 0)
 		goto done;
 
-	nworkers = o->workers < run.njobs ? o->workers : run.njobs;
-	workers = rp_malloc0(sizeof(RpSnapWorker) * (size_t) (nworkers + 1));
-	for (int i = 0; i < nworkers; i++)
-	{
-		RpSnapWorker *w = &workers[i];
-
-		w->run = &run;
-		w->id = i;
-		if ((w->conn = rp_snap_connect(o)) == NULL || rp_snap_import(w->conn, run.snapname) < 0)
-			goto done;
-	}
+	if (rp_snap_workers_open(&run, &workers, &nworkers) < 0)
+		goto done;
 	/* every worker holds the snapshot now: the exporting session may go idle */
 	rp_snap_copy(&run, workers, nworkers, started, tty);
 	if (atomic_load(&run.failed))
@@ -566,25 +621,7 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 		rp_fail(run.halt, "%s", run.error);
 		goto done;
 	}
-	/* the completed snapshot's checkpoint: the consistent point, bound to the source */
-	done_ck = run.origin;
-	done_ck.commit_lsn = run.lsn > 0 ? run.lsn - 1 : 0;
-	done_ck.end_lsn = run.lsn;
-	if (sink->handle_snapshot_complete(sink, &done_ck) < 0)
-		goto done;
-	*ck = done_ck;
-	rc = 1;
-	{
-		RpEvent		ev;
-
-		rp_event_init(&ev, RP_EVENT_SNAPSHOT_COMPLETE);
-		ev.slot = o->slot;
-		ev.changes = RP_COUNT_LOAD(run.stats->rows);
-		ev.lsn = done_ck.commit_lsn;
-		ev.end_lsn = done_ck.end_lsn;
-		ev.duration_us = rp_clock_wall_us() - started;
-		rp_event_emit(&o->events, &ev);
-	}
+	rc = rp_snap_complete(&run, started, ck);
 
 done:
 	rp_snap_end(&run, workers, nworkers);

@@ -27,8 +27,8 @@
 #define RP_SNAPSHOT_H
 
 #include "base/rp_event.h"
-#include "stream/rp_ckpt.h"
-#include "sinks/rp_sink.h"
+#include "base/rp_ckpt.h"
+#include "stream/rp_sink.h"
 #include "snapshot/rp_snapcat.h"
 
 /*

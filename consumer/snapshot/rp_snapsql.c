@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "base/rp_session.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "snapshot/rp_snapsql.h"
 
@@ -24,17 +25,27 @@ rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t)
 	return rp_fail(RP_HALT_NONE, "snapshot: %s failed (SQLSTATE %s)", what, state ? state : "none");
 }
 
+/* What a statement was for, for rp_snap_fail_sql. */
+typedef struct RpSnapStmt
+{
+	const char *what;
+	const RpSnapTable *t;
+} RpSnapStmt;
+
+static int
+rp_snap_fail_sql(void *arg, PGconn *conn, PGresult *res)
+{
+	const RpSnapStmt *s = arg;
+
+	return rp_snap_fail_res(res, s->what, s->t);
+}
+
 int
 rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable *t)
 {
-	PGresult   *res = PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-	int			rc = 0;
+	RpSnapStmt	s = {what, t};
 
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_snap_fail_res(res, what, t);
-	PQclear(res);
-	return rc;
+	return rp_sql_exec(conn, sql, RP_SQL_SIMPLE, NULL, rp_snap_fail_sql, &s);
 }
 
 PGconn *
@@ -86,25 +97,15 @@ rp_snap_import(PGconn *conn, const char *snapname)
 }
 
 void
-rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name)
-{
-	char	   *q = PQescapeIdentifier(conn, name, strlen(name));
-
-	rp_buf_put_text(b, q ? q : "\"?\"");
-	if (q)
-		PQfreemem(q);
-}
-
-void
 rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpSnapTable *t)
 {
 	const RpRelation *rel = t->rel;
 
 	/* ONLY: an inheritance parent's children are tables of their own */
 	rp_buf_put_text(sql, t->partitioned ? " FROM " : " FROM ONLY ");
-	rp_snap_put_ident(sql, conn, rel->schema);
+	rp_sql_ident(sql, rel->schema);
 	rp_buf_put_char(sql, '.');
-	rp_snap_put_ident(sql, conn, rel->name);
+	rp_sql_ident(sql, rel->name);
 	rp_buf_put_text(sql, " AS rp_t");
 }
 
@@ -121,7 +122,7 @@ rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *se
 		for (int k = 0; k < t->nkey; k++)
 		{
 			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+			rp_sql_ident(sql, rel->cols[t->keycols[k]].name);
 		}
 		rp_buf_put_text(sql, ") > (");
 		for (int k = 0; k < t->nkey; k++)
@@ -142,7 +143,7 @@ rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *se
 		for (int k = 0; k < t->nkey; k++)
 		{
 			rp_buf_put_text(sql, k ? ", rp_t." : "rp_t.");
-			rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+			rp_sql_ident(sql, rel->cols[t->keycols[k]].name);
 		}
 	}
 }

@@ -17,8 +17,6 @@
 
 /* A source session with the output settings pinned (G6); NULL after rp_fail(). */
 extern PGconn *rp_snap_connect(const RpSnapOptions *o);
-/* A quoted identifier (PQescapeIdentifier) appended to b. */
-extern void rp_snap_put_ident(RpBuf *b, PGconn *conn, const char *name);
 /* " FROM ONLY schema.table AS rp_t" (a partition root: without ONLY, its partitions' rows) */
 extern void rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpSnapTable *t);
 /*

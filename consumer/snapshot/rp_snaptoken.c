@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "rp_buf.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "snapshot/rp_snaptoken.h"
 
 static void

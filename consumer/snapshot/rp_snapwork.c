@@ -18,6 +18,7 @@
 
 #include "rp_encode.h"
 #include "base/rp_counter.h"
+#include "base/rp_sql.h"
 #include "snapshot/rp_copybin.h"
 #include "snapshot/rp_snaphandoff.h"
 #include "snapshot/rp_snapsql.h"
@@ -64,7 +65,7 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 		if (!first)
 			rp_buf_put_text(sql, ", ");
 		first = false;
-		rp_snap_put_ident(sql, conn, rel->cols[i].name);
+		rp_sql_ident(sql, rel->cols[i].name);
 		/* the plugin sends these as their text output: so do we */
 		if (!raw && rel->cols[i].encoding == RP_ENC_TEXT)
 			rp_buf_put_text(sql, "::pg_catalog.text");
@@ -81,7 +82,7 @@ rp_snap_copy_sql(RpBuf *sql, PGconn *conn, const RpSnapJob *job, bool raw)
 	{
 		rp_buf_put_text(sql, first ? "" : ", ");
 		first = false;
-		rp_snap_put_ident(sql, conn, rel->cols[t->keycols[k]].name);
+		rp_sql_ident(sql, rel->cols[t->keycols[k]].name);
 		rp_buf_put_text(sql, "::pg_catalog.text");
 	}
 	if (first)
@@ -101,6 +102,99 @@ typedef struct RpSnapChunk
 	size_t		head_len;		/* frame: header + Relation record */
 } RpSnapChunk;
 
+/*
+ * The progress token stored with chunk ch (rp_snaptoken.h): how far the
+ * table's copy is once ch is stored, by heap position or by the last key.
+ * tok borrows ch's keys; the text returned is the caller's (rp_free).
+ */
+static char *
+rp_snap_chunk_token(const RpSnapRun *run, const RpSnapJob *job, const RpSnapChunk *ch, bool last,
+					RpSnapToken *tok)
+{
+	memset(tok, 0, sizeof(*tok));
+	tok->lsn = run->lsn;
+	tok->done = last;
+	tok->rows = job->tok.rows + ch->rows;
+	tok->at_ms = job->at_ms;
+	snprintf(tok->snapshot_id, sizeof(tok->snapshot_id), "%s", job->snapshot_id);
+	if (job->heap)
+	{
+		tok->heap = true;
+		tok->filenode = job->tok.filenode;
+		tok->horizon = job->tok.horizon;
+		tok->have_pos = ch->rows > 0 || job->tok.have_pos;
+		tok->blk = ch->rows > 0 ? (uint32_t) (ch->lastpos >> 16) : job->tok.blk;
+		tok->off = ch->rows > 0 ? (uint16_t) (ch->lastpos & 0xFFFF) : job->tok.off;
+	}
+	else if (ch->rows > 0)
+	{
+		const char *p = ch->lastkey.data;
+
+		for (int k = 0; k < job->t->nkey; k++)
+		{
+			tok->keys[tok->nkeys++] = (char *) p;
+			p += strlen(p) + 1;
+		}
+	}
+	else
+	{
+		/* nothing new: the key where the last chunk stopped */
+		for (int k = 0; k < job->tok.nkeys; k++)
+			tok->keys[tok->nkeys++] = job->tok.keys[k];
+	}
+	return rp_snaptoken_format(tok);
+}
+
+/*
+ * Chunk ch is stored: the job's token moves on to where it ended (tok),
+ * the run counts it, the SNAPSHOT_CHUNK event goes out, and ch is emptied
+ * for the next rows.
+ */
+static void
+rp_snap_chunk_stored(RpSnapRun *run, RpSnapJob *job, RpSnapChunk *ch, const RpSnapToken *tok)
+{
+	/* the next chunk continues from here */
+	job->tok.rows += ch->rows;
+	if (job->heap && ch->rows > 0)
+	{
+		job->tok.have_pos = true;
+		job->tok.blk = tok->blk;
+		job->tok.off = tok->off;
+	}
+	else if (ch->rows > 0)
+	{
+		const char *p = ch->lastkey.data;
+
+		rp_snaptoken_free(&job->tok);
+		for (int k = 0; k < job->t->nkey; k++)
+		{
+			job->tok.keys[job->tok.nkeys++] = rp_strndup(p, strlen(p));
+			p += strlen(p) + 1;
+		}
+	}
+	RP_COUNT_ADD(run->stats->rows, ch->rows);
+	RP_COUNT_ADD(run->stats->chunks, 1);
+	{
+		RpEvent		ev;
+
+		rp_event_init(&ev, RP_EVENT_SNAPSHOT_CHUNK);
+		ev.slot = run->opts->slot;
+		ev.schema = job->t->rel->schema;
+		ev.relation = job->t->rel->name;
+		ev.changes = ch->rows;
+		ev.bytes = ch->data.len - ch->head_len;
+		ev.lsn = run->lsn;
+		rp_event_emit(&run->opts->events, &ev);
+	}
+	ch->rows = 0;
+	ch->data.len = ch->head_len;
+}
+
+/*
+ * Hand chunk ch of job's table to the sink, with the progress token that
+ * says where the copy stands once it is stored (first: the first chunk of
+ * this run's copy of the table; last: the table is done after it).
+ */
 static int
 rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool first, bool last,
 				bool resumed)
@@ -111,38 +205,7 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool
 	char	   *token;
 	int			rc;
 
-	memset(&tok, 0, sizeof(tok));
-	tok.lsn = run->lsn;
-	tok.done = last;
-	tok.rows = job->tok.rows + ch->rows;
-	tok.at_ms = job->at_ms;
-	snprintf(tok.snapshot_id, sizeof(tok.snapshot_id), "%s", job->snapshot_id);
-	if (job->heap)
-	{
-		tok.heap = true;
-		tok.filenode = job->tok.filenode;
-		tok.horizon = job->tok.horizon;
-		tok.have_pos = ch->rows > 0 || job->tok.have_pos;
-		tok.blk = ch->rows > 0 ? (uint32_t) (ch->lastpos >> 16) : job->tok.blk;
-		tok.off = ch->rows > 0 ? (uint16_t) (ch->lastpos & 0xFFFF) : job->tok.off;
-	}
-	else if (ch->rows > 0)
-	{
-		const char *p = ch->lastkey.data;
-
-		for (int k = 0; k < job->t->nkey; k++)
-		{
-			tok.keys[tok.nkeys++] = (char *) p;
-			p += strlen(p) + 1;
-		}
-	}
-	else
-	{
-		/* nothing new: the key where the last chunk stopped */
-		for (int k = 0; k < job->tok.nkeys; k++)
-			tok.keys[tok.nkeys++] = job->tok.keys[k];
-	}
-	token = rp_snaptoken_format(&tok);
+	token = rp_snap_chunk_token(run, job, ch, last, &tok);
 
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.rel = job->t->rel;
@@ -180,41 +243,7 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool
 	if (rc < 0)
 		return -1;
 
-	/* the next chunk continues from here */
-	job->tok.rows += ch->rows;
-	if (job->heap && ch->rows > 0)
-	{
-		job->tok.have_pos = true;
-		job->tok.blk = tok.blk;
-		job->tok.off = tok.off;
-	}
-	else if (ch->rows > 0)
-	{
-		const char *p = ch->lastkey.data;
-
-		rp_snaptoken_free(&job->tok);
-		for (int k = 0; k < job->t->nkey; k++)
-		{
-			job->tok.keys[job->tok.nkeys++] = rp_strndup(p, strlen(p));
-			p += strlen(p) + 1;
-		}
-	}
-	RP_COUNT_ADD(run->stats->rows, ch->rows);
-	RP_COUNT_ADD(run->stats->chunks, 1);
-	{
-		RpEvent		ev;
-
-		rp_event_init(&ev, RP_EVENT_SNAPSHOT_CHUNK);
-		ev.slot = run->opts->slot;
-		ev.schema = job->t->rel->schema;
-		ev.relation = job->t->rel->name;
-		ev.changes = ch->rows;
-		ev.bytes = ch->data.len - ch->head_len;
-		ev.lsn = run->lsn;
-		rp_event_emit(&run->opts->events, &ev);
-	}
-	ch->rows = 0;
-	ch->data.len = ch->head_len;
+	rp_snap_chunk_stored(run, job, ch, &tok);
 	return 0;
 }
 
@@ -356,9 +385,9 @@ rp_snap_check_rewrite(RpSnapWorker *w, RpSnapJob *job)
 	rp_buf_init(&sql, 128);
 	/* a partition root's lock reaches every partition, whose files are checked */
 	rp_buf_put_text(&sql, t->partitioned ? "LOCK TABLE " : "LOCK TABLE ONLY ");
-	rp_snap_put_ident(&sql, w->conn, rel->schema);
+	rp_sql_ident(&sql, rel->schema);
 	rp_buf_put_char(&sql, '.');
-	rp_snap_put_ident(&sql, w->conn, rel->name);
+	rp_sql_ident(&sql, rel->name);
 	rp_buf_put_text(&sql, " IN ACCESS SHARE MODE");
 	rp_buf_put_char(&sql, '\0');
 	rc = rp_snap_exec(w->conn, sql.data, "locking", t);
@@ -576,6 +605,67 @@ rp_snap_copy_end(RpSnapWorker *w, const RpSnapTable *t, bool ended)
 	return rc;
 }
 
+/* One table's COPY as it is read: the decode buffers and how far it got. */
+typedef struct RpSnapCopy
+{
+	int			ncopy;			/* columns in a COPY row */
+	int			maxf;			/* fields a row may hold */
+	const unsigned char **data; /* a row's fields, into the message */
+	int32_t    *len;
+	bool		header;			/* the binary header was read */
+	bool		ended;			/* the trailer was read */
+	uint64_t	copied;			/* rows, those of a resumed copy included */
+} RpSnapCopy;
+
+/*
+ * One CopyData message of a table's binary COPY: the header first, then
+ * whole rows (a row never spans messages) into the open chunk *chp.  Its
+ * own function so that the copy loop reads as what it does with each
+ * message.  0, or -1 after rp_fail.
+ */
+static int
+rp_snap_copy_message(RpSnapCopy *cp, RpSnapJob *job, bool raw, RpSnapChunk *chp,
+					 const unsigned char *p, int n)
+{
+	const RpRelation *rel = job->t->rel;
+	const unsigned char *end = p + n;
+	int			rc = 0;
+
+	if (!cp->header)
+	{
+		int			h = rp_copybin_header(p, (size_t) n);
+
+		if (h < 0)
+			return rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" has no binary header",
+						   rel->schema, rel->name);
+		p += h;
+		cp->header = true;
+	}
+	while (p < end && rc == 0)
+	{
+		const unsigned char *row = p;
+		int			nf;
+		int			r = rp_copybin_tuple(&p, end, cp->maxf, &nf, cp->data, cp->len);
+
+		if (r < 0)
+			rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY row of table \"%s\".\"%s\" does not decode",
+						 rel->schema, rel->name);
+		else if (r == 0)
+			cp->ended = true;
+		else
+		{
+			rc = rp_snap_row(chp, job, raw, cp->ncopy, row, cp->data, cp->len, nf);
+			cp->copied++;
+		}
+	}
+	return rc;
+}
+
+/*
+ * One job: the table's binary COPY (or, resumed, the rest of it), read
+ * message by message into chunks the handoff thread gives the sink as
+ * they fill; the last chunk, also when empty, is delivered here.
+ */
 static int
 rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 {
@@ -587,30 +677,24 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	RpSnapChunk *chp = &chunks[0];
 	RpSnapDeliverArg darg = {w, job, raw};
 	RpSnapHandoff handoff;
-	uint64_t	copied,
-				start;
-	int			ncopy = 0;
-	int			maxf;
-	const unsigned char **data;
-	int32_t    *len;
-	bool		header = false;
+	RpSnapCopy	cp = {0};
+	uint64_t	start;
 	bool		first = true;
-	bool		ended = false;
 	int			rc = 0;
 
 	if (!raw && !t->convertible)
 		return rp_fail(RP_HALT_CONFIG, "snapshot: table \"%s\".\"%s\": %s", rel->schema, rel->name, t->why);
 	for (int i = 0; i < rel->natts; i++)
 		if (!raw || !(rel->cols[i].flags & RP_COL_GENERATED))
-			ncopy++;
-	maxf = ncopy + t->nkey + 1;
-	data = rp_malloc0(sizeof(*data) * (size_t) maxf);
-	len = rp_malloc0(sizeof(*len) * (size_t) maxf);
+			cp.ncopy++;
+	cp.maxf = cp.ncopy + t->nkey + 1;
+	cp.data = rp_malloc0(sizeof(*cp.data) * (size_t) cp.maxf);
+	cp.len = rp_malloc0(sizeof(*cp.len) * (size_t) cp.maxf);
 
 	rc = rp_snap_copy_start(w, job);
 	if (rc < 0)
 		goto out;
-	copied = start = job->tok.rows;
+	cp.copied = start = job->tok.rows;
 
 	if ((rc = rp_snap_copy_begin(w, job, raw)) < 0)
 		goto out;
@@ -622,8 +706,6 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 	{
 		char	   *buf = NULL;
 		int			n = PQgetCopyData(w->conn, &buf, 0);
-		const unsigned char *p,
-				   *end;
 
 		if (n == -1)
 			break;
@@ -633,43 +715,12 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 						 rel->schema, rel->name);
 			break;
 		}
-		p = (const unsigned char *) buf;
-		end = p + n;
-		if (!header)
-		{
-			int			h = rp_copybin_header(p, (size_t) n);
-
-			if (h < 0)
-			{
-				PQfreemem(buf);
-				rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY of table \"%s\".\"%s\" has no binary header",
-							 rel->schema, rel->name);
-				break;
-			}
-			p += h;
-			header = true;
-		}
-		while (p < end && rc == 0)
-		{
-			const unsigned char *row = p;
-			int			nf;
-			int			r = rp_copybin_tuple(&p, end, maxf, &nf, data, len);
-
-			if (r < 0)
-				rc = rp_fail(RP_HALT_MALFORMED, "snapshot: COPY row of table \"%s\".\"%s\" does not decode",
-							 rel->schema, rel->name);
-			else if (r == 0)
-				ended = true;
-			else
-			{
-				rc = rp_snap_row(chp, job, raw, ncopy, row, data, len, nf);
-				copied++;
-			}
-		}
+		if (rc == 0)
+			rc = rp_snap_copy_message(&cp, job, raw, chp, (const unsigned char *) buf, n);
 		PQfreemem(buf);
 		if (rc < 0)
 			break;
-		atomic_store(&job->done_rows, copied);
+		atomic_store(&job->done_rows, cp.copied);
 		if (chp->rows >= run->opts->chunk_rows || chp->data.len >= run->opts->chunk_bytes)
 		{
 			if ((rc = rp_snap_chunk_full(run, job, &handoff, chunks, &chp, first)) < 0)
@@ -678,8 +729,8 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		}
 	}
 	if (rc == 0)
-		rc = rp_snap_copy_end(w, t, ended);
-	if (rc == 0 && job->rewritten && copied == start)
+		rc = rp_snap_copy_end(w, t, cp.ended);
+	if (rc == 0 && job->rewritten && cp.copied == start)
 		rc = rp_snap_rewrite_fail(rel->schema, rel->name);
 	/* the last chunk, also when empty: every table gets a call */
 	if (handoff.started && rp_snap_handoff_wait(&handoff) < 0 && rc == 0)
@@ -693,8 +744,8 @@ rp_snap_copy_table(RpSnapWorker *w, RpSnapJob *job)
 		rp_buf_free(&chunks[c].lastkey);
 	}
 out:
-	rp_free(data);
-	rp_free(len);
+	rp_free(cp.data);
+	rp_free(cp.len);
 	return rc;
 }
 

@@ -16,7 +16,7 @@
 #include "snapshot/rp_snapsql.h"
 #include "snapshot/rp_snaptoken.h"
 #include "base/rp_status.h"
-#include "envelope/rp_uuid7.h"
+#include "base/rp_uuid7.h"
 
 /* One table's copy job. */
 typedef struct RpSnapJob

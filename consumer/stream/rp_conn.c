@@ -4,7 +4,7 @@
  *
  * Replication connections speak the simple query protocol only, so the
  * few SQL and replication commands here are built with PQescapeLiteral
- * and PQescapeIdentifier, never by pasting user input.
+ * and rp_sql_ident (base/rp_sql.h), never by pasting user input.
  */
 #include "rp_alloc.h"
 
@@ -15,10 +15,11 @@
 #include <stdlib.h>
 
 #include "rp_buf.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "stream/rp_conn.h"
 #include "rp_read.h"
 #include "base/rp_session.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "rp_wire.h"
 
@@ -224,16 +225,14 @@ rp_conn_command(RpConn *c, const char *cmd, const char *what, bool tolerate_dupl
 int
 rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists)
 {
-	char	   *id = PQescapeIdentifier(c->pg, slot, strlen(slot));
-	char	   *pl = PQescapeIdentifier(c->pg, plugin, strlen(plugin));
+	char	   *id = rp_sql_ident_dup(slot);
+	char	   *pl = rp_sql_ident_dup(plugin);
 	char		cmd[512];
 	int			rc;
 
-	if (id == NULL || pl == NULL)
-		return rp_conn_fail(c, RP_HALT_NONE, "quoting the slot name", NULL);
 	snprintf(cmd, sizeof(cmd), "CREATE_REPLICATION_SLOT %s LOGICAL %s NOEXPORT_SNAPSHOT", id, pl);
-	PQfreemem(id);
-	PQfreemem(pl);
+	rp_free(id);
+	rp_free(pl);
 	rc = rp_conn_command(c, cmd, "CREATE_REPLICATION_SLOT", if_not_exists);
 	return rc;
 }
@@ -241,13 +240,11 @@ rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not
 int
 rp_conn_drop_slot(RpConn *c, const char *slot)
 {
-	char	   *id = PQescapeIdentifier(c->pg, slot, strlen(slot));
+	char	   *id = rp_sql_ident_dup(slot);
 	char		cmd[256];
 
-	if (id == NULL)
-		return rp_conn_fail(c, RP_HALT_NONE, "quoting the slot name", NULL);
 	snprintf(cmd, sizeof(cmd), "DROP_REPLICATION_SLOT %s WAIT", id);
-	PQfreemem(id);
+	rp_free(id);
 	return rp_conn_command(c, cmd, "DROP_REPLICATION_SLOT", false);
 }
 
@@ -255,23 +252,21 @@ int
 rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *options)
 {
 	RpBuf		cmd;
-	char	   *id = PQescapeIdentifier(c->pg, slot, strlen(slot));
+	char	   *id = rp_sql_ident_dup(slot);
 	char		lsn[24];
 	PGresult   *res;
 	int			rc = 0;
 
-	if (id == NULL)
-		return rp_conn_fail(c, RP_HALT_NONE, "quoting the slot name", NULL);
 	rp_lsn_format(startpos, lsn);
 	rp_buf_init(&cmd, 256);
 	rp_buf_put_text(&cmd, "START_REPLICATION SLOT ");
 	rp_buf_put_text(&cmd, id);
 	rp_buf_put_text(&cmd, " LOGICAL ");
 	rp_buf_put_text(&cmd, lsn);
-	PQfreemem(id);
+	rp_free(id);
 	for (int i = 0; options && options[i]; i += 2)
 	{
-		char	   *name = PQescapeIdentifier(c->pg, options[i], strlen(options[i]));
+		char	   *name = rp_sql_ident_dup(options[i]);
 		char	   *val = options[i + 1] ? PQescapeLiteral(c->pg, options[i + 1],
 														   strlen(options[i + 1])) : NULL;
 
@@ -283,7 +278,7 @@ rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *optio
 			rp_buf_put_text(&cmd, val);
 			PQfreemem(val);
 		}
-		PQfreemem(name);
+		rp_free(name);
 		if (options[i + 2] == NULL)
 			rp_buf_put_char(&cmd, ')');
 	}

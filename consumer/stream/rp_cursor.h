@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 #include "stream/rp_store.h"
 
 typedef struct RpCursor

@@ -10,7 +10,7 @@
 
 #include "base/rp_counter.h"
 #include "base/rp_event.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 #include "stream/rp_cursor.h"
 #include "stream/rp_schemadiff.h"
 

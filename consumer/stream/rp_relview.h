@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 
 /* Read dl->view_path (absent: an empty view) into dl->view and dl->dec. */
 extern int	rp_relview_load(RpDelivery *dl);

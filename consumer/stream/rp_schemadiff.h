@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 
 /* How a new description differs from the old (NULL before: NEW). */
 extern RpSchemaChange rp_schema_diff(const RpRelation *before, const RpRelation *after,

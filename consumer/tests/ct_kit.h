@@ -54,7 +54,7 @@
 /* ... and the consumer's data path. */
 #include "base/rp_status.h"
 #include "stream/rp_asm.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "stream/rp_deliver.h"
 #include "stream/rp_store.h"
 

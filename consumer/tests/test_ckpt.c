@@ -1,6 +1,6 @@
 /*
  * test_ckpt.c
- *    Checkpoints (consumer/rp_ckpt.c): the checkpoint line format, the
+ *    Checkpoints (consumer/base/rp_ckpt.c): the checkpoint line format, the
  *    library-owned file written atomically (G1/G2), the binding of a
  *    checkpoint to its source (G3: another system id, timeline or slot
  *    halts with both values named), a checkpoint ahead of the server's WAL

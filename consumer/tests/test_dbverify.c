@@ -14,6 +14,7 @@
 #include "ct_kit.h"
 
 #include "migrate/rp_dbverify.h"
+#include "base/rp_sql.h"
 
 static const char *const cols2[] = {"id", "v\"q"};
 static const char *const keys1[] = {"id"};
@@ -34,7 +35,7 @@ START_TEST(test_ident)
 	RpBuf		b;
 
 	rp_buf_init(&b, 16);
-	rp_dbverify_put_ident(&b, "a\"b");
+	rp_sql_ident(&b, "a\"b");
 	ck_assert_str_eq(built(&b), "\"a\"\"b\"");
 	rp_buf_free(&b);
 }

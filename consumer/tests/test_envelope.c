@@ -12,7 +12,7 @@
 #include "ct_kit.h"
 
 #include "envelope/rp_envelope.h"
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 
 #define AT_MS   INT64_C(1796000523456)	/* 2026-11-30T01:02:03.456Z */
 #define AT      "2026-11-30T01:02:03.456Z"

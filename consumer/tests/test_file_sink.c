@@ -10,6 +10,7 @@
  */
 #include "ct_kit.h"
 #include "rp_json.h"
+#include "sinks/log/rp_logsink.h"
 #include "snapshot/rp_snaptoken.h"
 
 #define REL 16384u

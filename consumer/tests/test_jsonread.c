@@ -10,7 +10,7 @@
  */
 #include "ct_kit.h"
 
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 
 static RpJrDoc doc;
 

@@ -14,7 +14,7 @@
 #include <math.h>
 
 #include "rp_time.h"
-#include "sinks/log/rp_lines.h"
+#include "lines/rp_lines.h"
 #include "values/rp_jsonwire.h"
 
 /* ---- the round trip ------------------------------------------------------ */

@@ -12,7 +12,8 @@
 
 #include "ct_kit.h"
 #include "base/rp_lock.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
+#include "sinks/log/rp_logsink.h"
 
 static void
 setup(void)

@@ -76,9 +76,9 @@ START_TEST(test_divergence)
 	other.name = "stdout";
 	other.priv = &pg;
 	rp_metrics_init(&m);
-	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_divergences, &sink), 0);
-	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_bound_flushes, &sink), 0);
-	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_bound_flushes, &other), 0);
+	sink.metrics = rp_mirror_metrics;
+	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_sink, &sink), 0);
+	ck_assert_int_eq(rp_metrics_add(&m, rp_cli_metrics_sink, &other), 0);
 	pg.bound_flushes = 3;
 	/* halt: fail-closed, naming the table */
 	rp_error_clear();

@@ -9,8 +9,9 @@
  */
 #include "ct_kit.h"
 #include "backfill/rp_backfill.h"
-#include "envelope/rp_uuid7.h"
-#include "sinks/rp_sink.h"
+#include "base/rp_uuid7.h"
+#include "stream/rp_sink.h"
+#include "sinks/log/rp_logsink.h"
 
 #define REL 16384u
 

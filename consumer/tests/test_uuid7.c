@@ -14,7 +14,7 @@
 #include <pthread.h>
 
 #include "base/rp_clock.h"
-#include "envelope/rp_uuid7.h"
+#include "base/rp_uuid7.h"
 
 /* the generator of each test (the caller owns it: rp_uuid7.h) */
 static RpUuid7Gen gen;

@@ -12,7 +12,7 @@
 #include "rp_lsn.h"
 #include "rp_render.h"
 #include "base/rp_status.h"
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 #include "values/rp_jsonwire.h"
 
 /* ---- reading members ------------------------------------------------------ */

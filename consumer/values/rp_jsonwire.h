@@ -5,7 +5,7 @@
  *    the transaction's members, a relation record), so that a reader of
  *    the stream can feed the assembler the binary records the plugin sent.
  *
- * The JSON is read with the strict reader (envelope/rp_jsonread.h).  Every
+ * The JSON is read with the strict reader (base/rp_jsonread.h).  Every
  * error is value-free (G4): it names the relation, the column, its
  * encoding and what was wrong, never the text that was there.
  *

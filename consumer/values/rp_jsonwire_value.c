@@ -15,7 +15,7 @@
 #include "rp_time.h"
 #include "rp_wire.h"
 #include "base/rp_status.h"
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 #include "values/rp_jsonwire.h"
 
 /* PostgreSQL's NaNs (get_float8_nan, get_float4_nan): the bits 'NaN' reads as */

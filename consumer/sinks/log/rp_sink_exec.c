@@ -26,11 +26,11 @@
 #include <unistd.h>
 
 #include "base/rp_clock.h"
-#include "sinks/log/rp_lines.h"
+#include "lines/rp_lines.h"
 #include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
 #include "sinks/log/rp_snapresume.h"
-#include "sinks/rp_sink.h"
+#include "sinks/log/rp_logsink.h"
 #include "base/rp_status.h"
 
 #define RP_EXEC_CHUNK (1024 * 1024)

@@ -22,12 +22,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sinks/log/rp_lines.h"
+#include "lines/rp_lines.h"
 #include "base/rp_io.h"
 #include "base/rp_lock.h"
 #include "sinks/log/rp_snaplog.h"
 #include "sinks/log/rp_snapresume.h"
-#include "sinks/rp_sink.h"
+#include "sinks/log/rp_logsink.h"
 #include "base/rp_status.h"
 
 #define RP_FILE_CHUNK (4 * 1024 * 1024)

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "sinks/log/rp_lines.h"
+#include "lines/rp_lines.h"
 #include "base/rp_io.h"
 #include "sinks/log/rp_snaplog.h"
 #include "sinks/log/rp_snapresume.h"
-#include "sinks/rp_sink.h"
+#include "sinks/log/rp_logsink.h"
 #include "base/rp_status.h"
 
 #define RP_STDOUT_CHUNK (1024 * 1024)

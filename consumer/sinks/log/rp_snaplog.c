@@ -13,7 +13,7 @@
 #include "sinks/log/rp_snaplog.h"
 #include "base/rp_counter.h"
 #include "base/rp_status.h"
-#include "envelope/rp_uuid7.h"
+#include "base/rp_uuid7.h"
 
 #define RP_SNAPLOG_FLUSH (1024 * 1024)
 

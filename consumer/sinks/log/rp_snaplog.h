@@ -10,7 +10,7 @@
 #define RP_SNAPLOG_H
 
 #include "envelope/rp_envelope.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 
 typedef struct RpSnapLog
 {

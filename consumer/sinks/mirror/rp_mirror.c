@@ -34,9 +34,10 @@
 #include <stdlib.h>
 
 #include "base/rp_counter.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "stream/rp_deliver.h"
 #include "sinks/mirror/rp_mirror_int.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 
@@ -446,10 +447,11 @@ rp_mirror_open(const RpMirrorOptions *opts, const RpSinkEnv *env)
 	pthread_mutex_init(&pg->div.lock, NULL);
 	if (pg->opts.bookkeeping_schema == NULL)
 		pg->opts.bookkeeping_schema = RP_MIRROR_DEFAULT_BOOKKEEPING;
-	pg->bk = rp_mirror_quote_name(pg->opts.bookkeeping_schema);
+	pg->bk = rp_sql_ident_dup(pg->opts.bookkeeping_schema);
 	pg->sink = s;
 	rp_buf_init(&pg->scratch, 4096);
 	s->name = RP_MIRROR_SINK_NAME;
+	s->metrics = rp_mirror_metrics;
 	s->owns_checkpoint = true;
 	s->priv = pg;
 	s->checkpoint = rp_mirror_checkpoint;

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 
 typedef enum RpDestructive
 {
@@ -68,6 +68,9 @@ extern int	rp_mirror_divergence_get(const void *sink, int i, char *table, size_t
  * is not a mirror, else 1 with *count set.  Thread-safe.
  */
 extern int	rp_mirror_bound_flushes_get(const void *sink, uint64_t *count);
+
+/* RpSink.metrics of a mirror: its divergences and bound flushes. */
+extern void rp_mirror_metrics(const RpSink *sink, RpBuf *out);
 
 /* RpBackfillOptions.progress: arg is the mirror's RpSink; its own session. */
 extern int	rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token);

@@ -20,12 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "rp_format.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "values/rp_pgbin.h"
 #include "values/rp_pgtext.h"
 #include "rp_read.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "stream/rp_spill.h"
 
@@ -157,7 +158,7 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 
 			if (!cols[i])
 				continue;
-			qc = rp_mirror_ident(pg, t->rel->cols[i].name);
+			qc = rp_sql_ident_dup(t->rel->cols[i].name);
 			if (!first)
 				rp_buf_put_text(&sql, ", ");
 			first = false;
@@ -246,7 +247,7 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 		encs[n] = t->rel->cols[i].encoding;
 		set[i] = true;
 		param[i] = n + 1;
-		qc = rp_mirror_ident(pg, t->rel->cols[i].name);
+		qc = rp_sql_ident_dup(t->rel->cols[i].name);
 		snprintf(tmp, sizeof(tmp), " = $%d", n + 1);
 		if (n)
 			rp_buf_put_text(&sql, ", ");
@@ -268,7 +269,7 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 	rp_buf_put_text(&sql, " WHERE ");
 	for (int k = 0; k < t->nkey; k++)
 	{
-		char	   *qc = rp_mirror_ident(pg, t->rel->cols[t->keycols[k]].name);
+		char	   *qc = rp_sql_ident_dup(t->rel->cols[t->keycols[k]].name);
 
 		rp_mirror_row_get(&t->arena, ef->key_off, k, &datums[n]);
 		encs[n] = t->rel->cols[t->keycols[k]].encoding;

@@ -13,6 +13,7 @@
 #include "base/rp_counter.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "rp_format.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 /* ---- REPLICA IDENTITY FULL without a key: change by change ---------------------- */
@@ -55,7 +56,7 @@ rp_mirror_apply_full_match(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 			rp_buf_put_text(&sql, " SET ");
 			for (int i = 0; i < nset; i++)
 			{
-				char	   *qc = rp_mirror_ident(pg, rel->cols[which[i]].name);
+				char	   *qc = rp_sql_ident_dup(rel->cols[which[i]].name);
 
 				snprintf(tmp, sizeof(tmp), " = $%d", i + 1);
 				if (i)
@@ -138,7 +139,7 @@ rp_mirror_moved_read(RpMirror *pg, RpMirrorTable *t, const RpTuple *out, const R
 
 		if (out->datums[i].kind != RP_DATUM_UNCHANGED)
 			continue;
-		qc = rp_mirror_ident(pg, t->rel->cols[i].name);
+		qc = rp_sql_ident_dup(t->rel->cols[i].name);
 		if (!first)
 			rp_buf_put_text(&sql, ", ");
 		first = false;
@@ -152,7 +153,7 @@ rp_mirror_moved_read(RpMirror *pg, RpMirrorTable *t, const RpTuple *out, const R
 	for (int k = 0; k < t->nkey; k++)
 	{
 		RpDatum		d;
-		char	   *qc = rp_mirror_ident(pg, t->rel->cols[t->keycols[k]].name);
+		char	   *qc = rp_sql_ident_dup(t->rel->cols[t->keycols[k]].name);
 
 		if (oldkey)
 			rp_mirror_row_get(oldkey, 0, k, &d);

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "sinks/mirror/rp_mirror_int.h"
+#include "base/rp_metrics.h"
 #include "base/rp_status.h"
 
 /* Count one divergence of t (a table beyond the first RP_MIRROR_DIVERGENCE_TABLES is not shown). */
@@ -60,6 +61,37 @@ rp_mirror_divergence_get(const void *sink, int i, char *table, size_t len, uint6
 	if (s == NULL || s->name == NULL || strcmp(s->name, RP_MIRROR_SINK_NAME) != 0)
 		return 0;
 	return rp_mirror_divergence_at(s->priv, i, table, len, count);
+}
+
+/*
+ * RpSink.metrics of the mirror: divergences by table, then the bound
+ * flushes (the page's order as the program wrote it before the sink
+ * had this callback).
+ */
+void
+rp_mirror_metrics(const RpSink *sink, RpBuf *out)
+{
+	char		table[256];
+	uint64_t	count;
+
+	for (int i = 0; rp_mirror_divergence_get(sink, i, table, sizeof(table), &count); i++)
+	{
+		RpBuf		labels;
+
+		rp_buf_init(&labels, 128);
+		rp_buf_put_text(&labels, "{table=\"");
+		rp_metrics_label_value(&labels, table);
+		rp_buf_put_text(&labels, "\"}");
+		rp_buf_put_char(&labels, '\0');
+		rp_metrics_sample(out, "replicant_divergences_total", "counter",
+						  i == 0 ? "Mirror updates and deletes that matched no destination row, by table." : NULL,
+						  labels.data, count);
+		rp_buf_free(&labels);
+	}
+	if (rp_mirror_bound_flushes_get(sink, &count))
+		rp_metrics_sample(out, "replicant_mirror_bound_flushes_total", "counter",
+						  "Mirror effect maps applied mid-batch, inside the open destination transaction, to stay in --max-memory.",
+						  NULL, count);
 }
 
 /*

@@ -12,6 +12,7 @@
 
 #include "sinks/mirror/rp_mirror_int.h"
 #include "rp_format.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 /* " AND o.k = $n" for every key column (the first without AND). */
@@ -22,7 +23,7 @@ rp_mirror_history_key_match(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, 
 	{
 		RpDatum		d;
 		char		tmp[32];
-		char	   *qc = rp_mirror_ident(pg, t->rel->cols[t->keycols[k]].name);
+		char	   *qc = rp_sql_ident_dup(t->rel->cols[t->keycols[k]].name);
 		int			no;
 
 		rp_mirror_row_get(&t->arena, ef->key_off, k, &d);
@@ -67,7 +68,7 @@ rp_mirror_history_revise(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, con
 			rp_mirror_row_get(&t->arena, ef->row_off, i, &d);
 			if ((c->flags & RP_COL_GENERATED) || d.kind == RP_DATUM_UNCHANGED)
 				continue;
-			qc = rp_mirror_ident(pg, c->name);
+			qc = rp_sql_ident_dup(c->name);
 			rp_buf_put_text(&sql, qc);
 			snprintf(tmp, sizeof(tmp), " = $%d::", rp_mirror_params_datum(&p, c->encoding, &d));
 			rp_buf_put_text(&sql, tmp);
@@ -130,7 +131,7 @@ rp_mirror_history_open(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, const
 			rp_buf_put_text(&sql, ", ");
 		if (d.kind == RP_DATUM_UNCHANGED)
 		{
-			qc = rp_mirror_ident(pg, c->name);
+			qc = rp_sql_ident_dup(c->name);
 			rp_buf_put_text(&sql, "o.");
 			rp_buf_put_text(&sql, qc);
 			rp_free(qc);

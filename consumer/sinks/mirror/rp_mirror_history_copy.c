@@ -29,6 +29,7 @@
 
 #include "sinks/mirror/rp_mirror_int.h"
 #include "sinks/mirror/rp_mirror_history_copy.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 void
@@ -123,7 +124,7 @@ rp_mirror_history_content(RpMirror *pg, RpBuf *b, const RpRelation *rel, const c
 
 		if (rel->cols[i].flags & RP_COL_GENERATED)
 			continue;
-		q = rp_mirror_ident(pg, rel->cols[i].name);
+		q = rp_sql_ident_dup(rel->cols[i].name);
 		if (!first)
 			rp_buf_put_text(b, ", ");
 		first = false;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 
 struct RpMirror;
 struct RpMirrorTable;

@@ -13,7 +13,7 @@
 #include "rp_buf.h"
 #include "rp_decode.h"
 #include "rp_read.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 #include "sinks/mirror/rp_mirror.h"
 
 /* RpSink.name of a mirror: how rp_mirror_divergence_get knows one */
@@ -329,8 +329,6 @@ extern void rp_mirror_table_free(RpMirrorTable *t);
 extern int	rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t);
 
 /* rp_mirror_sql.c */
-/* name quoted as an identifier (caller frees). */
-extern char *rp_mirror_ident(RpMirror *pg, const char *name);
 /*
  * SQL pieces shared by the apply, snapshot and backfill paths.  Column
  * names are quoted; idx NULL means every column but generated ones, qual
@@ -391,8 +389,6 @@ extern PGconn *rp_mirror_session_open(const char *conninfo, const char *appname,
 									  bool synchronous_commit, const char *role, const char *who);
 /* rp_mirror_fail_result for a session other than pg->conn */
 extern int	rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirrorTable *t);
-/* "name" with embedded quotes doubled (caller frees): needs no session. */
-extern char *rp_mirror_quote_name(const char *name);
 /*
  * tmpl with every "@bk" replaced by the quoted bookkeeping schema; the
  * string lives as long as the sink (tmpl must be a literal).  Thread-safe.

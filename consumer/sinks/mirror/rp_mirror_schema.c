@@ -12,13 +12,14 @@
 
 #include "stream/rp_deliver.h"
 #include "sinks/mirror/rp_mirror_int.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 static int
 rp_mirror_alter(RpMirror *pg, RpMirrorTable *t, const char *action, const RpColumn *c, const char *extra)
 {
 	RpBuf		sql;
-	char	   *qc = rp_mirror_ident(pg, c->name);
+	char	   *qc = rp_sql_ident_dup(c->name);
 	int			rc;
 
 	rp_buf_init(&sql, 256);
@@ -101,7 +102,7 @@ rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRe
 			}
 			else if (strcmp(a->name, b->name) != 0)
 			{
-				char	   *qn = rp_mirror_ident(pg, a->name);
+				char	   *qn = rp_sql_ident_dup(a->name);
 				char		extra[512];
 
 				snprintf(extra, sizeof(extra), "TO %s", qn);
@@ -111,7 +112,7 @@ rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRe
 			}
 			else if (a->type_oid != b->type_oid || a->typmod != b->typmod)
 			{
-				char	   *qc = rp_mirror_ident(pg, a->name);
+				char	   *qc = rp_sql_ident_dup(a->name);
 				char		extra[1024];
 
 				snprintf(extra, sizeof(extra), "TYPE %s USING %s::%s", a->type_name, qc, a->type_name);

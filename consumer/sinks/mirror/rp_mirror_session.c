@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "base/rp_session.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "base/rp_status.h"
@@ -43,26 +43,6 @@ static const char *const rp_mirror_setup_sql =
 
 
 /* ---- the bookkeeping schema ---------------------------------------------------- */
-
-/* "name" with embedded quotes doubled: an identifier, needing no session. */
-char *
-rp_mirror_quote_name(const char *name)
-{
-	size_t		n = strlen(name);
-	char	   *q = rp_malloc(2 * n + 3);
-	char	   *p = q;
-
-	*p++ = '"';
-	for (; *name; name++)
-	{
-		if (*name == '"')
-			*p++ = '"';
-		*p++ = *name;
-	}
-	*p++ = '"';
-	*p = '\0';
-	return q;
-}
 
 const char *
 rp_mirror_bk(RpMirror *pg, const char *tmpl)

@@ -30,6 +30,7 @@
 #include "values/rp_pgbin.h"
 #include "values/rp_pgtext.h"
 #include "snapshot/rp_snapshot.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 #define RP_MIRROR_SNAP_MAX_WORKERS 64
@@ -90,18 +91,28 @@ rp_mirror_snap_fail(PGresult *res, const char *what, const RpMirrorTable *t)
 				   state ? state : "(connection lost)", where);
 }
 
+/* What a statement was for, for rp_mirror_snap_fail_sql. */
+typedef struct RpMirrorSnapStmt
+{
+	const char *what;
+	const RpMirrorTable *t;
+} RpMirrorSnapStmt;
+
+static int
+rp_mirror_snap_fail_sql(void *arg, PGconn *conn, PGresult *res)
+{
+	const RpMirrorSnapStmt *s = arg;
+
+	return rp_mirror_snap_fail(res, s->what, s->t);
+}
+
 static int
 rp_mirror_snap_exec(PGconn *conn, const char *sql, int n, const char *const *vals, const char *what,
 				const RpMirrorTable *t)
 {
-	PGresult   *res = n > 0 ? PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0) : PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-	int			rc = 0;
+	RpMirrorSnapStmt s = {what, t};
 
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = rp_mirror_snap_fail(res, what, t);
-	PQclear(res);
-	return rc;
+	return rp_sql_exec(conn, sql, n > 0 ? n : RP_SQL_SIMPLE, vals, rp_mirror_snap_fail_sql, &s);
 }
 
 static PGconn *
@@ -420,7 +431,7 @@ rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
 
 		if (rel->cols[i].flags & RP_COL_GENERATED)
 			continue;
-		q = rp_mirror_ident(pg, rel->cols[i].name);
+		q = rp_sql_ident_dup(rel->cols[i].name);
 		if (!first)
 			rp_buf_put_text(&b, ", ");
 		first = false;

@@ -2,7 +2,7 @@
  * rp_mirror_sql.c
  *    SQL builders of the mirror: quoted identifiers, column lists, key
  *    matches, ON CONFLICT clauses, and statements with text parameters.
- *    Every identifier goes through PQescapeIdentifier.
+ *    Every identifier goes through rp_sql_ident (base/rp_sql.h).
  */
 #include "rp_alloc.h"
 
@@ -12,20 +12,8 @@
 
 #include "sinks/mirror/rp_mirror_int.h"
 #include "values/rp_pgtext.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
-
-char *
-rp_mirror_ident(RpMirror *pg, const char *name)
-{
-	char	   *q = PQescapeIdentifier(pg->conn, name, strlen(name));
-	char	   *copy;
-
-	if (q == NULL)
-		return rp_strndup("\"?\"", 3);
-	copy = rp_strndup(q, strlen(q));
-	PQfreemem(q);
-	return copy;
-}
 
 int
 rp_mirror_sql_cols(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n, const char *qual)
@@ -40,7 +28,7 @@ rp_mirror_sql_cols(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *i
 
 		if (!idx && (rel->cols[i].flags & RP_COL_GENERATED))
 			continue;
-		q = rp_mirror_ident(pg, rel->cols[i].name);
+		q = rp_sql_ident_dup(rel->cols[i].name);
 		if (written++)
 			rp_buf_put_text(sql, ", ");
 		if (qual)
@@ -57,7 +45,7 @@ rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const i
 {
 	for (int k = 0; k < nkey; k++)
 	{
-		char	   *q = rp_mirror_ident(pg, rel->cols[keycols[k]].name);
+		char	   *q = rp_sql_ident_dup(rel->cols[keycols[k]].name);
 
 		if (k)
 			rp_buf_put_text(sql, " AND ");
@@ -89,7 +77,7 @@ rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const
 			key |= keycols[k] == i;
 		if (key || (rel->cols[i].flags & RP_COL_GENERATED))
 			continue;
-		q = rp_mirror_ident(pg, rel->cols[i].name);
+		q = rp_sql_ident_dup(rel->cols[i].name);
 		rp_buf_put_text(sql, any ? ", " : "UPDATE SET ");
 		rp_buf_put_text(sql, q);
 		rp_buf_put_text(sql, " = EXCLUDED.");
@@ -229,7 +217,7 @@ rp_mirror_sql_changed(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const bo
 
 		if (!cols[i])
 			continue;
-		qc = rp_mirror_ident(pg, t->rel->cols[i].name);
+		qc = rp_sql_ident_dup(t->rel->cols[i].name);
 		rp_buf_reset(&ea);
 		rp_buf_put_text(&ea, a);
 		rp_buf_put_char(&ea, '.');
@@ -276,7 +264,7 @@ rp_mirror_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, 
 	const char *fn = t->match_send ? t->match_send[col] : NULL;
 	const char *type = t->match_type && t->match_type[col] ? t->match_type[col] : c->type_name;
 	const char *close = fn ? ")" : ")::text";
-	char	   *qc = rp_mirror_ident(pg, c->name);
+	char	   *qc = rp_sql_ident_dup(c->name);
 	char		tmp[32];
 
 	rp_buf_put_text(sql, fn ? fn : "");
@@ -347,7 +335,7 @@ rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, co
 	rp_buf_put_text(sql, " (");
 	for (int i = 0; i < n; i++)
 	{
-		char	   *qc = rp_mirror_ident(pg, t->rel->cols[which[i]].name);
+		char	   *qc = rp_sql_ident_dup(t->rel->cols[which[i]].name);
 
 		if (i)
 			rp_buf_put_text(sql, ", ");

@@ -7,7 +7,7 @@
  * --schema-prefix) and name.  It must have every replicated column and a
  * primary key or unique index on the source's key; a table kept as history
  * gets valid_from/valid_to columns instead.  Every identifier goes through
- * PQescapeIdentifier; catalog lookups take names as parameters.
+ * rp_sql_ident (base/rp_sql.h); catalog lookups take names as parameters.
  *
  * The mapping must be one to one and stay out of the mirror's own way: a
  * destination name longer than the server's identifier limit is refused
@@ -24,6 +24,7 @@
 #include "stream/rp_deliver.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "values/rp_pgbin.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 
 static bool
@@ -126,8 +127,8 @@ rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel)
 	t->dest_schema = rp_strndup(schema, strlen(schema));
 	t->dest_name = rp_strndup(rel->name, strlen(rel->name));
 	{
-		char	   *qs = rp_mirror_ident(pg, t->dest_schema);
-		char	   *qn = rp_mirror_ident(pg, t->dest_name);
+		char	   *qs = rp_sql_ident_dup(t->dest_schema);
+		char	   *qn = rp_sql_ident_dup(t->dest_name);
 		size_t		n = strlen(qs) + strlen(qn) + 2;
 
 		t->qname = rp_malloc(n);
@@ -209,7 +210,7 @@ static int
 rp_mirror_create_table(RpMirror *pg, RpMirrorTable *t)
 {
 	RpBuf		sql;
-	char	   *qs = rp_mirror_ident(pg, t->dest_schema);
+	char	   *qs = rp_sql_ident_dup(t->dest_schema);
 	int			rc;
 	bool		first = true;
 
@@ -226,7 +227,7 @@ rp_mirror_create_table(RpMirror *pg, RpMirrorTable *t)
 
 		if (!rp_mirror_applied(c))
 			continue;
-		qc = rp_mirror_ident(pg, c->name);
+		qc = rp_sql_ident_dup(c->name);
 		if (!first)
 			rp_buf_put_text(&sql, ", ");
 		first = false;
@@ -247,7 +248,7 @@ rp_mirror_create_table(RpMirror *pg, RpMirrorTable *t)
 		rp_buf_put_text(&sql, ", PRIMARY KEY (");
 		for (int k = 0; k < t->nkey; k++)
 		{
-			char	   *qc = rp_mirror_ident(pg, t->rel->cols[t->keycols[k]].name);
+			char	   *qc = rp_sql_ident_dup(t->rel->cols[t->keycols[k]].name);
 
 			if (k)
 				rp_buf_put_text(&sql, ", ");

@@ -64,11 +64,6 @@ rp_nats_is(const RpSink *s)
 	return false;
 }
 
-void
-rp_nats_metrics(RpBuf *out, const void *arg)
-{
-}
-
 #else							/* RP_HAVE_NATS */
 
 #include "stream/rp_deliver.h"
@@ -349,10 +344,10 @@ rp_nats_is(const RpSink *s)
 	return s && s->name == rp_nats_name;
 }
 
-void
-rp_nats_metrics(RpBuf *out, const void *arg)
+/* RpSink.metrics: the sink's value-free counters. */
+static void
+rp_nats_metrics(const RpSink *s, RpBuf *out)
 {
-	const RpSink *s = arg;
 	RpNatsCounters *c;
 
 	if (!rp_nats_is(s))
@@ -427,6 +422,7 @@ rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
 	rp_nats_hdrs_init(&ns->hdrs);
 	ns->resume.none = true;
 	s->name = rp_nats_name;
+	s->metrics = rp_nats_metrics;
 	s->owns_checkpoint = true;
 	s->priv = ns;
 	s->checkpoint = rp_nats_checkpoint;

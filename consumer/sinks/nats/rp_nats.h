@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "rp_buf.h"
-#include "sinks/rp_sink.h"
+#include "stream/rp_sink.h"
 
 #define RP_NATS_DEFAULT_REPLICAS 3
 #define RP_NATS_DEFAULT_WINDOW 1024
@@ -40,9 +40,7 @@ extern void rp_nats_options_init(RpNatsOptions *o);
 extern bool rp_nats_available(void);
 /* NULL after rp_fail() on error (retryable unless a config or identity halt). */
 extern RpSink *rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env);
-/* Is s a NATS sink (its metrics are written by rp_nats_metrics)? */
+/* Is s a NATS sink?  (Its metrics come through RpSink.metrics.) */
 extern bool rp_nats_is(const RpSink *s);
-/* The sink's metrics (value-free counters), for the metrics endpoint; arg is the RpSink. */
-extern void rp_nats_metrics(RpBuf *out, const void *arg);
 
 #endif							/* RP_NATS_H */

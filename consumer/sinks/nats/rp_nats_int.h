@@ -12,7 +12,7 @@
 
 #include "rp_buf.h"
 #include "natsio/rp_natsio.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 
 /* ---- subjects (rp_nats_subject.c) ---- */
 

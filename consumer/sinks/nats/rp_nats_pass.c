@@ -20,7 +20,8 @@
 #include "rp_encode.h"
 #include "rp_format.h"
 #include "rp_json.h"
-#include "sinks/log/rp_lines.h"
+#include "rp_lsn.h"
+#include "lines/rp_lines.h"
 #include "sinks/nats/rp_nats_int.h"
 #include "stream/rp_cursor.h"
 #include "stream/rp_deliver.h"
@@ -262,13 +263,14 @@ over_max_payload(const RpNatsSink *ns, size_t bytes)
 static int
 too_large(const RpNatsSink *ns, const RpRelation *rel, const RpNatsPlace *place)
 {
+	char		lsn[RP_LSN_BUFLEN];
+
+	rp_lsn_format(place->commit_lsn, lsn);
 	if (rel)
-		return rp_fail(RP_HALT_SINK, "a change of table \"%s\".\"%s\" at commit LSN %X/%X is larger than the NATS server's max_payload (%" PRId64 " bytes)",
-					   rel->schema, rel->name, (unsigned) (place->commit_lsn >> 32),
-					   (unsigned) place->commit_lsn, ns->link.max_payload);
-	return rp_fail(RP_HALT_SINK, "a record at commit LSN %X/%X is larger than the NATS server's max_payload (%" PRId64 " bytes)",
-				   (unsigned) (place->commit_lsn >> 32), (unsigned) place->commit_lsn,
-				   ns->link.max_payload);
+		return rp_fail(RP_HALT_SINK, "a change of table \"%s\".\"%s\" at commit LSN %s is larger than the NATS server's max_payload (%" PRId64 " bytes)",
+					   rel->schema, rel->name, lsn, ns->link.max_payload);
+	return rp_fail(RP_HALT_SINK, "a record at commit LSN %s is larger than the NATS server's max_payload (%" PRId64 " bytes)",
+				   lsn, ns->link.max_payload);
 }
 
 /* The renderer's flush once the payload reached max_payload: stop it there. */

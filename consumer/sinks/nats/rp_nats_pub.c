@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/rp_clock.h"
 #include "base/rp_status.h"
 #include "sinks/nats/rp_nats_int.h"
 
@@ -36,19 +37,6 @@ msg_bytes(natsMsg *m)
 	const char *subj = natsMsg_GetSubject(m);
 
 	return natsMsg_GetDataLength(m) + (subj ? (int64_t) strlen(subj) : 0) + RP_NATS_HDR_ALLOWANCE;
-}
-
-static void
-deadline_in(struct timespec *ts, int64_t ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += (time_t) (ms / 1000);
-	ts->tv_nsec += (long) (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L)
-	{
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
 }
 
 void
@@ -107,7 +95,7 @@ wait_window(RpNatsLink *l, bool drain, int64_t bytes)
 		int			before = l->win.in_flight;
 		int			rc;
 
-		deadline_in(&ts, quiet_ms);
+		rp_clock_deadline(&ts, quiet_ms);
 		rc = pthread_cond_timedwait(&l->cv, &l->mu, &ts);
 		if (rc == ETIMEDOUT && l->win.in_flight == before)
 		{

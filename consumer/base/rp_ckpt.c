@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
 #include "base/rp_io.h"
 #include "base/rp_status.h"
 

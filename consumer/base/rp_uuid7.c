@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "base/rp_status.h"
-#include "envelope/rp_uuid7.h"
+#include "base/rp_uuid7.h"
 
 #define COUNTER_BITS 42
 #define COUNTER_MAX ((UINT64_C(1) << COUNTER_BITS) - 1)

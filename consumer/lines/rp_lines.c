@@ -9,7 +9,7 @@
 
 #include "rp_format.h"
 #include "rp_json.h"
-#include "sinks/log/rp_lines.h"
+#include "lines/rp_lines.h"
 #include "rp_render.h"
 #include "base/rp_status.h"
 

@@ -9,7 +9,7 @@
 #include <inttypes.h>
 
 #include "rp_json.h"
-#include "envelope/rp_jsonread.h"
+#include "base/rp_jsonread.h"
 #include "base/rp_status.h"
 
 typedef struct JrParser
@@ -348,6 +348,56 @@ jr_scalar(JrParser *p, RpJrType *type)
 }
 
 /*
+ * The value at the top of st ended at p->pos: pop it, then close every
+ * container that ends here too, until one goes on after a separator (0:
+ * read its next value; in an object, its member's name is read already)
+ * or the outermost ends (1).  -1 after jr_error.  A member of a top-level
+ * object is recorded (m, from *vstart) as its value ends.
+ */
+static int
+jr_close(JrParser *p, JrStack *st, RpJrMember *m, size_t *vstart)
+{
+	for (;;)
+	{
+		unsigned char open;
+
+		st->depth--;
+		if (st->depth == 0)
+			return 1;			/* the whole value */
+		open = st->open[st->depth - 1];
+		if (st->depth == 1 && open == '{' && p->doc != NULL)
+		{
+			m->val = (const char *) p->s + *vstart;
+			m->val_len = p->pos - *vstart;
+			jr_add_member(p->doc, m);
+		}
+		jr_ws(p);
+		if (p->pos >= p->len)
+		{
+			jr_error(p, p->pos, open == '{' ? "unterminated object" : "unterminated array");
+			return -1;
+		}
+		if (p->s[p->pos] == (open == '{' ? '}' : ']'))
+		{
+			p->pos++;
+			continue;		/* this container ended too */
+		}
+		if (p->s[p->pos] != ',')
+		{
+			jr_error(p, p->pos, open == '{' ? "',' or '}' expected in object" :
+					 "',' or ']' expected in array");
+			return -1;
+		}
+		p->pos++;
+		jr_ws(p);
+		if (open == '{' &&
+			jr_member_name(p, st->depth == 1 && p->doc != NULL, m, vstart) < 0)
+			return -1;
+		return 0;				/* the next value */
+	}
+}
+
+/*
  * One JSON value at p->pos, *type set to its type.  Iterative: each turn of
  * the loop reads one value's start (a scalar whole, or a container's opening
  * bracket), then closes what that completes and reads the separator before
@@ -408,50 +458,14 @@ jr_value(JrParser *p, RpJrType *type)
 			jr_push(&st, 0);	/* a scalar: popped at once, as if closed */
 		}
 
-		/*
-		 * The value at the top of the stack ended at p->pos: pop it, then
-		 * close every container that ends here too, until one goes on.
-		 */
-		for (;;)
+		/* the value at the top of the stack ended at p->pos */
+		switch (jr_close(p, &st, &m, &vstart))
 		{
-			unsigned char open;
-
-			st.depth--;
-			if (st.depth == 0)
-			{
+			case 1:
 				rc = 0;
 				goto out;
-			}
-			open = st.open[st.depth - 1];
-			if (st.depth == 1 && open == '{' && p->doc != NULL)
-			{
-				m.val = (const char *) p->s + vstart;
-				m.val_len = p->pos - vstart;
-				jr_add_member(p->doc, &m);
-			}
-			jr_ws(p);
-			if (p->pos >= p->len)
-			{
-				jr_error(p, p->pos, open == '{' ? "unterminated object" : "unterminated array");
+			case -1:
 				goto out;
-			}
-			if (p->s[p->pos] == (open == '{' ? '}' : ']'))
-			{
-				p->pos++;
-				continue;		/* this container ended too */
-			}
-			if (p->s[p->pos] != ',')
-			{
-				jr_error(p, p->pos, open == '{' ? "',' or '}' expected in object" :
-						 "',' or ']' expected in array");
-				goto out;
-			}
-			p->pos++;
-			jr_ws(p);
-			if (open == '{' &&
-				jr_member_name(p, st.depth == 1 && p->doc != NULL, &m, &vstart) < 0)
-				goto out;
-			break;				/* the next value */
 		}
 	}
 	rc = 0;

@@ -21,7 +21,8 @@
 #include <string.h>
 
 #include "stream/rp_asm.h"
-#include "stream/rp_ckpt.h"
+#include "base/rp_ckpt.h"
+#include "rp_buf.h"
 #include "rp_decode.h"
 
 typedef enum RpSchemaChange
@@ -210,17 +211,23 @@ struct RpSink
 	 * need none.
 	 */
 	void		(*interrupt) (RpSink *sink);
+	/*
+	 * Optional: the sink's own samples for the metrics page, appended to
+	 * out with rp_metrics_sample (base/rp_metrics.h).  Called from the
+	 * page's thread while the sink is open, so it reads only what is safe
+	 * to read there (RP_COUNT_LOAD counters, state under its own lock).
+	 * The program registers this one callback whatever the sink, so it
+	 * never reaches into a sink's internals for its figures.
+	 */
+	void		(*metrics) (const RpSink *sink, RpBuf *out);
 	void		(*close) (RpSink *sink);
 };
 
 /*
- * The log sinks; each returns NULL after rp_fail() on error.  env may be
- * NULL (the defaults).
+ * The sinks' constructors live with each sink: the log sinks in
+ * sinks/log/rp_logsink.h, the mirror in sinks/mirror/rp_mirror.h, NATS in
+ * sinks/nats/rp_nats.h.  This header is the API alone, so that the core
+ * (stream/) that calls a sink never depends on one.
  */
-extern RpSink *rp_sink_stdout_open(const RpSinkEnv *env);
-extern RpSink *rp_sink_file_open(const char *path, const RpSinkEnv *env);
-/* ack_timeout_s: longest wait for the child to read or acknowledge (0: none) */
-extern RpSink *rp_sink_exec_open(const char *command, int ack_timeout_s, const RpSinkEnv *env);
-/* The mirror: rp_mirror_open(const RpMirrorOptions *, const RpSinkEnv *), sinks/mirror/rp_mirror.h */
 
 #endif							/* RP_SINK_H */
