@@ -7,7 +7,7 @@ rp_src       = $(patsubst $(RP_SRC_DIR)%,%,$(sort $(wildcard $(addprefix $(RP_SR
 # The shared codec, compiled for the client (malloc) here, for the server by PGXS.
 COMMON_SRCS  = $(call rp_src,../common/*.c)
 # The stages of the data path, each a folder (see README.md): the library, libreplicant.a.
-STAGES       = base stream natsio snapshot backfill envelope agg values natsrc sinks/log sinks/mirror sinks/nats migrate
+STAGES       = base stream natsio snapshot backfill envelope agg values natsrc sinks/log sinks/mirror sinks/nats migrate run
 LIB_SRCS     = $(call rp_src,$(addsuffix /*.c,$(STAGES)))
 # cli/ is the program, never archived: its entry point cli/main.c, and the rest of it (options,
 # commands, the display), which the unit tests link as objects beside the library.

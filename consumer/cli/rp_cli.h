@@ -2,8 +2,9 @@
  * rp_cli.h
  *    The replicant program, shaped like pg_recvlogical: what its files
  *    share.  main.c picks the action; rp_cli_options.c parses the command
- *    line into an RpCli; rp_cli_run.c runs the slot actions and the stream
- *    (rp_cli_snapshot.c the copies it starts: --snapshot, --backfill);
+ *    line into an RpCli; rp_cli_run.c runs the slot actions, and the stream
+ *    through the library's run engine (run/rp_run.h; rp_cli_snapshot.c the
+ *    copies it starts: --snapshot, --backfill);
  *    rp_cli_verify.c is `replicant verify-snapshot`; rp_cli_log.c the
  *    messages, with PostgreSQL's frontend logging signatures;
  *    rp_cli_config.c reads --config FILE (rp_cli_config.h).
@@ -19,6 +20,7 @@
 #include <stdio.h>
 
 #include "agg/rp_agg.h"
+#include "run/rp_source.h"
 #include "sinks/rp_sink.h"
 #include "sinks/mirror/rp_mirror.h"
 #include "sinks/nats/rp_nats.h"
@@ -29,7 +31,7 @@
 #define RP_VERSION "0.1.0"
 
 /* --decoding-work-mem: "server" leaves the server's setting alone */
-#define RP_DECODING_WORK_MEM_SERVER UINT64_MAX
+#define RP_DECODING_WORK_MEM_SERVER RP_SOURCE_WORK_MEM_SERVER
 /* --exec-ack-timeout's default (s): long enough for a child that fsyncs a large batch */
 #define RP_EXEC_ACK_TIMEOUT_DEFAULT 300
 
@@ -132,10 +134,15 @@ extern char *rp_cli_read_password(FILE *in, FILE *out);
  */
 extern int	rp_cli_compose_connection(RpCli *cli);
 
-/* ---- rp_cli_run.c ---- */
+/* ---- rp_cli_signals.c ---- */
 
 /* SIGINT, SIGTERM stop; SIGHUP reopens the sink; SIGPIPE ignored. */
 extern void rp_cli_signals_install(void);
+/* A SIGHUP since the last call (the run's take_reopen hook). */
+extern bool rp_cli_take_reopen(void);
+
+/* ---- rp_cli_run.c: the program's run over the library's (run/rp_run.h) ---- */
+
 /* --create-slot (without --snapshot), --drop-slot; returns the exit status. */
 extern int	rp_cli_slot_action(RpCli *cli);
 /* --start: stream into the sink until endpos or a stop; the exit status. */

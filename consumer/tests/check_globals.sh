@@ -29,8 +29,8 @@ rp_status.o:rp_stop_watched
 #   thread starts; the library only reads through it.
 
 allowed_prog='
-rp_cli_runstep.o:stop_requested
-rp_cli_runstep.o:reopen_requested
+rp_cli_signals.o:stop_requested
+rp_cli_signals.o:reopen_requested
 rp_cli_log.o:rp_cli_verbose
 rp_cli_log.o:rp_cli_log_context
 rp_cli_log.o:rp_cli_log_progress
