@@ -38,13 +38,35 @@
 /* rp_cli_parse's result when the program goes on to an action */
 #define RP_CLI_RUN (-1)
 
-typedef struct RpCli
+/*
+ * The connection options every command takes (rp_cli_conninfo.c): their
+ * getopt letters are -d -h -p -U -w -W; a command lists those it accepts
+ * in its short options and RP_CLI_CONN_LONG_OPTIONS in its long ones.
+ */
+typedef struct RpCliConn
 {
-	char	   *dbname;			/* -d, or the conninfo composed with the below */
+	const char *dbname;			/* -d: a database name, conninfo or URI */
 	const char *host;			/* -h, -p, -U: override what -d says */
 	const char *port;
 	const char *username;
 	bool		password_prompt;	/* -W (-w: false, the default) */
+} RpCliConn;
+
+#define RP_CLI_CONN_LONG_OPTIONS \
+	{"dbname", required_argument, NULL, 'd'}, \
+	{"host", required_argument, NULL, 'h'}, \
+	{"port", required_argument, NULL, 'p'}, \
+	{"username", required_argument, NULL, 'U'}, \
+	{"no-password", no_argument, NULL, 'w'}, \
+	{"password", no_argument, NULL, 'W'}
+
+/* Take c when it is a connection option (true). */
+extern bool rp_cli_conn_option(RpCliConn *cn, int c, const char *arg);
+
+typedef struct RpCli
+{
+	RpCliConn	conn;			/* -d, -h, -p, -U, -w, -W as given */
+	char	   *dbname;			/* -d, or the conninfo composed from conn */
 	char	   *conninfo;		/* owned: -d with -h, -p, -U and the password */
 	char	   *slot;
 	bool		create_slot;
@@ -110,7 +132,7 @@ extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
 extern bool rp_cli_partitions_root(const RpCli *cli);
 /* rp_cli_sink_known, rp_cli_sink_is_nats: cli/rp_cliparse.h */
 
-/* ---- rp_cli_conninfo.c: the connection options as one conninfo ---- */
+/* ---- rp_cli_conninfo.c: the connection options, for every command ---- */
 /*
  * dbname (a database name, a conninfo string or a URI, or NULL) as one
  * keyword/value conninfo, followed by the keys whose vals are not NULL
@@ -128,10 +150,15 @@ extern char *rp_cli_conninfo(const char *dbname, const char *const *keys, const 
 extern char *rp_cli_read_password(FILE *in, FILE *out);
 
 /*
- * -h, -p, -U and -W's password folded over -d into
- * cli->conninfo (and cli->dbname pointed at it) when any is given.
- * RP_CLI_RUN, or an exit status after the error was printed.
+ * The connection options as one conninfo (*out, owned by the caller):
+ * -h, -p, -U and -W's password (prompted for here) folded over -d; NULL
+ * when none is given and not always (-d is then passed on as written).
+ * RP_CLI_RUN, or the exit status after the error was printed: as prog's
+ * ("PROG: error: -d: ...", its --help hint), or as the program's (prog
+ * NULL).
  */
+extern int	rp_cli_conn_compose(const RpCliConn *cn, const char *prog, bool always, char **out);
+/* rp_cli_conn_compose for the program: cli->conninfo, and cli->dbname what sessions open. */
 extern int	rp_cli_compose_connection(RpCli *cli);
 
 /* ---- rp_cli_signals.c ---- */
