@@ -115,6 +115,23 @@ typedef struct RpCli
 	char		spill_default[4096];	/* STATE-DIR/spill, without --spill-dir */
 } RpCli;
 
+/* ---- rp_cli_commands.c: the program's commands ---- */
+
+typedef struct RpCliCommand
+{
+	const char *name;			/* argv[1] */
+	int			(*main) (int argc, char **argv);	/* argv[0] is name; the exit status */
+	const char *synopsis;		/* after the name, for --help */
+	const char *summary;
+} RpCliCommand;
+
+/* NULL-terminated; --help lists them in this order. */
+extern const RpCliCommand rp_cli_commands[];
+/* The command of that name, or NULL (the program then streams: rp_cli_stream_main). */
+extern const RpCliCommand *rp_cli_command(const char *name);
+/* The program without a command: options, then the slot actions and the stream; the exit status. */
+extern int	rp_cli_stream_main(int argc, char **argv);
+
 /* ---- rp_cli_options.c ---- */
 
 /*

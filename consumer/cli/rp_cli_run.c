@@ -463,6 +463,48 @@ out:
 	return rc;
 }
 
+/*
+ * The program without a command (main.c): the options, then the slot
+ * actions and the stream.
+ */
+int
+rp_cli_stream_main(int argc, char **argv)
+{
+	RpCli		cli;
+	int			rc;
+
+	rc = rp_cli_parse(&cli, argc, argv);
+	if (rc != RP_CLI_RUN)
+	{
+		rp_cli_free(&cli);
+		return rc;
+	}
+	if (cli.agg)
+		rp_agg_set_source(cli.agg, cli.dbname ? cli.dbname : "");
+	/* the sink gets the handle when it opens; the thread starts once it runs */
+	if (cli.nbackfill > 0)
+		cli.backfill_run = rp_backfill_new();
+
+	rp_cli_signals_install();
+
+	/* --snapshot creates the slot itself, with an exported snapshot */
+	if ((cli.create_slot && !cli.snapshot) || cli.drop_slot)
+	{
+		rc = rp_cli_slot_action(&cli);
+		if (rc != RP_EXIT_OK || !cli.start)
+		{
+			rp_cli_free(&cli);
+			return rc;
+		}
+	}
+	rc = rp_cli_run_stream(&cli);
+	/* closes the aggregate edit streams and waits for their children */
+	rp_agg_free(cli.agg);
+	rp_backfill_free(cli.backfill_run);
+	rp_cli_free(&cli);
+	return rc;
+}
+
 int
 rp_cli_slot_action(RpCli *cli)
 {
