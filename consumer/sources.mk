@@ -6,10 +6,11 @@ rp_src       = $(patsubst $(RP_SRC_DIR)%,%,$(sort $(wildcard $(addprefix $(RP_SR
 
 # The shared codec, compiled for the client (malloc) here, for the server by PGXS.
 COMMON_SRCS  = $(call rp_src,../common/*.c)
-# The stages of the data path, each a folder (see README.md); cli/ is the program.
-STAGES       = base stream natsio snapshot backfill envelope agg values natsrc lines sinks/log sinks/mirror sinks/nats migrate
-# The program's entry point is cli/main.c; the rest of cli/ (option parsing, the run loop)
-# goes into the archive with the stages, so that unit tests can link it.
+# The stages of the data path, each a folder (see README.md): the library, libreplicant.a.
+STAGES       = base stream natsio snapshot backfill envelope agg values natsrc lines sinks/log sinks/mirror sinks/nats migrate run
+LIB_SRCS     = $(call rp_src,$(addsuffix /*.c,$(STAGES)))
+# cli/ is the program, never archived: its entry point cli/main.c, and the rest of it (options,
+# commands, the display), which the unit tests link as objects beside the library.
 MAIN_SRCS    = cli/main.c
-LIB_SRCS     = $(filter-out $(MAIN_SRCS),$(call rp_src,$(addsuffix /*.c,$(STAGES) cli)))
+CLI_SRCS     = $(filter-out $(MAIN_SRCS),$(call rp_src,cli/*.c))
 HEADERS      = $(call rp_src,../common/*.h $(addsuffix /*.h,$(STAGES) cli))

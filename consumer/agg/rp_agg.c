@@ -4,7 +4,7 @@
  *    batch (see rp_agg.h, docs/aggregates.md).
  *
  * The mirror sink calls rp_agg_batch() through the batch hook the CLI
- * registers (rp_agg_batch_hook, RpSinkBatchHook in sinks/rp_sink.h) inside
+ * registers (rp_agg_batch_hook, RpSinkBatchHook in stream/rp_sink.h) inside
  * its destination transaction after it applied the batch's rows; this is a second pass over the
  * batch's stored records, with a decoder of its own so the delivery's
  * schema-change bookkeeping sees every relation once.  Messages name the

@@ -16,7 +16,7 @@
  * chunk is in flight.
  *
  * The caller (the CLI) creates the handle, gives it to the sink in its
- * environment (RpSinkEnv.backfill, sinks/rp_sink.h) and starts the thread
+ * environment (RpSinkEnv.backfill, stream/rp_sink.h) and starts the thread
  * once the sink is open.  The sink side is the mirror sink's
  * (sinks/mirror/rp_mirror_backfill.c); the hand-off below is
  * sink-agnostic.

@@ -2,8 +2,9 @@
  * rp_cli.h
  *    The replicant program, shaped like pg_recvlogical: what its files
  *    share.  main.c picks the action; rp_cli_options.c parses the command
- *    line into an RpCli; rp_cli_run.c runs the slot actions and the stream
- *    (rp_cli_snapshot.c the copies it starts: --snapshot, --backfill);
+ *    line into an RpCli; rp_cli_run.c runs the slot actions, and the stream
+ *    through the library's run engine (run/rp_run.h; rp_cli_snapshot.c the
+ *    copies it starts: --snapshot, --backfill);
  *    rp_cli_verify.c is `replicant verify-snapshot`; rp_cli_log.c the
  *    messages, with PostgreSQL's frontend logging signatures;
  *    rp_cli_config.c reads --config FILE (rp_cli_config.h).
@@ -19,6 +20,7 @@
 #include <stdio.h>
 
 #include "agg/rp_agg.h"
+#include "run/rp_source.h"
 #include "stream/rp_sink.h"
 #include "sinks/log/rp_logsink.h"
 #include "sinks/mirror/rp_mirror.h"
@@ -30,20 +32,42 @@
 #define RP_VERSION "0.1.0"
 
 /* --decoding-work-mem: "server" leaves the server's setting alone */
-#define RP_DECODING_WORK_MEM_SERVER UINT64_MAX
+#define RP_DECODING_WORK_MEM_SERVER RP_SOURCE_WORK_MEM_SERVER
 /* --exec-ack-timeout's default (s): long enough for a child that fsyncs a large batch */
 #define RP_EXEC_ACK_TIMEOUT_DEFAULT 300
 
 /* rp_cli_parse's result when the program goes on to an action */
 #define RP_CLI_RUN (-1)
 
-typedef struct RpCli
+/*
+ * The connection options every command takes (rp_cli_conninfo.c): their
+ * getopt letters are -d -h -p -U -w -W; a command lists those it accepts
+ * in its short options and RP_CLI_CONN_LONG_OPTIONS in its long ones.
+ */
+typedef struct RpCliConn
 {
-	char	   *dbname;			/* -d, or the conninfo composed with the below */
+	const char *dbname;			/* -d: a database name, conninfo or URI */
 	const char *host;			/* -h, -p, -U: override what -d says */
 	const char *port;
 	const char *username;
 	bool		password_prompt;	/* -W (-w: false, the default) */
+} RpCliConn;
+
+#define RP_CLI_CONN_LONG_OPTIONS \
+	{"dbname", required_argument, NULL, 'd'}, \
+	{"host", required_argument, NULL, 'h'}, \
+	{"port", required_argument, NULL, 'p'}, \
+	{"username", required_argument, NULL, 'U'}, \
+	{"no-password", no_argument, NULL, 'w'}, \
+	{"password", no_argument, NULL, 'W'}
+
+/* Take c when it is a connection option (true). */
+extern bool rp_cli_conn_option(RpCliConn *cn, int c, const char *arg);
+
+typedef struct RpCli
+{
+	RpCliConn	conn;			/* -d, -h, -p, -U, -w, -W as given */
+	char	   *dbname;			/* -d, or the conninfo composed from conn */
 	char	   *conninfo;		/* owned: -d with -h, -p, -U and the password */
 	char	   *slot;
 	bool		create_slot;
@@ -92,6 +116,23 @@ typedef struct RpCli
 	char		spill_default[4096];	/* STATE-DIR/spill, without --spill-dir */
 } RpCli;
 
+/* ---- rp_cli_commands.c: the program's commands ---- */
+
+typedef struct RpCliCommand
+{
+	const char *name;			/* argv[1] */
+	int			(*main) (int argc, char **argv);	/* argv[0] is name; the exit status */
+	const char *synopsis;		/* after the name, for --help */
+	const char *summary;
+} RpCliCommand;
+
+/* NULL-terminated; --help lists them in this order. */
+extern const RpCliCommand rp_cli_commands[];
+/* The command of that name, or NULL (the program then streams: rp_cli_stream_main). */
+extern const RpCliCommand *rp_cli_command(const char *name);
+/* The program without a command: options, then the slot actions and the stream; the exit status. */
+extern int	rp_cli_stream_main(int argc, char **argv);
+
 /* ---- rp_cli_options.c ---- */
 
 /*
@@ -109,7 +150,7 @@ extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
 extern bool rp_cli_partitions_root(const RpCli *cli);
 /* rp_cli_sink_known, rp_cli_sink_is_nats: cli/rp_cliparse.h */
 
-/* ---- rp_cli_conninfo.c: the connection options as one conninfo ---- */
+/* ---- rp_cli_conninfo.c: the connection options, for every command ---- */
 /*
  * dbname (a database name, a conninfo string or a URI, or NULL) as one
  * keyword/value conninfo, followed by the keys whose vals are not NULL
@@ -127,16 +168,26 @@ extern char *rp_cli_conninfo(const char *dbname, const char *const *keys, const 
 extern char *rp_cli_read_password(FILE *in, FILE *out);
 
 /*
- * -h, -p, -U and -W's password folded over -d into
- * cli->conninfo (and cli->dbname pointed at it) when any is given.
- * RP_CLI_RUN, or an exit status after the error was printed.
+ * The connection options as one conninfo (*out, owned by the caller):
+ * -h, -p, -U and -W's password (prompted for here) folded over -d; NULL
+ * when none is given and not always (-d is then passed on as written).
+ * RP_CLI_RUN, or the exit status after the error was printed: as prog's
+ * ("PROG: error: -d: ...", its --help hint), or as the program's (prog
+ * NULL).
  */
+extern int	rp_cli_conn_compose(const RpCliConn *cn, const char *prog, bool always, char **out);
+/* rp_cli_conn_compose for the program: cli->conninfo, and cli->dbname what sessions open. */
 extern int	rp_cli_compose_connection(RpCli *cli);
 
-/* ---- rp_cli_run.c ---- */
+/* ---- rp_cli_signals.c ---- */
 
 /* SIGINT, SIGTERM stop; SIGHUP reopens the sink; SIGPIPE ignored. */
 extern void rp_cli_signals_install(void);
+/* A SIGHUP since the last call (the run's take_reopen hook). */
+extern bool rp_cli_take_reopen(void);
+
+/* ---- rp_cli_run.c: the program's run over the library's (run/rp_run.h) ---- */
+
 /* --create-slot (without --snapshot), --drop-slot; returns the exit status. */
 extern int	rp_cli_slot_action(RpCli *cli);
 /* --start: stream into the sink until endpos or a stop; the exit status. */

@@ -1,10 +1,13 @@
 /*
  * rp_cli_conninfo.c
- *    The connection options folded into one conninfo, as pg_recvlogical
- *    hands -d, -h, -p, -U and -W's password to libpq: the string every
- *    session of the program opens with (the stream, the snapshot's
- *    workers, the backfill).  -W's prompt is here too.  Nothing here
- *    connects.
+ *    The connection options, one module for every command: -d, -h, -p,
+ *    -U, -w and -W taken from the command line (rp_cli_conn_option), and
+ *    folded into one conninfo as pg_recvlogical hands them to libpq: the
+ *    string every session of the command opens with (the stream, the
+ *    snapshot's workers, the backfill; a migration command's source).
+ *    What none of them says libpq takes from the PG* environment.  -W's
+ *    prompt is here too, and the usage error a conninfo that does not
+ *    parse is.  Nothing here connects.
  */
 #include "rp_alloc.h"
 
@@ -125,39 +128,79 @@ prompt_password(void)
 	return password;
 }
 
+bool
+rp_cli_conn_option(RpCliConn *cn, int c, const char *arg)
+{
+	switch (c)
+	{
+		case 'd':
+			cn->dbname = arg;
+			return true;
+		case 'h':
+			cn->host = arg;
+			return true;
+		case 'p':
+			cn->port = arg;
+			return true;
+		case 'U':
+			cn->username = arg;
+			return true;
+		case 'w':
+			cn->password_prompt = false;
+			return true;
+		case 'W':
+			cn->password_prompt = true;
+			return true;
+		default:
+			return false;
+	}
+}
+
 /*
  * -h, -p, -U and -W's password override what -d says, as pg_recvlogical
  * passes them to libpq after the dbname: one conninfo then goes to every
- * session the program opens (the stream, snapshot workers, backfill).
+ * session the command opens.
  */
 int
-rp_cli_compose_connection(RpCli *cli)
+rp_cli_conn_compose(const RpCliConn *cn, const char *prog, bool always, char **out)
 {
 	const char *keys[] = {"host", "port", "user", "password", NULL};
-	const char *vals[] = {cli->host, cli->port, cli->username, NULL, NULL};
+	const char *vals[] = {cn->host, cn->port, cn->username, NULL, NULL};
 	char	   *password = NULL;
 	char		err[512];
 
-	if (cli->password_prompt)
+	*out = NULL;
+	if (cn->password_prompt)
 	{
 		password = prompt_password();
 		if (password == NULL)
 		{
-			pg_log_error("no password read");
+			if (prog)
+				fprintf(stderr, "%s: error: no password read\n", prog);
+			else
+				pg_log_error("no password read");
 			return RP_EXIT_ERROR;
 		}
 		vals[3] = password;
 	}
-	if (!cli->host && !cli->port && !cli->username && !password)
+	if (!always && !cn->host && !cn->port && !cn->username && !password)
 		return RP_CLI_RUN;
-	cli->conninfo = rp_cli_conninfo(cli->dbname, keys, vals, err, sizeof(err));
+	*out = rp_cli_conninfo(cn->dbname, keys, vals, err, sizeof(err));
 	if (password)
 	{
 		explicit_bzero(password, strlen(password));
 		rp_free(password);
 	}
-	if (cli->conninfo == NULL)
-		return rp_cli_usage_error("%s", err);
-	cli->dbname = cli->conninfo;
+	if (*out == NULL)
+		return prog ? rp_cli_sub_usage_error(prog, "-d: %s", err) : rp_cli_usage_error("%s", err);
 	return RP_CLI_RUN;
+}
+
+int
+rp_cli_compose_connection(RpCli *cli)
+{
+	int			rc = rp_cli_conn_compose(&cli->conn, NULL, false, &cli->conninfo);
+
+	cli->dbname = cli->conninfo ? cli->conninfo : (char *) cli->conn.dbname;
+	return rc;
 }

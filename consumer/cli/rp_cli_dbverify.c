@@ -31,6 +31,11 @@ dbverify_usage(FILE *f)
 			"Usage:\n  %s -d SRC --sink postgresql://DST [OPTION]...\n\n"
 			"Options:\n"
 			"  -d, --dbname=CONNSTR   the source database (a conninfo string or URI)\n"
+			"  -h, --host=HOST        the source's host (over -d)\n"
+			"  -p, --port=PORT        the source's port (over -d)\n"
+			"  -U, --username=NAME    the source's user (over -d)\n"
+			"  -w, --no-password      never prompt for the source's password\n"
+			"  -W, --password         prompt for the source's password\n"
 			"      --sink=URI         the mirror: postgresql://..., postgres://... or postgres:CONNINFO\n"
 			"  -S, --slot=SLOTNAME    the mirror's slot (its checkpoint row); needed when the\n"
 			"                         checkpoint table holds more than one\n"
@@ -95,11 +100,129 @@ enum
 	OPT_HELP
 };
 
-int
-rp_dbverify_main(int argc, char **argv)
+/* verify's command line */
+typedef struct DbVerifyArgs
+{
+	RpCliConn	conn;			/* the source */
+	const char *sink;			/* the mirror */
+	RpDbVerifyOptions o;
+} DbVerifyArgs;
+
+/* -o NAME=VALUE: the mirror's table selection.  RP_CLI_RUN, or a usage error's status. */
+static int
+dbverify_plugin_option(RpDbVerifyOptions *o, const char *arg)
+{
+	if (strncmp(arg, "include_tables=", 15) == 0)
+		o->include = arg + 15;
+	else if (strncmp(arg, "exclude_tables=", 15) == 0)
+		o->exclude = arg + 15;
+	else if (strcmp(arg, "partitions=root") == 0 || strcmp(arg, "partitions=leaf") == 0)
+		o->via_root = strcmp(arg, "partitions=root") == 0;
+	else
+		return dbverify_usage_error("invalid value \"%s\" for -o (include_tables=..., exclude_tables=... or partitions=leaf|root)",
+									arg);
+	return RP_CLI_RUN;
+}
+
+/* The options that take a number: RP_CLI_RUN, or a usage error's status. */
+static int
+dbverify_number(RpDbVerifyOptions *o, int c, const char *arg)
+{
+	int64_t		v;
+
+	switch (c)
+	{
+		case OPT_CHUNK_ROWS:
+			if (!parse_count(arg, 1, 100000000, &o->chunk_rows))
+				return dbverify_usage_error("invalid value \"%s\" for --chunk-rows (1 to 100000000)", arg);
+			break;
+		case OPT_RECHECK_TIMEOUT:
+			if (!parse_count(arg, 0, 86400, &v))
+				return dbverify_usage_error("invalid value \"%s\" for --recheck-timeout (0 to 86400 seconds)",
+											arg);
+			o->recheck_timeout_s = (int) v;
+			break;
+		case OPT_MAX_RATE:
+			if (!parse_count(arg, 1, INT64_MAX / 1000000, &o->max_rate))
+				return dbverify_usage_error("invalid value \"%s\" for --max-rate (rows per second, at least 1)",
+											arg);
+			break;
+		case OPT_DUTY:
+			if (!parse_count(arg, 1, 100, &v))
+				return dbverify_usage_error("invalid value \"%s\" for --duty (a percent, 1 to 100)", arg);
+			o->duty = (int) v;
+			break;
+	}
+	return RP_CLI_RUN;
+}
+
+/* What getopt refused: -? is help, anything else a usage error. */
+static int
+dbverify_refused(int c, const char *word)
+{
+	if (c == '?' && (optopt == '?' || (optopt == 0 && strcmp(word, "-?") == 0)))
+	{
+		dbverify_usage(stdout);
+		return RP_EXIT_OK;
+	}
+	if (c == '?' && optopt > 0 && optopt < 256)
+		return dbverify_usage_error("invalid option -%c", optopt);
+	if (c == ':')
+		return dbverify_usage_error("option \"%s\" needs a value", word);
+	return dbverify_usage_error("unrecognized option \"%s\"", word);
+}
+
+/* One of verify's own options: RP_CLI_RUN, or the exit status (--help, a usage error). */
+static int
+dbverify_option(DbVerifyArgs *a, int c, const char *arg, const char *word)
+{
+	switch (c)
+	{
+		case OPT_SINK:
+			a->sink = arg;
+			return RP_CLI_RUN;
+		case 'S':
+			a->o.slot = arg;
+			return RP_CLI_RUN;
+		case 'o':
+			return dbverify_plugin_option(&a->o, arg);
+		case OPT_SCHEMA_PREFIX:
+			a->o.schema_prefix = arg;
+			return RP_CLI_RUN;
+		case OPT_BOOKKEEPING:
+			if (arg[0] == '\0' || strlen(arg) > 63)
+				return dbverify_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to 63 bytes)",
+											arg);
+			a->o.bookkeeping = arg;
+			return RP_CLI_RUN;
+		case OPT_KEYS_FILE:
+			a->o.keys_file = arg;
+			return RP_CLI_RUN;
+		case OPT_CHUNK_ROWS:
+		case OPT_RECHECK_TIMEOUT:
+		case OPT_MAX_RATE:
+		case OPT_DUTY:
+			return dbverify_number(&a->o, c, arg);
+		case 'q':
+			a->o.quiet = true;
+			return RP_CLI_RUN;
+		case 'v':
+			a->o.verbose = true;
+			return RP_CLI_RUN;
+		case OPT_HELP:
+			dbverify_usage(stdout);
+			return RP_EXIT_OK;
+		default:
+			return dbverify_refused(c, word);
+	}
+}
+
+/* The command line into *a: RP_CLI_RUN, or the exit status. */
+static int
+dbverify_parse(int argc, char **argv, DbVerifyArgs *a)
 {
 	static const struct option long_options[] = {
-		{"dbname", required_argument, NULL, 'd'},
+		RP_CLI_CONN_LONG_OPTIONS,
 		{"sink", required_argument, NULL, OPT_SINK},
 		{"slot", required_argument, NULL, 'S'},
 		{"option", required_argument, NULL, 'o'},
@@ -115,107 +238,54 @@ rp_dbverify_main(int argc, char **argv)
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
-	RpDbVerifyOptions o;
-	const char *sink = NULL;
 	int			c;
-	int64_t		v;
+	int			rc;
 
-	memset(&o, 0, sizeof(o));
-	o.bookkeeping = "replicant";
-	o.chunk_rows = 10000;
-	o.recheck_timeout_s = 60;
-	o.duty = 10;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:S:o:qv?", long_options, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":d:h:p:U:wWS:o:qv?", long_options, NULL)) != -1)
 	{
-		switch (c)
-		{
-			case 'd':
-				o.source = optarg;
-				break;
-			case OPT_SINK:
-				sink = optarg;
-				break;
-			case 'S':
-				o.slot = optarg;
-				break;
-			case 'o':
-				if (strncmp(optarg, "include_tables=", 15) == 0)
-					o.include = optarg + 15;
-				else if (strncmp(optarg, "exclude_tables=", 15) == 0)
-					o.exclude = optarg + 15;
-				else if (strcmp(optarg, "partitions=root") == 0 || strcmp(optarg, "partitions=leaf") == 0)
-					o.via_root = strcmp(optarg, "partitions=root") == 0;
-				else
-					return dbverify_usage_error("invalid value \"%s\" for -o (include_tables=..., exclude_tables=... or partitions=leaf|root)",
-												optarg);
-				break;
-			case OPT_SCHEMA_PREFIX:
-				o.schema_prefix = optarg;
-				break;
-			case OPT_BOOKKEEPING:
-				if (optarg[0] == '\0' || strlen(optarg) > 63)
-					return dbverify_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to 63 bytes)",
-												optarg);
-				o.bookkeeping = optarg;
-				break;
-			case OPT_KEYS_FILE:
-				o.keys_file = optarg;
-				break;
-			case OPT_CHUNK_ROWS:
-				if (!parse_count(optarg, 1, 100000000, &o.chunk_rows))
-					return dbverify_usage_error("invalid value \"%s\" for --chunk-rows (1 to 100000000)", optarg);
-				break;
-			case OPT_RECHECK_TIMEOUT:
-				if (!parse_count(optarg, 0, 86400, &v))
-					return dbverify_usage_error("invalid value \"%s\" for --recheck-timeout (0 to 86400 seconds)",
-												optarg);
-				o.recheck_timeout_s = (int) v;
-				break;
-			case OPT_MAX_RATE:
-				if (!parse_count(optarg, 1, INT64_MAX / 1000000, &o.max_rate))
-					return dbverify_usage_error("invalid value \"%s\" for --max-rate (rows per second, at least 1)",
-												optarg);
-				break;
-			case OPT_DUTY:
-				if (!parse_count(optarg, 1, 100, &v))
-					return dbverify_usage_error("invalid value \"%s\" for --duty (a percent, 1 to 100)",
-												optarg);
-				o.duty = (int) v;
-				break;
-			case 'q':
-				o.quiet = true;
-				break;
-			case 'v':
-				o.verbose = true;
-				break;
-			case OPT_HELP:
-				dbverify_usage(stdout);
-				return RP_EXIT_OK;
-			case '?':
-				/* -? is help; anything else getopt could not match is a usage error */
-				if (optopt == '?' || (optopt == 0 && strcmp(argv[optind - 1], "-?") == 0))
-				{
-					dbverify_usage(stdout);
-					return RP_EXIT_OK;
-				}
-				if (optopt > 0 && optopt < 256)
-					return dbverify_usage_error("invalid option -%c", optopt);
-				return dbverify_usage_error("unrecognized option \"%s\"", argv[optind - 1]);
-			case ':':
-				return dbverify_usage_error("option \"%s\" needs a value", argv[optind - 1]);
-			default:
-				return dbverify_usage_error("unrecognized option \"%s\"", argv[optind - 1]);
-		}
+		if (rp_cli_conn_option(&a->conn, c, optarg))
+			continue;
+		if ((rc = dbverify_option(a, c, optarg, argv[optind - 1])) != RP_CLI_RUN)
+			return rc;
 	}
 	if (optind < argc)
 		return dbverify_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
-	if (o.source == NULL)
+	return RP_CLI_RUN;
+}
+
+/* What the options must say together; the source's conninfo (*src, or NULL: -d as given). */
+static int
+dbverify_validate(DbVerifyArgs *a, char **src)
+{
+	if (a->conn.dbname == NULL)
 		return dbverify_usage_error("no source database given: -d");
-	if (sink == NULL)
+	if (a->sink == NULL)
 		return dbverify_usage_error("no mirror given: --sink postgresql://...");
-	if ((o.sink = rp_cli_pg_sink_conninfo(sink)) == NULL)
+	if ((a->o.sink = rp_cli_pg_sink_conninfo(a->sink)) == NULL)
 		return dbverify_usage_error("--sink must be a PostgreSQL mirror (postgresql://... or postgres:CONNINFO)");
-	return rp_dbverify_run(&o);
+	return rp_cli_conn_compose(&a->conn, PROG, false, src);
+}
+
+int
+rp_dbverify_main(int argc, char **argv)
+{
+	DbVerifyArgs a;
+	char	   *src = NULL;
+	int			rc;
+
+	memset(&a, 0, sizeof(a));
+	a.o.bookkeeping = "replicant";
+	a.o.chunk_rows = 10000;
+	a.o.recheck_timeout_s = 60;
+	a.o.duty = 10;
+	if ((rc = dbverify_parse(argc, argv, &a)) != RP_CLI_RUN ||
+		(rc = dbverify_validate(&a, &src)) != RP_CLI_RUN)
+		return rc;
+	a.o.source = src ? src : a.conn.dbname;
+	rc = rp_dbverify_run(&a.o);
+	if (src)
+		rp_free(src);
+	return rc;
 }

@@ -131,13 +131,10 @@ void
 rp_cli_usage(void)
 {
 	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
-	printf("Usage:\n  %s [OPTION]...\n  %s verify-snapshot [--rows ID] [--quiet] FILE...   (check snapshot dumps; --help for details)\n",
-		   progname, progname);
-	printf("  %s sync-sequences -d SRC --sink postgresql://DST [OPTION]...   (a mirror's sequences; --help)\n"
-		   "  %s wait -d SRC --sink postgresql://DST [OPTION]...   (until the mirror passes an LSN; --help)\n",
-		   progname, progname);
-	printf("  %s verify -d SRC --sink postgresql://DST [OPTION]...   (compare a mirror with its source; --help for details)\n",
-		   progname);
+	printf("Usage:\n  %s [OPTION]...\n", progname);
+	/* the commands, from the table main dispatches from */
+	for (const RpCliCommand *c = rp_cli_commands; c->name; c++)
+		printf("  %s %s %s   (%s)\n", progname, c->name, c->synopsis, c->summary);
 	usage_general();
 	usage_sinks();
 	usage_copies();

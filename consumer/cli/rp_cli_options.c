@@ -149,13 +149,8 @@ static const struct option long_options[] = {
 	{"no-progress", no_argument, NULL, RP_OPT_NO_PROGRESS},
 	{"metrics-port", required_argument, NULL, RP_OPT_METRICS_PORT},
 	{"config", required_argument, NULL, RP_OPT_CONFIG},
-	/* connection */
-	{"dbname", required_argument, NULL, RP_OPT_DBNAME},
-	{"host", required_argument, NULL, RP_OPT_HOST},
-	{"port", required_argument, NULL, RP_OPT_PORT},
-	{"username", required_argument, NULL, RP_OPT_USERNAME},
-	{"no-password", no_argument, NULL, RP_OPT_NO_PASSWORD},
-	{"password", no_argument, NULL, RP_OPT_PASSWORD},
+	/* connection (rp_cli_conninfo.c, as every command takes them) */
+	RP_CLI_CONN_LONG_OPTIONS,
 	/* action */
 	{"create-slot", no_argument, NULL, RP_OPT_CREATE_SLOT},
 	{"drop-slot", no_argument, NULL, RP_OPT_DROP_SLOT},
@@ -405,22 +400,16 @@ opt_connection(RpCli *cli, int c, const char *arg)
 	switch (c)
 	{
 		case RP_OPT_DBNAME:
+			/* what the checks read until the connection is composed */
 			cli->dbname = (char *) arg;
+			rp_cli_conn_option(&cli->conn, c, arg);
 			return OPT_TAKEN;
 		case RP_OPT_HOST:
-			cli->host = arg;
-			return OPT_TAKEN;
 		case RP_OPT_PORT:
-			cli->port = arg;
-			return OPT_TAKEN;
 		case RP_OPT_USERNAME:
-			cli->username = arg;
-			return OPT_TAKEN;
 		case RP_OPT_NO_PASSWORD:
-			cli->password_prompt = false;
-			return OPT_TAKEN;
 		case RP_OPT_PASSWORD:
-			cli->password_prompt = true;
+			rp_cli_conn_option(&cli->conn, c, arg);
 			return OPT_TAKEN;
 		case RP_OPT_CREATE_SLOT:
 			cli->create_slot = true;

@@ -1,324 +1,57 @@
 /*
  * rp_cli_run.c
- *    The program's actions against the source: the slot actions, and the
- *    stream (pg_recvlogical's StreamLogicalLog): one connection's life in
- *    stream_once (a stream source's is rp_cli_fanout.c), and run_stream's
- *    reconnecting around it, with the sink, the spill store, the assembler
- *    and the delivery thread it sets up.  The steps both sources take (the
- *    signals, the feedback that reports only what is durable, G2) are in
- *    rp_cli_runstep.c.
+ *    The program's run, as pg_recvlogical.c around receivelog.c: the slot
+ *    actions, and --start: the locks and the sink's environment, the sink
+ *    (waited for while its destination is down), the metrics page, the
+ *    initial snapshot, then the library's run engine (run/rp_run.h) called
+ *    once with the source the command line names (a slot, or a JetStream
+ *    stream).  What the run does comes back through its hooks: the events
+ *    (rp_cli_events.c), the progress line, the log lines.
  */
 #include "rp_alloc.h"
 
 #include <inttypes.h>
 #include <malloc.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "base/rp_clock.h"
 #include "base/rp_lock.h"
 #include "base/rp_metrics.h"
 #include "base/rp_status.h"
 #include "backfill/rp_backfill.h"
-#include "cli/rp_cli_run_int.h"
+#include "cli/rp_cli.h"
+#include "cli/rp_cli_events.h"
+#include "cli/rp_cli_metrics.h"
+#include "cli/rp_cli_progress.h"
 #include "cli/rp_cliparse.h"
-#include "snapshot/rp_snapcat.h"
-#include "stream/rp_asm.h"
+#include "natsrc/rp_natsrc.h"
+#include "run/rp_run.h"
+#include "run/rp_source.h"
 #include "stream/rp_conn.h"
-#include "stream/rp_deliver.h"
-#include "stream/rp_pipe.h"
-#include "rp_wire.h"
 
 static const char *const progname = RP_CLI_PROGNAME;
 
-/*
- * The default for a sink that applies streamed transactions early (kB).
- * Small enough that a set-based pass of a few hundred thousand rows streams
- * in blocks the destination applies while the walsender decodes the rest:
- * at 16MB the 1M backlog's 100,000-row delete pass (about 15 MB in the
- * reorder buffer) came whole at its commit and the destination waited for
- * it (bench/README.md, 2026-12-05).
- */
-#define RP_EARLY_DECODING_WORK_MEM_KB 4096
-/* the longest pause between two connection attempts (s) */
+/* the longest pause between two attempts to open the sink (s) */
 #define RP_BACKOFF_MAX_S 30
 
-/* ---- the stream ---------------------------------------------------------- */
-
-/*
- * Before resuming, the slot must still hold everything after the
- * checkpoint: a missing, invalidated or advanced slot is a gap (G3).
- */
-static int
-check_slot(RpRun *run, bool have_ck, const RpCheckpoint *ck)
+/* The program's side of a run: what the metrics page and the terminal show. */
+typedef struct RpCliRun
 {
-	RpSlotInfo	info;
-	char		a[24],
-				b[24];
-
-	if (rp_conn_slot_info(&run->conn, run->cli->slot, &info) < 0)
-		return -1;
-	if (!info.exists)
-		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" does not exist", run->cli->slot);
-	if (!info.logical || strcmp(info.plugin, "replicant") != 0)
-		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" is not a logical slot of plugin replicant",
-					   run->cli->slot);
-	if (info.lost)
-		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" has been invalidated (wal_status lost)",
-					   run->cli->slot);
-	/* a checkpoint that never held a position (nothing delivered yet) has no gap */
-	if (have_ck && ck->end_lsn > 0 && info.confirmed_flush > ck->end_lsn)
-	{
-		rp_lsn_format(info.confirmed_flush, a);
-		rp_lsn_format(ck->end_lsn, b);
-		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" is at %s, past the checkpoint %s: changes in between were acknowledged but never applied",
-					   run->cli->slot, a, b);
-	}
-	return 0;
-}
-
-static char **
-plugin_options(RpCli *cli)
-{
-	char	  **o = rp_malloc0(sizeof(char *) * (size_t) (cli->noptions * 2 + 5));
-	int			n = 0;
-	bool		streaming_set = false;
-
-	/* version 3: every timestamp PostgreSQL has (2), and a partition root's kind (3) */
-	o[n++] = "proto_version";
-	o[n++] = RP_PROTO_VERSION_STR;
-	for (int i = 0; i < cli->noptions * 2; i++)
-	{
-		if (i % 2 == 0 && strcmp(cli->options[i], "streaming") == 0)
-			streaming_set = true;
-		o[n++] = cli->options[i];
-	}
-	/*
-	 * Large transactions come streamed unless told otherwise: the server
-	 * then never spills them to its own disk, and this consumer bounds its
-	 * memory with --max-memory and its own spill files (G5).
-	 */
-	if (!streaming_set)
-	{
-		o[n++] = "streaming";
-		o[n++] = "on";
-	}
-	o[n] = NULL;
-	return o;
-}
-
-/*
- * The server's decoding memory for this session only (SET on the replication
- * connection): past it a transaction is streamed.  A smaller one streams
- * large transactions sooner and in smaller blocks, so a sink that applies
- * them early starts sooner, and the walsender holds less.  By default that
- * is done for such a sink only, and only ever lowers the server's setting.
- */
-static int
-set_decoding_work_mem(RpRun *run)
-{
-	RpCli	   *cli = run->cli;
-	uint64_t	want = cli->decoding_work_mem_kb;
-	char		set[96];
-	PGresult   *res;
-	int			rc;
-
-	if (want == RP_DECODING_WORK_MEM_SERVER || (want == 0 && !run->asm_.early))
-		return 0;
-	if (want == 0)
-	{
-		uint64_t	have = 0;
-
-		res = PQexec(run->conn.pg, "SHOW logical_decoding_work_mem");
-		rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-			rp_parse_size(PQgetvalue(res, 0, 0), 0, UINT64_MAX, &have);
-		PQclear(res);
-		if (!rc || have <= (uint64_t) RP_EARLY_DECODING_WORK_MEM_KB << 10)
-			return 0;
-		want = RP_EARLY_DECODING_WORK_MEM_KB;
-	}
-	snprintf(set, sizeof(set), "SET logical_decoding_work_mem = '%" PRIu64 "kB'", want);
-	res = PQexec(run->conn.pg, set);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-	{
-		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-		rc = rp_fail(PQresultStatus(res) == PGRES_FATAL_ERROR && state ? RP_HALT_CONFIG : RP_HALT_NONE,
-					 "the server refused logical_decoding_work_mem for this session (SQLSTATE %s)",
-					 state ? state : "none");
-		PQclear(res);
-		return rc;
-	}
-	PQclear(res);
-	pg_log_info("logical_decoding_work_mem of this session: %" PRIu64 "kB", want);
-	return 0;
-}
-
-/*
- * Connect, check the checkpoint and the slot against the source, and start
- * replication from the durable position (or -I).  The first connection
- * binds the checkpoint to the source and starts the delivery thread.
- */
-static int
-stream_connect(RpRun *run, bool have_ck)
-{
-	RpCli	   *cli = run->cli;
-	char	  **opts;
-	RpCheckpoint ck;
-	uint64_t	start;
-	int			rc;
-
-	if (rp_conn_open(&run->conn, cli->dbname, progname) < 0)
-		return -1;
-	run->connected = true;
-	if (rp_conn_identify(&run->conn) < 0)
-		return -1;
-	if (!run->pipe.started)
-	{
-		RpSnapSelect sel = {rp_cli_plugin_option(cli, "include_tables"),
-		rp_cli_plugin_option(cli, "exclude_tables"), rp_cli_partitions_root(cli)};
-
-		/* a table pattern that selects nothing is a mistake: said before anything streams */
-		if (rp_snapcat_check_patterns(run->conn.pg, &sel) < 0)
-			return -1;
-		/* the first connection binds a new checkpoint to this source */
-		if (have_ck && rp_ckpt_check_kind(&run->dl.ck, "") < 0)
-			return -1;
-		if (have_ck && rp_ckpt_check_source(&run->dl.ck, run->conn.system_id,
-											run->conn.timeline, cli->slot) < 0)
-			return -1;
-		if (!have_ck)
-		{
-			run->dl.ck.system_id = run->conn.system_id;
-			run->dl.ck.timeline = run->conn.timeline;
-			snprintf(run->dl.ck.slot, sizeof(run->dl.ck.slot), "%s", cli->slot);
-		}
-		if (rp_pipe_start(&run->pipe, &run->dl, 2 * cli->limits.max_bytes) < 0)
-			return -1;
-	}
-	if (rp_pipe_durable(&run->pipe, &ck) < 0)
-		return -1;
-	if (have_ck && rp_ckpt_check_source(&ck, run->conn.system_id, run->conn.timeline, cli->slot) < 0)
-		return -1;
-	if (rp_ckpt_check_position(&ck, run->conn.flush_lsn) < 0)
-		return -1;
-	if (check_slot(run, have_ck, &ck) < 0)
-		return -1;
-	start = cli->startpos ? cli->startpos : ck.end_lsn;
-
-	if (set_decoding_work_mem(run) < 0)
-		return -1;
-	opts = plugin_options(cli);
-	rc = rp_conn_start(&run->conn, cli->slot, start, opts);
-	rp_free(opts);
-	if (rc < 0)
-		return -1;
-	run->streamed = true;
-	{
-		RpEvent		ev;
-
-		rp_event_init(&ev, RP_EVENT_CONN_UP);
-		ev.lsn = start;
-		rp_run_emit(run, &ev);
-	}
-	return 0;
-}
-
-/* A keepalive (its data released): idle positions, endpos, the reply asked for. */
-static int
-on_keepalive(RpRun *run, const RpMsg *msg, bool *done)
-{
-	RpCli	   *cli = run->cli;
-
-	/* idle: nothing assembled, buffered, spilled or batched */
-	if (!rp_asm_busy(&run->asm_) && rp_pipe_idle(&run->pipe))
-	{
-		int64_t		now = rp_clock_wall_us();
-
-		/*
-		 * A sink that records an idle position pays a write for it: once
-		 * per status interval, or when the server asks (it does when it
-		 * waits for us, e.g. to shut down).
-		 */
-		if (msg->reply_requested ||
-			now - run->last_advance_us >= (int64_t) cli->status_interval_ms * 1000)
-		{
-			rp_pipe_advance(&run->pipe, msg->lsn, 0);
-			run->last_advance_us = now;
-		}
-		if (cli->endpos && msg->lsn >= cli->endpos)
-			*done = true;
-	}
-	if (msg->reply_requested && rp_run_send_feedback(run, true, false) < 0)
-		return -1;
-	return 0;
-}
-
-/* One connection's life: 0 = finished (endpos or signal), -1 = error. */
-static int
-stream_once(RpRun *run, bool have_ck)
-{
-	RpCli	   *cli = run->cli;
-	int			rc;
-
-	if (stream_connect(run, have_ck) < 0)
-		return -1;
-	for (;;)
-	{
-		RpMsg		msg;
-		bool		done = false;
-		int			wait_ms = cli->status_interval_ms;
-
-		if (rp_stop_requested())
-			return rp_run_stop_stream(run);
-		rp_run_take_reopen(run);
-		if (rp_run_send_feedback(run, false, false) < 0)
-			return -1;
-		rp_run_show_progress(run);
-		RP_COUNT_STORE(run->metrics.server_wal_end, run->conn.server_wal_end);
-		if (wait_ms > 1000)
-			wait_ms = 1000;
-
-		if (rp_conn_read(&run->conn, &msg, wait_ms) < 0)
-			return -1;
-		switch (msg.kind)
-		{
-			case RP_MSG_NONE:
-				break;
-			case RP_MSG_DATA:
-				rc = rp_asm_frame(&run->asm_, msg.data, msg.len, msg.lsn);
-				RP_COUNT_ADD(run->metrics.bytes, msg.len);
-				rp_conn_release(&msg);
-				if (rc < 0 || rp_run_deliver_ready(run, &done, 0) < 0)
-					return -1;
-				break;
-			case RP_MSG_KEEPALIVE:
-				rp_conn_release(&msg);
-				if (on_keepalive(run, &msg, &done) < 0)
-					return -1;
-				break;
-			case RP_MSG_END:
-				return rp_fail(RP_HALT_NONE, "the server ended the replication stream");
-		}
-		if (done)
-			return rp_run_stream_done(run);
-	}
-}
-
-static void
-disconnect(RpRun *run)
-{
-	if (run->connected)
-		rp_conn_close(&run->conn);
-	run->connected = false;
-	if (run->nsrc)
-		rp_natsrc_close(run->nsrc);
-	/* partial transactions are sent again by the server */
-	rp_asm_reset(&run->asm_);
-}
+	RpCli	   *cli;
+	RpRun		run;			/* the library's */
+	RpSink	   *sink;
+	RpNatsSrc  *nsrc;			/* --source nats://: the stream's reader */
+	RpSource   *src;
+	RpMetrics	metrics;
+	RpCliMetrics metrics_src;	/* what the metrics page reads */
+	RpCliEvents events;			/* the library's events: counters and -v lines */
+	RpEventHook hook;			/* rp_cli_event on events */
+	RpSnapStats snap;			/* the initial snapshot's counters */
+	RpCliProgress progress;		/* the terminal's lines, and their figures for the page */
+	char		ckpt_path[4096];	/* STATE-DIR/SLOT.checkpoint (a sink that owns none) */
+	char		view_path[4096];	/* STATE-DIR/SLOT.relations */
+} RpCliRun;
 
 static RpSink *
 open_sink(RpCli *cli, const RpSinkEnv *env)
@@ -465,45 +198,147 @@ open_sink_waiting(RpCli *cli, const RpSinkEnv *env, int *rc)
 	return sink;
 }
 
-/*
- * What streaming needs once the sink is open and any snapshot done: the
- * checkpoint (*ck, *have_ck), the spill store, the assembler, the delivery,
- * the metrics and the backfill.  0, or -1 (rp_error).
- */
-static int
-run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
-{
-	RpCli	   *cli = run->cli;
+/* ---- the run's hooks ------------------------------------------------------ */
 
-	if (run->sink->owns_checkpoint)
-		*have_ck = run->sink->checkpoint(run->sink, ck);
-	else
-		*have_ck = rp_ckpt_read(run->ckpt_path, ck);
-	if (*have_ck < 0)
-		return -1;
-	if (rp_deliver_check_sink(run->sink, rp_messages_pass(rp_cli_plugin_option(cli, "include_messages"), NULL, "") != RP_MSG_PASS_NO) < 0)
-		return -1;
-	if (rp_spill_init(&run->spill, cli->spill_dir, cli->max_memory, cli->max_spill) < 0)
-		return -1;
-	run->sink->spill = &run->spill;	/* the mirror's effect map charges it too */
-	rp_asm_init(&run->asm_, &run->spill, *have_ck ? ck->commit_lsn : 0);
-	/*
-	 * A sink that can apply a streamed transaction before its commit gets its
-	 * blocks; not with aggregate bindings, whose fold pass runs per batch.
-	 */
-	run->asm_.events = run->hook;
-	run->asm_.early = run->sink->handle_chunk != NULL && !cli->no_early_apply && cli->agg == NULL;
-	/* the metrics page, served since before the snapshot, may read them now */
-	atomic_store(&run->metrics_src.stream_ready, true);
-	if (rp_deliver_init(&run->dl, run->sink, ck, run->sink->owns_checkpoint ? NULL : run->ckpt_path,
-						run->view_path, &cli->limits) < 0)
-		return -1;
-	rp_deliver_count_into(&run->dl, &run->counters);
-	rp_deliver_set_events(&run->dl, &run->hook);
-	/* no idle_hook: the receiving thread itself answers the server while the sink works */
-	if (cli->nbackfill > 0 && rp_cli_backfill_start(cli, run->sink) < 0)
+static void
+on_progress(void *arg, const RpRunProgress *p)
+{
+	RpCliRun   *cr = arg;
+	RpProgressStream st;
+
+	memset(&st, 0, sizeof(st));
+	st.lag_bytes = p->lag_bytes;
+	st.lag_seconds = p->lag_seconds;
+	st.lag_msgs = p->lag_msgs;
+	st.txns = p->txns;
+	st.changes = p->changes;
+	st.checkpoint_lsn = p->checkpoint_lsn;
+	st.known = p->known;
+	rp_cli_progress_stream(&cr->progress, &st);
+}
+
+static void
+on_log(void *arg, RpRunLogLevel level, const char *line)
+{
+	char		buf[2200];
+
+	switch (level)
+	{
+		case RP_RUN_LOG_INFO:
+			pg_log_info("%s", line);
+			break;
+		case RP_RUN_LOG_ERROR:
+			pg_log_error("%s", line);
+			break;
+		case RP_RUN_LOG_NOTICE:
+			snprintf(buf, sizeof(buf), "%s: %s", progname, line);
+			rp_cli_log_line(buf);
+			break;
+	}
+}
+
+static void
+on_log_info(void *arg, const char *line)
+{
+	pg_log_info("%s", line);
+}
+
+static bool
+on_take_reopen(void *arg)
+{
+	return rp_cli_take_reopen();
+}
+
+/* Delivery is set up: the metrics page may read the stream's stages; --backfill starts. */
+static int
+on_started(void *arg, RpSink *sink)
+{
+	RpCliRun   *cr = arg;
+
+	atomic_store(&cr->metrics_src.stream_ready, true);
+	if (cr->cli->nbackfill > 0 && rp_cli_backfill_start(cr->cli, sink) < 0)
 		return -1;
 	return 0;
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+/* The library's run, its options from the command line and its hooks into this program. */
+static void
+run_init(RpCliRun *cr)
+{
+	RpCli	   *cli = cr->cli;
+	RpRunOptions o;
+	RpRunHooks	h;
+
+	memset(&o, 0, sizeof(o));
+	o.slot = cli->slot;
+	o.endpos = cli->endpos;
+	o.endpos_seq = cli->endpos_seq;
+	o.status_interval_ms = cli->status_interval_ms;
+	o.no_loop = cli->no_loop;
+	o.limits = cli->limits;
+	o.ckpt_path = cr->ckpt_path;
+	o.view_path = cr->view_path;
+	o.spill_dir = cli->spill_dir;
+	o.max_memory = cli->max_memory;
+	o.max_spill = cli->max_spill;
+	/* not with aggregate bindings, whose fold pass runs per batch */
+	o.early_apply = !cli->no_early_apply && cli->agg == NULL;
+	o.messages = rp_messages_pass(rp_cli_plugin_option(cli, "include_messages"), NULL, "") != RP_MSG_PASS_NO;
+	o.backfill = cli->backfill_run;
+
+	memset(&h, 0, sizeof(h));
+	cr->events.count = &cr->run.counters;
+	cr->events.verbose = cli->verbose;
+	cr->hook = rp_cli_events_hook(&cr->events);
+	h.events = cr->hook;
+	h.metrics = &cr->metrics;
+	h.progress = on_progress;
+	h.log = on_log;
+	h.take_reopen = on_take_reopen;
+	h.started = on_started;
+	h.arg = cr;
+	rp_run_init(&cr->run, &o, &h);
+}
+
+/* The source the command line names: --source's stream, else the slot.  NULL after rp_fail. */
+static RpSource *
+run_source(RpCliRun *cr)
+{
+	RpCli	   *cli = cr->cli;
+	RpSlotSourceOptions so;
+
+	if (cli->source)
+	{
+		RpNatsSrcOptions no;
+
+		memset(&no, 0, sizeof(no));
+		no.url = cli->source;
+		no.stream = cli->nats.stream;
+		no.subjects = cli->nats_subjects;
+		no.creds = cli->nats.creds;
+		no.tls_ca = cli->nats.tls_ca;
+		no.tls_cert = cli->nats.tls_cert;
+		no.tls_key = cli->nats.tls_key;
+		if ((cr->nsrc = rp_natsrc_new(&no)) == NULL)
+			return NULL;
+		return rp_source_nats_new(cr->nsrc, cli->nats.stream);
+	}
+	memset(&so, 0, sizeof(so));
+	so.conninfo = cli->dbname;
+	so.progname = progname;
+	so.slot = cli->slot;
+	so.startpos = cli->startpos;
+	so.plugin_options = cli->options;
+	so.noptions = cli->noptions;
+	so.decoding_work_mem_kb = cli->decoding_work_mem_kb;
+	so.select.include = rp_cli_plugin_option(cli, "include_tables");
+	so.select.exclude = rp_cli_plugin_option(cli, "exclude_tables");
+	so.select.via_root = rp_cli_partitions_root(cli);
+	so.status_interval_ms = cli->status_interval_ms;
+	so.log_info = on_log_info;
+	return rp_source_slot_new(&so);
 }
 
 /*
@@ -512,148 +347,40 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
  * zeros until they are.  0, or -1 (rp_error).
  */
 static int
-run_metrics_start(RpRun *run)
+run_metrics_start(RpCliRun *cr)
 {
-	RpCli	   *cli = run->cli;
+	RpCli	   *cli = cr->cli;
 
-	run->metrics_src.m = &run->metrics;
-	run->metrics_src.count = &run->counters;
-	run->metrics_src.snap = &run->snap;
-	run->metrics_src.asm_ = &run->asm_;
-	run->metrics_src.spill = &run->spill;
-	run->metrics_src.agg = cli->agg;
-	run->metrics_src.sink = run->sink;
-	run->metrics_src.progress = &run->progress;
-	if (cli->source && (run->nsrc = rp_cli_fanout_source(cli)) == NULL)
+	cr->metrics_src.m = &cr->metrics;
+	cr->metrics_src.count = &cr->run.counters;
+	cr->metrics_src.snap = &cr->snap;
+	cr->metrics_src.asm_ = &cr->run.asm_;
+	cr->metrics_src.spill = &cr->run.spill;
+	cr->metrics_src.agg = cli->agg;
+	cr->metrics_src.sink = cr->sink;
+	cr->metrics_src.progress = &cr->progress;
+	if ((cr->src = run_source(cr)) == NULL)
 		return -1;
-	run->metrics_src.nsrc = run->nsrc;
-	if (rp_cli_metrics_register(&run->metrics, &run->metrics_src) < 0 ||
-		rp_metrics_start(&run->metrics, cli->metrics_port) < 0)
+	cr->metrics_src.nsrc = cr->nsrc;
+	if (rp_cli_metrics_register(&cr->metrics, &cr->metrics_src) < 0 ||
+		rp_metrics_start(&cr->metrics, cli->metrics_port) < 0)
 		return -1;
 	return 0;
 }
 
-/*
- * After a lost connection: the server sends again from the durable
- * position (*durable); what was already handed to the delivery thread is
- * skipped as a duplicate.  0, or -1 (rp_error).
- */
-static int
-run_resume_point(RpRun *run, RpCheckpoint *durable, bool *lost_sink)
-{
-	RpCli	   *cli = run->cli;
-
-	*lost_sink = rp_pipe_durable(&run->pipe, durable) < 0;
-	if (!*lost_sink)
-	{
-		run->asm_.watermark = durable->commit_lsn > run->pipe.last_pushed_commit
-			? durable->commit_lsn : run->pipe.last_pushed_commit;
-		return 0;
-	}
-
-	/*
-	 * The delivery thread lost its sink (a destination restart): start
-	 * delivery over from what is durable.  The relation view is reloaded
-	 * too, so a schema change rolled back with the failed batch is seen (and
-	 * applied, or halted on) again.
-	 */
-	rp_error_clear();
-	*durable = run->pipe.durable;
-	rp_pipe_stop(&run->pipe);
-	rp_deliver_free(&run->dl);
-	if (rp_deliver_init(&run->dl, run->sink, durable,
-						run->sink->owns_checkpoint ? NULL : run->ckpt_path, run->view_path,
-						&cli->limits) < 0)
-		return -1;
-	/* counting goes on where it was: the metrics never go backwards */
-	rp_deliver_count_into(&run->dl, &run->counters);
-	rp_deliver_set_events(&run->dl, &run->hook);
-	if (rp_pipe_start(&run->pipe, &run->dl, 2 * cli->limits.max_bytes) < 0)
-		return -1;
-	run->asm_.watermark = durable->commit_lsn;
-	return 0;
-}
-
-/*
- * Stream, reconnecting with backoff after connection trouble: 0 at endpos
- * or a stop, -1 on a fail-closed halt or with --no-loop (rp_error).
- */
-static int
-run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
-{
-	int			backoff = 1;
-
-	for (;;)
-	{
-		char		why[1024];
-		bool		lost_sink;
-		RpCheckpoint durable;
-
-		if ((run->cli->source ? rp_run_nats_once(run, have_ck > 0) : stream_once(run, have_ck > 0)) == 0)
-			return 0;
-		RP_COUNT_ADD(run->metrics.halts[rp_error_halt()], 1);
-		/* a stop that met connection trouble is still a stop */
-		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
-			return 0;
-		/* fail-closed halts and --no-loop end the run; connection trouble retries */
-		if (rp_error_halt() == RP_HALT_NONE)
-		{
-			RpEvent		ev;
-
-			/* connection trouble (a halt is told by the stage that halted) */
-			rp_event_init(&ev, RP_EVENT_CONN_LOST);
-			rp_run_emit(run, &ev);
-		}
-		if (rp_error_halt() != RP_HALT_NONE || run->cli->no_loop)
-			return -1;
-		snprintf(why, sizeof(why), "%s", rp_error());
-		disconnect(run);
-		if (run_resume_point(run, &durable, &lost_sink) < 0)
-			return -1;
-
-		/*
-		 * The backoff starts over after progress (the durable position
-		 * moved), or after a source connection that got to stream; a sink
-		 * that fails again and again (the source streams fine each time)
-		 * is retried ever less often, up to RP_BACKOFF_MAX_S.
-		 */
-		if (durable.end_lsn > progress_lsn || (run->streamed && !lost_sink))
-			backoff = 1;
-		if (durable.end_lsn > progress_lsn)
-			progress_lsn = durable.end_lsn;
-		run->streamed = false;
-		pg_log_error("%s; reconnecting in %d s", why, backoff);
-		if (!rp_pause_ms(backoff * 1000))
-			return 0;
-		backoff = backoff * 2 > RP_BACKOFF_MAX_S ? RP_BACKOFF_MAX_S : backoff * 2;
-		/*
-		 * Once a connection has bound the checkpoint to the source (the
-		 * delivery thread runs), later ones check against it; before that
-		 * there is still no checkpoint to check.
-		 */
-		if (run->pipe.started)
-			have_ck = 1;
-	}
-}
-
-/* Every end of a run: the connection, the delivery thread, backfill, metrics. */
+/* Every end of a run: the program's threads and lines (the library's run stopped its own). */
 static void
-run_stop_threads(RpRun *run)
+run_stop(RpCliRun *cr)
 {
-	disconnect(run);
-	if (rp_stop_requested())
-		rp_pipe_abandon(&run->pipe, NULL, NULL);
-	rp_pipe_stop(&run->pipe);
-	rp_backfill_stop(run->cli->backfill_run);	/* after the delivery thread: it may hold a chunk */
-	rp_metrics_stop(&run->metrics);
-	rp_snap_stats_free(&run->snap);
+	rp_metrics_stop(&cr->metrics);
+	rp_snap_stats_free(&cr->snap);
 	rp_cli_log_set_progress(NULL);
-	rp_cli_progress_free(&run->progress);
+	rp_cli_progress_free(&cr->progress);
 }
 
 /* A run that failed: reported, stopped, the sink closed; the exit status. */
 static int
-run_fail(RpRun *run)
+run_fail(RpCliRun *cr)
 {
 	int			rc;
 
@@ -663,77 +390,119 @@ run_fail(RpRun *run)
 	if (rc == RP_EXIT_HALT)
 		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
 				progname, rp_halt_name(rp_error_halt()));
-	run_stop_threads(run);
+	run_stop(cr);
 	/* every exit path closes its sink: the exec child reaped, the destination session ended */
-	run->sink->close(run->sink);
-	/* spill files are private garbage now */
-	if (run->spill.dir)
-	{
-		RpSpill		again;
-
-		rp_spill_init(&again, run->spill.dir, 0, 0);
-	}
+	cr->sink->close(cr->sink);
 	return rc;
 }
 
-int
-rp_cli_run_stream(RpCli *cli)
+/* After the sink opened: the page, the snapshot, the run; the exit status. */
+static int
+run_with_sink(RpCliRun *cr)
 {
-	RpRun		run;
-	RpSinkEnv	env;
-	RpCheckpoint ck;
-	int			have_ck;
+	RpCli	   *cli = cr->cli;
 	int			rc;
 
-	memset(&run, 0, sizeof(run));
-	memset(&ck, 0, sizeof(ck));
-	run.cli = cli;
-	run.events.count = &run.counters;
-	run.events.verbose = cli->verbose;
-	run.hook = rp_cli_events_hook(&run.events);
-	rc = run_prepare(cli, &env);
-	if (rc != RP_EXIT_OK)
-		return rc;
-	run_tune_malloc(cli);
-	run.sink = open_sink_waiting(cli, &env, &rc);
-	if (run.sink == NULL)
-		return rc;
-
-	snprintf(run.ckpt_path, sizeof(run.ckpt_path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
-	snprintf(run.view_path, sizeof(run.view_path), "%s/%s.relations", cli->state_dir, cli->slot);
-	rp_cli_progress_init(&run.progress, cli->no_progress ? RP_PROGRESS_OFF
+	rp_cli_progress_init(&cr->progress, cli->no_progress ? RP_PROGRESS_OFF
 						 : cli->progress ? RP_PROGRESS_ON : RP_PROGRESS_AUTO);
-	rp_cli_log_set_progress(&run.progress.disp);
-	if (run_metrics_start(&run) < 0)
-		return run_fail(&run);
-	atomic_store(&run.metrics_src.snap_running, cli->snapshot);
-	rc = cli->snapshot ? rp_cli_snapshot(cli, run.sink, run.ckpt_path, &run.snap, &run.progress, &run.hook) : 0;
-	atomic_store(&run.metrics_src.snap_running, false);
+	rp_cli_log_set_progress(&cr->progress.disp);
+	if (run_metrics_start(cr) < 0)
+		return run_fail(cr);
+	atomic_store(&cr->metrics_src.snap_running, cli->snapshot);
+	rc = cli->snapshot ? rp_cli_snapshot(cli, cr->sink, cr->ckpt_path, &cr->snap, &cr->progress, &cr->hook) : 0;
+	atomic_store(&cr->metrics_src.snap_running, false);
 	if (rc < 0)
 	{
 		/* a stop: what was stored is where the next run resumes (exit 0) */
 		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
 		{
-			run_stop_threads(&run);
+			run_stop(cr);
 			fprintf(stderr, "%s: %s\n", progname, rp_error());
-			run.sink->close(run.sink);
+			cr->sink->close(cr->sink);
 			return RP_EXIT_OK;
 		}
-		return run_fail(&run);
+		return run_fail(cr);
 	}
-	if (run_setup(&run, &ck, &have_ck) < 0 || run_loop(&run, have_ck, ck.end_lsn) < 0)
-		return run_fail(&run);
+	if (rp_run(&cr->run, cr->src, cr->sink) < 0)
+		return run_fail(cr);
 
-	run_stop_threads(&run);
+	run_stop(cr);
 	pg_log_info("delivered %" PRIu64 " transactions in %" PRIu64 " batches; %" PRIu64
 				" streamed transactions applied early (%" PRIu64 " blocks, %" PRIu64 " dropped)",
-				run.counters.txns, run.counters.batches, run.counters.early_commits,
-				run.counters.early_chunks, run.counters.early_drops);
-	rp_deliver_free(&run.dl);
-	rp_asm_free(&run.asm_);
-	rp_natsrc_free(run.nsrc);
-	run.sink->close(run.sink);
+				cr->run.counters.txns, cr->run.counters.batches, cr->run.counters.early_commits,
+				cr->run.counters.early_chunks, cr->run.counters.early_drops);
+	rp_run_free(&cr->run);
+	cr->sink->close(cr->sink);
 	return RP_EXIT_OK;
+}
+
+int
+rp_cli_run_stream(RpCli *cli)
+{
+	RpCliRun   *cr = rp_malloc0(sizeof(*cr));
+	RpSinkEnv	env;
+	int			rc;
+
+	cr->cli = cli;
+	rc = run_prepare(cli, &env);
+	if (rc != RP_EXIT_OK)
+		goto out;
+	run_tune_malloc(cli);
+	cr->sink = open_sink_waiting(cli, &env, &rc);
+	if (cr->sink == NULL)
+		goto out;
+	snprintf(cr->ckpt_path, sizeof(cr->ckpt_path), "%s/%s.checkpoint", cli->state_dir, cli->slot);
+	snprintf(cr->view_path, sizeof(cr->view_path), "%s/%s.relations", cli->state_dir, cli->slot);
+	run_init(cr);
+	rc = run_with_sink(cr);
+out:
+	if (cr->src)
+		cr->src->free(cr->src);
+	rp_natsrc_free(cr->nsrc);
+	rp_free(cr);
+	return rc;
+}
+
+/*
+ * The program without a command (main.c): the options, then the slot
+ * actions and the stream.
+ */
+int
+rp_cli_stream_main(int argc, char **argv)
+{
+	RpCli		cli;
+	int			rc;
+
+	rc = rp_cli_parse(&cli, argc, argv);
+	if (rc != RP_CLI_RUN)
+	{
+		rp_cli_free(&cli);
+		return rc;
+	}
+	if (cli.agg)
+		rp_agg_set_source(cli.agg, cli.dbname ? cli.dbname : "");
+	/* the sink gets the handle when it opens; the thread starts once it runs */
+	if (cli.nbackfill > 0)
+		cli.backfill_run = rp_backfill_new();
+
+	rp_cli_signals_install();
+
+	/* --snapshot creates the slot itself, with an exported snapshot */
+	if ((cli.create_slot && !cli.snapshot) || cli.drop_slot)
+	{
+		rc = rp_cli_slot_action(&cli);
+		if (rc != RP_EXIT_OK || !cli.start)
+		{
+			rp_cli_free(&cli);
+			return rc;
+		}
+	}
+	rc = rp_cli_run_stream(&cli);
+	/* closes the aggregate edit streams and waits for their children */
+	rp_agg_free(cli.agg);
+	rp_backfill_free(cli.backfill_run);
+	rp_cli_free(&cli);
+	return rc;
 }
 
 int

@@ -32,6 +32,8 @@ seqsync_usage(FILE *f)
 			"  -h, --host=HOST              the source's host (over -d)\n"
 			"  -p, --port=PORT              the source's port (over -d)\n"
 			"  -U, --username=NAME          the source's user (over -d)\n"
+			"  -w, --no-password            never prompt for the source's password\n"
+			"  -W, --password               prompt for the source's password\n"
 			"      --sink=postgresql://...  the destination (also postgres:CONNINFO)\n"
 			"      --margin=N               the destination's next value at least N past\n"
 			"                               the source's (default 0)\n"
@@ -99,18 +101,24 @@ rp_cli_seqsync_option(RpSeqSyncOptions *so, int c, const char *arg, const char *
 	}
 }
 
-int
-rp_seqsync_main(int argc, char **argv)
+/* sync-sequences' command line */
+typedef struct SeqSyncArgs
+{
+	RpCliConn	conn;			/* the source */
+	const char *sink;			/* the destination */
+	RpSeqSyncOptions so;
+} SeqSyncArgs;
+
+/* The command line into *a: RP_CLI_RUN, or the exit status (--help, a usage error). */
+static int
+seqsync_parse(int argc, char **argv, SeqSyncArgs *a)
 {
 	enum
 	{
 		OPT_SINK = 256, OPT_BK, OPT_HELP
 	};
 	static const struct option long_options[] = {
-		{"dbname", required_argument, NULL, 'd'},
-		{"host", required_argument, NULL, 'h'},
-		{"port", required_argument, NULL, 'p'},
-		{"username", required_argument, NULL, 'U'},
+		RP_CLI_CONN_LONG_OPTIONS,
 		{"sink", required_argument, NULL, OPT_SINK},
 		RP_CLI_SEQ_LONG_OPTIONS,
 		{"bookkeeping-schema", required_argument, NULL, OPT_BK},
@@ -118,54 +126,34 @@ rp_seqsync_main(int argc, char **argv)
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
-	const char *keys[] = {"host", "port", "user", NULL};
-	const char *vals[] = {NULL, NULL, NULL, NULL};
-	const char *dbname = NULL;
-	const char *sink = NULL;
-	RpSeqSyncOptions so;
-	RpSeqSyncStats st;
-	char		err[256];
-	char	   *src;
 	int			c;
 	int			rc;
 
-	memset(&so, 0, sizeof(so));
-	so.progname = PROG;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "d:h:p:U:o:v?", long_options, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:h:p:U:wWo:v?", long_options, NULL)) != -1)
 	{
-		if ((rc = rp_cli_seqsync_option(&so, c, optarg, PROG)) != RP_CLI_SEQ_OTHER)
+		if ((rc = rp_cli_seqsync_option(&a->so, c, optarg, PROG)) != RP_CLI_SEQ_OTHER)
 		{
 			if (rc != RP_CLI_SEQ_TAKEN)
 				return rc;
 			continue;
 		}
+		if (rp_cli_conn_option(&a->conn, c, optarg))
+			continue;
 		switch (c)
 		{
-			case 'd':
-				dbname = optarg;
-				break;
-			case 'h':
-				vals[0] = optarg;
-				break;
-			case 'p':
-				vals[1] = optarg;
-				break;
-			case 'U':
-				vals[2] = optarg;
-				break;
 			case OPT_SINK:
-				sink = optarg;
+				a->sink = optarg;
 				break;
 			case OPT_BK:
 				if (optarg[0] == '\0' || strlen(optarg) > RP_MIRROR_MAX_IDENT)
 					return seqsync_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
 											   optarg, RP_MIRROR_MAX_IDENT);
-				so.bookkeeping_schema = optarg;
+				a->so.bookkeeping_schema = optarg;
 				break;
 			case 'v':
-				so.verbose = true;
+				a->so.verbose = true;
 				break;
 			case OPT_HELP:
 				seqsync_usage(stdout);
@@ -181,16 +169,36 @@ rp_seqsync_main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return seqsync_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
-	if (sink == NULL)
-		return seqsync_usage_error("no destination: --sink=postgresql://... is required");
-	if ((so.dst_conninfo = rp_cli_pg_sink_conninfo(sink)) == NULL)
-		return seqsync_usage_error("--sink must be a PostgreSQL destination (postgresql://... or postgres:CONNINFO)");
-	src = rp_cli_conninfo(dbname, keys, vals, err, sizeof(err));
-	if (src == NULL)
-		return seqsync_usage_error("-d: %s", err);
-	so.src_conninfo = src;
+	return RP_CLI_RUN;
+}
 
-	rc = rp_seqsync_run(&so, &st);
+/* What the options must say together; the source's conninfo (*src). */
+static int
+seqsync_validate(SeqSyncArgs *a, char **src)
+{
+	if (a->sink == NULL)
+		return seqsync_usage_error("no destination: --sink=postgresql://... is required");
+	if ((a->so.dst_conninfo = rp_cli_pg_sink_conninfo(a->sink)) == NULL)
+		return seqsync_usage_error("--sink must be a PostgreSQL destination (postgresql://... or postgres:CONNINFO)");
+	return rp_cli_conn_compose(&a->conn, PROG, true, src);
+}
+
+int
+rp_seqsync_main(int argc, char **argv)
+{
+	SeqSyncArgs a;
+	RpSeqSyncStats st;
+	char	   *src = NULL;
+	int			rc;
+
+	memset(&a, 0, sizeof(a));
+	a.so.progname = PROG;
+	if ((rc = seqsync_parse(argc, argv, &a)) != RP_CLI_RUN ||
+		(rc = seqsync_validate(&a, &src)) != RP_CLI_RUN)
+		return rc;
+	a.so.src_conninfo = src;
+
+	rc = rp_seqsync_run(&a.so, &st);
 	rp_free(src);
 	if (rc < 0)
 	{

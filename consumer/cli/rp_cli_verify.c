@@ -160,6 +160,35 @@ verify_report(RpReasm *r, bool quiet, bool latest, RpBuf *line)
 	return status;
 }
 
+/*
+ * --latest-rows STORE: a first pass finds the newest complete dump of
+ * STORE (its id into id); the second then keeps its rows.  RP_EXIT_OK, or
+ * the exit status after the message.
+ */
+static int
+newest_dump(char **files, int nfiles, const char *store, char id[RP_UUID_TEXT_LEN + 1])
+{
+	const RpSnapReport *rep;
+	RpReasm    *r = rp_reasm_new();
+
+	if (rp_reasm_run(r, (const char *const *) files, nfiles) < 0)
+	{
+		fprintf(stderr, "%s: %s\n", PROG, rp_error());
+		rp_reasm_free(r);
+		return RP_EXIT_ERROR;
+	}
+	rep = rp_reasm_newest_complete(r, store);
+	if (rep == NULL)
+	{
+		fprintf(stderr, "%s: no complete dump of %s in the input\n", PROG, store);
+		rp_reasm_free(r);
+		return RP_VERIFY_EXIT_OPEN;
+	}
+	snprintf(id, RP_UUID_TEXT_LEN + 1, "%s", rep->id);
+	rp_reasm_free(r);
+	return RP_EXIT_OK;
+}
+
 int
 rp_verify_snapshot_main(int argc, char **argv)
 {
@@ -216,29 +245,10 @@ rp_verify_snapshot_main(int argc, char **argv)
 		return verify_usage_error("no input file");
 	if (rows_id && rows_store)
 		return verify_usage_error("--rows and --latest-rows exclude each other");
+	if (rows_store && (status = newest_dump(argv + optind, argc - optind, rows_store, store_id)) != RP_EXIT_OK)
+		return status;
 	if (rows_store)
-	{
-		/* a first pass finds the dump, the second keeps its rows */
-		const RpSnapReport *rep;
-
-		r = rp_reasm_new();
-		if (rp_reasm_run(r, (const char *const *) argv + optind, argc - optind) < 0)
-		{
-			fprintf(stderr, "%s: %s\n", PROG, rp_error());
-			rp_reasm_free(r);
-			return RP_EXIT_ERROR;
-		}
-		rep = rp_reasm_newest_complete(r, rows_store);
-		if (rep == NULL)
-		{
-			fprintf(stderr, "%s: no complete dump of %s in the input\n", PROG, rows_store);
-			rp_reasm_free(r);
-			return RP_VERIFY_EXIT_OPEN;
-		}
-		snprintf(store_id, sizeof(store_id), "%s", rep->id);
-		rp_reasm_free(r);
 		rows_id = store_id;
-	}
 
 	r = rp_reasm_new();
 	warn.quiet = quiet;

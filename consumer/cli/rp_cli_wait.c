@@ -33,6 +33,8 @@ wait_usage(FILE *f)
 			"  -h, --host=HOST              the source's host (over -d)\n"
 			"  -p, --port=PORT              the source's port (over -d)\n"
 			"  -U, --username=NAME          the source's user (over -d)\n"
+			"  -w, --no-password            never prompt for the source's password\n"
+			"  -W, --password               prompt for the source's password\n"
 			"      --sink=postgresql://...  the destination (also postgres:CONNINFO)\n"
 			"  -S, --slot=SLOTNAME          the mirror's slot (needed when the destination\n"
 			"                               holds checkpoints of several slots of the source)\n"
@@ -60,6 +62,11 @@ wait_usage(FILE *f)
 /* usage errors: "PROG: error: ...", then the --help hint */
 #define wait_usage_error(...) rp_cli_sub_usage_error(PROG, __VA_ARGS__)
 
+enum
+{
+	OPT_SINK = 256, OPT_LSN, OPT_TIMEOUT, OPT_BK, OPT_HELP, OPT_SYNC
+};
+
 /* --sync-sequences, once the checkpoint passed: the exit status (0, 1 or 3). */
 static int
 wait_sync(const RpMwaitOptions *wo, RpSeqSyncOptions *so)
@@ -80,18 +87,85 @@ wait_sync(const RpMwaitOptions *wo, RpSeqSyncOptions *so)
 	return rc == 0 ? 0 : RP_MWAIT_TIMEOUT;
 }
 
-int
-rp_wait_main(int argc, char **argv)
+/* wait's command line */
+typedef struct WaitArgs
 {
-	enum
+	RpCliConn	conn;			/* the source */
+	const char *sink;			/* the destination */
+	bool		quiet;
+	bool		sync;			/* --sync-sequences */
+	bool		seq_opts;		/* a sequence option given */
+	RpMwaitOptions wo;
+	RpSeqSyncOptions so;
+} WaitArgs;
+
+/* --timeout's seconds; false when it does not read. */
+static bool
+parse_timeout(const char *arg, int *secs)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || v <= 0 || v > 86400 * 365)
+		return false;
+	*secs = (int) v;
+	return true;
+}
+
+/* One of wait's own options: RP_CLI_RUN, or the exit status (--help, a usage error). */
+static int
+wait_option(WaitArgs *a, int c, const char *arg, const char *word)
+{
+	switch (c)
 	{
-		OPT_SINK = 256, OPT_LSN, OPT_TIMEOUT, OPT_BK, OPT_HELP, OPT_SYNC
-	};
+		case OPT_SINK:
+			a->sink = arg;
+			break;
+		case 'S':
+			a->wo.slot = arg;
+			break;
+		case OPT_LSN:
+			if (!rp_lsn_parse(arg, &a->wo.target) || a->wo.target == 0)
+				return wait_usage_error("invalid value \"%s\" for --lsn (an LSN X/Y past 0/0)", arg);
+			break;
+		case OPT_TIMEOUT:
+			if (!parse_timeout(arg, &a->wo.timeout_s))
+				return wait_usage_error("invalid value \"%s\" for --timeout (seconds, 1 or more)", arg);
+			break;
+		case OPT_BK:
+			if (arg[0] == '\0' || strlen(arg) > RP_MIRROR_MAX_IDENT)
+				return wait_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
+										arg, RP_MIRROR_MAX_IDENT);
+			a->wo.bookkeeping_schema = arg;
+			break;
+		case 'q':
+			a->quiet = true;
+			break;
+		case OPT_SYNC:
+			a->sync = true;
+			break;
+		case OPT_HELP:
+			wait_usage(stdout);
+			return RP_EXIT_OK;
+		default:
+			if (strcmp(word, "-?") == 0)
+			{
+				wait_usage(stdout);
+				return RP_EXIT_OK;
+			}
+			return wait_usage_error("unknown option or missing argument: %s", word);
+	}
+	return RP_CLI_RUN;
+}
+
+/* The command line into *a: RP_CLI_RUN, or the exit status. */
+static int
+wait_parse(int argc, char **argv, WaitArgs *a)
+{
 	static const struct option long_options[] = {
-		{"dbname", required_argument, NULL, 'd'},
-		{"host", required_argument, NULL, 'h'},
-		{"port", required_argument, NULL, 'p'},
-		{"username", required_argument, NULL, 'U'},
+		RP_CLI_CONN_LONG_OPTIONS,
 		{"sink", required_argument, NULL, OPT_SINK},
 		{"slot", required_argument, NULL, 'S'},
 		{"lsn", required_argument, NULL, OPT_LSN},
@@ -103,138 +177,96 @@ rp_wait_main(int argc, char **argv)
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
-	const char *keys[] = {"host", "port", "user", NULL};
-	const char *vals[] = {NULL, NULL, NULL, NULL};
-	const char *dbname = NULL;
-	const char *sink = NULL;
-	bool		quiet = false;
-	bool		sync = false;
-	bool		seq_opts = false;	/* a sequence option given */
-	RpSeqSyncOptions so;
-	RpMwaitOptions wo;
-	RpMwaitResult res;
-	char		err[256];
-	char	   *src;
 	int			c;
 	int			rc;
 
-	memset(&wo, 0, sizeof(wo));
-	memset(&so, 0, sizeof(so));
-	so.progname = PROG;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "d:h:p:U:S:qo:?", long_options, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:h:p:U:wWS:qo:?", long_options, NULL)) != -1)
 	{
-		if ((rc = rp_cli_seqsync_option(&so, c, optarg, PROG)) != RP_CLI_SEQ_OTHER)
+		if ((rc = rp_cli_seqsync_option(&a->so, c, optarg, PROG)) != RP_CLI_SEQ_OTHER)
 		{
 			if (rc != RP_CLI_SEQ_TAKEN)
 				return rc;
-			seq_opts = true;
+			a->seq_opts = true;
 			continue;
 		}
-		switch (c)
-		{
-			case 'd':
-				dbname = optarg;
-				break;
-			case 'h':
-				vals[0] = optarg;
-				break;
-			case 'p':
-				vals[1] = optarg;
-				break;
-			case 'U':
-				vals[2] = optarg;
-				break;
-			case OPT_SINK:
-				sink = optarg;
-				break;
-			case 'S':
-				wo.slot = optarg;
-				break;
-			case OPT_LSN:
-				if (!rp_lsn_parse(optarg, &wo.target) || wo.target == 0)
-					return wait_usage_error("invalid value \"%s\" for --lsn (an LSN X/Y past 0/0)", optarg);
-				break;
-			case OPT_TIMEOUT:
-				{
-					char	   *end;
-					long		v;
-
-					errno = 0;
-					v = strtol(optarg, &end, 10);
-					if (errno != 0 || end == optarg || *end != '\0' || v <= 0 || v > 86400 * 365)
-						return wait_usage_error("invalid value \"%s\" for --timeout (seconds, 1 or more)", optarg);
-					wo.timeout_s = (int) v;
-					break;
-				}
-			case OPT_BK:
-				if (optarg[0] == '\0' || strlen(optarg) > RP_MIRROR_MAX_IDENT)
-					return wait_usage_error("invalid value \"%s\" for --bookkeeping-schema (a schema name of 1 to %d bytes)",
-											optarg, RP_MIRROR_MAX_IDENT);
-				wo.bookkeeping_schema = optarg;
-				break;
-			case 'q':
-				quiet = true;
-				break;
-			case OPT_SYNC:
-				sync = true;
-				break;
-			case OPT_HELP:
-				wait_usage(stdout);
-				return RP_EXIT_OK;
-			default:
-				if (strcmp(argv[optind - 1], "-?") == 0)
-				{
-					wait_usage(stdout);
-					return RP_EXIT_OK;
-				}
-				return wait_usage_error("unknown option or missing argument: %s", argv[optind - 1]);
-		}
+		if (rp_cli_conn_option(&a->conn, c, optarg))
+			continue;
+		if ((rc = wait_option(a, c, optarg, argv[optind - 1])) != RP_CLI_RUN)
+			return rc;
 	}
 	if (optind < argc)
 		return wait_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
-	if (seq_opts && !sync)
-		return wait_usage_error("--margin, --create-tables, -o and --schema-prefix are for --sync-sequences");
-	if (sink == NULL)
-		return wait_usage_error("no destination: --sink=postgresql://... is required");
-	if ((wo.dst_conninfo = rp_cli_pg_sink_conninfo(sink)) == NULL)
-		return wait_usage_error("--sink must be a PostgreSQL destination (postgresql://... or postgres:CONNINFO)");
-	src = rp_cli_conninfo(dbname, keys, vals, err, sizeof(err));
-	if (src == NULL)
-		return wait_usage_error("-d: %s", err);
-	wo.src_conninfo = src;
-	wo.progress = quiet ? NULL : stderr;
-	wo.in_place = !quiet && isatty(STDERR_FILENO);
+	return RP_CLI_RUN;
+}
 
-	rc = rp_mwait_run(&wo, &res);
-	if (rc == 0 && sync)
+/* What the options must say together; the source's conninfo (*src). */
+static int
+wait_validate(WaitArgs *a, char **src)
+{
+	if (a->seq_opts && !a->sync)
+		return wait_usage_error("--margin, --create-tables, -o and --schema-prefix are for --sync-sequences");
+	if (a->sink == NULL)
+		return wait_usage_error("no destination: --sink=postgresql://... is required");
+	if ((a->wo.dst_conninfo = rp_cli_pg_sink_conninfo(a->sink)) == NULL)
+		return wait_usage_error("--sink must be a PostgreSQL destination (postgresql://... or postgres:CONNINFO)");
+	return rp_cli_conn_compose(&a->conn, PROG, true, src);
+}
+
+/* How the wait ended, on stderr. */
+static void
+wait_report(const WaitArgs *a, int rc, const RpMwaitResult *res)
+{
+	const RpMwaitOptions *wo = &a->wo;
+	char		t[24],
+				r[24];
+
+	if (rc == RP_MWAIT_UNREADABLE)
 	{
-		rc = wait_sync(&wo, &so);
+		fprintf(stderr, "%s: error: %s\n", PROG, rp_error());
+		return;
+	}
+	rp_lsn_format(res->target, t);
+	rp_lsn_format(res->reached, r);
+	if (rc == RP_MWAIT_TIMEOUT && res->have_row)
+		fprintf(stderr, "%s: error: timed out after %d s: the checkpoint reached %s, not %s\n",
+				PROG, wo->timeout_s, r, t);
+	else if (rc == RP_MWAIT_TIMEOUT)
+		fprintf(stderr, "%s: error: timed out after %d s waiting for %s: the destination holds no checkpoint row of this source%s%s%s\n",
+				PROG, wo->timeout_s, t, wo->slot ? " and slot \"" : "", wo->slot ? wo->slot : "",
+				wo->slot ? "\"" : "");
+	else if (!a->quiet)
+		fprintf(stderr, "%s: the checkpoint %s has passed %s\n", PROG, r, t);
+}
+
+int
+rp_wait_main(int argc, char **argv)
+{
+	WaitArgs	a;
+	RpMwaitResult res;
+	char	   *src = NULL;
+	int			rc;
+
+	memset(&a, 0, sizeof(a));
+	a.so.progname = PROG;
+	if ((rc = wait_parse(argc, argv, &a)) != RP_CLI_RUN ||
+		(rc = wait_validate(&a, &src)) != RP_CLI_RUN)
+		return rc;
+	a.wo.src_conninfo = src;
+	a.wo.progress = a.quiet ? NULL : stderr;
+	a.wo.in_place = !a.quiet && isatty(STDERR_FILENO);
+
+	rc = rp_mwait_run(&a.wo, &res);
+	if (rc == 0 && a.sync)
+	{
+		rc = wait_sync(&a.wo, &a.so);
 		if (rc == RP_MWAIT_UNREADABLE)
 			fprintf(stderr, "%s: error: %s\n", PROG, rp_error());
 		rp_free(src);
 		return rc;
 	}
 	rp_free(src);
-	if (rc == RP_MWAIT_UNREADABLE)
-		fprintf(stderr, "%s: error: %s\n", PROG, rp_error());
-	else
-	{
-		char		t[24],
-					r[24];
-
-		rp_lsn_format(res.target, t);
-		rp_lsn_format(res.reached, r);
-		if (rc == RP_MWAIT_TIMEOUT && res.have_row)
-			fprintf(stderr, "%s: error: timed out after %d s: the checkpoint reached %s, not %s\n",
-					PROG, wo.timeout_s, r, t);
-		else if (rc == RP_MWAIT_TIMEOUT)
-			fprintf(stderr, "%s: error: timed out after %d s waiting for %s: the destination holds no checkpoint row of this source%s%s%s\n",
-					PROG, wo.timeout_s, t, wo.slot ? " and slot \"" : "", wo.slot ? wo.slot : "",
-					wo.slot ? "\"" : "");
-		else if (!quiet)
-			fprintf(stderr, "%s: the checkpoint %s has passed %s\n", PROG, r, t);
-	}
+	wait_report(&a, rc, &res);
 	return rc;
 }

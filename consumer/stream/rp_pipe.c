@@ -28,20 +28,20 @@ rp_pipe_wake_handler(int signo)
 	(void) signo;
 }
 
+/*
+ * Installed by every start: the same handler again is harmless, and the
+ * library keeps no process-wide flag of its own (tests/check_globals.sh).
+ */
 static void
 rp_pipe_install_wake(void)
 {
-	static bool installed = false;
 	struct sigaction sa;
 
-	if (installed)
-		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = rp_pipe_wake_handler;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = 0;			/* no SA_RESTART: the blocked call returns */
 	sigaction(RP_PIPE_WAKE_SIGNAL, &sa, NULL);
-	installed = true;
 }
 
 /* Record the outcome of one step of delivery work (lock held). */

@@ -276,7 +276,7 @@ START_TEST(test_parse_connection)
 		"--create-slot", "-W", "-w", NULL};
 
 		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
-		ck_assert(!cli.password_prompt);	/* the last of -W and -w wins */
+		ck_assert(!cli.conn.password_prompt);	/* the last of -W and -w wins */
 		assert_conn(cli.dbname, "host", "/tmp/y");
 		assert_conn(cli.dbname, "port", "1");
 		assert_conn(cli.dbname, "user", "u");

@@ -1,6 +1,6 @@
 /*
  * test_sink_env.c
- *    What a sink is given when it opens (RpSinkEnv, sinks/rp_sink.h) and
+ *    What a sink is given when it opens (RpSinkEnv, stream/rp_sink.h) and
  *    through its callbacks, instead of process-wide state (issue 12): two
  *    log sinks in one process keep their own snapshot-log limits,
  *    dead-letter files and oversize counters; handle_snapshot_complete
