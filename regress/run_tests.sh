@@ -13,13 +13,17 @@
 #   check_meta       regress/tools/check_meta.py: META.json against the PGXN meta spec
 #   installcheck     make installcheck: pg_regress suite (sql/, expected/) on a temp instance
 #   t/NAME.sh        each end-to-end script in regress/t/, run with bash       (not with --quick)
+#   test/t/NNN_NAME.pl
+#                    each end-to-end TAP test in test/t/, run with prove (PostgreSQL::Test::Cluster
+#                    from PG_CONFIG's installation, test/perl/RpTest.pm; every wait bounded by
+#                    RP_TEST_TIMEOUT seconds, default 300; see test/README.md) (not with --quick)
 #   tsan/t/NAME.sh   each script of TSAN_SCRIPTS (in this file) run again, with the consumer built with
 #                    ThreadSanitizer: fails when the script fails or TSan reported anything
 #                                                                               (not with --quick)
 #   fuzz/TARGET      each libFuzzer target of consumer/fuzz/ for FUZZ_SECONDS (default 60)
 #                    from its seed corpus: a crash, leak or timeout fails       (not with --quick)
 # --quick skips t/, tsan/t/ and fuzz/. --only GLOB runs only the suites whose name (as
-# printed) matches GLOB, e.g. --only 'tsan/*' or --only t/backfill.sh; the build and install
+# printed) matches GLOB, e.g. --only 'tsan/*', --only t/backfill.sh or --only 'test/t/010_*'; the build and install
 # always run. -h, --help prints this.
 # Each suite's output goes to regress/log/ and is shown when the suite fails. The last line
 # is "N passed, N failed"; the exit status is non-zero when a suite failed.
@@ -251,9 +255,35 @@ else
 	fi
 fi
 
-# (c) end-to-end scripts, (d) the ThreadSanitizer runs of some, (e) fuzzing
+# (c2) the end-to-end TAP tests (test/t/*.pl), each with prove: PostgreSQL::Test::Cluster and
+# ::Utils from the installation's PGXS, test/perl/RpTest.pm; data directories and logs in
+# test/tmp_check/ (TESTDIR), kept when a test fails; the test's own log is
+# test/tmp_check/log/regress_log_NAME.
+tap_suites() {
+	local t name log base
+	local perl_lib
+	perl_lib="$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/perl"
+	for t in test/t/*.pl; do
+		name=$t
+		wanted "$name" || continue
+		base=$(basename "$t" .pl)
+		log=$logdir/tap-$base.log
+		if PERL5LIB="$perl_lib:$RP_ROOT/test/perl${PERL5LIB:+:$PERL5LIB}" TESTDIR="$RP_ROOT/test" \
+			PG_REGRESS="$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress" \
+			run "$log" prove -v "$t"; then
+			pass "$name" "$took"
+			grep -cE '^ok [0-9]+' "$log" | sed 's/^/  /; s/$/ checks passed/' || true
+		else
+			fail "$name" "$took"
+			show "$log" 60
+			[[ ! -f test/tmp_check/log/regress_log_$base ]] || show "test/tmp_check/log/regress_log_$base" 60
+		fi
+	done
+}
+
+# (c) end-to-end scripts, (c2) TAP tests, (d) the ThreadSanitizer runs of some, (e) fuzzing
 if ((quick)); then
-	printf 'skipped regress/t/, tsan/, fuzz/ (--quick)\n'
+	printf 'skipped regress/t/, test/t/, tsan/, fuzz/ (--quick)\n'
 else
 	shopt -s nullglob
 	for script in regress/t/*.sh; do
@@ -262,6 +292,7 @@ else
 		wanted "$name" || continue
 		if run "$log" bash "$script"; then pass "$name" "$took"; else fail "$name" "$took"; show "$log" 60; fi
 	done
+	tap_suites
 
 	tsan_suites
 	fuzz_suites

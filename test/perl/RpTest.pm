@@ -1,0 +1,556 @@
+
+# Copyright: see the project's LICENSE.
+
+=pod
+
+=head1 NAME
+
+RpTest - what replicant's end-to-end TAP tests (test/t/*.pl) share
+
+=head1 SYNOPSIS
+
+  use strict;
+  use warnings;
+  use lib 'test/perl';
+  use RpTest;
+  use Test::More;
+
+  my $src = rp_cluster('src');                  # started, logical decoding on
+  my $dst = rp_cluster('dst', 'fsync = on');    # extra postgresql.conf lines
+  rp_replicant_ok([-d => $src->connstr, -S => 'm', '--create-slot'], 'slot m created');
+  my $c = rp_consumer('m1', -d => $src->connstr, -S => 'm', '--start', ...);
+  ok($c->kill9_alive, 'consumer killed while running');
+  my $end = rp_fence($src, 'INSERT INTO fence DEFAULT VALUES');
+  rp_compare_tables($src, $dst, qw(t audit));
+  done_testing();
+
+=head1 DESCRIPTION
+
+Clusters come from PostgreSQL::Test::Cluster: the installation is the one whose bin/
+holds the pg_config named by PG_CONFIG (install_path), else the first pg_config on
+PATH. One timeout bounds every wait: RP_TEST_TIMEOUT seconds (default 300), which is
+also PostgreSQL::Test::Utils' timeout (PG_TEST_TIMEOUT_DEFAULT). The waits only guard
+against a hang; none of them sets a pace.
+
+Every process started here runs in a process group of its own and is killed
+(SIGKILL, with its group) when the test exits. The work directory (rp_work) and the
+clusters' directories are kept when a check failed.
+
+=cut
+
+package RpTest;
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use Exporter 'import';
+use File::Basename qw(dirname basename);
+use File::Path qw(mkpath rmtree);
+use POSIX qw(:sys_wait_h);
+use Time::HiRes qw(usleep time);
+
+our ($ROOT, $TIMEOUT, $INSTALL_PATH);
+
+BEGIN
+{
+	$ROOT = abs_path(dirname(__FILE__) . '/../..');
+	$TIMEOUT = $ENV{RP_TEST_TIMEOUT} || 300;
+	# one timeout: PostgreSQL::Test::Utils reads this in its INIT block
+	$ENV{PG_TEST_TIMEOUT_DEFAULT} = $TIMEOUT;
+
+	my $pg_config = $ENV{PG_CONFIG} || 'pg_config';
+	my $bindir = `$pg_config --bindir 2>/dev/null`;
+	die "RpTest: could not run $pg_config --bindir (set PG_CONFIG)\n" if $? != 0;
+	chomp $bindir;
+	# install_path: the installation's top directory (bin/ and lib/ under it)
+	$INSTALL_PATH = dirname($bindir);
+	if (!$ENV{PG_REGRESS})
+	{
+		my $pkglib = `$pg_config --pkglibdir`;
+		chomp $pkglib;
+		$ENV{PG_REGRESS} = "$pkglib/pgxs/src/test/regress/pg_regress";
+	}
+	# Cluster.pm puts its tmp_check/ (data directories, logs) under TESTDIR
+	$ENV{TESTDIR} ||= "$ROOT/test";
+}
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(
+  rp_root rp_timeout rp_work rp_fixture slurp
+  rp_cluster rp_psql rp_psql_bg rp_conninfo
+  rp_replicant rp_replicant_ok rp_consumer rp_run
+  rp_wait_until rp_wait_file_match
+  rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
+  rp_dst_checkpoint rp_wait_dst_checkpoint rp_unacked rp_table_digest rp_compare_tables);
+
+sub rp_root    { return $ROOT; }
+sub rp_timeout { return $TIMEOUT; }
+sub slurp      { return PostgreSQL::Test::Utils::slurp_file(@_); }
+
+# The replicant binary: RP_REPLICANT, else the one built in this tree.
+sub replicant_bin { return $ENV{RP_REPLICANT} || "$ROOT/consumer/replicant"; }
+
+# rp_work(): the test's work directory (files, logs of the consumers), created once;
+# removed at exit when every check passed, kept otherwise.
+my $work;
+
+sub rp_work
+{
+	return $work if defined $work;
+	my $name = basename($0);
+	$name =~ s/\.[^.]+$//;
+	$work = "$PostgreSQL::Test::Utils::tmp_check/work_$name";
+	rmtree($work);
+	mkpath($work);
+	return $work;
+}
+
+# rp_fixture(NAME): the text of test/fixtures/NAME
+sub rp_fixture
+{
+	my ($name) = @_;
+	return slurp("$ROOT/test/fixtures/$name");
+}
+
+# ---------------------------------------------------------------- clusters
+
+# The settings every test server gets (regress/logical.conf, and output_plugin_libraries
+# where the server knows it), as regress/lib.sh rp_server_conf.
+my $plugin_libraries = 'pgoutput, test_decoding, wal2json, replicant';
+
+sub server_conf
+{
+	my ($node) = @_;
+	my $conf = slurp("$ROOT/regress/logical.conf");
+	my $postgres = $node->installed_command('postgres');
+	my $settings = `$postgres --describe-config 2>/dev/null`;
+	$conf .= "output_plugin_libraries = '$plugin_libraries'\n"
+	  if $settings =~ /^output_plugin_libraries\t/m;
+	return $conf;
+}
+
+# rp_cluster(NAME, SETTING...): a started cluster with logical decoding on; each
+# SETTING a postgresql.conf line. Cluster.pm's conservative settings for streaming
+# (shared_buffers = 1MB, max_connections = 10) are put back to the server's defaults:
+# the workloads, consumers and their destination sessions need more.
+sub rp_cluster
+{
+	my ($name, @settings) = @_;
+	# a directory a failed run kept
+	my $test = basename($0);
+	$test =~ s/\.[^.]+$//;
+	rmtree("$PostgreSQL::Test::Utils::tmp_check/t_${test}_${name}_data");
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		install_path => $INSTALL_PATH);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf',
+		    "\n# added by test/perl/RpTest.pm\n"
+		  . server_conf($node)
+		  . "shared_buffers = 128MB\nmax_connections = 100\n"
+		  # every statement of a mirror's destination session logged costs time:
+		  # the servers log what regress/lib.sh's do
+		  . "log_statement = none\n"
+		  . join('', map { "$_\n" } @settings));
+	$node->start;
+	return $node;
+}
+
+# rp_conninfo(NODE[, DB]): libpq connection string
+sub rp_conninfo
+{
+	my ($node, $db) = @_;
+	return $node->connstr($db // 'postgres');
+}
+
+# rp_psql(NODE, SQL[, DB]): psql -XAtq with ON_ERROR_STOP; dies on an error. Statements
+# separated by ';' run one after the other, each in its own transaction unless SQL
+# opens one.
+sub rp_psql
+{
+	my ($node, $sql, $db) = @_;
+	return $node->safe_psql($db // 'postgres', $sql);
+}
+
+# rp_psql_bg(NODE, NAME, SQL): psql running SQL in the background (a workload), its
+# output in rp_work()/NAME.out; an RpTest::Proc.
+sub rp_psql_bg
+{
+	my ($node, $name, $sql) = @_;
+	return RpTest::Proc->start(
+		name   => $name,
+		cmd    => [ $node->installed_command('psql'), '-X', '-q', '-v', 'ON_ERROR_STOP=1',
+			'-d', $node->connstr('postgres'), '-c', $sql ],
+		stdout => rp_work() . "/$name.out",
+		stderr => rp_work() . "/$name.out");
+}
+
+# ---------------------------------------------------------------- the consumer
+
+# rp_consumer(NAME, ARG...): replicant ARG... in the background, stderr into
+# rp_work()/NAME.err, stdout into /dev/null; an RpTest::Proc. Options (a hash
+# reference first): stdout => FILE, append => 1, stdin => FILE, env => {...}.
+sub rp_consumer
+{
+	my ($name, @args) = @_;
+	my %o = ref $args[0] eq 'HASH' ? %{ shift @args } : ();
+	return RpTest::Proc->start(
+		name   => $name,
+		cmd    => [ replicant_bin(), @args ],
+		stderr => rp_work() . "/$name.err",
+		%o);
+}
+
+# rp_replicant(NAME, ARG...): replicant ARG... until it exits (bounded by the timeout:
+# a run still going then is killed and reported as status -1); its exit status.
+# stderr into rp_work()/NAME.err.
+sub rp_replicant
+{
+	my $p = rp_consumer(@_);
+	my $rc = $p->wait_exit;
+	if (!defined $rc)
+	{
+		diag("$p->{name}: still running after $TIMEOUT s, killed");
+		$p->kill9_alive;
+		return -1;
+	}
+	return $rc;
+}
+
+# rp_replicant_ok([ARG...], TEST_NAME): a run that must exit 0
+sub rp_replicant_ok
+{
+	my ($args, $test) = @_;
+	(my $name = $test) =~ s/[^A-Za-z0-9_.-]+/_/g;
+	my $rc = rp_replicant($name, @$args);
+	is($rc, 0, $test)
+	  or diag(slurp(rp_work() . "/$name.err"));
+	return $rc == 0;
+}
+
+# rp_run(NAME, CMD...): any command until it exits (bounded); its status, stderr
+# into rp_work()/NAME.err
+sub rp_run
+{
+	my ($name, @cmd) = @_;
+	my %o = ref $cmd[0] eq 'HASH' ? %{ shift @cmd } : ();
+	my $p = RpTest::Proc->start(name => $name, cmd => \@cmd,
+		stderr => rp_work() . "/$name.err", %o);
+	my $rc = $p->wait_exit;
+	if (!defined $rc)
+	{
+		$p->kill9_alive;
+		return -1;
+	}
+	return $rc;
+}
+
+# ---------------------------------------------------------------- waits
+
+# rp_wait_until(CODE[, PROC...]): CODE until it returns true (0.05 s apart), bounded
+# by the timeout; false when the time ran out or when one of the processes PROC (the
+# consumer the wait depends on) exited first.
+sub rp_wait_until
+{
+	my ($code, @procs) = @_;
+	my $deadline = time() + $TIMEOUT;
+	while (1)
+	{
+		return 1 if $code->();
+		for my $p (@procs)
+		{
+			return 0 unless $p->alive;
+		}
+		return 0 if time() > $deadline;
+		usleep(50_000);
+	}
+}
+
+# rp_wait_file_match(FILE, REGEX[, PROC...]): until FILE's text matches REGEX
+sub rp_wait_file_match
+{
+	my ($file, $re, @procs) = @_;
+	return rp_wait_until(
+		sub {
+			return 0 unless -e $file;
+			return slurp($file) =~ $re;
+		},
+		@procs);
+}
+
+# ---------------------------------------------------------------- LSNs, checkpoints
+
+# rp_fence(NODE, SQL): run SQL (the fence's commit), then read the WAL insert position
+# in a transaction of its own: a consumer that confirmed or checkpointed at least that
+# position has delivered the fence (an LSN read inside the fence's transaction can be
+# confirmed before it commits; see regress/lib.sh).
+sub rp_fence
+{
+	my ($node, $sql) = @_;
+	rp_psql($node, $sql);
+	return rp_psql($node, 'SELECT pg_current_wal_insert_lsn()');
+}
+
+sub lsn_value
+{
+	my ($lsn) = @_;
+	die "not an LSN: " . ($lsn // 'undef') . "\n"
+	  unless defined $lsn && $lsn =~ m{^([0-9A-Fa-f]+)/([0-9A-Fa-f]+)$};
+	return hex($1) * 4294967296 + hex($2);
+}
+
+# rp_lsn_cmp(A, B): <=> of two LSNs (X/Y)
+sub rp_lsn_cmp { return lsn_value($_[0]) <=> lsn_value($_[1]); }
+sub rp_lsn_lt  { return rp_lsn_cmp(@_) < 0; }
+
+# rp_slot_confirmed(NODE, SLOT): the slot's confirmed_flush_lsn
+sub rp_slot_confirmed
+{
+	my ($node, $slot) = @_;
+	return rp_psql($node,
+		"SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'");
+}
+
+# rp_wait_confirmed(NODE, SLOT, LSN[, PROC]): until the slot confirmed LSN
+sub rp_wait_confirmed
+{
+	my ($node, $slot, $lsn, @procs) = @_;
+	return rp_wait_until(
+		sub {
+			my $c = rp_slot_confirmed($node, $slot);
+			return $c ne '' && rp_lsn_cmp($c, $lsn) >= 0;
+		},
+		@procs);
+}
+
+# rp_dst_checkpoint(NODE, SLOT[, DB]): the end_lsn of SLOT's checkpoint in a mirror's
+# destination; '' when there is none yet or it cannot be read
+sub rp_dst_checkpoint
+{
+	my ($node, $slot, $db) = @_;
+	my ($ret, $out) = $node->psql($db // 'postgres',
+		"SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$slot'");
+	return $ret == 0 ? $out : '';
+}
+
+# rp_wait_dst_checkpoint(NODE, SLOT, LSN[, PROC]): until the mirror checkpointed LSN
+sub rp_wait_dst_checkpoint
+{
+	my ($node, $slot, $lsn, @procs) = @_;
+	return rp_wait_until(
+		sub {
+			my $c = rp_dst_checkpoint($node, $slot);
+			return $c ne '' && rp_lsn_cmp($c, $lsn) >= 0;
+		},
+		@procs);
+}
+
+# rp_unacked(NODE, SLOT, CKPT, BOUND[, FLUSH]): '' when nothing of a unit the sink never
+# acknowledged was confirmed or checkpointed, else what broke. BOUND is an LSN past the
+# unit's first commit record (a fence read after that commit). Idle WAL before the unit
+# may be confirmed and recorded (an idle keepalive's position never passes a commit the
+# walsender has not sent), so the property is: the slot's confirmed position and the
+# checkpoint's end are before BOUND, and the checkpoint file CKPT (the library's)
+# records no commit. FLUSH: the slot's confirmed position read earlier.
+sub rp_unacked
+{
+	my ($node, $slot, $ckpt, $bound, $flush) = @_;
+	$flush //= rp_slot_confirmed($node, $slot);
+	return "the slot confirmed $flush, at or past the unit ($bound)"
+	  unless rp_lsn_lt($flush, $bound);
+	return '' unless -s $ckpt;
+	my $text = slurp($ckpt);
+	my ($commit) = $text =~ / commit=(\S+)/;
+	my ($end)    = $text =~ / end=(\S+)/;
+	return "the checkpoint records commit " . ($commit // '?') . ": $text"
+	  unless defined $commit && $commit eq '0/0';
+	return "the checkpoint's end " . ($end // '?') . " is at or past the unit ($bound)"
+	  unless defined $end && rp_lsn_lt($end, $bound);
+	return '';
+}
+
+# rp_table_digest(NODE, TABLE[, SETTINGS]): "ROWS MD5" of public.TABLE, its rows as a
+# multiset: the count and the md5 of every row's text, sorted (SETTINGS: SQL run first
+# in the same session, e.g. "SET extra_float_digits = 3;", to fix the output settings)
+sub rp_table_digest
+{
+	my ($node, $t, $set) = @_;
+	return rp_psql($node,
+		($set // '')
+		  . " SELECT count(*) || ' ' || md5(coalesce(string_agg(r, E'\\n' ORDER BY r COLLATE \"C\"), ''))"
+		  . " FROM (SELECT x::text AS r FROM public.$t x) s");
+}
+
+# rp_compare_tables(SRC, DST, TABLE...[, {settings => SQL}]): each public.TABLE of the
+# two clusters compared as a multiset of rows (rp_table_digest), one check each; on a
+# difference, the first rows only one side has as diagnostics. Returns { TABLE => ROWS }.
+sub rp_compare_tables
+{
+	my ($src, $dst, @tables) = @_;
+	my %o = ref $tables[-1] eq 'HASH' ? %{ pop @tables } : ();
+	my $set = $o{settings} // '';
+	my %rows;
+	for my $t (@tables)
+	{
+		my $a = rp_table_digest($src, $t, $set);
+		my $b = rp_table_digest($dst, $t, $set);
+		if (!is($b, $a, "table $t: destination equals source ($a)"))
+		{
+			my $q = "$set SELECT x::text FROM public.$t x";
+			my %n;
+			$n{$_}++ for split /\n/, rp_psql($src, $q);
+			$n{$_}-- for split /\n/, rp_psql($dst, $q);
+			my @diff = grep { $n{$_} } sort keys %n;
+			splice(@diff, 10) if @diff > 10;
+			diag(($n{$_} > 0 ? "source has $n{$_} more: " : "destination has " . -$n{$_} . " more: ")
+				  . substr($_, 0, 200))
+			  for @diff;
+		}
+		($rows{$t}) = split / /, $a;
+	}
+	return \%rows;
+}
+
+# ---------------------------------------------------------------- cleanup
+
+END
+{
+	my $rc = $?;
+	RpTest::Proc::kill_all();
+	if (defined $work && $rc == 0 && PostgreSQL::Test::Utils::all_tests_passing()
+		&& !defined $ENV{PG_TEST_NOCLEAN})
+	{
+		rmtree($work);
+	}
+	elsif (defined $work)
+	{
+		diag("kept $work for inspection");
+	}
+	$? = $rc;
+}
+
+# ================================================================ processes
+
+package RpTest::Proc;
+
+use strict;
+use warnings;
+use POSIX qw(:sys_wait_h);
+use Time::HiRes qw(usleep time);
+
+my @procs;
+
+# RpTest::Proc->start(name => NAME, cmd => [CMD...], stdout => FILE, stderr => FILE,
+# stdin => FILE, append => 1, env => {VAR => VALUE}): fork and exec CMD in a process
+# group of its own (so that the cleanup reaches its children too).
+sub start
+{
+	my ($class, %a) = @_;
+	my @cmd = @{ $a{cmd} };
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		POSIX::setpgid(0, 0);
+		my $mode = $a{append} ? '>>' : '>';
+		open(STDIN, '<', $a{stdin} // '/dev/null') or POSIX::_exit(126);
+		open(STDOUT, $mode, $a{stdout} // '/dev/null') or POSIX::_exit(126);
+		if (defined $a{stderr} && defined $a{stdout} && $a{stderr} eq $a{stdout})
+		{
+			open(STDERR, '>&', \*STDOUT) or POSIX::_exit(126);
+		}
+		else
+		{
+			open(STDERR, $mode, $a{stderr} // '/dev/null') or POSIX::_exit(126);
+		}
+		# PostgreSQL::Test::Utils sets PGAPPNAME to the test's name: the consumer's
+		# sessions are to name themselves (application_name = replicant)
+		delete $ENV{PGAPPNAME};
+		while (my ($k, $v) = each %{ $a{env} // {} })
+		{
+			if (defined $v) { $ENV{$k} = $v; }
+			else { delete $ENV{$k}; }
+		}
+		{ no warnings 'exec'; exec { $cmd[0] } @cmd; }
+		print STDERR "exec $cmd[0]: $!\n";
+		POSIX::_exit(127);
+	}
+	my $self = bless { %a, pid => $pid, status => undef }, $class;
+	push @procs, $self;
+	return $self;
+}
+
+sub pid { return $_[0]->{pid}; }
+
+sub _reaped
+{
+	my ($self, $w) = @_;
+	$self->{wstatus} = $w;
+	$self->{status} = WIFSIGNALED($w) ? 128 + WTERMSIG($w) : WEXITSTATUS($w);
+	return;
+}
+
+# alive(): still running (not reaped)?
+sub alive
+{
+	my ($self) = @_;
+	return 0 if defined $self->{status};
+	my $r = waitpid($self->{pid}, WNOHANG);
+	if ($r == $self->{pid}) { $self->_reaped($?); return 0; }
+	if ($r < 0) { $self->{status} = -1; return 0; }
+	return 1;
+}
+
+# status(): the exit status as a shell reports it (128 + N when killed by signal N),
+# undef while it runs
+sub status { my ($self) = @_; $self->alive; return $self->{status}; }
+
+# wait_exit([SECONDS]): until it exited (default: the timeout); its status, or undef
+# when it still runs then
+sub wait_exit
+{
+	my ($self, $seconds) = @_;
+	my $deadline = time() + ($seconds // $RpTest::TIMEOUT);
+	while ($self->alive)
+	{
+		return undef if time() > $deadline;
+		usleep(20_000);
+	}
+	return $self->{status};
+}
+
+# signal(SIG): send SIG (name or number) to the process (not its group)
+sub signal { my ($self, $sig) = @_; return kill($sig, $self->{pid}); }
+
+# kill9_alive(): SIGKILL the process, which must still be running, and reap it. False,
+# with its status in status(), when it had already exited by itself (a kill that finds
+# nothing to kill proves nothing: the caller's check fails).
+sub kill9_alive
+{
+	my ($self) = @_;
+	return 0 unless $self->alive;
+	kill('KILL', $self->{pid});
+	waitpid($self->{pid}, 0);
+	$self->_reaped($?);
+	return 1;
+}
+
+# at exit: every process started here, and its process group, killed and reaped
+sub kill_all
+{
+	for my $p (@procs)
+	{
+		next if defined $p->{status};
+		kill('KILL', -$p->{pid});
+		kill('KILL', $p->{pid});
+		waitpid($p->{pid}, 0);
+		$p->{status} = -1;
+	}
+	# children's groups outlive them: also kill groups of reaped processes
+	for my $p (@procs) { kill('KILL', -$p->{pid}); }
+	return;
+}
+
+1;
