@@ -83,7 +83,7 @@ our @EXPORT = qw(
   rp_root rp_timeout rp_work rp_fixture slurp
   rp_cluster rp_psql rp_psql_bg rp_conninfo
   rp_replicant rp_replicant_ok rp_consumer rp_run
-  rp_wait_until rp_wait_file_match
+  rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
   rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
   rp_dst_checkpoint rp_wait_dst_checkpoint rp_unacked rp_table_digest rp_compare_tables);
 
@@ -256,6 +256,14 @@ sub rp_run
 sub rp_wait_until
 {
 	my ($code, @procs) = @_;
+	return rp_poll(0.05, $code, @procs);
+}
+
+# rp_poll(INTERVAL, CODE[, PROC...]): rp_wait_until polling every INTERVAL seconds (a
+# test that catches a short state: the log ending in data lines, a spill file)
+sub rp_poll
+{
+	my ($interval, $code, @procs) = @_;
 	my $deadline = time() + $TIMEOUT;
 	while (1)
 	{
@@ -265,7 +273,7 @@ sub rp_wait_until
 			return 0 unless $p->alive;
 		}
 		return 0 if time() > $deadline;
-		usleep(50_000);
+		usleep($interval * 1_000_000);
 	}
 }
 
@@ -279,6 +287,25 @@ sub rp_wait_file_match
 			return slurp($file) =~ $re;
 		},
 		@procs);
+}
+
+# rp_file_size(FILE): its size, 0 when it does not exist
+sub rp_file_size { return -e $_[0] ? -s _ : 0; }
+
+# rp_last_line(FILE): the file's last line (without its newline; the partial line when
+# the file does not end in one), read from its last 64 kB; '' for an empty or missing file
+sub rp_last_line
+{
+	my ($file) = @_;
+	open(my $fh, '<', $file) or return '';
+	my $size = -s $fh;
+	seek($fh, $size > 65536 ? $size - 65536 : 0, 0);
+	local $/;
+	my $tail = <$fh> // '';
+	close $fh;
+	$tail =~ s/\n\z//;
+	my $i = rindex($tail, "\n");
+	return $i < 0 ? $tail : substr($tail, $i + 1);
 }
 
 # ---------------------------------------------------------------- LSNs, checkpoints
