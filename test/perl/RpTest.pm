@@ -44,6 +44,7 @@ use strict;
 use warnings;
 
 use Cwd qw(abs_path);
+use File::Path ();
 use Exporter 'import';
 use File::Basename qw(dirname basename);
 use File::Path qw(mkpath rmtree);
@@ -146,7 +147,9 @@ sub rp_cluster
 	rmtree("$PostgreSQL::Test::Utils::tmp_check/t_${test}_${name}_data");
 	my $node = PostgreSQL::Test::Cluster->new($name,
 		install_path => $INSTALL_PATH);
-	$node->init(allows_streaming => 'logical');
+	# as regress/lib.sh: UTF8 and the C locale whatever the environment says (the tests
+	# write non-ASCII identifiers and values)
+	$node->init(allows_streaming => 'logical', extra => [ '-E', 'UTF8', '--locale=C' ]);
 	$node->append_conf('postgresql.conf',
 		    "\n# added by test/perl/RpTest.pm\n"
 		  . server_conf($node)
@@ -579,5 +582,278 @@ sub kill_all
 	for my $p (@procs) { kill('KILL', -$p->{pid}); }
 	return;
 }
+
+# ================================================================ NATS
+
+package RpTest::Nats;
+
+=pod
+
+=head2 RpTest::Nats: a real 3-node NATS JetStream cluster on loopback
+
+  my $nats = RpTest::Nats->start(3);      # formed: a meta leader, every peer current
+  $nats->urls;                            # nats://127.0.0.1:P1,nats://...
+  $nats->sink_url(1, 3);                  # the --sink argument: nats://h:p,h:p
+  $nats->kill9(2); $nats->restart(2); $nats->stop(1);
+  $nats->stream_leader('S');              # node number, or ''
+  $nats->tool('S', 'create', 'p', -1, 3); # regress/tools/nats_dump.c: its stdout
+  $nats->logfile(1);                      # a node's server log
+
+As regress/nats.sh rp_nats_*: nats-server from PATH, JetStream with a file store under
+the work directory, ports from PostgreSQL::Test::Cluster::get_free_port (reserved against
+other tests), full routes, one cluster name. Every wait is bounded by RP_TEST_TIMEOUT.
+Nodes are killed at exit.
+
+=cut
+
+use strict;
+use warnings;
+use HTTP::Tiny;
+use JSON::PP;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+sub _conf
+{
+	my ($self, $i) = @_;
+	my $n = $self->{n};
+	my $d = $self->{node}[$i];
+	my $conf = "server_name: n$i\nlisten: 127.0.0.1:$d->{port}\nhttp: 127.0.0.1:$d->{mon}\n"
+	  . "max_payload: 8MB\njetstream {\n  store_dir: \"$d->{dir}/store\"\n"
+	  . "  max_memory_store: 256MB\n  max_file_store: 8GB\n}\n";
+	if ($n > 1)
+	{
+		my $routes = join(', ',
+			map { "\"nats-route://127.0.0.1:$self->{node}[$_]{cport}\"" } grep { $_ != $i } 1 .. $n);
+		$conf .= "cluster {\n  name: rp_cluster\n  listen: 127.0.0.1:$d->{cport}\n"
+		  . "  routes: [$routes]\n  connect_retries: 120\n}\n";
+	}
+	open(my $fh, '>', "$d->{dir}/nats.conf") or die "$d->{dir}/nats.conf: $!";
+	print $fh $conf;
+	close $fh;
+	return;
+}
+
+sub _spawn
+{
+	my ($self, $i) = @_;
+	my $d = $self->{node}[$i];
+	$d->{proc} = RpTest::Proc->start(name => "nats-n$i", cmd => [ 'nats-server', '-c', "$d->{dir}/nats.conf" ],
+		stdout => "$d->{dir}/server.log", stderr => "$d->{dir}/server.log", append => 1);
+	return;
+}
+
+sub _get
+{
+	my ($self, $i, $path) = @_;
+	my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$self->{node}[$i]{mon}$path");
+	return $r->{success} ? $r->{content} : undef;
+}
+
+sub _wait
+{
+	my ($code) = @_;
+	my $deadline = time() + $RpTest::TIMEOUT;
+	while (time() < $deadline)
+	{
+		return 1 if $code->();
+		usleep(100_000);
+	}
+	return 0;
+}
+
+sub start
+{
+	my ($class, $n) = @_;
+	$n //= 3;
+	my $self = bless { n => $n, node => [undef], dir => RpTest::rp_work() . '/nats' }, $class;
+	for my $i (1 .. $n)
+	{
+		my $dir = "$self->{dir}/n$i";
+		File::Path::mkpath("$dir/store");
+		$self->{node}[$i] = {
+			dir   => $dir,
+			port  => PostgreSQL::Test::Cluster::get_free_port(),
+			cport => PostgreSQL::Test::Cluster::get_free_port(),
+			mon   => PostgreSQL::Test::Cluster::get_free_port()
+		};
+	}
+	$self->_conf($_) for 1 .. $n;
+	for my $i (1 .. $n)
+	{
+		$self->_spawn($i);
+		_wait(sub { defined $self->_get($i, '/varz') })
+		  or BAIL_OUT("nats node n$i did not start (log: $self->{node}[$i]{dir}/server.log)");
+	}
+	if ($n > 1)
+	{
+		_wait(sub { $self->_formed })
+		  or BAIL_OUT("the nats cluster did not form (logs: $self->{dir}/n*/server.log)");
+	}
+	else
+	{
+		_wait(sub { my $j = $self->jsz(1); $j && $j->{config} })
+		  or BAIL_OUT("JetStream did not start on n1");
+	}
+	return $self;
+}
+
+# all nodes running, one meta leader they agree on, which counts the others as current
+# peers (a meta leader alone is not enough: two nodes elect one while the third still joins)
+sub _formed
+{
+	my ($self) = @_;
+	for my $i (1 .. $self->{n})
+	{
+		next if $self->alive($i);
+		$self->_spawn($i);    # it had exited while the cluster formed
+		return 0;
+	}
+	my $l = $self->meta_leader;
+	return 0 unless $l =~ /^n(\d+)$/;
+	my $j = $self->jsz($1) or return 0;
+	my @cur = grep { $_->{current} } @{ ($j->{meta_cluster} // {})->{replicas} // [] };
+	return @cur >= $self->{n} - 1;
+}
+
+sub n       { return $_[0]->{n}; }
+sub url     { my ($self, $i) = @_; return "nats://127.0.0.1:$self->{node}[$i]{port}"; }
+sub port    { my ($self, $i) = @_; return $self->{node}[$i]{port}; }
+sub logfile { my ($self, $i) = @_; return "$self->{node}[$i]{dir}/server.log"; }
+sub urls    { my ($self, @i) = @_; @i = (1 .. $self->{n}) unless @i; return join(',', map { $self->url($_) } @i); }
+sub sink_url
+{
+	my ($self, @i) = @_;
+	(my $u = $self->urls(@i)) =~ s{nats://}{}g;
+	return "nats://$u";
+}
+sub alive   { my ($self, $i) = @_; my $p = $self->{node}[$i]{proc}; return $p && $p->alive; }
+
+# kill9(NODE): SIGKILL a running node (false when it was not running)
+sub kill9   { my ($self, $i) = @_; return $self->{node}[$i]{proc}->kill9_alive; }
+
+# stop(NODE): SIGTERM, and wait until it exited
+sub stop
+{
+	my ($self, $i) = @_;
+	return 1 unless $self->alive($i);
+	$self->{node}[$i]{proc}->signal('TERM');
+	return defined $self->{node}[$i]{proc}->wait_exit;
+}
+
+# restart(NODE): start a stopped node again on its ports and store; true once it answers
+sub restart
+{
+	my ($self, $i) = @_;
+	die "nats node n$i is still running\n" if $self->alive($i);
+	$self->_spawn($i);
+	return _wait(sub { defined $self->_get($i, '/varz') });
+}
+
+# jsz(NODE[, QUERY]): the node's /jsz as a hash, undef when it does not answer
+sub jsz
+{
+	my ($self, $i, $q) = @_;
+	my $body = $self->_get($i, '/jsz' . ($q ? "?$q" : '')) // return undef;
+	return eval { decode_json($body) };
+}
+
+# meta_leader(): the JetStream meta leader the running nodes agree on, '' when none
+sub meta_leader
+{
+	my ($self) = @_;
+	my $seen = '';
+	for my $i (grep { $self->alive($_) } 1 .. $self->{n})
+	{
+		my $j = $self->jsz($i) or return '';
+		my $l = ($j->{meta_cluster} // {})->{leader} // '';
+		return '' if $l eq '' || ($seen ne '' && $seen ne $l);
+		$seen = $l;
+	}
+	return $seen;
+}
+
+# stream_leader(STREAM): the node number leading STREAM as every running node sees it, ''
+# when none or when they disagree (a node that lost its leadership may still say it leads)
+sub stream_leader
+{
+	my ($self, $stream) = @_;
+	my $seen = '';
+	for my $i (grep { $self->alive($_) } 1 .. $self->{n})
+	{
+		my $j = $self->jsz($i, 'accounts=true&streams=true') or next;
+		for my $a (@{ $j->{account_details} // [] })
+		{
+			for my $s (@{ $a->{stream_detail} // [] })
+			{
+				next unless ($s->{name} // '') eq $stream;
+				my $l = ($s->{cluster} // {})->{leader} // '';
+				next if $l eq '';
+				return '' if $seen ne '' && $seen ne $l;
+				$seen = $l;
+			}
+		}
+	}
+	return '' unless $seen =~ /^n(\d+)$/ && $self->alive($1);
+	return $1;
+}
+
+# wait_stream_leader(STREAM[, NOT]): until STREAM has a leader (other than node NOT); it, or ''
+sub wait_stream_leader
+{
+	my ($self, $stream, $not) = @_;
+	my $l = '';
+	_wait(sub { $l = $self->stream_leader($stream); $l ne '' && (!defined $not || $l ne $not) });
+	return $l;
+}
+
+# RpTest::Nats::load_workload(NODE, SLOT): regress/tools/nats_workload.sql (shared with
+# the nats_*.sh scripts not yet ported) into NODE for slot SLOT
+sub load_workload
+{
+	my ($node, $slot) = @_;
+	$node->safe_psql('postgres', RpTest::slurp("$RpTest::ROOT/regress/tools/nats_workload.sql"),
+		extra_params => [ '-v', "slot=$slot" ]);
+	return;
+}
+
+# last_seq(STREAM): the stream's last sequence (nats_dump info), '' when it cannot tell
+sub last_seq
+{
+	my ($self, $stream) = @_;
+	my ($rc, $info) = $self->tool($stream, 'info');
+	return $rc == 0 && $info =~ /"last_seq":(\d+)/ ? $1 : '';
+}
+
+# js_ready(NODE): JetStream answers on the node
+sub js_ready { my ($self, $i) = @_; my $j = $self->jsz($i); return $j && $j->{config}; }
+
+# dump_tool(): regress/tools/nats_dump.c built into the work directory (once)
+my $dump_bin;
+
+sub dump_tool
+{
+	return $dump_bin if $dump_bin;
+	my $bin = RpTest::rp_work() . '/nats_dump';
+	my $flags = `pkg-config --cflags --libs libnats`;
+	die "libnats is not installed (regress/install_deps.sh installs libnats-dev)\n" if $? != 0;
+	chomp $flags;
+	system("cc -O2 -Wall -o '$bin' '$RpTest::ROOT/regress/tools/nats_dump.c' $flags") == 0
+	  or die "regress/tools/nats_dump.c did not build\n";
+	return $dump_bin = $bin;
+}
+
+# tool(STREAM, CMD, ARG...): nats_dump on the cluster's URLs; (status, stdout) in list
+# context, stdout in scalar context. stderr into rp_work()/nats_dump.err.
+sub tool
+{
+	my ($self, $stream, @args) = @_;
+	my $out = RpTest::rp_work() . '/nats_dump.out';
+	my $rc = RpTest::rp_run('nats_dump', { stdout => $out }, dump_tool(), $self->urls, $stream, @args);
+	my $text = -e $out ? RpTest::slurp($out) : '';
+	chomp $text;
+	return wantarray ? ($rc, $text) : $text;
+}
+
 
 1;
