@@ -44,8 +44,8 @@ usage() {
 # (regress/t/NAME.sh) or a TAP test's path (test/t/NNN_NAME.pl) to have it checked; each
 # costs about its own run time again. aggregates.sh is not in the list:
 # under TSan its seeds and kill rounds took 4 to 15 minutes from run to run on 2 cores (the
-# delivery and metrics threads it shares with mirror_stream.sh are checked there).
-TSAN_SCRIPTS=(snapshot_mirror snapshot_resume snapshot_heap_resume backfill mirror_stream)
+# delivery and metrics threads it shares with test/t/070_mirror_stream.pl are checked there).
+TSAN_SCRIPTS=(snapshot_mirror snapshot_resume snapshot_heap_resume backfill test/t/070_mirror_stream.pl)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 
 quick=0
