@@ -681,9 +681,20 @@ sub start
 	$self->_conf($_) for 1 .. $n;
 	for my $i (1 .. $n)
 	{
-		$self->_spawn($i);
-		_wait(sub { defined $self->_get($i, '/varz') })
-		  or BAIL_OUT("nats node n$i did not start (log: $self->{node}[$i]{dir}/server.log)");
+		for my $attempt (1 .. 3)
+		{
+			$self->_spawn($i);
+			my $p = $self->{node}[$i]{proc};
+			last if _wait(sub { defined $self->_get($i, '/varz') || !$p->alive }) && $p->alive;
+			$p->kill9_alive;
+			BAIL_OUT("nats node n$i did not start (log: $self->{node}[$i]{dir}/server.log)")
+			  if $attempt == 3;
+			# a port taken meanwhile: new client and monitor ports for this node (the
+			# others' routes name only cluster ports, retried by connect_retries)
+			$self->{node}[$i]{port} = PostgreSQL::Test::Cluster::get_free_port();
+			$self->{node}[$i]{mon}  = PostgreSQL::Test::Cluster::get_free_port();
+			$self->_conf($i);
+		}
 	}
 	if ($n > 1)
 	{
