@@ -98,7 +98,7 @@ rp_run_unprivileged() {
 	id postgres >/dev/null 2>&1 ||
 		rp_die "running as root, and there is no postgres user to run the servers as (install postgresql-15)"
 	copy=$(mktemp -d /tmp/replicant-run.XXXXXX)
-	tar -C "$RP_ROOT" --exclude=./.git -cf - . | tar -C "$copy" -xf -
+	tar -C "$RP_ROOT" --exclude=./.git --exclude=./test/tmp_check -cf - . | tar -C "$copy" -xf -
 	chown -R postgres: "$copy"
 	rp_say "running as root: $script continues as user postgres in $copy (kept if it fails)"
 	(
@@ -107,6 +107,7 @@ rp_run_unprivileged() {
 			HOME="$(getent passwd postgres | cut -d: -f6)" USER=postgres LOGNAME=postgres \
 			PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin \
 			TMPDIR=/tmp PG_CONFIG="$(command -v "$PG_CONFIG")" \
+			RP_TEST_TIMEOUT="${RP_TEST_TIMEOUT:-}" ${PG_TEST_NOCLEAN+PG_TEST_NOCLEAN=1} \
 			CI="${CI:-}" RP_KEEP_CLUSTERS="${RP_KEEP_CLUSTERS:-0}" \
 			SEED="${SEED:-}" SEEDS="${SEEDS:-}" DIFF_PATHS="${DIFF_PATHS:-}" DIFF_NO_FK="${DIFF_NO_FK:-}" \
 			PGBENCH_SCALE="${PGBENCH_SCALE:-}" SYSBENCH_ROWS="${SYSBENCH_ROWS:-}" \

@@ -13,14 +13,19 @@
 #   check_meta       regress/tools/check_meta.py: META.json against the PGXN meta spec
 #   installcheck     make installcheck: pg_regress suite (sql/, expected/) on a temp instance
 #   t/NAME.sh        each end-to-end script in regress/t/, run with bash       (not with --quick)
-#   tsan/t/NAME.sh   each script of TSAN_SCRIPTS (in this file) run again, with the consumer built with
-#                    ThreadSanitizer: fails when the script fails or TSan reported anything
-#                                                                               (not with --quick)
+#   test/t/NNN_NAME.pl
+#                    each end-to-end TAP test in test/t/, run with prove (PostgreSQL::Test::Cluster
+#                    from PG_CONFIG's installation, test/perl/RpTest.pm; every wait bounded by
+#                    RP_TEST_TIMEOUT seconds, default 300; see test/README.md) (not with --quick)
+#   tsan/t/NAME.sh, tsan/test/t/NNN_NAME.pl
+#                    each script or TAP test of TSAN_SCRIPTS (in this file) run again, with the
+#                    consumer built with ThreadSanitizer: fails when it fails or TSan reported
+#                    anything                                                   (not with --quick)
 #   fuzz/TARGET      each libFuzzer target of consumer/fuzz/ for FUZZ_SECONDS (default 60)
 #                    from its seed corpus: a crash, leak or timeout fails       (not with --quick)
-# --quick skips t/, tsan/t/ and fuzz/. --only GLOB runs only the suites whose name (as
-# printed) matches GLOB, e.g. --only 'tsan/*' or --only t/backfill.sh; the build and install
-# always run. -h, --help prints this.
+# --quick skips t/, test/t/, tsan/ and fuzz/. --only GLOB runs only the suites whose name
+# (as printed) matches GLOB, e.g. --only 'tsan/*', --only t/backfill.sh or
+# --only 'test/t/010_*'; the build and install always run. -h, --help prints this.
 # Each suite's output goes to regress/log/ and is shown when the suite fails. The last line
 # is "N passed, N failed"; the exit status is non-zero when a suite failed.
 set -euo pipefail
@@ -35,11 +40,12 @@ usage() {
 
 # The end-to-end scripts whose consumer runs threads beyond the delivery thread (snapshot
 # workers and their COPY pipe, the backfill thread, the metrics endpoint's thread): each
-# runs a second time with the ThreadSanitizer build of the consumer. Add a script's name to
-# have it checked; each costs about its own run time again. aggregates.sh is not in the list:
+# runs a second time with the ThreadSanitizer build of the consumer. Add a script's name
+# (regress/t/NAME.sh) or a TAP test's path (test/t/NNN_NAME.pl) to have it checked; each
+# costs about its own run time again. aggregates.sh is not in the list:
 # under TSan its seeds and kill rounds took 4 to 15 minutes from run to run on 2 cores (the
-# delivery and metrics threads it shares with mirror_stream.sh are checked there).
-TSAN_SCRIPTS=(snapshot_mirror snapshot_resume snapshot_heap_resume backfill mirror_stream)
+# delivery and metrics threads it shares with test/t/070_mirror_stream.pl are checked there).
+TSAN_SCRIPTS=(snapshot_mirror snapshot_resume snapshot_heap_resume backfill test/t/070_mirror_stream.pl)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 
 quick=0
@@ -116,8 +122,8 @@ run() {
 # stopped with SIGKILL, so neither their exit status nor their stderr (deleted when the
 # script passes) can carry a report. Reports do not halt the consumer: one run shows them all.
 tsan_suites() {
-	local log=$logdir/build-tsan.log copy script name reports any=0 f
-	for script in "${TSAN_SCRIPTS[@]}"; do wanted "tsan/t/$script.sh" && any=1; done
+	local log=$logdir/build-tsan.log copy script name reports any=0 f base file cmd
+	for script in "${TSAN_SCRIPTS[@]}"; do wanted "$(tsan_name "$script")" && any=1; done
 	((any)) || return 0
 	if ! run "$log" make -C consumer SAN=tsan obj-tsan/replicant; then
 		fail "build-tsan" "$took"
@@ -129,22 +135,34 @@ tsan_suites() {
 		return 0
 	fi
 	copy=$(mktemp -d /tmp/rp-tsan-tree.XXXXXX)
-	tar -C "$RP_ROOT" --exclude=./.git --exclude='./consumer/obj*' --exclude=./regress/log -cf - . |
-		tar -C "$copy" -xf -
+	tar -C "$RP_ROOT" --exclude=./.git --exclude='./consumer/obj*' --exclude=./regress/log \
+		--exclude=./test/tmp_check -cf - . | tar -C "$copy" -xf -
 	install -m 0755 consumer/obj-tsan/replicant "$copy/consumer/replicant"
 	mkdir -p "$logdir/tsan"
 	for script in "${TSAN_SCRIPTS[@]}"; do
-		name=tsan/t/$script.sh
-		log=$logdir/tsan/$script.log
+		name=$(tsan_name "$script")
 		wanted "$name" || continue
-		if [[ ! -f regress/t/$script.sh ]]; then
-			fail "$name" 0 "no regress/t/$script.sh (TSAN_SCRIPTS in regress/run_tests.sh)"
+		if [[ $script == test/t/*.pl ]]; then
+			base=$(basename "$script" .pl)
+			file=$script
+		else
+			base=$script
+			file=regress/t/$script.sh
+		fi
+		log=$logdir/tsan/$base.log
+		if [[ ! -f $file ]]; then
+			fail "$name" 0 "no $file (TSAN_SCRIPTS in regress/run_tests.sh)"
 			continue
 		fi
-		rm -f "$logdir/tsan/$script.report".*
-		if TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 suppressions=$tsan_supp log_path=$logdir/tsan/$script.report" \
-			run "$log" bash "$copy/regress/t/$script.sh"; then
-			reports=("$logdir/tsan/$script.report".*)
+		rm -f "$logdir/tsan/$base.report".*
+		if [[ $script == test/t/*.pl ]]; then
+			cmd=(tap_run "$log" "$copy" "$script")
+		else
+			cmd=(run "$log" bash "$copy/$file")
+		fi
+		if TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 suppressions=$tsan_supp log_path=$logdir/tsan/$base.report" \
+			"${cmd[@]}"; then
+			reports=("$logdir/tsan/$base.report".*)
 			if ((${#reports[@]} == 0)); then
 				pass "$name" "$took"
 				continue
@@ -153,10 +171,15 @@ tsan_suites() {
 		else
 			fail "$name" "$took"
 			show "$log" 60
+			[[ ! -f $copy/test/tmp_check/log/regress_log_$base ]] || show "$copy/test/tmp_check/log/regress_log_$base" 60
 		fi
-		for f in "$logdir/tsan/$script.report".*; do show "$f" 40; done
+		for f in "$logdir/tsan/$base.report".*; do show "$f" 40; done
 	done
 	rm -rf "$copy"
+}
+# tsan_name ENTRY: the suite name of a TSAN_SCRIPTS entry (tsan/t/NAME.sh, tsan/test/t/NNN_NAME.pl)
+tsan_name() {
+	if [[ $1 == test/t/*.pl ]]; then printf 'tsan/%s' "$1"; else printf 'tsan/t/%s.sh' "$1"; fi
 }
 
 # (e) each libFuzzer target (consumer/fuzz/fuzz_*.c, built with clang) for FUZZ_SECONDS from the seed corpus in consumer/fuzz/corpus;
@@ -251,9 +274,39 @@ else
 	fi
 fi
 
-# (c) end-to-end scripts, (d) the ThreadSanitizer runs of some, (e) fuzzing
+# (c2) the end-to-end TAP tests (test/t/*.pl), each with prove: PostgreSQL::Test::Cluster and
+# ::Utils from the installation's PGXS, test/perl/RpTest.pm; data directories and logs in
+# test/tmp_check/ (TESTDIR), kept when a test fails; the test's own log is
+# test/tmp_check/log/regress_log_NAME.
+# tap_run LOG TREE TEST: prove -v TREE/TEST with what PostgreSQL::Test::Cluster needs (its
+# modules from the installation's PGXS, pg_regress, TESTDIR = TREE/test); sets "took"
+tap_run() {
+	local log=$1 tree=$2 test=$3 pkglib
+	pkglib=$("$PG_CONFIG" --pkglibdir)
+	PERL5LIB="$pkglib/pgxs/src/test/perl:$tree/test/perl${PERL5LIB:+:$PERL5LIB}" TESTDIR="$tree/test" \
+		PG_REGRESS="$pkglib/pgxs/src/test/regress/pg_regress" \
+		run "$log" prove -v "$tree/$test"
+}
+tap_suites() {
+	local t base log
+	for t in test/t/*.pl; do
+		wanted "$t" || continue
+		base=$(basename "$t" .pl)
+		log=$logdir/tap-$base.log
+		if tap_run "$log" "$RP_ROOT" "$t"; then
+			pass "$t" "$took"
+			printf '  %s checks passed\n' "$(grep -cE '^ok [0-9]+' "$log" || true)"
+		else
+			fail "$t" "$took"
+			show "$log" 60
+			[[ ! -f test/tmp_check/log/regress_log_$base ]] || show "test/tmp_check/log/regress_log_$base" 60
+		fi
+	done
+}
+
+# (c) end-to-end scripts, (c2) TAP tests, (d) the ThreadSanitizer runs of some, (e) fuzzing
 if ((quick)); then
-	printf 'skipped regress/t/, tsan/, fuzz/ (--quick)\n'
+	printf 'skipped regress/t/, test/t/, tsan/, fuzz/ (--quick)\n'
 else
 	shopt -s nullglob
 	for script in regress/t/*.sh; do
@@ -262,6 +315,7 @@ else
 		wanted "$name" || continue
 		if run "$log" bash "$script"; then pass "$name" "$took"; else fail "$name" "$took"; show "$log" 60; fi
 	done
+	tap_suites
 
 	tsan_suites
 	fuzz_suites

@@ -1,0 +1,870 @@
+
+# Copyright: see the project's LICENSE.
+
+=pod
+
+=head1 NAME
+
+RpTest - what replicant's end-to-end TAP tests (test/t/*.pl) share
+
+=head1 SYNOPSIS
+
+  use strict;
+  use warnings;
+  use lib 'test/perl';
+  use RpTest;
+  use Test::More;
+
+  my $src = rp_cluster('src');                  # started, logical decoding on
+  my $dst = rp_cluster('dst', 'fsync = on');    # extra postgresql.conf lines
+  rp_replicant_ok([-d => $src->connstr, -S => 'm', '--create-slot'], 'slot m created');
+  my $c = rp_consumer('m1', -d => $src->connstr, -S => 'm', '--start', ...);
+  ok($c->kill9_alive, 'consumer killed while running');
+  my $end = rp_fence($src, 'INSERT INTO fence DEFAULT VALUES');
+  rp_compare_tables($src, $dst, qw(t audit));
+  done_testing();
+
+=head1 DESCRIPTION
+
+Clusters come from PostgreSQL::Test::Cluster: the installation is the one whose bin/
+holds the pg_config named by PG_CONFIG (install_path), else the first pg_config on
+PATH. One timeout bounds every wait: RP_TEST_TIMEOUT seconds (default 300), which is
+also PostgreSQL::Test::Utils' timeout (PG_TEST_TIMEOUT_DEFAULT). The waits only guard
+against a hang; none of them sets a pace.
+
+Every process started here runs in a process group of its own and is killed
+(SIGKILL, with its group) when the test exits. The work directory (rp_work) and the
+clusters' directories are kept when a check failed.
+
+=cut
+
+package RpTest;
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Path ();
+use Exporter 'import';
+use File::Basename qw(dirname basename);
+use File::Path qw(mkpath rmtree);
+use POSIX qw(:sys_wait_h);
+use Time::HiRes qw(usleep time);
+
+our ($ROOT, $TIMEOUT, $INSTALL_PATH);
+
+BEGIN
+{
+	$ROOT = abs_path(dirname(__FILE__) . '/../..');
+	$TIMEOUT = $ENV{RP_TEST_TIMEOUT} || 300;
+	# one timeout: PostgreSQL::Test::Utils reads this in its INIT block
+	$ENV{PG_TEST_TIMEOUT_DEFAULT} = $TIMEOUT;
+
+	my $pg_config = $ENV{PG_CONFIG} || 'pg_config';
+	my $bindir = `$pg_config --bindir 2>/dev/null`;
+	die "RpTest: could not run $pg_config --bindir (set PG_CONFIG)\n" if $? != 0;
+	chomp $bindir;
+	# install_path: the installation's top directory (bin/ and lib/ under it)
+	$INSTALL_PATH = dirname($bindir);
+	if (!$ENV{PG_REGRESS})
+	{
+		my $pkglib = `$pg_config --pkglibdir`;
+		chomp $pkglib;
+		$ENV{PG_REGRESS} = "$pkglib/pgxs/src/test/regress/pg_regress";
+	}
+	# Cluster.pm puts its tmp_check/ (data directories, logs) under TESTDIR
+	$ENV{TESTDIR} ||= "$ROOT/test";
+}
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(
+  rp_root rp_timeout rp_work rp_fixture slurp
+  rp_cluster rp_psql rp_psql_bg rp_conninfo
+  rp_replicant rp_replicant_ok rp_consumer rp_run
+  rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
+  rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
+  rp_dst_checkpoint rp_wait_dst_checkpoint rp_unacked rp_table_digest rp_compare_tables);
+
+sub rp_root    { return $ROOT; }
+sub rp_timeout { return $TIMEOUT; }
+sub slurp      { return PostgreSQL::Test::Utils::slurp_file(@_); }
+
+# The replicant binary: RP_REPLICANT, else the one built in this tree.
+sub replicant_bin { return $ENV{RP_REPLICANT} || "$ROOT/consumer/replicant"; }
+
+# rp_work(): the test's work directory (files, logs of the consumers), created once;
+# removed at exit when every check passed, kept otherwise.
+my $work;
+
+sub rp_work
+{
+	return $work if defined $work;
+	my $name = basename($0);
+	$name =~ s/\.[^.]+$//;
+	$work = "$PostgreSQL::Test::Utils::tmp_check/work_$name";
+	rmtree($work);
+	mkpath($work);
+	return $work;
+}
+
+# rp_fixture(NAME): the text of test/fixtures/NAME
+sub rp_fixture
+{
+	my ($name) = @_;
+	return slurp("$ROOT/test/fixtures/$name");
+}
+
+# ---------------------------------------------------------------- clusters
+
+# The settings every test server gets (regress/logical.conf, and output_plugin_libraries
+# where the server knows it), as regress/lib.sh rp_server_conf.
+my $plugin_libraries = 'pgoutput, test_decoding, wal2json, replicant';
+
+sub server_conf
+{
+	my ($node) = @_;
+	my $conf = slurp("$ROOT/regress/logical.conf");
+	my $postgres = $node->installed_command('postgres');
+	my $settings = `$postgres --describe-config 2>/dev/null`;
+	$conf .= "output_plugin_libraries = '$plugin_libraries'\n"
+	  if $settings =~ /^output_plugin_libraries\t/m;
+	return $conf;
+}
+
+# rp_cluster(NAME, SETTING...): a started cluster with logical decoding on; each
+# SETTING a postgresql.conf line. Cluster.pm's conservative settings for streaming
+# (shared_buffers = 1MB, max_connections = 10) are put back to the server's defaults:
+# the workloads, consumers and their destination sessions need more.
+sub rp_cluster
+{
+	my ($name, @settings) = @_;
+	# a directory a failed run kept
+	my $test = basename($0);
+	$test =~ s/\.[^.]+$//;
+	rmtree("$PostgreSQL::Test::Utils::tmp_check/t_${test}_${name}_data");
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		install_path => $INSTALL_PATH);
+	# as regress/lib.sh: UTF8 and the C locale whatever the environment says (the tests
+	# write non-ASCII identifiers and values)
+	$node->init(allows_streaming => 'logical', extra => [ '-E', 'UTF8', '--locale=C' ]);
+	$node->append_conf('postgresql.conf',
+		    "\n# added by test/perl/RpTest.pm\n"
+		  . server_conf($node)
+		  . "shared_buffers = 128MB\nmax_connections = 100\n"
+		  # every statement of a mirror's destination session logged costs time:
+		  # the servers log what regress/lib.sh's do
+		  . "log_statement = none\n"
+		  . join('', map { "$_\n" } @settings));
+	$node->start;
+	return $node;
+}
+
+# rp_conninfo(NODE[, DB]): libpq connection string
+sub rp_conninfo
+{
+	my ($node, $db) = @_;
+	return $node->connstr($db // 'postgres');
+}
+
+# rp_psql(NODE, SQL[, DB]): psql -XAtq with ON_ERROR_STOP; dies on an error. Statements
+# separated by ';' run one after the other, each in its own transaction unless SQL
+# opens one.
+sub rp_psql
+{
+	my ($node, $sql, $db) = @_;
+	return $node->safe_psql($db // 'postgres', $sql);
+}
+
+# rp_psql_bg(NODE, NAME, SQL): psql running SQL in the background (a workload), its
+# output in rp_work()/NAME.out; an RpTest::Proc.
+sub rp_psql_bg
+{
+	my ($node, $name, $sql) = @_;
+	return RpTest::Proc->start(
+		name   => $name,
+		cmd    => [ $node->installed_command('psql'), '-X', '-q', '-v', 'ON_ERROR_STOP=1',
+			'-d', $node->connstr('postgres'), '-c', $sql ],
+		stdout => rp_work() . "/$name.out",
+		stderr => rp_work() . "/$name.out");
+}
+
+# ---------------------------------------------------------------- the consumer
+
+# rp_consumer(NAME, ARG...): replicant ARG... in the background, stderr into
+# rp_work()/NAME.err, stdout into /dev/null; an RpTest::Proc. Options (a hash
+# reference first): stdout => FILE, append => 1, stdin => FILE, env => {...}.
+sub rp_consumer
+{
+	my ($name, @args) = @_;
+	my %o = ref $args[0] eq 'HASH' ? %{ shift @args } : ();
+	return RpTest::Proc->start(
+		name   => $name,
+		cmd    => [ replicant_bin(), @args ],
+		stderr => rp_work() . "/$name.err",
+		%o);
+}
+
+# rp_replicant(NAME, ARG...): replicant ARG... until it exits (bounded by the timeout:
+# a run still going then is killed and reported as status -1); its exit status.
+# stderr into rp_work()/NAME.err.
+sub rp_replicant
+{
+	my $p = rp_consumer(@_);
+	my $rc = $p->wait_exit;
+	if (!defined $rc)
+	{
+		diag("$p->{name}: still running after $TIMEOUT s, killed");
+		$p->kill9_alive;
+		return -1;
+	}
+	return $rc;
+}
+
+# rp_replicant_ok([ARG...], TEST_NAME): a run that must exit 0
+sub rp_replicant_ok
+{
+	my ($args, $test) = @_;
+	(my $name = $test) =~ s/[^A-Za-z0-9_.-]+/_/g;
+	my $rc = rp_replicant($name, @$args);
+	is($rc, 0, $test)
+	  or diag(slurp(rp_work() . "/$name.err"));
+	return $rc == 0;
+}
+
+# rp_run(NAME, CMD...): any command until it exits (bounded); its status, stderr
+# into rp_work()/NAME.err
+sub rp_run
+{
+	my ($name, @cmd) = @_;
+	my %o = ref $cmd[0] eq 'HASH' ? %{ shift @cmd } : ();
+	my $p = RpTest::Proc->start(name => $name, cmd => \@cmd,
+		stderr => rp_work() . "/$name.err", %o);
+	my $rc = $p->wait_exit;
+	if (!defined $rc)
+	{
+		$p->kill9_alive;
+		return -1;
+	}
+	return $rc;
+}
+
+# ---------------------------------------------------------------- waits
+
+# rp_wait_until(CODE[, PROC...]): CODE until it returns true (0.05 s apart), bounded
+# by the timeout; false when the time ran out or when one of the processes PROC (the
+# consumer the wait depends on) exited first.
+sub rp_wait_until
+{
+	my ($code, @procs) = @_;
+	return rp_poll(0.05, $code, @procs);
+}
+
+# rp_poll(INTERVAL, CODE[, PROC...]): rp_wait_until polling every INTERVAL seconds (a
+# test that catches a short state: the log ending in data lines, a spill file)
+sub rp_poll
+{
+	my ($interval, $code, @procs) = @_;
+	my $deadline = time() + $TIMEOUT;
+	while (1)
+	{
+		return 1 if $code->();
+		for my $p (@procs)
+		{
+			return 0 unless $p->alive;
+		}
+		return 0 if time() > $deadline;
+		usleep($interval * 1_000_000);
+	}
+}
+
+# rp_wait_file_match(FILE, REGEX[, PROC...]): until FILE's text matches REGEX
+sub rp_wait_file_match
+{
+	my ($file, $re, @procs) = @_;
+	return rp_wait_until(
+		sub {
+			return 0 unless -e $file;
+			return slurp($file) =~ $re;
+		},
+		@procs);
+}
+
+# rp_file_size(FILE): its size, 0 when it does not exist
+sub rp_file_size { return -e $_[0] ? -s _ : 0; }
+
+# rp_last_line(FILE): the file's last line (without its newline; the partial line when
+# the file does not end in one), read from its last 64 kB; '' for an empty or missing file
+sub rp_last_line
+{
+	my ($file) = @_;
+	open(my $fh, '<', $file) or return '';
+	my $size = -s $fh;
+	seek($fh, $size > 65536 ? $size - 65536 : 0, 0);
+	local $/;
+	my $tail = <$fh> // '';
+	close $fh;
+	$tail =~ s/\n\z//;
+	my $i = rindex($tail, "\n");
+	return $i < 0 ? $tail : substr($tail, $i + 1);
+}
+
+# ---------------------------------------------------------------- LSNs, checkpoints
+
+# rp_fence(NODE, SQL): run SQL (the fence's commit), then read the WAL insert position
+# in a transaction of its own: a consumer that confirmed or checkpointed at least that
+# position has delivered the fence (an LSN read inside the fence's transaction can be
+# confirmed before it commits; see regress/lib.sh).
+sub rp_fence
+{
+	my ($node, $sql) = @_;
+	rp_psql($node, $sql);
+	return rp_psql($node, 'SELECT pg_current_wal_insert_lsn()');
+}
+
+sub lsn_value
+{
+	my ($lsn) = @_;
+	die "not an LSN: " . ($lsn // 'undef') . "\n"
+	  unless defined $lsn && $lsn =~ m{^([0-9A-Fa-f]+)/([0-9A-Fa-f]+)$};
+	return hex($1) * 4294967296 + hex($2);
+}
+
+# rp_lsn_cmp(A, B): <=> of two LSNs (X/Y)
+sub rp_lsn_cmp { return lsn_value($_[0]) <=> lsn_value($_[1]); }
+sub rp_lsn_lt  { return rp_lsn_cmp(@_) < 0; }
+
+# rp_slot_confirmed(NODE, SLOT): the slot's confirmed_flush_lsn
+sub rp_slot_confirmed
+{
+	my ($node, $slot) = @_;
+	return rp_psql($node,
+		"SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'");
+}
+
+# rp_wait_confirmed(NODE, SLOT, LSN[, PROC]): until the slot confirmed LSN
+sub rp_wait_confirmed
+{
+	my ($node, $slot, $lsn, @procs) = @_;
+	return rp_wait_until(
+		sub {
+			my $c = rp_slot_confirmed($node, $slot);
+			return $c ne '' && rp_lsn_cmp($c, $lsn) >= 0;
+		},
+		@procs);
+}
+
+# rp_dst_checkpoint(NODE, SLOT[, DB]): the end_lsn of SLOT's checkpoint in a mirror's
+# destination; '' when there is none yet or it cannot be read
+sub rp_dst_checkpoint
+{
+	my ($node, $slot, $db) = @_;
+	my ($ret, $out) = $node->psql($db // 'postgres',
+		"SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$slot'");
+	return $ret == 0 ? $out : '';
+}
+
+# rp_wait_dst_checkpoint(NODE, SLOT, LSN[, PROC]): until the mirror checkpointed LSN
+sub rp_wait_dst_checkpoint
+{
+	my ($node, $slot, $lsn, @procs) = @_;
+	return rp_wait_until(
+		sub {
+			my $c = rp_dst_checkpoint($node, $slot);
+			return $c ne '' && rp_lsn_cmp($c, $lsn) >= 0;
+		},
+		@procs);
+}
+
+# rp_unacked(NODE, SLOT, CKPT, BOUND[, FLUSH]): '' when nothing of a unit the sink never
+# acknowledged was confirmed or checkpointed, else what broke. BOUND is an LSN past the
+# unit's first commit record (a fence read after that commit). Idle WAL before the unit
+# may be confirmed and recorded (an idle keepalive's position never passes a commit the
+# walsender has not sent), so the property is: the slot's confirmed position and the
+# checkpoint's end are before BOUND, and the checkpoint file CKPT (the library's)
+# records no commit. FLUSH: the slot's confirmed position read earlier.
+sub rp_unacked
+{
+	my ($node, $slot, $ckpt, $bound, $flush) = @_;
+	$flush //= rp_slot_confirmed($node, $slot);
+	return "the slot confirmed $flush, at or past the unit ($bound)"
+	  unless rp_lsn_lt($flush, $bound);
+	return '' unless -s $ckpt;
+	my $text = slurp($ckpt);
+	my ($commit) = $text =~ / commit=(\S+)/;
+	my ($end)    = $text =~ / end=(\S+)/;
+	return "the checkpoint records commit " . ($commit // '?') . ": $text"
+	  unless defined $commit && $commit eq '0/0';
+	return "the checkpoint's end " . ($end // '?') . " is at or past the unit ($bound)"
+	  unless defined $end && rp_lsn_lt($end, $bound);
+	return '';
+}
+
+# rp_table_digest(NODE, TABLE[, SETTINGS]): "ROWS MD5" of public.TABLE, its rows as a
+# multiset: the count and the md5 of every row's text, sorted (SETTINGS: SQL run first
+# in the same session, e.g. "SET extra_float_digits = 3;", to fix the output settings)
+sub rp_table_digest
+{
+	my ($node, $t, $set) = @_;
+	return rp_psql($node,
+		($set // '')
+		  . " SELECT count(*) || ' ' || md5(coalesce(string_agg(r, E'\\n' ORDER BY r COLLATE \"C\"), ''))"
+		  . " FROM (SELECT x::text AS r FROM public.$t x) s");
+}
+
+# rp_compare_tables(SRC, DST, TABLE...[, {settings => SQL}]): each public.TABLE of the
+# two clusters compared as a multiset of rows (rp_table_digest), one check each; on a
+# difference, the first rows only one side has as diagnostics. Returns { TABLE => ROWS }.
+sub rp_compare_tables
+{
+	my ($src, $dst, @tables) = @_;
+	my %o = ref $tables[-1] eq 'HASH' ? %{ pop @tables } : ();
+	my $set = $o{settings} // '';
+	my %rows;
+	for my $t (@tables)
+	{
+		my $a = rp_table_digest($src, $t, $set);
+		my $b = rp_table_digest($dst, $t, $set);
+		if (!is($b, $a, "table $t: destination equals source ($a)"))
+		{
+			my $q = "$set SELECT x::text FROM public.$t x";
+			my %n;
+			$n{$_}++ for split /\n/, rp_psql($src, $q);
+			$n{$_}-- for split /\n/, rp_psql($dst, $q);
+			my @diff = grep { $n{$_} } sort keys %n;
+			splice(@diff, 10) if @diff > 10;
+			diag(($n{$_} > 0 ? "source has $n{$_} more: " : "destination has " . -$n{$_} . " more: ")
+				  . substr($_, 0, 200))
+			  for @diff;
+		}
+		($rows{$t}) = split / /, $a;
+	}
+	return \%rows;
+}
+
+# ---------------------------------------------------------------- cleanup
+
+END
+{
+	my $rc = $?;
+	RpTest::Proc::kill_all();
+	if (defined $work && $rc == 0 && PostgreSQL::Test::Utils::all_tests_passing()
+		&& !defined $ENV{PG_TEST_NOCLEAN})
+	{
+		rmtree($work);
+	}
+	elsif (defined $work)
+	{
+		diag("kept $work for inspection");
+	}
+	$? = $rc;
+}
+
+# ================================================================ processes
+
+package RpTest::Proc;
+
+use strict;
+use warnings;
+use POSIX qw(:sys_wait_h);
+use Time::HiRes qw(usleep time);
+
+my @procs;
+
+# RpTest::Proc->start(name => NAME, cmd => [CMD...], stdout => FILE, stderr => FILE,
+# stdin => FILE, append => 1, env => {VAR => VALUE}): fork and exec CMD in a process
+# group of its own (so that the cleanup reaches its children too).
+sub start
+{
+	my ($class, %a) = @_;
+	my @cmd = @{ $a{cmd} };
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		POSIX::setpgid(0, 0);
+		my $mode = $a{append} ? '>>' : '>';
+		open(STDIN, '<', $a{stdin} // '/dev/null') or POSIX::_exit(126);
+		open(STDOUT, $mode, $a{stdout} // '/dev/null') or POSIX::_exit(126);
+		if (defined $a{stderr} && defined $a{stdout} && $a{stderr} eq $a{stdout})
+		{
+			open(STDERR, '>&', \*STDOUT) or POSIX::_exit(126);
+		}
+		else
+		{
+			open(STDERR, $mode, $a{stderr} // '/dev/null') or POSIX::_exit(126);
+		}
+		# PostgreSQL::Test::Utils sets PGAPPNAME to the test's name: the consumer's
+		# sessions are to name themselves (application_name = replicant)
+		delete $ENV{PGAPPNAME};
+		while (my ($k, $v) = each %{ $a{env} // {} })
+		{
+			if (defined $v) { $ENV{$k} = $v; }
+			else { delete $ENV{$k}; }
+		}
+		{ no warnings 'exec'; exec { $cmd[0] } @cmd; }
+		print STDERR "exec $cmd[0]: $!\n";
+		POSIX::_exit(127);
+	}
+	my $self = bless { %a, pid => $pid, status => undef }, $class;
+	push @procs, $self;
+	return $self;
+}
+
+sub pid { return $_[0]->{pid}; }
+
+sub _reaped
+{
+	my ($self, $w) = @_;
+	$self->{wstatus} = $w;
+	$self->{status} = WIFSIGNALED($w) ? 128 + WTERMSIG($w) : WEXITSTATUS($w);
+	return;
+}
+
+# alive(): still running (not reaped)?
+sub alive
+{
+	my ($self) = @_;
+	return 0 if defined $self->{status};
+	my $r = waitpid($self->{pid}, WNOHANG);
+	if ($r == $self->{pid}) { $self->_reaped($?); return 0; }
+	if ($r < 0) { $self->{status} = -1; return 0; }
+	return 1;
+}
+
+# status(): the exit status as a shell reports it (128 + N when killed by signal N),
+# undef while it runs
+sub status { my ($self) = @_; $self->alive; return $self->{status}; }
+
+# wait_exit([SECONDS]): until it exited (default: the timeout); its status, or undef
+# when it still runs then
+sub wait_exit
+{
+	my ($self, $seconds) = @_;
+	my $deadline = time() + ($seconds // $RpTest::TIMEOUT);
+	while ($self->alive)
+	{
+		return undef if time() > $deadline;
+		usleep(20_000);
+	}
+	return $self->{status};
+}
+
+# signal(SIG): send SIG (name or number) to the process (not its group)
+sub signal { my ($self, $sig) = @_; return kill($sig, $self->{pid}); }
+
+# kill9_alive(): SIGKILL the process, which must still be running, and reap it. False,
+# with its status in status(), when it had already exited by itself (a kill that finds
+# nothing to kill proves nothing: the caller's check fails).
+sub kill9_alive
+{
+	my ($self) = @_;
+	return 0 unless $self->alive;
+	kill('KILL', $self->{pid});
+	waitpid($self->{pid}, 0);
+	$self->_reaped($?);
+	return 1;
+}
+
+# at exit: every process started here, and its process group, killed and reaped
+sub kill_all
+{
+	for my $p (@procs)
+	{
+		next if defined $p->{status};
+		kill('KILL', -$p->{pid});
+		kill('KILL', $p->{pid});
+		waitpid($p->{pid}, 0);
+		$p->{status} = -1;
+	}
+	# children's groups outlive them: also kill groups of reaped processes
+	for my $p (@procs) { kill('KILL', -$p->{pid}); }
+	return;
+}
+
+# ================================================================ NATS
+
+package RpTest::Nats;
+
+=pod
+
+=head2 RpTest::Nats: a real 3-node NATS JetStream cluster on loopback
+
+  my $nats = RpTest::Nats->start(3);      # formed: a meta leader, every peer current
+  $nats->urls;                            # nats://127.0.0.1:P1,nats://...
+  $nats->sink_url(1, 3);                  # the --sink argument: nats://h:p,h:p
+  $nats->kill9(2); $nats->restart(2); $nats->stop(1);
+  $nats->stream_leader('S');              # node number, or ''
+  $nats->tool('S', 'create', 'p', -1, 3); # regress/tools/nats_dump.c: its stdout
+  $nats->logfile(1);                      # a node's server log
+
+As regress/nats.sh rp_nats_*: nats-server from PATH, JetStream with a file store under
+the work directory, ports from PostgreSQL::Test::Cluster::get_free_port (reserved against
+other tests), full routes, one cluster name. Every wait is bounded by RP_TEST_TIMEOUT.
+Nodes are killed at exit.
+
+=cut
+
+use strict;
+use warnings;
+use HTTP::Tiny;
+use JSON::PP;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+sub _conf
+{
+	my ($self, $i) = @_;
+	my $n = $self->{n};
+	my $d = $self->{node}[$i];
+	my $conf = "server_name: n$i\nlisten: 127.0.0.1:$d->{port}\nhttp: 127.0.0.1:$d->{mon}\n"
+	  . "max_payload: 8MB\njetstream {\n  store_dir: \"$d->{dir}/store\"\n"
+	  . "  max_memory_store: 256MB\n  max_file_store: 8GB\n}\n";
+	if ($n > 1)
+	{
+		my $routes = join(', ',
+			map { "\"nats-route://127.0.0.1:$self->{node}[$_]{cport}\"" } grep { $_ != $i } 1 .. $n);
+		$conf .= "cluster {\n  name: rp_cluster\n  listen: 127.0.0.1:$d->{cport}\n"
+		  . "  routes: [$routes]\n  connect_retries: 120\n}\n";
+	}
+	open(my $fh, '>', "$d->{dir}/nats.conf") or die "$d->{dir}/nats.conf: $!";
+	print $fh $conf;
+	close $fh;
+	return;
+}
+
+sub _spawn
+{
+	my ($self, $i) = @_;
+	my $d = $self->{node}[$i];
+	$d->{proc} = RpTest::Proc->start(name => "nats-n$i", cmd => [ 'nats-server', '-c', "$d->{dir}/nats.conf" ],
+		stdout => "$d->{dir}/server.log", stderr => "$d->{dir}/server.log", append => 1);
+	return;
+}
+
+sub _get
+{
+	my ($self, $i, $path) = @_;
+	my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$self->{node}[$i]{mon}$path");
+	return $r->{success} ? $r->{content} : undef;
+}
+
+sub _wait
+{
+	my ($code) = @_;
+	my $deadline = time() + $RpTest::TIMEOUT;
+	while (time() < $deadline)
+	{
+		return 1 if $code->();
+		usleep(100_000);
+	}
+	return 0;
+}
+
+sub start
+{
+	my ($class, $n) = @_;
+	$n //= 3;
+	my $self = bless { n => $n, node => [undef], dir => RpTest::rp_work() . '/nats' }, $class;
+	for my $i (1 .. $n)
+	{
+		my $dir = "$self->{dir}/n$i";
+		File::Path::mkpath("$dir/store");
+		$self->{node}[$i] = {
+			dir   => $dir,
+			port  => PostgreSQL::Test::Cluster::get_free_port(),
+			cport => PostgreSQL::Test::Cluster::get_free_port(),
+			mon   => PostgreSQL::Test::Cluster::get_free_port()
+		};
+	}
+	$self->_conf($_) for 1 .. $n;
+	for my $i (1 .. $n)
+	{
+		for my $attempt (1 .. 3)
+		{
+			$self->_spawn($i);
+			my $p = $self->{node}[$i]{proc};
+			last if _wait(sub { defined $self->_get($i, '/varz') || !$p->alive }) && $p->alive;
+			$p->kill9_alive;
+			BAIL_OUT("nats node n$i did not start (log: $self->{node}[$i]{dir}/server.log)")
+			  if $attempt == 3;
+			# a port taken meanwhile: new client and monitor ports for this node (the
+			# others' routes name only cluster ports, retried by connect_retries)
+			$self->{node}[$i]{port} = PostgreSQL::Test::Cluster::get_free_port();
+			$self->{node}[$i]{mon}  = PostgreSQL::Test::Cluster::get_free_port();
+			$self->_conf($i);
+		}
+	}
+	if ($n > 1)
+	{
+		_wait(sub { $self->_formed })
+		  or BAIL_OUT("the nats cluster did not form (logs: $self->{dir}/n*/server.log)");
+	}
+	else
+	{
+		_wait(sub { my $j = $self->jsz(1); $j && $j->{config} })
+		  or BAIL_OUT("JetStream did not start on n1");
+	}
+	return $self;
+}
+
+# all nodes running, one meta leader they agree on, which counts the others as current
+# peers (a meta leader alone is not enough: two nodes elect one while the third still joins)
+sub _formed
+{
+	my ($self) = @_;
+	for my $i (1 .. $self->{n})
+	{
+		next if $self->alive($i);
+		$self->_spawn($i);    # it had exited while the cluster formed
+		return 0;
+	}
+	my $l = $self->meta_leader;
+	return 0 unless $l =~ /^n(\d+)$/;
+	my $j = $self->jsz($1) or return 0;
+	my @cur = grep { $_->{current} } @{ ($j->{meta_cluster} // {})->{replicas} // [] };
+	return @cur >= $self->{n} - 1;
+}
+
+sub n       { return $_[0]->{n}; }
+sub url     { my ($self, $i) = @_; return "nats://127.0.0.1:$self->{node}[$i]{port}"; }
+sub port    { my ($self, $i) = @_; return $self->{node}[$i]{port}; }
+sub logfile { my ($self, $i) = @_; return "$self->{node}[$i]{dir}/server.log"; }
+sub urls    { my ($self, @i) = @_; @i = (1 .. $self->{n}) unless @i; return join(',', map { $self->url($_) } @i); }
+sub sink_url
+{
+	my ($self, @i) = @_;
+	(my $u = $self->urls(@i)) =~ s{nats://}{}g;
+	return "nats://$u";
+}
+sub alive   { my ($self, $i) = @_; my $p = $self->{node}[$i]{proc}; return $p && $p->alive; }
+
+# kill9(NODE): SIGKILL a running node (false when it was not running)
+sub kill9   { my ($self, $i) = @_; return $self->{node}[$i]{proc}->kill9_alive; }
+
+# stop(NODE): SIGTERM, and wait until it exited
+sub stop
+{
+	my ($self, $i) = @_;
+	return 1 unless $self->alive($i);
+	$self->{node}[$i]{proc}->signal('TERM');
+	return defined $self->{node}[$i]{proc}->wait_exit;
+}
+
+# restart(NODE): start a stopped node again on its ports and store; true once it answers
+sub restart
+{
+	my ($self, $i) = @_;
+	die "nats node n$i is still running\n" if $self->alive($i);
+	$self->_spawn($i);
+	return _wait(sub { defined $self->_get($i, '/varz') });
+}
+
+# jsz(NODE[, QUERY]): the node's /jsz as a hash, undef when it does not answer
+sub jsz
+{
+	my ($self, $i, $q) = @_;
+	my $body = $self->_get($i, '/jsz' . ($q ? "?$q" : '')) // return undef;
+	return eval { decode_json($body) };
+}
+
+# meta_leader(): the JetStream meta leader the running nodes agree on, '' when none
+sub meta_leader
+{
+	my ($self) = @_;
+	my $seen = '';
+	for my $i (grep { $self->alive($_) } 1 .. $self->{n})
+	{
+		my $j = $self->jsz($i) or return '';
+		my $l = ($j->{meta_cluster} // {})->{leader} // '';
+		return '' if $l eq '' || ($seen ne '' && $seen ne $l);
+		$seen = $l;
+	}
+	return $seen;
+}
+
+# stream_leader(STREAM): the node number leading STREAM as every running node sees it, ''
+# when none or when they disagree (a node that lost its leadership may still say it leads)
+sub stream_leader
+{
+	my ($self, $stream) = @_;
+	my $seen = '';
+	for my $i (grep { $self->alive($_) } 1 .. $self->{n})
+	{
+		my $j = $self->jsz($i, 'accounts=true&streams=true') or next;
+		for my $a (@{ $j->{account_details} // [] })
+		{
+			for my $s (@{ $a->{stream_detail} // [] })
+			{
+				next unless ($s->{name} // '') eq $stream;
+				my $l = ($s->{cluster} // {})->{leader} // '';
+				next if $l eq '';
+				return '' if $seen ne '' && $seen ne $l;
+				$seen = $l;
+			}
+		}
+	}
+	return '' unless $seen =~ /^n(\d+)$/ && $self->alive($1);
+	return $1;
+}
+
+# wait_stream_leader(STREAM[, NOT]): until STREAM has a leader (other than node NOT); it, or ''
+sub wait_stream_leader
+{
+	my ($self, $stream, $not) = @_;
+	my $l = '';
+	_wait(sub { $l = $self->stream_leader($stream); $l ne '' && (!defined $not || $l ne $not) });
+	return $l;
+}
+
+# RpTest::Nats::load_workload(NODE, SLOT): regress/tools/nats_workload.sql (shared with
+# the nats_*.sh scripts not yet ported) into NODE for slot SLOT
+sub load_workload
+{
+	my ($node, $slot) = @_;
+	$node->safe_psql('postgres', RpTest::slurp("$RpTest::ROOT/regress/tools/nats_workload.sql"),
+		extra_params => [ '-v', "slot=$slot" ]);
+	return;
+}
+
+# last_seq(STREAM): the stream's last sequence (nats_dump info), '' when it cannot tell
+sub last_seq
+{
+	my ($self, $stream) = @_;
+	my ($rc, $info) = $self->tool($stream, 'info');
+	return $rc == 0 && $info =~ /"last_seq":(\d+)/ ? $1 : '';
+}
+
+# js_ready(NODE): JetStream answers on the node
+sub js_ready { my ($self, $i) = @_; my $j = $self->jsz($i); return $j && $j->{config}; }
+
+# dump_tool(): regress/tools/nats_dump.c built into the work directory (once)
+my $dump_bin;
+
+sub dump_tool
+{
+	return $dump_bin if $dump_bin;
+	my $bin = RpTest::rp_work() . '/nats_dump';
+	my $flags = `pkg-config --cflags --libs libnats`;
+	die "libnats is not installed (regress/install_deps.sh installs libnats-dev)\n" if $? != 0;
+	chomp $flags;
+	system("cc -O2 -Wall -o '$bin' '$RpTest::ROOT/regress/tools/nats_dump.c' $flags") == 0
+	  or die "regress/tools/nats_dump.c did not build\n";
+	return $dump_bin = $bin;
+}
+
+# tool(STREAM, CMD, ARG...): nats_dump on the cluster's URLs; (status, stdout) in list
+# context, stdout in scalar context. stderr into rp_work()/nats_dump.err.
+sub tool
+{
+	my ($self, $stream, @args) = @_;
+	my $out = RpTest::rp_work() . '/nats_dump.out';
+	my $rc = RpTest::rp_run('nats_dump', { stdout => $out }, dump_tool(), $self->urls, $stream, @args);
+	my $text = -e $out ? RpTest::slurp($out) : '';
+	chomp $text;
+	return wantarray ? ($rc, $text) : $text;
+}
+
+
+1;
