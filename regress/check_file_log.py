@@ -2,7 +2,7 @@
 # regress/check_file_log.py LOG AUDIT_TSV: a file sink's log against what the source committed.
 #
 # The checker of the end-to-end scripts whose workload records every committed change in an
-# audit table in the same transaction (file_sink_kill9.sh, consumer_lock.sh): AUDIT_TSV is
+# audit table in the same transaction (test/t/050_file_sink_kill9.pl, test/t/030_consumer_lock.pl): AUDIT_TSV is
 # that table as "txid, tbl, id, op, ver" lines in commit order. Each change of a workload
 # table (any but audit, fence and ctl) must be in the log exactly once (dup = 0, loss = 0, no
 # phantom rows, nothing of rolled-back work: negative ids), in commit order, in its own

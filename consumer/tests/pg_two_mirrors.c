@@ -9,7 +9,7 @@
  *    is not the other's).  The last two were process-wide statics once.
  *
  * Needs a real server: RP_TEST_DST is its connection string, set by
- * regress/t/two_mirrors.sh, which starts the cluster.  Without it every
+ * test/t/001_two_mirrors.pl, which starts the cluster.  Without it every
  * test FAILS (it is not a unit test, and make unitcheck does not run it).
  */
 #include "ct_kit.h"
@@ -168,7 +168,7 @@ setup(void)
 {
 	dst = getenv("RP_TEST_DST");
 	ck_assert_msg(dst != NULL && dst[0] != '\0',
-				  "RP_TEST_DST is not set: this test needs a server (run regress/t/two_mirrors.sh)");
+				  "RP_TEST_DST is not set: this test needs a server (run test/t/001_two_mirrors.pl)");
 	ct_setup_dir();
 	ck_assert_int_eq(rp_spill_init(&sp, ct_path("spill"), 64 << 20, 1 << 30), 0);
 	dst_exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS a_public, b_public, rp_bk_a, rp_bk_b CASCADE;"
@@ -290,7 +290,7 @@ two_mirrors_suite(void)
 
 /*
  * Not one of the runner's suites (it needs a server): its own program, run
- * by regress/t/two_mirrors.sh.  Non-zero unless every test ran and passed.
+ * by test/t/001_two_mirrors.pl.  Non-zero unless every test ran and passed.
  */
 int
 main(void)

@@ -173,7 +173,7 @@ alive_or_fail() {
 }
 
 # snapshot_over P: the mirror's first run failed, naming a table truncated or rewritten
-# between the consistent point and its copy (t/snapshot_rewrite.sh: the workload truncates
+# between the consistent point and its copy (test/t/060_snapshot_rewrite.pl: the workload truncates
 # while the snapshot copies); the snapshot starts over as docs/operations.md says (the slot
 # and the destination's progress dropped, the same command run again), at most 3 times
 snapshot_over() {

@@ -24,7 +24,7 @@
 # reset its copy and voted the stale node leader; once in CI); the whole cluster stopped
 # while one node's copy still caught up came back with 4,749 of 11,065 (that node led); and
 # a leader stopped with SIGSTOP and continued did not catch up within 180 s. What the sink does
-# then, halt instead of writing on after the hole, is regress/t/nats_lost_tail.sh.
+# then, halt instead of writing on after the hole, is test/t/090_nats_lost_tail.pl.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=regress/lib.sh

@@ -45,7 +45,7 @@
  * node that rejoined the cluster can keep answering "JetStream system temporarily unavailable"
  * (10008) from its own view of the meta group while the others serve the stream.
  * The servers are tried from one picked at random, or from the first when NATS_DUMP_IN_ORDER is
- * set (t/nats_dump_detached.sh). Built by the scripts into their temp dir:
+ * set (test/t/080_nats_dump_detached.pl). Built by the scripts into their temp dir:
  *   cc -O2 -o DIR/nats_dump regress/tools/nats_dump.c $(pkg-config --cflags --libs libnats)
  */
 #include <inttypes.h>
