@@ -201,6 +201,7 @@ run_fail(RpRun *run)
 		RpSpill		again;
 
 		rp_spill_init(&again, run->spill.dir, 0, 0);
+		rp_free(again.dir);
 	}
 	/* what stopping said is not the run's error */
 	rp_fail(halt, "%s", why);
@@ -230,4 +231,7 @@ rp_run_free(RpRun *run)
 {
 	rp_deliver_free(&run->dl);
 	rp_asm_free(&run->asm_);
+	/* the spill store's directory name, which run_setup's rp_spill_init copied */
+	rp_free(run->spill.dir);
+	run->spill.dir = NULL;
 }

@@ -111,7 +111,7 @@ fake_txn(FakeSource *f, bool describe, uint32_t xid, uint64_t commit, int n, uin
 	RpSourceRead *r = &f->script[f->n];
 	RpBuf	   *b = &f->frames[f->n++];
 
-	rp_buf_init(b, 256);
+	/* ct_txn_frame starts the buffer itself */
 	ct_txn_frame(b, describe, REL, 2, xid, commit, n, (int32_t) xid * 100, "n");
 	r->kind = RP_SOURCE_FRAME;
 	r->data = (const unsigned char *) b->data;
@@ -302,6 +302,7 @@ START_TEST(test_no_loop_fails)
 	ck_assert_int_eq(src.opens, 1);
 	ck_assert_int_eq(t.losts, 1);
 	rp_error_clear();
+	rp_run_free(run);
 	fake_free(&src);
 }
 END_TEST
