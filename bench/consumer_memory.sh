@@ -16,7 +16,7 @@
 # (/usr/bin/time -v "Maximum resident set size", else VmHWM sampled every 0.1 s), that less
 # --max-memory (G5's target is at most 64 MB), seconds from start to exit, and the exit status.
 # The figures are what they are: nothing is asserted (regress/t/mirror_memory.sh and
-# big_txn_memory.sh assert the bound).
+# test/t/170_big_txn_memory.pl assert the bound).
 #
 # Environment: SINKS="mirror file", PATHS="default no-early-apply streaming-off", MAX_MEMORY=64MB,
 # VALUE_MB=200 (0: no large-value case), REPLICANT_OPTS="..." extra consumer options. The report
