@@ -166,7 +166,7 @@ rp_cli_progress_snapshot(void *arg, const RpSnapTableProgress *t, int n, bool fi
 }
 
 void
-rp_cli_progress_stream(RpCliProgress *cp, const RpProgressStream *st)
+rp_cli_progress_stream(RpCliProgress *cp, const RpRunProgress *st)
 {
 	int64_t		now = rp_clock_wall_us();
 	double		lag = st->lag_msgs >= 0 ? (double) st->lag_msgs : (double) st->lag_bytes;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "rp_buf.h"
+#include "run/rp_run.h"
 #include "snapshot/rp_snapshot.h"
 
 /* ---- pure formatting ---------------------------------------------------- */
@@ -150,22 +151,12 @@ extern void rp_cli_progress_free(RpCliProgress *cp);
 extern void rp_cli_progress_snapshot(void *arg, const RpSnapTableProgress *tables, int n, bool final);
 
 /*
- * The stream's figures now: lag in bytes and seconds (a slot), or in
- * messages (stream_lag_msgs >= 0: a stream reader); the line is drawn at
- * most twice a second; the ETA is kept for the page either way.
+ * The run's figures now (the run engine's progress hook): lag in bytes and
+ * seconds (a slot), or in messages (lag_msgs >= 0: a stream reader); the
+ * line is drawn at most twice a second; the ETA is kept for the page either
+ * way.
  */
-typedef struct RpProgressStream
-{
-	uint64_t	lag_bytes;
-	double		lag_seconds;
-	int64_t		lag_msgs;		/* -1: not a stream reader */
-	uint64_t	txns;
-	uint64_t	changes;
-	uint64_t	checkpoint_lsn;
-	bool		known;			/* the server's (or stream's) position known */
-} RpProgressStream;
-
-extern void rp_cli_progress_stream(RpCliProgress *cp, const RpProgressStream *st);
+extern void rp_cli_progress_stream(RpCliProgress *cp, const RpRunProgress *st);
 
 /* The metrics page's source (arg: the RpCliProgress). */
 extern void rp_cli_metrics_progress(RpBuf *out, const void *arg);

@@ -204,17 +204,8 @@ static void
 on_progress(void *arg, const RpRunProgress *p)
 {
 	RpCliRun   *cr = arg;
-	RpProgressStream st;
 
-	memset(&st, 0, sizeof(st));
-	st.lag_bytes = p->lag_bytes;
-	st.lag_seconds = p->lag_seconds;
-	st.lag_msgs = p->lag_msgs;
-	st.txns = p->txns;
-	st.changes = p->changes;
-	st.checkpoint_lsn = p->checkpoint_lsn;
-	st.known = p->known;
-	rp_cli_progress_stream(&cr->progress, &st);
+	rp_cli_progress_stream(&cr->progress, p);
 }
 
 static void

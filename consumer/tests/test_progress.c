@@ -403,7 +403,7 @@ START_TEST(test_metrics_page)
 		{.rel = &a, .done = 1500, .estimate = 40000, .state = 1},
 		{.rel = &b, .done = 7, .estimate = -1, .state = 2},
 	};
-	RpProgressStream st = {.lag_bytes = 0, .lag_msgs = -1, .known = false};
+	RpRunProgress st = {.lag_bytes = 0, .lag_msgs = -1, .known = false};
 	RpBuf		out;
 
 	rp_cli_progress_init(&cp, RP_PROGRESS_OFF);
