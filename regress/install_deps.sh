@@ -10,7 +10,7 @@
 #   curl                                         the tests that read the metrics endpoint
 #   time                                         GNU time: the peak RSS of a process that exits
 #   tmux                                         a terminal the progress display is read back from
-#   sysbench                                     a real workload (t/real_schemas.sh: its OLTP tables)
+#   sysbench                                     a real workload (test/t/500_real_schemas.pl: its OLTP tables)
 #   nats-server, libnats-dev                     the NATS JetStream sink and its cluster tests
 #   clang, libclang-rt-14-dev                    the libFuzzer targets (consumer/fuzz/); the
 #                                                sanitizer builds (SAN=asan, SAN=tsan) use gcc,
