@@ -867,4 +867,148 @@ sub tool
 }
 
 
+
+# wait_caught_up(STREAM): until every node's copy of STREAM (in its own /jsz) holds at
+# least the stream's last sequence, read once when its info first answers (right after
+# a restart it may not yet). "Current" in the leader's view is not enough: nats-server
+# 2.9 counts a follower current while its store still catches up, and such a node can
+# then win an election with its short store (seen: the restarted stream ended at 4,749
+# of 11,065 acknowledged messages). One fault at a time, each healed first.
+sub wait_caught_up
+{
+	my ($self, $stream) = @_;
+	my $want = '';
+	return _wait(
+		sub {
+			$want = $self->last_seq($stream) if $want eq '';
+			return 0 if $want eq '';
+			for my $i (1 .. $self->{n})
+			{
+				my $j = $self->jsz($i, 'accounts=true&streams=true') or return 0;
+				my ($s) = grep { ($_->{name} // '') eq $stream }
+				  map { @{ $_->{stream_detail} // [] } } @{ $j->{account_details} // [] };
+				return 0 unless $s && (($s->{state} // {})->{last_seq} // 0) >= $want;
+			}
+			return 1;
+		});
+}
+
+# node_of_port(PORT): the node whose client port is PORT, '' when none
+sub node_of_port
+{
+	my ($self, $port) = @_;
+	my ($i) = grep { $self->{node}[$_]{port} == $port } 1 .. $self->{n};
+	return $i // '';
+}
+
+# client_node(PID): the node whose client port process PID has an established TCP
+# connection to (its socket inodes in /proc/PID/fd against /proc/net/tcp); '' when none
+sub client_node
+{
+	my ($self, $pid) = @_;
+	my %inode;
+	opendir(my $dh, "/proc/$pid/fd") or return '';
+	for my $fd (readdir $dh)
+	{
+		my $l = readlink("/proc/$pid/fd/$fd") // next;
+		$inode{$1} = 1 if $l =~ /^socket:\[(\d+)\]$/;
+	}
+	closedir $dh;
+	open(my $fh, '<', '/proc/net/tcp') or return '';
+	<$fh>;    # the header
+	while (my $line = <$fh>)
+	{
+		# sl local rem st tx:rx tr:when retrnsmt uid timeout inode; ESTABLISHED is 01
+		my @f = split ' ', $line;
+		next unless $f[3] eq '01' && $inode{ $f[9] };
+		my ($port) = $f[2] =~ /:([0-9A-F]+)$/i;
+		my $i = $self->node_of_port(hex $port);
+		return $i if $i ne '';
+	}
+	return '';
+}
+
+# tail(STREAM): nats_dump's "tail" of STREAM as a hash (the last message and the end of
+# the last complete transaction), undef when it cannot tell
+sub tail
+{
+	my ($self, $stream) = @_;
+	my ($rc, $out) = $self->tool($stream, 'tail');
+	return undef if $rc != 0;
+	return eval { JSON::PP::decode_json($out) };
+}
+
+# tail_field(STREAM, FIELD): last_complete_end, seq (the last message's sequence), or a
+# header of the last message (Replicant-Lsn, ...); '' when absent
+sub tail_field
+{
+	my ($self, $stream, $f) = @_;
+	my $d = $self->tail($stream) // return '';
+	return $d->{$f} // '' if $f eq 'last_complete_end';
+	return ($d->{msg} // $d)->{seq} // 0 if $f eq 'seq';
+	return (($d->{msg} // {})->{headers} // {})->{$f} // '';
+}
+
+# dump(STREAM, FILE): the whole stream into FILE, one JSON line per message, read by four
+# nats_dump processes over consecutive sequence ranges (each get is a round trip to the
+# leader); true when all four succeeded
+sub dump
+{
+	my ($self, $stream, $file) = @_;
+	my $last = $self->last_seq($stream);
+	return 0 if $last eq '';
+	my $per = int(($last + 3) / 4);
+	my @p = map {
+		RpTest::Proc->start(name => "nats_dump.$_", stdout => "$file.$_",
+			stderr => RpTest::rp_work() . "/nats_dump.$_.err",
+			cmd => [ dump_tool(), $self->urls, $stream, 'dump', $_ * $per + 1, ($_ + 1) * $per ])
+	} 0 .. 3;
+	my $ok = 1;
+	for (@p) { my $rc = $_->wait_exit; $ok = 0 unless defined $rc && $rc == 0; }
+	return 0 unless $ok;
+	open(my $out, '>', $file) or die "$file: $!";
+	for (0 .. 3)
+	{
+		print $out RpTest::slurp("$file.$_");
+		unlink "$file.$_";
+	}
+	close $out;
+	return 1;
+}
+
+# audit(NODE, FILE[, WHERE]): the workload's audit table (nats_workload.sql) as the
+# "txid tbl id op ver" lines regress/check_nats.py reads, in commit order
+sub audit
+{
+	my ($node, $file, $where) = @_;
+	# (no table name of the workload holds a tab)
+	my $rows = $node->safe_psql('postgres',
+		"SELECT txid, tbl, id, op, ver FROM audit WHERE " . ($where // 'true') . " ORDER BY seq",
+		extra_params => [ '-F', "\t" ]);
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $rows, ($rows eq '' ? '' : "\n");
+	close $fh;
+	return;
+}
+
+# check(NODE, SLOT, STREAM, PREFIX[, audit_where => SQL][, args => [...]]): the stream
+# dumped and compared with NODE's audit table by regress/check_nats.py (every committed
+# change once, in commit order, headers and subjects, the slot not confirmed past the
+# stream); (exit status, its output). The dump and audit stay in rp_work()/check_STREAM.
+sub check
+{
+	my ($self, $node, $slot, $stream, $prefix, %o) = @_;
+	my $dir = RpTest::rp_work() . "/check_$stream";
+	File::Path::mkpath($dir);
+	my $sysid = RpTest::rp_psql($node, 'SELECT system_identifier FROM pg_control_system()');
+	my $confirmed = RpTest::rp_slot_confirmed($node, $slot);
+	return (1, "stream $stream could not be dumped") unless $self->dump($stream, "$dir/stream.jsonl");
+	audit($node, "$dir/audit.tsv", $o{audit_where});
+	my $rc = RpTest::rp_run("check_$stream", { stdout => "$dir/check.out", stderr => "$dir/check.out" },
+		'python3', "$RpTest::ROOT/regress/check_nats.py", "$dir/stream.jsonl", "$dir/audit.tsv",
+		'--slot', $slot, '--system-id', $sysid, '--prefix', $prefix, '--confirmed', $confirmed,
+		'--ignore-table', 'wl_conf', @{ $o{args} // [] });
+	return ($rc, RpTest::slurp("$dir/check.out"));
+}
+
 1;
