@@ -44,6 +44,7 @@ use strict;
 use warnings;
 
 use Cwd qw(abs_path);
+use IO::Handle;
 use File::Path ();
 use Exporter 'import';
 use File::Basename qw(dirname basename);
@@ -82,7 +83,7 @@ use Test::More;
 
 our @EXPORT = qw(
   rp_root rp_timeout rp_work rp_fixture slurp
-  rp_cluster rp_psql rp_psql_bg rp_conninfo
+  rp_cluster rp_psql rp_psql_bg rp_session rp_conninfo
   rp_replicant rp_replicant_ok rp_consumer rp_run
   rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
   rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
@@ -443,6 +444,27 @@ sub rp_compare_tables
 	}
 	return \%rows;
 }
+
+# rp_session(NODE, NAME): a psql session the test feeds statement by statement (its input
+# a FIFO, its output in rp_work()/NAME.out): a lock held until the test lets it go.
+# ->send(SQL) writes a line; ->close ends its input (psql ends); ->proc the RpTest::Proc.
+sub rp_session
+{
+	my ($node, $name) = @_;
+	my $fifo = rp_work() . "/$name.fifo";
+	POSIX::mkfifo($fifo, 0600) or die "mkfifo $fifo: $!";
+	my $proc = RpTest::Proc->start(name => $name,
+		cmd => [ $node->installed_command('psql'), '-X', '-d', $node->connstr('postgres') ],
+		stdin => $fifo, stdout => rp_work() . "/$name.out", stderr => rp_work() . "/$name.out");
+	open(my $fh, '>', $fifo) or die "$fifo: $!";
+	$fh->autoflush(1);
+	return bless { proc => $proc, fh => $fh, out => rp_work() . "/$name.out" }, 'RpTest::Session';
+}
+
+sub RpTest::Session::proc  { return $_[0]->{proc}; }
+sub RpTest::Session::out   { return $_[0]->{out}; }
+sub RpTest::Session::send  { my ($self, $sql) = @_; print { $self->{fh} } "$sql\n"; return; }
+sub RpTest::Session::close { my ($self) = @_; close $self->{fh}; return defined $self->{proc}->wait_exit; }
 
 # ---------------------------------------------------------------- cleanup
 
@@ -1009,6 +1031,120 @@ sub check
 		'--slot', $slot, '--system-id', $sysid, '--prefix', $prefix, '--confirmed', $confirmed,
 		'--ignore-table', 'wl_conf', @{ $o{args} // [] });
 	return ($rc, RpTest::slurp("$dir/check.out"));
+}
+
+
+package RpTest::Tmux;
+
+=pod
+
+=head2 RpTest::Tmux: a command on a terminal, read back
+
+  my $t = RpTest::Tmux->run('a', [ RpTest::replicant_bin(), ... ]);   # 120x20 pane
+  $t->pid;                  # the command's pid ('' until it started)
+  $t->status;               # its exit status once it ended, else undef
+  $t->pane;                 # the pane's text now (capture-pane)
+  $t->wait_pane(qr/.../m, 'what it shows');   # a check; fails when the command exited
+
+The command's stderr (and stdout, unless redirected) is the pane's terminal. Each run has
+a tmux server of its own (a new session on the socket of a server still exiting after
+kill-server can fail); the servers are killed at exit (they are daemons, outside the
+process groups RpTest kills).
+
+=cut
+
+use strict;
+use warnings;
+use Test::More;
+
+my @servers;
+
+END
+{
+	my $rc = $?;
+	for my $t (@servers)
+	{
+		kill('KILL', $t->{pid}) if $t->{pid};
+		system('tmux', '-S', $t->{sock}, 'kill-server');
+	}
+	$? = $rc;
+}
+
+sub _shq { my ($s) = @_; $s =~ s/'/'\\''/g; return "'$s'"; }
+
+# run(NAME, [CMD...], stdout => FILE): CMD in a new pane, once it started (its pid known)
+sub run
+{
+	my ($class, $name, $cmd, %o) = @_;
+	my $work = RpTest::rp_work();
+	my $self = bless { name => $name, sock => "$work/tmux.$name.sock", pidf => "$work/pid.$name",
+		rcf => "$work/rc.$name", pid => '' }, $class;
+	unlink $self->{pidf}, $self->{rcf};
+	open(my $run, '>', "$work/run.$name.sh") or die "$work/run.$name.sh: $!";
+	print $run join(' ', map { _shq($_) } @$cmd)
+	  . ($o{stdout} ? ' >' . _shq($o{stdout}) : '') . " &\n"
+	  . 'echo $! >' . _shq($self->{pidf}) . "\nwait \$!\n"
+	  . 'echo $? >' . _shq($self->{rcf}) . "\nsleep 3600\n";
+	close $run;
+	{
+		delete local $ENV{TMUX};
+		delete local $ENV{PGAPPNAME};    # replicant's sessions name themselves
+		push @servers, $self;
+		is(system('tmux', '-S', $self->{sock}, '-f', '/dev/null', 'new-session', '-d', '-x', '120', '-y', '20',
+				'-s', 'rp', "bash $work/run.$name.sh"), 0, "$name: tmux started a session");
+	}
+	ok(RpTest::rp_wait_until(sub { -s $self->{pidf} }), "$name: the command started in the pane");
+	if (-s $self->{pidf})
+	{
+		($self->{pid} = RpTest::slurp($self->{pidf})) =~ s/\s+//g;
+	}
+	return $self;
+}
+
+sub pid { return $_[0]->{pid}; }
+
+sub status
+{
+	my ($self) = @_;
+	return undef unless -s $self->{rcf};
+	(my $rc = RpTest::slurp($self->{rcf})) =~ s/\s+//g;
+	return $rc;
+}
+
+# alive(): the command still runs
+sub alive { my ($self) = @_; return $self->{pid} ne '' && !defined $self->status; }
+
+# wait_exit(): until the command ended (bounded by the timeout); its status or undef
+sub wait_exit
+{
+	my ($self) = @_;
+	RpTest::rp_wait_until(sub { defined $self->status });
+	return $self->status;
+}
+
+sub pane
+{
+	my ($self) = @_;
+	my $p = `tmux -S '$self->{sock}' capture-pane -p -t rp 2>/dev/null`;
+	return $p // '';
+}
+
+# wait_pane(REGEX, WHAT): a check that the pane shows a match of REGEX; false at once when
+# the command exited first. The pane as last read is in ->{last}.
+sub wait_pane
+{
+	my ($self, $re, $what) = @_;
+	my $alive = 1;
+	RpTest::rp_wait_until(
+		sub {
+			$self->{last} = $self->pane;
+			return 1 if $self->{last} =~ $re;
+			$alive = $self->alive;
+			return !$alive;
+		});
+	return ok($self->{last} =~ $re, "$self->{name}: the pane shows $what"
+		  . ($alive ? '' : ' (the command exited while waiting)'))
+	  || diag("--- the pane\n$self->{last}");
 }
 
 1;

@@ -17,25 +17,11 @@ use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use RpTest;
 use Test::More;
-use IO::Handle;
-use POSIX qw(mkfifo);
 
 my $SLOT   = 'progress_sr';
 my $STREAM = 'PROGRESS_SR';
 my $ROWS   = 300;
 my $work = rp_work();
-my $sock = "$work/tmux.sock";
-my $tmux_started = 0;
-my $reader_pid = 0;
-
-END
-{
-	# the tmux server is a daemon of its own, outside the process groups RpTest kills
-	my $rc = $?;
-	kill('KILL', $reader_pid) if $reader_pid;
-	system('tmux', '-S', $sock, 'kill-server') if $tmux_started;
-	$? = $rc;
-}
 
 ok(system('command -v tmux >/dev/null') == 0, 'tmux is installed (the terminal is read back through it)')
   or BAIL_OUT('tmux is missing');
@@ -55,66 +41,23 @@ ok(rp_wait_confirmed($src, $SLOT, $end_lsn, $writer), "the writer confirmed $end
   or diag(slurp("$work/writer.err"));
 
 # the destination table locked until the pane has shown the lag
-my $fifo = "$work/lock.fifo";
-mkfifo($fifo, 0600) or die "mkfifo $fifo: $!";
-my $locker = RpTest::Proc->start(name => 'lock',
-	cmd => [ $dst->installed_command('psql'), '-X', '-d', $dstconn ],
-	stdin => $fifo, stdout => "$work/lock.out", stderr => "$work/lock.out");
-open(my $lock, '>', $fifo) or die "$fifo: $!";
-$lock->autoflush(1);
-print $lock "BEGIN; LOCK TABLE t IN SHARE MODE; SELECT 'locked';\n";
-ok(rp_wait_file_match("$work/lock.out", qr/locked/, $locker), 'the destination table is locked')
-  or diag(slurp("$work/lock.out"));
+my $lock = rp_session($dst, 'lock');
+$lock->send("BEGIN; LOCK TABLE t IN SHARE MODE; SELECT 'locked';");
+ok(rp_wait_file_match($lock->out, qr/locked/, $lock->proc), 'the destination table is locked')
+  or diag(slurp($lock->out));
 
-sub shq { my ($s) = @_; $s =~ s/'/'\\''/g; return "'$s'"; }
-my @cmd = (RpTest::replicant_bin(), '--source', $nats->sink_url, '--nats-stream', $STREAM, '-S', 'reader1',
-	'--state-dir', "$work/r1", '--start', '--sink', "postgres:$dstconn", '--progress');
-open(my $run, '>', "$work/run.sh") or die $!;
-print $run join(' ', map { shq($_) } @cmd) . " &\n"
-  . 'echo $! >' . shq("$work/pid") . "\n" . "wait \$!\nsleep 3600\n";
-close $run;
-{
-	delete local $ENV{TMUX};
-	delete local $ENV{PGAPPNAME};    # the reader's sessions name themselves
-	$tmux_started = 1;
-	is(system('tmux', '-S', $sock, '-f', '/dev/null', 'new-session', '-d', '-x', '120', '-y', '20', '-s', 'rp',
-			"bash $work/run.sh"), 0, 'tmux started a session');
-}
-ok(rp_wait_until(sub { -s "$work/pid" }), 'the reader started in the pane');
-$reader_pid = -s "$work/pid" ? slurp("$work/pid") : 0;
-chomp $reader_pid;
-
-my $pane = '';
-sub pane
-{
-	my $p = `tmux -S '$sock' capture-pane -p -t rp 2>/dev/null`;
-	return $p // '';
-}
-# wait_pane(REGEX, WHAT): until the pane shows a line matching REGEX; fails when the
-# reader exited first
-sub wait_pane
-{
-	my ($re, $what) = @_;
-	my $alive = 1;
-	rp_wait_until(sub {
-			$pane = pane();
-			return 1 if $pane =~ $re;
-			$alive = $reader_pid && kill(0, $reader_pid);
-			return !$alive;
-		});
-	ok($pane =~ $re, "the pane shows $what" . ($alive ? '' : ' (the reader exited while waiting)'))
-	  or diag("--- the pane\n$pane");
-	return;
-}
+my $reader = RpTest::Tmux->run('reader', [ RpTest::replicant_bin(), '--source', $nats->sink_url,
+		'--nats-stream', $STREAM, '-S', 'reader1', '--state-dir', "$work/r1", '--start',
+		'--sink', "postgres:$dstconn", '--progress' ]);
 
 my $eta = qr/(?:[0-9]+s|[0-9]+m[0-9]{2}s|[0-9]+h[0-9]{2}m|[0-9]+d[0-9]{2}h|--)/;
 my $lsn = qr{[0-9A-F]+/[0-9A-F]+};
-wait_pane(qr/^catch-up: lag [1-9][0-9]* messages, ETA $eta; [0-9]+ txns, [0-9.]+[kMG]? changes\/s, checkpoint $lsn$/m,
+$reader->wait_pane(qr/^catch-up: lag [1-9][0-9]* messages, ETA $eta; [0-9]+ txns, [0-9.]+[kMG]? changes\/s, checkpoint $lsn$/m,
 	'the lag in messages');
-unlike($pane, qr/ B, /, "a stream reader's line shows no WAL lag");
-print $lock "COMMIT;\n";
-close $lock;
-wait_pane(qr/^streaming: lag 0 messages, ETA 0s; [0-9]+ txns, [0-9.]+[kMG]? changes\/s, checkpoint $lsn$/m,
+unlike($reader->{last}, qr/ B, /, "a stream reader's line shows no WAL lag");
+$lock->send('COMMIT;');
+$lock->close;
+$reader->wait_pane(qr/^streaming: lag 0 messages, ETA 0s; [0-9]+ txns, [0-9.]+[kMG]? changes\/s, checkpoint $lsn$/m,
 	'the end of the catch-up');
 is(rp_psql($dst, 'SELECT count(*) FROM t'), $ROWS, "the destination holds the $ROWS rows");
 
