@@ -15,7 +15,7 @@
 # with --max-memory MAX_MEMORY (default 64MB). Reported per run: the consumer's peak RSS
 # (/usr/bin/time -v "Maximum resident set size", else VmHWM sampled every 0.1 s), that less
 # --max-memory (G5's target is at most 64 MB), seconds from start to exit, and the exit status.
-# The figures are what they are: nothing is asserted (regress/t/mirror_memory.sh and
+# The figures are what they are: nothing is asserted (test/t/250_mirror_memory.pl and
 # test/t/170_big_txn_memory.pl assert the bound).
 #
 # Environment: SINKS="mirror file", PATHS="default no-early-apply streaming-off", MAX_MEMORY=64MB,
