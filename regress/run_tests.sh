@@ -45,7 +45,7 @@ usage() {
 # costs about its own run time again. aggregates.sh is not in the list:
 # under TSan its seeds and kill rounds took 4 to 15 minutes from run to run on 2 cores (the
 # delivery and metrics threads it shares with test/t/070_mirror_stream.pl are checked there).
-TSAN_SCRIPTS=(snapshot_mirror test/t/400_snapshot_resume.pl test/t/410_snapshot_heap_resume.pl backfill test/t/070_mirror_stream.pl)
+TSAN_SCRIPTS=(test/t/420_snapshot_mirror.pl test/t/400_snapshot_resume.pl test/t/410_snapshot_heap_resume.pl backfill test/t/070_mirror_stream.pl)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 
 quick=0

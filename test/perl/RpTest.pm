@@ -86,7 +86,8 @@ our @EXPORT = qw(
   rp_replicant rp_replicant_ok rp_consumer rp_run
   rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
   rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
-  rp_dst_checkpoint rp_wait_dst_checkpoint rp_unacked rp_table_digest rp_compare_tables);
+  rp_dst_checkpoint rp_wait_dst_checkpoint rp_unacked rp_table_digest rp_compare_tables
+  rp_slow_new_tables rp_slow_off);
 
 sub rp_root    { return $ROOT; }
 sub rp_timeout { return $TIMEOUT; }
@@ -460,6 +461,49 @@ END
 		diag("kept $work for inspection");
 	}
 	$? = $rc;
+}
+
+# rp_slow_new_tables(NODE, SECONDS, EVENTS, LIKE[, TABLE...]): as regress/lib.sh's: in NODE's
+# database postgres each public TABLE (every public table when none is named) gets, as it is
+# created, a statement trigger AFTER EVENTS ('INSERT', 'INSERT OR UPDATE') that sleeps SECONDS
+# when the statement's text is LIKE the pattern LIKE (after every statement when LIKE is '').
+# An event trigger does it, so that it holds for the tables a consumer creates
+# (--create-tables): the stage under test takes long enough for the test to act during it,
+# however fast the machine is. rp_slow_off(NODE): the triggers stop sleeping.
+sub rp_slow_new_tables
+{
+	my ($node, $seconds, $events, $like, @tables) = @_;
+	my $sleep = "PERFORM pg_sleep($seconds);";
+	$sleep = "IF current_query() LIKE '$like' THEN $sleep END IF;" if $like ne '';
+	my $which = @tables
+	  ? 'object_identity IN (' . join(', ', map { "'public.$_'" } @tables) . ')'
+	  : "schema_name = 'public'";
+	rp_psql($node, qq{
+CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN $sleep RETURN NULL; END \$\$;
+CREATE FUNCTION public.slow_new_tables() RETURNS event_trigger LANGUAGE plpgsql AS \$\$
+DECLARE
+	obj record;
+BEGIN
+	FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands()
+	           WHERE command_tag = 'CREATE TABLE' AND $which LOOP
+		EXECUTE format('CREATE TRIGGER slow AFTER $events ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.slow()',
+		               obj.object_identity);
+		EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER slow', obj.object_identity);
+	END LOOP;
+END \$\$;
+CREATE EVENT TRIGGER slow_new_tables ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+	EXECUTE FUNCTION public.slow_new_tables();
+-- the mirror applies with session_replication_role = replica: only ALWAYS triggers fire there
+ALTER EVENT TRIGGER slow_new_tables ENABLE ALWAYS;});
+	return;
+}
+
+sub rp_slow_off
+{
+	my ($node) = @_;
+	rp_psql($node,
+		'CREATE OR REPLACE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$');
+	return;
 }
 
 # ================================================================ processes
