@@ -42,7 +42,7 @@ usage() {
 # workers and their COPY pipe, the backfill thread, the metrics endpoint's thread): each
 # runs a second time with the ThreadSanitizer build of the consumer. Add a script's name
 # (regress/t/NAME.sh) or a TAP test's path (test/t/NNN_NAME.pl) to have it checked; each
-# costs about its own run time again. aggregates.sh is not in the list:
+# costs about its own run time again. test/t/260_aggregates.pl is not in the list:
 # under TSan its seeds and kill rounds took 4 to 15 minutes from run to run on 2 cores (the
 # delivery and metrics threads it shares with test/t/070_mirror_stream.pl are checked there).
 TSAN_SCRIPTS=(test/t/420_snapshot_mirror.pl test/t/400_snapshot_resume.pl test/t/410_snapshot_heap_resume.pl test/t/460_backfill.pl test/t/070_mirror_stream.pl)
