@@ -24,7 +24,7 @@
 #   fuzz/TARGET      each libFuzzer target of consumer/fuzz/ for FUZZ_SECONDS (default 60)
 #                    from its seed corpus: a crash, leak or timeout fails       (not with --quick)
 # --quick skips t/, test/t/, tsan/ and fuzz/. --only GLOB runs only the suites whose name
-# (as printed) matches GLOB, e.g. --only 'tsan/*', --only t/backfill.sh or
+# (as printed) matches GLOB, e.g. --only 'tsan/*', --only t/differential.sh or
 # --only 'test/t/010_*'; the build and install always run. -h, --help prints this.
 # Each suite's output goes to regress/log/ and is shown when the suite fails. The last line
 # is "N passed, N failed"; the exit status is non-zero when a suite failed.
@@ -42,10 +42,10 @@ usage() {
 # workers and their COPY pipe, the backfill thread, the metrics endpoint's thread): each
 # runs a second time with the ThreadSanitizer build of the consumer. Add a script's name
 # (regress/t/NAME.sh) or a TAP test's path (test/t/NNN_NAME.pl) to have it checked; each
-# costs about its own run time again. aggregates.sh is not in the list:
+# costs about its own run time again. test/t/260_aggregates.pl is not in the list:
 # under TSan its seeds and kill rounds took 4 to 15 minutes from run to run on 2 cores (the
 # delivery and metrics threads it shares with test/t/070_mirror_stream.pl are checked there).
-TSAN_SCRIPTS=(snapshot_mirror test/t/400_snapshot_resume.pl test/t/410_snapshot_heap_resume.pl backfill test/t/070_mirror_stream.pl)
+TSAN_SCRIPTS=(test/t/420_snapshot_mirror.pl test/t/400_snapshot_resume.pl test/t/410_snapshot_heap_resume.pl test/t/460_backfill.pl test/t/070_mirror_stream.pl)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 
 quick=0
