@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# regress/check_difftest_log.py LOG CONNINFO: the file sink's log of regress/t/differential.sh
+# regress/check_difftest_log.py LOG CONNINFO: the file sink's log of test/t/600_differential.pl
 # against the source database (CONNINFO, read with psql from PATH).
 #
 # Replays the log's changes, up to its last checkpoint line, onto a model of every table of

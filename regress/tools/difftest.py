@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# regress/tools/difftest.py: the seeded generator of regress/t/differential.sh (stdlib only).
+# regress/tools/difftest.py: the seeded generator of test/t/600_differential.pl (stdlib only).
 #
 #   difftest.py --seed N [--pg MAJOR] schema            the source schema (SQL)
 #   difftest.py --seed N [--pg MAJOR] workload --part P the workload's part P (0 .. PARTS-1), SQL
@@ -805,7 +805,7 @@ class Workload:
 
 
 def main():
-    ap = argparse.ArgumentParser(description="seeded schema and workload of regress/t/differential.sh")
+    ap = argparse.ArgumentParser(description="seeded schema and workload of test/t/600_differential.pl")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--pg", type=int, default=15, help="the source's major version (numeric infinities from 14)")
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -8,9 +8,9 @@
 # TRUNCATE and a rewriting ALTER TABLE are not MVCC-safe: a snapshot older than them reads
 # the new file, which holds no row it sees. Before the fix the copy of such a table was
 # empty: a REPLICA IDENTITY FULL table without a key then halted the mirror "has diverged"
-# on the first streamed update of a row it never got (found by t/differential.sh, seed
-# 473960), and a keyed table rewritten by ALTER TABLE stayed empty in the mirror with the
-# run going on (silent loss).
+# on the first streamed update of a row it never got (found by the differential test, now
+# test/t/600_differential.pl, seed 473960), and a keyed table rewritten by ALTER TABLE
+# stayed empty in the mirror with the run going on (silent loss).
 #
 # The ordering is forced, not hoped for: one copy worker; the destination's gate_t (the
 # first table copied: tables without a key go first, then the largest) holds each insert on

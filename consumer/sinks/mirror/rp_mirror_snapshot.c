@@ -172,7 +172,12 @@ rp_mirror_snap_stage_ddl(RpBuf *b, const RpMirrorSnapTable *st)
 	rp_buf_put_text(b, ")");
 }
 
-/* "INSERT INTO table (cols) SELECT cols FROM <the session stage> ON CONFLICT (key) DO UPDATE ..." */
+/*
+ * "INSERT INTO table (cols) OVERRIDING SYSTEM VALUE SELECT cols FROM <the session stage>
+ * ON CONFLICT (key) DO UPDATE ...": the source's values of an identity column GENERATED
+ * ALWAYS are kept, as COPY keeps them in "copy" mode (without the clause the insert fails,
+ * SQLSTATE 428C9; PostgreSQL ignores it for a table without such a column).
+ */
 static void
 rp_mirror_snap_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorSnapTable *st, const RpRelation *rel, const RpMirrorTable *t)
 {
@@ -180,7 +185,7 @@ rp_mirror_snap_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorSnapTable *st, c
 	rp_buf_put_text(b, st->qname);
 	rp_buf_put_text(b, " (");
 	rp_buf_put_text(b, st->cols);
-	rp_buf_put_text(b, ") SELECT ");
+	rp_buf_put_text(b, ") OVERRIDING SYSTEM VALUE SELECT ");
 	rp_buf_put_text(b, st->cols);
 	rp_buf_put_text(b, " FROM ");
 	rp_buf_put_text(b, st->stage);
@@ -265,7 +270,8 @@ rp_mirror_snap_plan_replace(RpMirror *pg, RpMirrorSnapTable *st, RpBuf *bp)
 	rp_buf_put_text(bp, st->qname);
 	rp_buf_put_text(bp, " (");
 	rp_buf_put_text(bp, st->cols);
-	rp_buf_put_text(bp, ") SELECT ");
+	/* identity columns GENERATED ALWAYS keep the source's values (rp_mirror_snap_upsert_sql) */
+	rp_buf_put_text(bp, ") OVERRIDING SYSTEM VALUE SELECT ");
 	rp_buf_put_text(bp, st->cols);
 	rp_buf_put_text(bp, " FROM ");
 	rp_buf_put_text(bp, n);
