@@ -191,12 +191,16 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 		rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX_END);
 	if (updated < staged)
 	{
-		/* keys the table lacks (or rows left alone: their keys conflict, nothing is done) */
+		/*
+		 * keys the table lacks (or rows left alone: their keys conflict, nothing is
+		 * done); the source's values of an identity column GENERATED ALWAYS are
+		 * kept, as COPY keeps them (rp_mirror_snap_upsert_sql)
+		 */
 		rp_buf_put_text(&sql, "INSERT INTO ");
 		rp_buf_put_text(&sql, t->qname);
 		rp_buf_put_text(&sql, " (");
 		rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
-		rp_buf_put_text(&sql, ") SELECT ");
+		rp_buf_put_text(&sql, ") OVERRIDING SYSTEM VALUE SELECT ");
 		rp_mirror_sql_cols(pg, &sql, t->rel, NULL, 0, NULL);
 		rp_buf_put_text(&sql, " FROM ");
 		rp_buf_put_text(&sql, t->stage_ups);

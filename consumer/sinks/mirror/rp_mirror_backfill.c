@@ -217,7 +217,10 @@ rp_mirror_bf_store_token(RpMirror *pg, const RpMirrorTable *t, const RpBackfillC
 	return 0;
 }
 
-/* The chunk less the window, upserted: the stream's version of those keys stays. */
+/*
+ * The chunk less the window, upserted: the stream's version of those keys stays.
+ * Identity columns GENERATED ALWAYS keep the source's values (rp_mirror_snap_upsert_sql).
+ */
 static void
 rp_mirror_bf_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, const RpRelation *rel,
 						const RpBackfillChunk *ch, const char *cols, const char *stage, const char *win)
@@ -226,7 +229,7 @@ rp_mirror_bf_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, const Rp
 	rp_buf_put_text(b, t->qname);
 	rp_buf_put_text(b, " (");
 	rp_buf_put_text(b, cols);
-	rp_buf_put_text(b, ") SELECT ");
+	rp_buf_put_text(b, ") OVERRIDING SYSTEM VALUE SELECT ");
 	rp_mirror_sql_cols(pg, b, rel, NULL, 0, "s.");
 	rp_buf_put_text(b, " FROM ");
 	rp_buf_put_text(b, stage);

@@ -344,7 +344,8 @@ rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, co
 	}
 	if (extra_cols)
 		rp_buf_put_text(sql, extra_cols);
-	rp_buf_put_text(sql, ") VALUES (");
+	/* identity columns GENERATED ALWAYS keep the source's values, as COPY keeps them */
+	rp_buf_put_text(sql, ") OVERRIDING SYSTEM VALUE VALUES (");
 	for (int i = 0; i < n; i++)
 	{
 		snprintf(tmp, sizeof(tmp), "%s$%d", i ? ", " : "", i + 1);
