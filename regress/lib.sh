@@ -215,7 +215,8 @@ rp_psql() {
 # An LSN read inside the fence's transaction can be confirmed before that transaction commits:
 # once another backend flushes WAL past its changes, the walsender's idle keepalive carries the
 # position and a consumer with nothing pending records it. A wait on it then ends before the
-# fence is delivered (t/nats_fanout.sh read the stream's end too early that way).
+# fence is delivered (t/nats_fanout.sh, now test/t/310_nats_fanout.pl, read the stream's end too
+# early that way).
 
 rp_cluster_restart() {
 	local data

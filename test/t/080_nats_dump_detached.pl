@@ -4,10 +4,11 @@
 # The nats tests' reader (regress/tools/nats_dump.c) gets its answer from the cluster while
 # the server it connected to first cannot give one; was regress/t/nats_dump_detached.sh.
 #
-# The failure this guards against: in t/nats_cluster.sh (c), after two nodes were
-# restarted, the node the reader had connected to answered every stream info request with
-# "JetStream system temporarily unavailable" (10008) from its own view of the meta group,
-# while the other nodes served the stream (the consumer published on). The reader retried
+# The failure this guards against: in t/nats_cluster.sh (now test/t/300_nats_cluster.pl)
+# (c), after two nodes were restarted, the node the reader had connected to answered every
+# stream info request with "JetStream system temporarily unavailable" (10008) from its own
+# view of the meta group, while the other nodes served the stream (the consumer published
+# on). The reader retried
 # on that one connection for its 120 s and failed the step. It now connects again, to the
 # next server, after 5 s of such answers.
 #

@@ -4,9 +4,10 @@
 # A JetStream stream that gives back less than it acknowledged stops the sink (G3) instead
 # of letting it write on after the hole; was regress/t/nats_lost_tail.sh.
 #
-# nats-server 2.9.10 did this once in CI (t/nats_cluster.sh, the stream's leader and a
-# follower killed together while the third node was catching up: a restarted node reset
-# its copy and voted the stale node leader, and 86 acknowledged messages were gone). The
+# nats-server 2.9.10 did this once in CI (t/nats_cluster.sh, now test/t/300_nats_cluster.pl:
+# the stream's leader and a follower killed together while the third node was catching up:
+# a restarted node reset its copy and voted the stale node leader, and 86 acknowledged
+# messages were gone). The
 # sink resumed after the older tail, the slot had been confirmed past the lost changes, and
 # the stream went on with a hole no reader could see. Here the same state is made on
 # purpose, the same way every time: a single-node server is stopped cleanly, its store
