@@ -367,7 +367,7 @@ rp_relcache_get(Relation rel)
  * it: building the partition reads its catalog, and an invalidation
  * processed meanwhile (a TRUNCATE or DDL of the tree decoded just before)
  * drops the root's entry.  That is not an error: the partition is built
- * again, which builds its root again (regress/t/partitions.sh met it 1 run in 3:
+ * again, which builds its root again (test/t/510_partitions.pl met it 1 run in 3:
  * "the partition root ... has no valid entry" ended the stream).
  */
 #define RP_RELCACHE_REBUILDS 3

@@ -3,7 +3,8 @@
 # stream (as regress/tools/nats_dump.c dumps it, one JSON line per message) against what the
 # source committed.
 #
-# The checker of the nats_*.sh scripts, after regress/check_file_log.py: the workload records
+# The checker of the NATS tests (test/t/3*_nats_*.pl, through RpTest::Nats::check), after
+# regress/check_file_log.py: the workload records
 # every committed change in an audit table in the same transaction, AUDIT_TSV is that table as
 # "txid, tbl, id, op, ver" lines (tbl is "schema.table", or a bare name for public). Each change
 # of a workload table (any but audit, fence and ctl) must be in the stream exactly once (dup = 0,

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# regress/lib.sh: helpers sourced by regress/run_tests.sh, regress/demo.sh, the end-to-end
-# scripts in regress/t/ and bench/.
+# regress/lib.sh: helpers sourced by regress/run_tests.sh, regress/demo.sh,
+# regress/packaging.sh and bench/ (the end-to-end tests are test/t/*.pl, on
+# test/perl/RpTest.pm).
 #
 #   rp_build_install               make && make install (through sudo -n when not root)
 #   rp_run_unprivileged SCRIPT ARG...
@@ -12,7 +13,6 @@
 #                                  NAME_DATA, NAME_HOST (socket dir), NAME_PORT, NAME_USER,
 #                                  NAME_LOG (server log) and NAME_CONNSTR (libpq, dbname=postgres).
 #                                  Each SETTING is a postgresql.conf line ("fsync = on").
-#   rp_cluster_restart NAME [MODE] pg_ctl stop -m MODE (fast; immediate simulates a crash), start
 #   rp_cluster_stop NAME [MODE]    stop and delete it (kept when RP_KEEP_CLUSTERS=1)
 #   rp_cluster_cleanup_all         stop and delete every cluster started here:
 #                                  trap rp_cluster_cleanup_all EXIT
@@ -21,15 +21,7 @@
 #                                  another -d DB overrides it)
 #   rp_server_conf                 the settings every test server gets (logical.conf and the
 #                                  output_plugin_libraries line where the server knows it)
-# and, for the end-to-end scripts in regress/t/ (see each for its use):
-#   rp_e2e_cleanup, rp_e2e_fail    the scripts' cleanup trap and failure report
-#   rp_kill9_alive VAR             SIGKILL a process that must still be running
-#   rp_dst_checkpoint NAME SLOT [DB]
-#                                  a mirror's checkpoint (end_lsn) in the destination
-#   rp_slow_new_tables NAME SECONDS EVENTS LIKE [TABLE...], rp_slow_off NAME
-#                                  slow down the tables a consumer is about to create
-#   rp_compare_tables SRC DST TABLE...
-#                                  tables compared as multisets of rows
+#   rp_free_port                   a TCP port nothing listens on (regress/nats.sh)
 
 RP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -209,23 +201,6 @@ rp_psql() {
 		-p "$(_rp_cluster_var "$name" PORT)" -U "$(_rp_cluster_var "$name" USER)" -d postgres "$@"
 }
 
-# A fence LSN that a test waits for ("the consumer confirmed or checkpointed at least this") is
-# read after the fence commits, in a transaction of its own:
-#   rp_psql src -Atc "INSERT INTO fence DEFAULT VALUES" -c "SELECT pg_current_wal_insert_lsn()"
-# An LSN read inside the fence's transaction can be confirmed before that transaction commits:
-# once another backend flushes WAL past its changes, the walsender's idle keepalive carries the
-# position and a consumer with nothing pending records it. A wait on it then ends before the
-# fence is delivered (t/nats_fanout.sh, now test/t/310_nats_fanout.pl, read the stream's end too
-# early that way).
-
-rp_cluster_restart() {
-	local data
-	data=$(_rp_cluster_var "$1" DATA)
-	[[ -n $data ]] || rp_die "no cluster named $1"
-	"$RP_BINDIR/pg_ctl" -D "$data" -m "${2:-fast}" -w stop >/dev/null
-	"$RP_BINDIR/pg_ctl" -D "$data" -l "$(_rp_cluster_var "$1" LOG)" -w -t 60 start >/dev/null
-}
-
 rp_cluster_stop() {
 	local name=$1 data dir var n kept=()
 	data=$(_rp_cluster_var "$name" DATA)
@@ -255,166 +230,4 @@ rp_cluster_cleanup_all() {
 		rp_cluster_stop "$name" immediate
 	done
 	return "$rc"
-}
-
-# ---------------------------------------------------------------- end-to-end script frame
-# The frame the end-to-end scripts share (each sets work=$(mktemp -d ...) and status=1, and sets
-# status=0 once it has passed):
-#   cleanup() { rp_e2e_cleanup $? consumer_pid workload_pid; }   trap cleanup EXIT
-#   fail() { rp_e2e_fail NAME "$work/consumer-*.err" 5 "$*"; }
-
-# rp_wait_exit PID SECONDS: until PID (a child of this shell) exited; its status into
-# exit_status; 1 if it still runs SECONDS later
-# shellcheck disable=SC2034 # exit_status is the caller's
-rp_wait_exit() {
-	local deadline=$((SECONDS + $2))
-	while kill -0 "$1" 2>/dev/null; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.1
-	done
-	exit_status=0
-	wait "$1" || exit_status=$?
-}
-
-# rp_e2e_cleanup RC VAR...: SIGKILL the processes whose pids the named variables (or arrays)
-# hold, and their children; stop every cluster; remove $work when status is 0, or keep it and
-# say where. Returns RC (the script's exit status).
-rp_e2e_cleanup() {
-	local rc=$1 var p
-	shift
-	set +e
-	for var in "$@"; do
-		local -n ref=$var
-		for p in "${ref[@]}"; do
-			[[ -n $p ]] || continue
-			pkill -9 -P "$p" 2>/dev/null
-			kill -9 "$p" 2>/dev/null
-		done
-		unset -n ref
-	done
-	wait 2>/dev/null
-	rp_cluster_cleanup_all
-	if ((status == 0)); then rm -rf "$work"; else printf 'kept %s for inspection\n' "$work"; fi
-	return "$rc"
-}
-
-# rp_e2e_fail NAME GLOB LINES MSG: "FAIL NAME: MSG", the last LINES lines of each non-empty file
-# GLOB matches (the consumers' stderr), exit 1.
-rp_e2e_fail() {
-	local name=$1 glob=$2 lines=$3 f
-	shift 3
-	printf 'FAIL %s: %s\n' "$name" "$*"
-	for f in $glob; do
-		[[ -s $f ]] && { printf -- '--- %s\n' "$f"; tail -n "$lines" "$f"; }
-	done
-	exit 1
-}
-
-# rp_kill9_alive VAR: SIGKILL the process whose pid variable VAR holds, reap it and empty VAR.
-# Returns 1, with its exit status in RP_EXIT_STATUS, when it had already exited by itself (a
-# kill that finds nothing to kill proves nothing: the caller fails).
-#   rp_kill9_alive consumer_pid || fail "consumer run $runs exited by itself (status $RP_EXIT_STATUS)"
-rp_kill9_alive() {
-	local -n _rp_pid=$1
-	RP_EXIT_STATUS=0
-	if ! kill -0 "$_rp_pid" 2>/dev/null; then
-		# shellcheck disable=SC2034 # the caller reads it
-		wait "$_rp_pid" || RP_EXIT_STATUS=$?
-		return 1
-	fi
-	kill -9 "$_rp_pid"
-	wait "$_rp_pid" 2>/dev/null || true
-	_rp_pid=
-}
-
-# rp_dst_checkpoint NAME SLOT [DB]: the end_lsn of SLOT's checkpoint in the destination cluster
-# NAME (database DB, default postgres); empty when there is none yet or it cannot be read.
-rp_dst_checkpoint() {
-	rp_psql "$1" -d "${3:-postgres}" -Atc "SELECT end_lsn FROM replicant.checkpoint WHERE slot = '$2'" 2>/dev/null || true
-}
-
-# rp_lsn_lt A B: is LSN A (X/Y) before LSN B?
-rp_lsn_lt() {
-	local a=$1 b=$2
-	(((16#${a%/*} << 32 | 16#${a#*/}) < (16#${b%/*} << 32 | 16#${b#*/})))
-}
-
-# rp_unacked NAME SLOT CKPT BOUND: nothing of a unit the sink never acknowledged was confirmed
-# or checkpointed. BOUND is an LSN past the unit's first commit record (a fence read after that
-# commit, or its commit LSN + 1). Idle WAL before the unit may be confirmed and recorded (an
-# idle keepalive's position never passes a commit the walsender has not sent), so the property
-# is: the slot's confirmed position and the checkpoint's end are before BOUND, and the
-# checkpoint file (CKPT, the library's) records no commit. FLUSH, when given, is the slot's
-# confirmed position read earlier (then CKPT is a copy taken at the same time). Prints what
-# broke; returns 1.
-rp_unacked() {
-	local name=$1 slot=$2 ckpt=$3 bound=$4 flush=${5:-} commit end
-	[[ -n $flush ]] ||
-		flush=$(rp_psql "$name" -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'")
-	rp_lsn_lt "$flush" "$bound" || { echo "the slot confirmed $flush, at or past the unit ($bound)"; return 1; }
-	[[ -s $ckpt ]] || return 0
-	commit=$(sed -n 's/.* commit=\([^ ]*\).*/\1/p' "$ckpt")
-	end=$(sed -n 's/.* end=\([^ ]*\).*/\1/p' "$ckpt")
-	[[ $commit == 0/0 ]] || { echo "the checkpoint records commit $commit: $(cat "$ckpt")"; return 1; }
-	rp_lsn_lt "$end" "$bound" || { echo "the checkpoint's end $end is at or past the unit ($bound)"; return 1; }
-}
-
-# rp_slow_new_tables NAME SECONDS EVENTS LIKE [TABLE...]: in cluster NAME, each public TABLE
-# (every public table when none is named) gets, as it is created, a statement trigger AFTER
-# EVENTS ("INSERT", "INSERT OR UPDATE") that sleeps SECONDS when the statement's text is LIKE
-# the pattern LIKE (after every statement when LIKE is ''). An event trigger does it, so that it holds for
-# the tables a consumer creates (--create-tables): the stage under test then takes long
-# enough for the script to act during it, however fast the machine is.
-# rp_slow_off NAME: the triggers stop sleeping.
-rp_slow_new_tables() {
-	local name=$1 sleep="PERFORM pg_sleep($2);" events=$3 like=$4 which="schema_name = 'public'" t list=
-	shift 4
-	for t in "$@"; do list+="${list:+, }'public.$t'"; done
-	[[ -z $list ]] || which="object_identity IN ($list)"
-	[[ -z $like ]] || sleep="IF current_query() LIKE '$like' THEN $sleep END IF;"
-	rp_psql "$name" >/dev/null <<SQL
-CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN $sleep RETURN NULL; END \$\$;
-CREATE FUNCTION public.slow_new_tables() RETURNS event_trigger LANGUAGE plpgsql AS \$\$
-DECLARE
-	obj record;
-BEGIN
-	FOR obj IN SELECT * FROM pg_event_trigger_ddl_commands()
-	           WHERE command_tag = 'CREATE TABLE' AND $which LOOP
-		EXECUTE format('CREATE TRIGGER slow AFTER $events ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.slow()',
-		               obj.object_identity);
-		EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER slow', obj.object_identity);
-	END LOOP;
-END \$\$;
-CREATE EVENT TRIGGER slow_new_tables ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
-	EXECUTE FUNCTION public.slow_new_tables();
--- the mirror applies with session_replication_role = replica: only ALWAYS triggers fire there
-ALTER EVENT TRIGGER slow_new_tables ENABLE ALWAYS;
-SQL
-}
-
-rp_slow_off() {
-	rp_psql "$1" -c 'CREATE OR REPLACE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$' >/dev/null
-}
-
-# rp_compare_tables SRC DST TABLE...: each public.TABLE of clusters SRC and DST compared as a
-# multiset of rows: count and md5 of every row's text, sorted (the caller fixes the output
-# settings with PGOPTIONS). On a difference: the first differing lines, then the script's fail.
-# Sets RP_COMPARED=("TABLE ROWS" ...).
-rp_compare_tables() {
-	local src=$1 dst=$2 t q a b
-	shift 2
-	RP_COMPARED=()
-	for t in "$@"; do
-		q="SELECT count(*) || ' ' || md5(coalesce(string_agg(r, E'\\n' ORDER BY r COLLATE \"C\"), ''))
-		   FROM (SELECT x::text AS r FROM public.$t x) s"
-		a=$(rp_psql "$src" -Atc "$q")
-		b=$(rp_psql "$dst" -Atc "$q")
-		if [[ $a != "$b" ]]; then
-			rp_psql "$src" -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.src"
-			rp_psql "$dst" -Atc "SELECT x::text FROM public.$t x" | sort >"$work/$t.dst"
-			diff "$work/$t.src" "$work/$t.dst" | cut -c 1-200 | head -n 10
-			fail "table $t differs: source $a, destination $b"
-		fi
-		RP_COMPARED+=("$t ${a%% *}")
-	done
 }

@@ -12,19 +12,18 @@
 #   check_man        regress/tools/check_man.sh: the man page lists what --help lists
 #   check_meta       regress/tools/check_meta.py: META.json against the PGXN meta spec
 #   installcheck     make installcheck: pg_regress suite (sql/, expected/) on a temp instance
-#   t/NAME.sh        each end-to-end script in regress/t/, run with bash       (not with --quick)
 #   test/t/NNN_NAME.pl
 #                    each end-to-end TAP test in test/t/, run with prove (PostgreSQL::Test::Cluster
 #                    from PG_CONFIG's installation, test/perl/RpTest.pm; every wait bounded by
 #                    RP_TEST_TIMEOUT seconds, default 300; see test/README.md) (not with --quick)
-#   tsan/t/NAME.sh, tsan/test/t/NNN_NAME.pl
-#                    each script or TAP test of TSAN_SCRIPTS (in this file) run again, with the
-#                    consumer built with ThreadSanitizer: fails when it fails or TSan reported
-#                    anything                                                   (not with --quick)
+#   tsan/test/t/NNN_NAME.pl
+#                    each TAP test of TSAN_SCRIPTS (in this file) run again, with the consumer
+#                    built with ThreadSanitizer: fails when it fails or TSan reported anything
+#                                                                               (not with --quick)
 #   fuzz/TARGET      each libFuzzer target of consumer/fuzz/ for FUZZ_SECONDS (default 60)
 #                    from its seed corpus: a crash, leak or timeout fails       (not with --quick)
-# --quick skips t/, test/t/, tsan/ and fuzz/. --only GLOB runs only the suites whose name
-# (as printed) matches GLOB, e.g. --only 'tsan/*', --only t/differential.sh or
+# --quick skips test/t/, tsan/ and fuzz/. --only GLOB runs only the suites whose name
+# (as printed) matches GLOB, e.g. --only 'tsan/*', --only 'test/t/600_*' or
 # --only 'test/t/010_*'; the build and install always run. -h, --help prints this.
 # Each suite's output goes to regress/log/ and is shown when the suite fails. The last line
 # is "N passed, N failed"; the exit status is non-zero when a suite failed.
@@ -38,11 +37,10 @@ usage() {
 	sed -n '2,/^set -euo pipefail$/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"
 }
 
-# The end-to-end scripts whose consumer runs threads beyond the delivery thread (snapshot
+# The end-to-end tests whose consumer runs threads beyond the delivery thread (snapshot
 # workers and their COPY pipe, the backfill thread, the metrics endpoint's thread): each
-# runs a second time with the ThreadSanitizer build of the consumer. Add a script's name
-# (regress/t/NAME.sh) or a TAP test's path (test/t/NNN_NAME.pl) to have it checked; each
-# costs about its own run time again. test/t/260_aggregates.pl is not in the list:
+# runs a second time with the ThreadSanitizer build of the consumer. Add a TAP test's path
+# (test/t/NNN_NAME.pl) to have it checked; each costs about its own run time again. test/t/260_aggregates.pl is not in the list:
 # under TSan its seeds and kill rounds took 4 to 15 minutes from run to run on 2 cores (the
 # delivery and metrics threads it shares with test/t/070_mirror_stream.pl are checked there).
 TSAN_SCRIPTS=(test/t/420_snapshot_mirror.pl test/t/400_snapshot_resume.pl test/t/410_snapshot_heap_resume.pl test/t/460_backfill.pl test/t/070_mirror_stream.pl)
@@ -93,9 +91,8 @@ fail() {
 	failed=$((failed + 1)); failures+=("$1")
 	printf 'FAILED  %s (%ss)%s\n' "$1" "$2" "${3:+: $3}"
 }
-# show LOG [LINES]: the end of a failed suite's log, indented. A script's "FAIL name: why"
-# line comes before the tails of its processes' logs (rp_e2e_fail), so it is repeated first:
-# CI keeps only the end of this output.
+# show LOG [LINES]: the end of a failed suite's log, indented. A "FAIL name: why" line in it
+# is repeated first: CI keeps only the end of this output.
 show() {
 	local why
 	why=$(grep -a -m 1 '^FAIL ' "$1" 2>/dev/null || true)
@@ -142,24 +139,15 @@ tsan_suites() {
 	for script in "${TSAN_SCRIPTS[@]}"; do
 		name=$(tsan_name "$script")
 		wanted "$name" || continue
-		if [[ $script == test/t/*.pl ]]; then
-			base=$(basename "$script" .pl)
-			file=$script
-		else
-			base=$script
-			file=regress/t/$script.sh
-		fi
+		base=$(basename "$script" .pl)
+		file=$script
 		log=$logdir/tsan/$base.log
 		if [[ ! -f $file ]]; then
 			fail "$name" 0 "no $file (TSAN_SCRIPTS in regress/run_tests.sh)"
 			continue
 		fi
 		rm -f "$logdir/tsan/$base.report".*
-		if [[ $script == test/t/*.pl ]]; then
-			cmd=(tap_run "$log" "$copy" "$script")
-		else
-			cmd=(run "$log" bash "$copy/$file")
-		fi
+		cmd=(tap_run "$log" "$copy" "$script")
 		if TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 suppressions=$tsan_supp log_path=$logdir/tsan/$base.report" \
 			"${cmd[@]}"; then
 			reports=("$logdir/tsan/$base.report".*)
@@ -177,10 +165,8 @@ tsan_suites() {
 	done
 	rm -rf "$copy"
 }
-# tsan_name ENTRY: the suite name of a TSAN_SCRIPTS entry (tsan/t/NAME.sh, tsan/test/t/NNN_NAME.pl)
-tsan_name() {
-	if [[ $1 == test/t/*.pl ]]; then printf 'tsan/%s' "$1"; else printf 'tsan/t/%s.sh' "$1"; fi
-}
+# tsan_name ENTRY: the suite name of a TSAN_SCRIPTS entry (tsan/test/t/NNN_NAME.pl)
+tsan_name() { printf 'tsan/%s' "$1"; }
 
 # (e) each libFuzzer target (consumer/fuzz/fuzz_*.c, built with clang) for FUZZ_SECONDS from the seed corpus in consumer/fuzz/corpus;
 # what a run finds goes to consumer/fuzz/work/ (not kept), a crashing input to regress/log/fuzz/.
@@ -274,7 +260,7 @@ else
 	fi
 fi
 
-# (c2) the end-to-end TAP tests (test/t/*.pl), each with prove: PostgreSQL::Test::Cluster and
+# (c) the end-to-end TAP tests (test/t/*.pl), each with prove: PostgreSQL::Test::Cluster and
 # ::Utils from the installation's PGXS, test/perl/RpTest.pm; data directories and logs in
 # test/tmp_check/ (TESTDIR), kept when a test fails; the test's own log is
 # test/tmp_check/log/regress_log_NAME.
@@ -304,17 +290,11 @@ tap_suites() {
 	done
 }
 
-# (c) end-to-end scripts, (c2) TAP tests, (d) the ThreadSanitizer runs of some, (e) fuzzing
+# (c) the TAP tests, (d) the ThreadSanitizer runs of some, (e) fuzzing
 if ((quick)); then
-	printf 'skipped regress/t/, test/t/, tsan/, fuzz/ (--quick)\n'
+	printf 'skipped test/t/, tsan/, fuzz/ (--quick)\n'
 else
 	shopt -s nullglob
-	for script in regress/t/*.sh; do
-		name=t/$(basename "$script")
-		log=$logdir/$(basename "$script" .sh).log
-		wanted "$name" || continue
-		if run "$log" bash "$script"; then pass "$name" "$took"; else fail "$name" "$took"; show "$log" 60; fi
-	done
 	tap_suites
 
 	tsan_suites

@@ -1,4 +1,5 @@
--- regress/tools/nats_workload.sql: the nats_*.sh scripts' source workload (psql -v slot=NAME).
+-- regress/tools/nats_workload.sql: the NATS tests' source workload (test/t/3*_nats_*.pl,
+-- RpTest::Nats::load_workload; psql -v slot=NAME).
 --
 -- Three tables, two of them with hostile identifiers (dots, spaces, '*', '>', '%', quotes,
 -- non-ASCII: each must become one escaped subject token) and hostile values (quotes,

@@ -884,8 +884,8 @@ sub wait_stream_leader
 	return $l;
 }
 
-# RpTest::Nats::load_workload(NODE, SLOT): regress/tools/nats_workload.sql (shared with
-# the nats_*.sh scripts not yet ported) into NODE for slot SLOT
+# RpTest::Nats::load_workload(NODE, SLOT): regress/tools/nats_workload.sql (the NATS
+# tests' workload) into NODE for slot SLOT
 sub load_workload
 {
 	my ($node, $slot) = @_;
