@@ -4,7 +4,9 @@
 #   make install         installs the plugin, the extension files and the consumer
 #   make installcheck    pg_regress suite on a temporary instance (see regress/logical.conf)
 #   make unitcheck       builds and runs the Check unit tests (needs Check); one suite or a
-#                        few: make unitcheck SUITES="asm store" (consumer/tests/ct_main.c)
+#                        few: make unitcheck SUITES="asm store" (consumer/tests/ct_main.c);
+#                        then checks the layout (tools/pgindent/pgindent.sh --check; needs
+#                        pg_bsd_indent: sh tools/pgindent/pgindent.sh lays the files out)
 #   make unitcheck SAN=asan (or SAN=tsan)
 #                        the same built with the sanitizers, in consumer/obj-$(SAN)/
 #                        (see consumer/Makefile); the plugin is never built with them
@@ -60,8 +62,10 @@ installcheck: regress/plugin_libraries.conf
 regress/plugin_libraries.conf:
 	echo "output_plugin_libraries = 'pgoutput, test_decoding, replicant'" > $@
 
+# and the layout: every C file as pgindent lays it out (tools/pgindent/pgindent.sh)
 unitcheck:
 	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) unitcheck
+	sh tools/pgindent/pgindent.sh --check
 
 install: install-consumer
 install-consumer:

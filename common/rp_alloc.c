@@ -16,7 +16,7 @@ rp_oom(size_t n)
 	exit(1);
 }
 
-void *
+void	   *
 rp_malloc(size_t n)
 {
 	void	   *p = malloc(n ? n : 1);
@@ -26,7 +26,7 @@ rp_malloc(size_t n)
 	return p;
 }
 
-void *
+void	   *
 rp_malloc0(size_t n)
 {
 	void	   *p = calloc(1, n ? n : 1);
@@ -36,7 +36,7 @@ rp_malloc0(size_t n)
 	return p;
 }
 
-void *
+void	   *
 rp_realloc(void *p, size_t n)
 {
 	void	   *q = realloc(p, n ? n : 1);
@@ -53,7 +53,7 @@ rp_free(void *p)
 }
 #endif
 
-char *
+char	   *
 rp_strndup(const char *s, size_t n)
 {
 	char	   *d = rp_malloc(n + 1);

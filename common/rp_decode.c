@@ -469,6 +469,7 @@ rp_decode_relation(RpDecoder *dec, RpReader *r, RpRecord *rec)
 		if (c->encoding >= RP_ENC__COUNT)
 			r->ok = false;
 	}
+
 	/*
 	 * Version 3 ends the record with the kind fields; records of versions 1
 	 * and 2 end after the columns.  A headerless run of stored records

@@ -36,8 +36,10 @@ typedef struct RpRelation
 	char		identity;		/* RP_IDENTITY_* */
 	uint16_t	natts;
 	RpColumn   *cols;
-	uint8_t		kind;			/* RP_REL_KIND_*; NONE: a version 1 or 2 record */
-	uint32_t	partition_set;	/* PARTITION_ROOT: fingerprint of its leaf partitions */
+	uint8_t		kind;			/* RP_REL_KIND_*; NONE: a version 1 or 2
+								 * record */
+	uint32_t	partition_set;	/* PARTITION_ROOT: fingerprint of its leaf
+								 * partitions */
 } RpRelation;
 
 /* Is the relation a partition root published for its partitions? */
@@ -62,6 +64,7 @@ typedef struct RpRelMap
 extern void rp_relmap_init(RpRelMap *map);
 extern void rp_relmap_free(RpRelMap *map);
 extern RpRelation *rp_relmap_get(const RpRelMap *map, uint32_t relid);
+
 /* Store rel (the map owns it now); returns the one it replaced, or NULL. */
 extern RpRelation *rp_relmap_put(RpRelMap *map, RpRelation *rel);
 

@@ -37,6 +37,7 @@ extern void rp_enc_stream_commit(RpBuf *buf, uint32_t xid, uint64_t commit_lsn,
 extern void rp_enc_stream_abort(RpBuf *buf, uint32_t xid, uint32_t subxid);
 extern void rp_enc_message(RpBuf *buf, bool transactional, uint32_t xid, uint64_t lsn,
 						   const char *prefix, const char *content, size_t content_len);
+
 /* xid != 0 marks a record inside a stream block. */
 extern void rp_enc_truncate(RpBuf *buf, uint8_t flags, uint32_t xid, uint32_t nrels,
 							const uint32_t *relids);

@@ -70,6 +70,7 @@ rp_fmt_float8(RpBuf *buf, double v)
 		rp_buf_put_text(buf, v > 0 ? "Infinity" : "-Infinity");
 		return;
 	}
+
 	/*
 	 * A normal double needs at least DBL_DIG (15) digits only when fewer do
 	 * not round-trip, and %g drops trailing zeros; a subnormal holds fewer
@@ -267,6 +268,7 @@ rp_fmt_timetz(RpBuf *buf, int64_t usecs, int32_t offset_east)
 {
 	char		tmp[16];
 	int			n;
+
 	/* 64-bit: negating INT32_MIN (a damaged frame) would overflow */
 	int64_t		a = offset_east < 0 ? -(int64_t) offset_east : offset_east;
 
@@ -324,7 +326,7 @@ void
 rp_fmt_base64(RpBuf *buf, const unsigned char *p, size_t len)
 {
 	static const char tbl[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t		i;
 	char	   *o;
 

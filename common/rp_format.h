@@ -12,14 +12,17 @@
 extern void rp_fmt_int64(RpBuf *buf, int64_t v);
 extern void rp_fmt_uint64(RpBuf *buf, uint64_t v);
 extern void rp_fmt_lsn(RpBuf *buf, uint64_t lsn);
+
 /* Shortest text that reads back to the same double; NaN/Infinity spelled out. */
 extern void rp_fmt_float8(RpBuf *buf, double v);
 extern void rp_fmt_float4(RpBuf *buf, float v);
+
 /* Exact decimal from the numeric encoding's payload (after its length). */
 extern bool rp_fmt_numeric(RpBuf *buf, const unsigned char *p, uint32_t len);
 extern void rp_fmt_date(RpBuf *buf, int32_t days);
 extern void rp_fmt_time(RpBuf *buf, int64_t usecs);
 extern void rp_fmt_timetz(RpBuf *buf, int64_t usecs, int32_t offset_east);
+
 /*
  * RFC 3339 of a wire timestamp (extended range included; years past 9999
  * as "+294276"); with_zone appends "Z" (timestamptz), without it nothing.

@@ -61,12 +61,13 @@ rp_utf8_cut(const char *str, size_t len, size_t max)
 
 	if (len <= max)
 		return len;
+
 	/*
 	 * A sequence is a lead byte and up to three continuation bytes: a cut
-	 * before a byte that is not a continuation byte splits none, nor does
-	 * one after four continuation bytes in a row (what ends there is not
-	 * one sequence).  rp_utf8_seq's verdict on each piece is then the same
-	 * as on the whole.
+	 * before a byte that is not a continuation byte splits none, nor does one
+	 * after four continuation bytes in a row (what ends there is not one
+	 * sequence).  rp_utf8_seq's verdict on each piece is then the same as on
+	 * the whole.
 	 */
 	for (int k = 0; k < 3 && (s[cut] & 0xC0) == 0x80; k++)
 		cut--;

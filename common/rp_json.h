@@ -42,6 +42,7 @@ rp_json_key(RpBuf *buf, const char *key)
 }
 
 extern bool rp_utf8_valid(const unsigned char *s, size_t len);
+
 /* Length of the valid UTF-8 sequence at s (at most left bytes), or 0. */
 extern size_t rp_utf8_seq(const unsigned char *s, size_t left);
 

@@ -28,7 +28,7 @@ rp_lsn_put_half(char *out, uint32_t v)
 	return out;
 }
 
-char *
+char	   *
 rp_lsn_format(uint64_t lsn, char *buf)
 {
 	char	   *p = rp_lsn_put_half(buf, (uint32_t) (lsn >> 32));

@@ -28,13 +28,13 @@
  * two fields at the end of every Relation record (RP_REL_KIND_* below),
  * which the option partitions=root needs; everything else is version 2.
  */
-#define RP_PROTO_VERSION        3       /* the newest version this code speaks */
-#define RP_PROTO_VERSION_STR    "3"		/* the consumer asks for it */
+#define RP_PROTO_VERSION        3	/* the newest version this code speaks */
+#define RP_PROTO_VERSION_STR    "3" /* the consumer asks for it */
 #define RP_PROTO_VERSION_MIN    1
 #define RP_PROTO_VERSION_MAX    3
-#define RP_PROTO_VERSION_DEFAULT 1		/* the plugin's, when none is asked for */
-#define RP_PROTO_VERSION_EXT_TS 2		/* the first with the extended timestamps */
-#define RP_PROTO_VERSION_REL_KIND 3		/* the first with the relation kind fields */
+#define RP_PROTO_VERSION_DEFAULT 1	/* the plugin's, when none is asked for */
+#define RP_PROTO_VERSION_EXT_TS 2	/* the first with the extended timestamps */
+#define RP_PROTO_VERSION_REL_KIND 3 /* the first with the relation kind fields */
 #define RP_FRAME_HEADER_LEN     2
 #define RP_RECORD_HEADER_LEN    5
 
@@ -42,17 +42,21 @@
 typedef enum RpTag
 {
 	RP_TAG_BEGIN = 'B',			/* xid u32, final_lsn u64, commit_time i64 */
-	RP_TAG_COMMIT = 'C',		/* flags u8, commit_lsn u64, end_lsn u64, commit_time i64 */
+	RP_TAG_COMMIT = 'C',		/* flags u8, commit_lsn u64, end_lsn u64,
+								 * commit_time i64 */
 	RP_TAG_ORIGIN = 'O',		/* origin_lsn u64, name str */
 	RP_TAG_RELATION = 'R',		/* see docs/protocol.md "Relation" */
 	RP_TAG_INSERT = 'I',		/* change header, new tuple */
 	RP_TAG_UPDATE = 'U',		/* change header, [old tuple], new tuple */
 	RP_TAG_DELETE = 'D',		/* change header, [old tuple] */
-	RP_TAG_TRUNCATE = 'T',		/* flags u8, [xid u32], nrels u32, relid u32 * nrels */
-	RP_TAG_MESSAGE = 'M',		/* flags u8, [xid u32], lsn u64, prefix str, content bytes */
+	RP_TAG_TRUNCATE = 'T',		/* flags u8, [xid u32], nrels u32, relid u32 *
+								 * nrels */
+	RP_TAG_MESSAGE = 'M',		/* flags u8, [xid u32], lsn u64, prefix str,
+								 * content bytes */
 	RP_TAG_STREAM_START = 'S',	/* xid u32, first_segment u8 */
 	RP_TAG_STREAM_STOP = 'E',	/* (empty) */
-	RP_TAG_STREAM_COMMIT = 'c', /* xid u32, commit_lsn u64, end_lsn u64, commit_time i64 */
+	RP_TAG_STREAM_COMMIT = 'c', /* xid u32, commit_lsn u64, end_lsn u64,
+								 * commit_time i64 */
 	RP_TAG_STREAM_ABORT = 'A'	/* xid u32, subxid u32 */
 } RpTag;
 
@@ -62,9 +66,12 @@ typedef enum RpTag
  * to, so a reader can drop the changes of an aborted subtransaction.
  */
 #define RP_CHANGE_HAS_XID       0x80
-#define RP_CHANGE_OLD_KEY       0x01	/* old tuple holds the replica identity only */
-#define RP_CHANGE_OLD_FULL      0x02	/* old tuple holds every column (IDENTITY FULL) */
-#define RP_CHANGE_NO_IDENTITY   0x04	/* table has no usable replica identity */
+#define RP_CHANGE_OLD_KEY       0x01	/* old tuple holds the replica
+										 * identity only */
+#define RP_CHANGE_OLD_FULL      0x02	/* old tuple holds every column
+										 * (IDENTITY FULL) */
+#define RP_CHANGE_NO_IDENTITY   0x04	/* table has no usable replica
+										 * identity */
 
 /* Truncate flags. */
 #define RP_TRUNCATE_CASCADE     0x01
@@ -82,8 +89,10 @@ typedef enum RpTag
  */
 #define RP_DATUM_NULL           'n'
 #define RP_DATUM_VALUE          'v'
-#define RP_DATUM_UNCHANGED      'u'		/* unchanged TOASTed value: keep the old one */
-#define RP_DATUM_NOT_IN_KEY     'k'		/* old-key tuple: column is not in the identity */
+#define RP_DATUM_UNCHANGED      'u' /* unchanged TOASTed value: keep the old
+									 * one */
+#define RP_DATUM_NOT_IN_KEY     'k' /* old-key tuple: column is not in the
+									 * identity */
 
 /* Replica identity, as pg_class.relreplident. */
 #define RP_IDENTITY_DEFAULT     'd'
@@ -100,10 +109,10 @@ typedef enum RpTag
  * description.  Readers hold RP_REL_KIND_NONE for records without the fields
  * (versions 1 and 2), which means a plain table too.
  */
-#define RP_REL_KIND_NONE        0		/* in memory only: no kind fields */
+#define RP_REL_KIND_NONE        0	/* in memory only: no kind fields */
 #define RP_REL_KIND_TABLE       'r'
 #define RP_REL_KIND_PARTITION_ROOT 'p'
-#define RP_REL_KIND_LEN         5		/* u8 kind, u32 partition_set */
+#define RP_REL_KIND_LEN         5	/* u8 kind, u32 partition_set */
 
 /* Relation column flags. */
 #define RP_COL_PRIMARY_KEY      0x01
@@ -117,7 +126,8 @@ typedef enum RpTag
  */
 typedef enum RpEncoding
 {
-	RP_ENC_TEXT = 0,			/* str: the type's text output (type OID in metadata) */
+	RP_ENC_TEXT = 0,			/* str: the type's text output (type OID in
+								 * metadata) */
 	RP_ENC_BOOL = 1,			/* u8 0/1 */
 	RP_ENC_INT2 = 2,			/* i16 */
 	RP_ENC_INT4 = 3,			/* i32 */
@@ -125,14 +135,17 @@ typedef enum RpEncoding
 	RP_ENC_OID = 5,				/* u32 */
 	RP_ENC_FLOAT4 = 6,			/* IEEE 754 binary32 bits */
 	RP_ENC_FLOAT8 = 7,			/* IEEE 754 binary64 bits */
-	RP_ENC_NUMERIC = 8,			/* u32 len, then ndigits i16, weight i16, sign u16,
-								 * dscale u16, base-10000 digits i16 * ndigits */
+	RP_ENC_NUMERIC = 8,			/* u32 len, then ndigits i16, weight i16, sign
+								 * u16, dscale u16, base-10000 digits i16 *
+								 * ndigits */
 	RP_ENC_STRING = 9,			/* str (text, varchar, bpchar, name) */
 	RP_ENC_BYTEA = 10,			/* u32 len, raw bytes */
 	RP_ENC_UUID = 11,			/* 16 bytes */
-	RP_ENC_DATE = 12,			/* i32 days since 1970-01-01; INT32_MIN/MAX = -/+infinity */
+	RP_ENC_DATE = 12,			/* i32 days since 1970-01-01; INT32_MIN/MAX =
+								 * -/+infinity */
 	RP_ENC_TIME = 13,			/* i64 microseconds since midnight */
-	RP_ENC_TIMETZ = 14,			/* i64 microseconds, i32 UTC offset in seconds east */
+	RP_ENC_TIMETZ = 14,			/* i64 microseconds, i32 UTC offset in seconds
+								 * east */
 	RP_ENC_TIMESTAMP = 15,		/* i64 us since 1970-01-01 00:00 (no zone);
 								 * INT64_MIN/MAX = -/+infinity; the years
 								 * after 294247 in the extended range */

@@ -73,7 +73,11 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 	cb->stream_change_cb = rp_change;
 	cb->stream_truncate_cb = rp_truncate;
 	cb->stream_message_cb = rp_message;
-	/* no two-phase callbacks: prepared transactions are sent at COMMIT PREPARED */
+
+	/*
+	 * no two-phase callbacks: prepared transactions are sent at COMMIT
+	 * PREPARED
+	 */
 }
 
 /* PostgreSQL-epoch timestamps to the wire's Unix-epoch microseconds. */
@@ -206,6 +210,7 @@ rp_stream_start(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 
 	st->in_stream = true;
 	st->stream_txn = txn;
+
 	/*
 	 * "First" means first that the client sees: with skip_empty_xacts and
 	 * filters, the server's first block may have sent nothing at all.
@@ -414,10 +419,11 @@ rp_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 		oldtup = &change->data.tp.oldtuple->tuple;
 	if (change->data.tp.newtuple)
 		newtup = &change->data.tp.newtuple->tuple;
+
 	/*
 	 * A partition whose replica identity does not cover its root's logs old
-	 * tuples that cannot name the row in the root's terms: the change goes
-	 * as one without identity, which a reader refuses to guess about.
+	 * tuples that cannot name the row in the root's terms: the change goes as
+	 * one without identity, which a reader refuses to guess about.
 	 */
 	if (pe != e && !e->identity_ok)
 		oldtup = NULL;
@@ -426,8 +432,11 @@ rp_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 	{
 		if (oldtup)
 			flags |= pe->identity == REPLICA_IDENTITY_FULL ? RP_CHANGE_OLD_FULL : RP_CHANGE_OLD_KEY;
-		/* a DELETE without its old row, or any change to a table without
-		 * identity, cannot name its row: say so instead of dropping it */
+
+		/*
+		 * a DELETE without its old row, or any change to a table without
+		 * identity, cannot name its row: say so instead of dropping it
+		 */
 		if (!pe->has_identity || (pe != e && !e->identity_ok) ||
 			(tag == RP_TAG_DELETE && oldtup == NULL))
 			flags |= RP_CHANGE_NO_IDENTITY;

@@ -147,7 +147,8 @@ rp_option_tables(DefElem *def)
 	foreach(lc, names)
 	{
 		char	   *item = lfirst(lc);
-		char	   *copy = pstrdup(item);	/* split in place; item is for errors */
+		char	   *copy = pstrdup(item);	/* split in place; item is for
+											 * errors */
 		List	   *parts = NIL;
 		RpTablePattern *p = palloc0(sizeof(RpTablePattern));
 
@@ -354,6 +355,6 @@ rp_options_prefix_selected(const RpOptions *opts, const char *prefix)
 		return true;
 	foreach(lc, opts->message_prefixes)
 		if (strcmp((const char *) lfirst(lc), prefix) == 0)
-			return true;
+		return true;
 	return false;
 }

@@ -27,11 +27,13 @@ typedef struct RpOptions
 	bool		send_truncate;
 	bool		include_messages;
 	List	   *message_prefixes;	/* of char *; NIL: every prefix */
-	bool		origin_none;	/* skip changes that carry a replication origin */
+	bool		origin_none;	/* skip changes that carry a replication
+								 * origin */
 	bool		streaming;
 	bool		skip_empty_xacts;
 	int			frame_size;		/* flush a binary frame at this many bytes */
-	bool		partitions_root;	/* partitions=root: a partition's changes are its root's */
+	bool		partitions_root;	/* partitions=root: a partition's changes
+									 * are its root's */
 } RpOptions;
 
 /* Parse ctx->output_plugin_options (a List of DefElem) into opts. */

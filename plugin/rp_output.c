@@ -27,7 +27,7 @@ rp_output_init(RpState *st)
 	MemoryContextSwitchTo(old);
 }
 
-RpBuf *
+RpBuf	   *
 rp_output_buf(RpState *st)
 {
 	/* json: the frame never leaves, and holds version 2's timestamps */

@@ -59,10 +59,12 @@ rp_relcache_invalidate(Datum arg, Oid relid)
 		e = hash_search(rp_rel_hash, &relid, HASH_FIND, NULL);
 		if (e)
 			e->valid = false;
+
 		/*
-		 * ATTACH or DETACH PARTITION below a sub-partitioned table invalidates
-		 * that table, not the root: a root whose tree holds the relation is
-		 * rebuilt too (its partitions see the new build by its gen).
+		 * ATTACH or DETACH PARTITION below a sub-partitioned table
+		 * invalidates that table, not the root: a root whose tree holds the
+		 * relation is rebuilt too (its partitions see the new build by its
+		 * gen).
 		 */
 		if (rp_rel_opts->partitions_root)
 		{
@@ -214,10 +216,11 @@ rp_relcache_build_partition(RpRelEntry *e, Relation rel, Oid root)
 #endif
 	idkey = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_IDENTITY_KEY);
 	e->root_map = MemoryContextAllocZero(rp_rel_cxt, sizeof(AttrNumber) * Max(re->ncols, 1));
+
 	/*
-	 * The server logs a partition's old tuples by the partition's own
-	 * replica identity: they name the row in the root's terms only when they
-	 * hold every column of the root's identity (under the root's FULL, every
+	 * The server logs a partition's old tuples by the partition's own replica
+	 * identity: they name the row in the root's terms only when they hold
+	 * every column of the root's identity (under the root's FULL, every
 	 * column, so the partition must be FULL too).
 	 */
 	e->identity_ok = re->has_identity && (re->identity != REPLICA_IDENTITY_FULL || full);
@@ -349,7 +352,11 @@ rp_relcache_get(Relation rel)
 		e->nmembers = e->nleaves = 0;
 		e->is_root = false;
 	}
-	/* a partition follows its root: rebuilt when the root was (entries never move) */
+
+	/*
+	 * a partition follows its root: rebuilt when the root was (entries never
+	 * move)
+	 */
 	if (e->valid && e->pub_relid != relid)
 	{
 		RpRelEntry *re = hash_search(rp_rel_hash, &e->pub_relid, HASH_FIND, NULL);

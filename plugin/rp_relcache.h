@@ -37,13 +37,17 @@ typedef struct RpRelEntry
 	Oid			pub_relid;		/* published as: itself, or its partition root */
 	/* a partition published as its root */
 	uint32		root_gen;		/* the root entry's gen this was built against */
-	AttrNumber *root_map;		/* per column of the root entry: this table's attnum */
-	bool		identity_ok;	/* its old tuples hold the root's identity columns */
+	AttrNumber *root_map;		/* per column of the root entry: this table's
+								 * attnum */
+	bool		identity_ok;	/* its old tuples hold the root's identity
+								 * columns */
 	/* a partition root (partitions=root) */
 	bool		is_root;
-	int			nmembers;		/* every relation under it, sorted (invalidation) */
+	int			nmembers;		/* every relation under it, sorted
+								 * (invalidation) */
 	Oid		   *members;
-	int			nleaves;		/* its WAL-logged leaf partitions, sorted (TRUNCATE) */
+	int			nleaves;		/* its WAL-logged leaf partitions, sorted
+								 * (TRUNCATE) */
 	Oid		   *leaves;
 	uint32		partition_set;	/* fingerprint of its leaf partitions */
 	/* every entry that describes itself */

@@ -195,7 +195,7 @@ rp_types_get(Oid typid)
 	return conv;
 }
 
-char *
+char	   *
 rp_types_sql_name(Oid typid, int32 typmod)
 {
 	return format_type_extended(typid, typmod,
@@ -401,7 +401,8 @@ rp_text_output(const RpTypeConv *conv, Datum value)
 	bool		tz = strcmp(pg_get_timezone_name(session_timezone), "UTC") != 0;
 	bool		ds = DateStyle != USE_ISO_DATES || DateOrder != DATEORDER_MDY;
 	bool		is = IntervalStyle != INTSTYLE_POSTGRES;
-	bool		fd = extra_float_digits <= 0;	/* > 0: shortest exact, all alike */
+	bool		fd = extra_float_digits <= 0;	/* > 0: shortest exact, all
+												 * alike */
 	bool		bo = bytea_output != BYTEA_OUTPUT_HEX;
 	bool		lm = strcmp(locale_monetary, "C") != 0;
 	int			nest = -1;

@@ -26,4 +26,5 @@ apt-get install -y -qq --no-install-recommends \
 	build-essential pkg-config ca-certificates \
 	postgresql-15 postgresql-server-dev-15 postgresql-client-15 postgresql-contrib \
 	libpq-dev libmicrohttpd-dev check libipc-run-perl postgresql-15-wal2json \
-	bc python3 procps curl time tmux clang libclang-rt-14-dev nats-server libnats-dev sysbench >/dev/null
+	bc python3 procps curl time tmux clang libclang-rt-14-dev nats-server libnats-dev sysbench \
+	pg-bsd-indent >/dev/null

@@ -33,7 +33,7 @@ rp_agg_hook_after(void *arg)
 }
 
 void
-rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook *hook)
+rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook * hook)
 {
 	memset(hook, 0, sizeof(*hook));
 	hook->before_commit = rp_agg_hook_before;
@@ -42,7 +42,7 @@ rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook *hook)
 	hook->skip_rows = only;
 }
 
-RpAgg *
+RpAgg	   *
 rp_agg_new(void)
 {
 	RpAgg	   *agg = rp_malloc0(sizeof(RpAgg));
@@ -401,7 +401,7 @@ rp_agg_resolve(RpAggBinding *b, const RpRelation *rel)
 	for (int i = 0; i <= b->ndims; i++)
 	{
 		const char *col = i < b->ndims ? b->dims[i] : b->measure;
-		RpAggClass want = i < b->ndims ? b->dim_class[i] : b->m_class;
+		RpAggClass	want = i < b->ndims ? b->dim_class[i] : b->m_class;
 		int			idx = rp_relation_column(rel, col);
 
 		if (idx < 0)
@@ -580,10 +580,11 @@ rp_agg_txn(RpAgg *agg, RpTxn *txn)
 			switch (rec.tag)
 			{
 				case RP_TAG_RELATION:
+
 					/*
-					 * descriptions move on: column indexes are looked up again.
-					 * A binding may point at the previous description: forget
-					 * it before that is freed.
+					 * descriptions move on: column indexes are looked up
+					 * again. A binding may point at the previous description:
+					 * forget it before that is freed.
 					 */
 					for (int i = 0; i < agg->nb; i++)
 						if (agg->b[i]->rel && agg->b[i]->rel->relid == rec.u.relation.rel->relid)
@@ -616,7 +617,10 @@ rp_agg_txn(RpAgg *agg, RpTxn *txn)
 						for (int i = 0; i < agg->nb; i++)
 							if (!skip[i] && rp_agg_reads(agg->b[i], rel))
 							{
-								/* every cell the relation feeds goes; later rows start afresh */
+								/*
+								 * every cell the relation feeds goes; later
+								 * rows start afresh
+								 */
 								rp_fold_clear(&agg->b[i]->fold);
 								agg->b[i]->replace = true;
 							}
@@ -646,7 +650,11 @@ rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n, uint
 		for (int i = 0; i < agg->nb; i++)
 		{
 			rp_agg_rebuild(agg->b[i], RP_AGG_RETRY);
-			/* the output table may have been created in the rolled-back transaction */
+
+			/*
+			 * the output table may have been created in the rolled-back
+			 * transaction
+			 */
 			agg->b[i]->ready_conn = NULL;
 		}
 	agg->in_batch = true;
@@ -695,4 +703,3 @@ rp_agg_committed(RpAgg *agg)
 			return -1;
 	return 0;
 }
-

@@ -35,10 +35,13 @@
 /* rp_agg.c: bindings and the fold of a batch */
 extern RpAgg *rp_agg_new(void);
 extern void rp_agg_free(RpAgg *agg);
+
 /* One binding (docs/aggregates.md); -1 after rp_fail(RP_HALT_CONFIG). */
 extern int	rp_agg_add_spec(RpAgg *agg, const char *spec, const char *where);
+
 /* One binding per line; '#' starts a comment. */
 extern int	rp_agg_add_file(RpAgg *agg, const char *path);
+
 /* The source conninfo (-d), for the seed's normal connection. */
 extern void rp_agg_set_source(RpAgg *agg, const char *conninfo);
 
@@ -49,6 +52,7 @@ extern void rp_agg_set_source(RpAgg *agg, const char *conninfo);
  */
 extern int	rp_agg_batch(RpAgg *agg, PGconn *dest, RpDelivery *dl, RpTxn **txns, int n,
 						 uint64_t done);
+
 /* After that transaction committed: the edit streams get their lines. */
 extern int	rp_agg_committed(RpAgg *agg);
 
@@ -58,6 +62,6 @@ extern int	rp_agg_committed(RpAgg *agg);
  * (RpSinkEnv.batch_hook); only: --aggregates-only, the sink applies no
  * row itself.  agg must outlive the sink.
  */
-extern void rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook *hook);
+extern void rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook * hook);
 
 #endif							/* RP_AGG_H */

@@ -57,7 +57,10 @@ rp_agg_edits_open(RpAggStream *s)
 			return rp_fail(RP_HALT_SINK, "could not fork for aggregate edits: %s", strerror(errno));
 		if (s->pid == 0)
 		{
-			/* its own process group, as the exec sink's child (rp_io_reap_child) */
+			/*
+			 * its own process group, as the exec sink's child
+			 * (rp_io_reap_child)
+			 */
 			setpgid(0, 0);
 			dup2(p[0], STDIN_FILENO);
 			close(p[0]);

@@ -211,7 +211,11 @@ rp_agg_seed_sql(RpAgg *agg, RpAggBinding *b, RpBuf *sql)
 		if (b->agg == RP_FOLD_COUNT)
 			snprintf(tail, sizeof(tail), "NULL::pg_catalog.text, pg_catalog.count(*), pg_catalog.count(%s), 0, 0, 0", qm);
 		else if (b->m_class == RP_AGGV_NUMERIC)
-			/* NaN = NaN for numeric, so NOT IN leaves the specials out of the total */
+
+			/*
+			 * NaN = NaN for numeric, so NOT IN leaves the specials out of the
+			 * total
+			 */
 			snprintf(tail, sizeof(tail),
 					 "(pg_catalog.sum(%s) FILTER (WHERE %s NOT IN ('NaN'::pg_catalog.numeric, 'Infinity'::pg_catalog.numeric, '-Infinity'::pg_catalog.numeric)))::pg_catalog.text,"
 					 " pg_catalog.count(*), pg_catalog.count(%s),"
@@ -326,7 +330,11 @@ rp_agg_seed_rows(RpAgg *agg, RpAggBinding *b, PGresult *res)
 							 b->name, b->measure);
 				break;
 			}
-			/* none: several rows on a coordinate leave no cell until one is left */
+
+			/*
+			 * none: several rows on a coordinate leave no cell until one is
+			 * left
+			 */
 			(void) rp_fold_apply(&b->fold, cell, &v->v, rp_agg_int(res, r, vcol + 1));
 		}
 	}
@@ -380,6 +388,7 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 	PGresult   *res;
 	int			rc = 0;
 	int64_t		t0 = rp_clock_mono_us();
+
 	if (rp_agg_src_connect(agg, b) < 0)
 		return -1;
 	if (!b->described && rp_agg_describe(agg, b) < 0)
@@ -399,7 +408,11 @@ rp_agg_seed(RpAgg *agg, RpAggBinding *b)
 	if (rc < 0)
 		return -1;
 	RP_COUNT_ADD(agg->stats.rebuilds[b->reason], 1);
-	/* a table without its old rows rebuilds every batch: say so a few times, count always */
+
+	/*
+	 * a table without its old rows rebuilds every batch: say so a few times,
+	 * count always
+	 */
 	if (b->nlogged++ < 20)
 		fprintf(stderr, "replicant: aggregate binding \"%s\" %s from the source (reason: %s): %zu cells, %.2f s\n",
 				b->name, b->reason == RP_AGG_SEED ? "built" : "rebuilt", rp_agg_reason_name(b->reason),

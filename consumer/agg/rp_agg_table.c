@@ -54,7 +54,7 @@ rp_agg_table_fail_sql(void *arg, PGconn *dest, PGresult *res)
 
 static int
 rp_agg_table_exec(RpAggBinding *b, PGconn *dest, const char *sql, int n, const char *const *vals,
-			   const char *what)
+				  const char *what)
 {
 	RpAggStmt	s = {b, what};
 
@@ -243,6 +243,14 @@ rp_agg_table_sql(RpAggBinding *b, PGconn *dest, bool upsert, RpBuf *sql)
 	rp_buf_put_char(sql, '\0');
 }
 
+/* min, max and none keep the measure's type; sums and counts are numbers */
+static bool
+rp_agg_table_value_dated(const RpAggBinding *b)
+{
+	return rp_agg_table_dated(b->m_class) && b->agg != RP_FOLD_SUM && b->agg != RP_FOLD_AVG &&
+		b->agg != RP_FOLD_COUNT && b->agg != RP_FOLD_COUNT_DISTINCT;
+}
+
 int
 rp_agg_table_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 {
@@ -252,9 +260,7 @@ rp_agg_table_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 	const char **vals = rp_malloc(sizeof(char *) * (size_t) ncols);
 	RpBuf		value;
 	RpAggEditIter e;
-	/* min, max and none keep the measure's type; sums and counts are numbers */
-	bool		value_dated = rp_agg_table_dated(b->m_class) && b->agg != RP_FOLD_SUM &&
-		b->agg != RP_FOLD_AVG && b->agg != RP_FOLD_COUNT && b->agg != RP_FOLD_COUNT_DISTINCT;
+	bool		value_dated = rp_agg_table_value_dated(b);
 	RpFoldCell *c;
 	RpFoldResult r;
 	int			nups = 0,
@@ -307,7 +313,7 @@ rp_agg_table_write(RpAgg *agg, RpAggBinding *b, PGconn *dest)
 		else
 		{
 			rp_agg_table_elem(&ups[b->ndims], r == RP_FOLD_VALUE ? value.data : NULL, value.len,
-						   value_dated);
+							  value_dated);
 			nups++;
 		}
 	}

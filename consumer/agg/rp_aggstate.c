@@ -38,7 +38,7 @@ rp_agg_next_edit(RpAggBinding *b, RpAggEditIter *e, RpBuf *value, RpFoldResult *
 		int			ntouched;
 		RpFoldCell *const *touched = rp_fold_touched(&b->fold, &ntouched);
 		RpFoldCell *c = b->replace ? rp_fold_next_cell(&b->fold, &e->it)
-			: e->k < ntouched ? touched[e->k++] : NULL;
+		: e->k < ntouched ? touched[e->k++] : NULL;
 
 		if (c == NULL)
 			return NULL;
@@ -67,6 +67,6 @@ rp_agg_label_next(const char **p, const char *end, const char **text, uint32_t *
 	}
 	*len = ((uint32_t) q[0] << 24) | ((uint32_t) q[1] << 16) | ((uint32_t) q[2] << 8) | q[3];
 	*text = (const char *) q + 4;
-	*p = *text + *len;
+	*p = *text +*len;
 	return true;
 }

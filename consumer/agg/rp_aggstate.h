@@ -46,7 +46,8 @@ typedef struct RpAggStats
 	uint64_t	cell_edits;		/* cells written (set or removed) */
 	uint64_t	changes;		/* row changes folded */
 	uint64_t	skipped;		/* changes a seed had already seen */
-	uint64_t	state_bytes;	/* every binding's fold state after the last batch (a gauge) */
+	uint64_t	state_bytes;	/* every binding's fold state after the last
+								 * batch (a gauge) */
 } RpAggStats;
 
 typedef enum RpAggOutKind
@@ -119,7 +120,8 @@ typedef struct RpAgg
 	char	   *source_conninfo;
 	PGconn	   *src;
 	bool		in_batch;		/* a batch began and was not committed */
-	RpAggStats	stats;			/* written here, read atomically (rp_counter.h) */
+	RpAggStats	stats;			/* written here, read atomically
+								 * (rp_counter.h) */
 	RpDecoder	dec;			/* the second pass reads records with its own */
 	RpAggVal	scratch[2];
 	RpBuf		coord;

@@ -88,6 +88,7 @@ rp_aggval_seed_expr(RpAggClass c, const char *q, RpBuf *sql)
 			break;
 		case RP_AGGV_TIMESTAMP:
 		case RP_AGGV_TIMESTAMPTZ:
+
 			/*
 			 * PostgreSQL's own microseconds since 2000-01-01 (its binary send
 			 * format; a timestamp without zone read as UTC), infinities as
@@ -359,7 +360,10 @@ rp_aggval_from_text(RpAggClass c, const char *s, RpAggVal *out)
 				char	   *end;
 				double		d;
 
-				/* the seed session sets extra_float_digits = 3: text reads back exactly */
+				/*
+				 * the seed session sets extra_float_digits = 3: text reads
+				 * back exactly
+				 */
 				if (c == RP_AGGV_FLOAT4)
 					d = strtof(s, &end);
 				else

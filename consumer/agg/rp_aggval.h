@@ -39,7 +39,7 @@ typedef struct RpAggVal
 	RpFoldValue v;
 	RpDecimal	num;
 	RpBuf		key;
-	RpBuf		text;
+	RpBuf text;
 } RpAggVal;
 
 extern RpAggClass rp_aggval_class(uint32_t type_oid);
@@ -53,6 +53,7 @@ extern void rp_aggval_seed_expr(RpAggClass c, const char *qcol, RpBuf *sql);
 
 /* A NULL or value datum of a column with this encoding; false: unreadable. */
 extern bool rp_aggval_from_datum(RpAggClass c, uint8_t encoding, const RpDatum *d, RpAggVal *out);
+
 /* Seed text (NULL: SQL NULL); false: unreadable. */
 extern bool rp_aggval_from_text(RpAggClass c, const char *text, RpAggVal *out);
 

@@ -78,11 +78,11 @@ rp_decimal_copy(RpDecimal *dst, const RpDecimal *src)
 static void
 rp_dec_muladd(RpDecimal *d, uint64_t m, uint64_t add)
 {
-	unsigned __int128 carry = add;
+	unsigned	__int128 carry = add;
 
 	for (int i = 0; i < d->n; i++)
 	{
-		unsigned __int128 t = (unsigned __int128) d->limb[i] * m + carry;
+		unsigned	__int128 t = (unsigned __int128) d->limb[i] * m + carry;
 
 		d->limb[i] = (uint32_t) (t % RP_DEC_BASE);
 		carry = t / RP_DEC_BASE;
@@ -439,7 +439,7 @@ void
 rp_decimal_div_text(const RpDecimal *d, uint64_t n, int scale, RpBuf *out)
 {
 	RpDecimal	q;
-	unsigned __int128 rem = 0;
+	unsigned	__int128 rem = 0;
 	char	   *digits;
 
 	/* one extra place to round from */
@@ -449,7 +449,7 @@ rp_decimal_div_text(const RpDecimal *d, uint64_t n, int scale, RpBuf *out)
 		rp_dec_rescale(&q, scale + 1);
 	for (int i = q.n - 1; i >= 0; i--)
 	{
-		unsigned __int128 cur = rem * RP_DEC_BASE + q.limb[i];
+		unsigned	__int128 cur = rem * RP_DEC_BASE + q.limb[i];
 
 		q.limb[i] = (uint32_t) (cur / n);
 		rem = cur % n;
@@ -458,12 +458,12 @@ rp_decimal_div_text(const RpDecimal *d, uint64_t n, int scale, RpBuf *out)
 	/* drop places beyond scale + 1, remembering whether anything was dropped */
 	while (q.scale > scale + 1)
 	{
-		unsigned __int128 r = 0;
+		unsigned	__int128 r = 0;
 		int			step = q.scale - scale - 1 > 9 ? 9 : q.scale - scale - 1;
 
 		for (int i = q.n - 1; i >= 0; i--)
 		{
-			unsigned __int128 cur = r * RP_DEC_BASE + q.limb[i];
+			unsigned	__int128 cur = r * RP_DEC_BASE + q.limb[i];
 
 			q.limb[i] = (uint32_t) (cur / rp_pow10[step]);
 			r = cur % rp_pow10[step];
@@ -473,11 +473,11 @@ rp_decimal_div_text(const RpDecimal *d, uint64_t n, int scale, RpBuf *out)
 	}
 	{
 		/* round half away from zero on the last place */
-		unsigned __int128 r = 0;
+		unsigned	__int128 r = 0;
 
 		for (int i = q.n - 1; i >= 0; i--)
 		{
-			unsigned __int128 cur = r * RP_DEC_BASE + q.limb[i];
+			unsigned	__int128 cur = r * RP_DEC_BASE + q.limb[i];
 
 			q.limb[i] = (uint32_t) (cur / 10);
 			r = cur % 10;

@@ -34,6 +34,7 @@ extern void rp_decimal_free(RpDecimal *d);
 extern void rp_decimal_zero(RpDecimal *d);
 extern void rp_decimal_copy(RpDecimal *dst, const RpDecimal *src);
 extern void rp_decimal_set_int64(RpDecimal *d, int64_t v);
+
 /* Finite doubles only (the caller sorts out NaN and infinities). */
 extern void rp_decimal_set_double(RpDecimal *d, double v);
 
@@ -56,6 +57,7 @@ extern int	rp_decimal_cmp(const RpDecimal *a, const RpDecimal *b);
 
 /* Text with at least min_scale places (trailing zeros beyond it trimmed). */
 extern void rp_decimal_text(const RpDecimal *d, int min_scale, RpBuf *out);
+
 /* d / n (n > 0) rounded half away from zero to scale places. */
 extern void rp_decimal_div_text(const RpDecimal *d, uint64_t n, int scale, RpBuf *out);
 

@@ -216,6 +216,7 @@ rp_fold_count_value(RpFold *f, RpFoldCell *c, const RpFoldValue *v, int64_t k)
 	if (i < 0)
 	{
 		RpFoldEntry *e;
+
 		/* count_distinct only counts: the text is never written */
 		size_t		textlen = f->agg == RP_FOLD_COUNT_DISTINCT ? 0 : v->textlen;
 		char	   *p;
@@ -278,8 +279,8 @@ rp_fold_apply(RpFold *f, RpFoldCell *cell, const RpFoldValue *v, int64_t k)
 			case RP_FOLD_AVG:
 				{
 					int64_t    *special = v->kind == RP_DEC_NAN ? &cell->nan
-						: v->kind == RP_DEC_PINF ? &cell->pinf
-						: v->kind == RP_DEC_NINF ? &cell->ninf : NULL;
+					: v->kind == RP_DEC_PINF ? &cell->pinf
+					: v->kind == RP_DEC_NINF ? &cell->ninf : NULL;
 
 					if (special)
 					{

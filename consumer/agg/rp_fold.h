@@ -96,7 +96,8 @@ typedef struct RpFold
 	RpFoldCell **touched;
 	int			ntouched;
 	int			captouched;
-	size_t		bytes;			/* what the cells and their values hold (a gauge) */
+	size_t		bytes;			/* what the cells and their values hold (a
+								 * gauge) */
 } RpFold;
 
 /* What adding or removing a row found. */
@@ -110,7 +111,8 @@ typedef enum RpFoldStatus
 /* How a cell reads after the batch. */
 typedef enum RpFoldResult
 {
-	RP_FOLD_REMOVED,			/* no rows left (or, for none, no single row): no cell */
+	RP_FOLD_REMOVED,			/* no rows left (or, for none, no single row):
+								 * no cell */
 	RP_FOLD_NULL,				/* rows, but the aggregate is NULL */
 	RP_FOLD_VALUE				/* text appended to the buffer */
 } RpFoldResult;
@@ -120,6 +122,7 @@ extern int	rp_fold_agg_parse(const char *name);	/* -1 when unknown */
 
 extern void rp_fold_init(RpFold *f, RpFoldAgg agg);
 extern void rp_fold_free(RpFold *f);
+
 /* Drop every cell (rebuild, TRUNCATE). */
 extern void rp_fold_clear(RpFold *f);
 
@@ -145,6 +148,7 @@ extern size_t rp_fold_bytes(const RpFold *f);
 
 /* Cells touched since the last rp_fold_end_batch(), in first-touch order. */
 extern RpFoldCell *const *rp_fold_touched(const RpFold *f, int *n);
+
 /* Forget the touched list and drop cells with no rows. */
 extern void rp_fold_end_batch(RpFold *f);
 

@@ -35,18 +35,24 @@ typedef struct RpBackfillOptions
 {
 	const char *conninfo;		/* the source */
 	const char *progname;
-	void		(*log_fn) (const char *line);	/* its notices (a line, no newline); NULL: stderr */
+	void		(*log_fn) (const char *line);	/* its notices (a line, no
+												 * newline); NULL: stderr */
 	char	  **tables;			/* "schema.table", copied in this order */
 	int			ntables;
-	const char *include;		/* the plugin's include_tables / exclude_tables */
+	const char *include;		/* the plugin's include_tables /
+								 * exclude_tables */
 	const char *exclude;
 	bool		via_root;		/* the plugin's partitions=root */
 	uint64_t	chunk_rows;
-	/* The sink's stored token of relid: 1 (*token, caller frees), 0 none, -1 error. */
+
+	/*
+	 * The sink's stored token of relid: 1 (*token, caller frees), 0 none, -1
+	 * error.
+	 */
 	int			(*progress) (void *arg, uint32_t relid, char **token);
 	void	   *progress_arg;
 	bool		verbose;
-} RpBackfillOptions;
+}			RpBackfillOptions;
 
 /*
  * One chunk, owned by the backfill thread; the sink reads it between
@@ -58,7 +64,8 @@ typedef struct RpBackfillChunk
 	const RpRelation *rel;		/* the table as the plugin describes it */
 	const int  *keycols;		/* primary key: indexes into rel->cols */
 	int			nkey;
-	RpBuf		rows;			/* COPY text lines of rel's non-generated columns */
+	RpBuf		rows;			/* COPY text lines of rel's non-generated
+								 * columns */
 	uint64_t	nrows;
 	char	   *token;			/* progress after this chunk (rp_snaptoken.h) */
 	bool		last;			/* the table is done once this chunk is stored */
@@ -68,10 +75,13 @@ typedef struct RpBackfillChunk
 typedef struct RpBackfill RpBackfill;
 
 extern RpBackfill *rp_backfill_new(void);
+
 /* Stops the thread first (NULL: nothing). */
 extern void rp_backfill_free(RpBackfill *bf);
+
 /* Start the thread; -1 after rp_fail() (nothing started). */
-extern int	rp_backfill_start(RpBackfill *bf, const RpBackfillOptions *opts);
+extern int	rp_backfill_start(RpBackfill *bf, const RpBackfillOptions * opts);
+
 /* Ask the thread to stop and wait for it (no-op when none runs, or bf NULL). */
 extern void rp_backfill_stop(RpBackfill *bf);
 
@@ -79,13 +89,16 @@ extern void rp_backfill_stop(RpBackfill *bf);
 
 /* Is bf's thread running (false for NULL)? */
 extern bool rp_backfill_running(const RpBackfill *bf);
+
 /* The run of bf ("" when none runs). */
 extern const char *rp_backfill_run_id(const RpBackfill *bf);
+
 /*
  * At a high watermark: the chunk it closes, or NULL when it is not the
  * chunk in flight (another run's watermark, replayed, or already stored).
  */
 extern RpBackfillChunk *rp_backfill_take(RpBackfill *bf, const RpBfMsg *high);
+
 /*
  * The destination transaction that applied ch committed (stored) or rolled
  * back (not stored: the stream's replay brings the high watermark again).

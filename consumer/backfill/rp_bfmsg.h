@@ -25,8 +25,10 @@
 
 typedef enum RpBfMark
 {
-	RP_BF_LOW,					/* written before the chunk is read: the window opens */
-	RP_BF_HIGH					/* written after: the window closes, the chunk applies */
+	RP_BF_LOW,					/* written before the chunk is read: the
+								 * window opens */
+	RP_BF_HIGH					/* written after: the window closes, the chunk
+								 * applies */
 } RpBfMark;
 
 typedef struct RpBfMsg
@@ -39,8 +41,10 @@ typedef struct RpBfMsg
 
 /* The message text into out[outlen]; its length, or -1 when it does not fit. */
 extern int	rp_bfmsg_format(const RpBfMsg *m, char *out, size_t outlen);
+
 /* Parse len bytes of content; false when it is not a watermark of this version. */
 extern bool rp_bfmsg_parse(const unsigned char *content, size_t len, RpBfMsg *m);
+
 /* Same run, table and chunk (the mark aside)? */
 extern bool rp_bfmsg_same_chunk(const RpBfMsg *a, const RpBfMsg *b);
 

@@ -30,9 +30,9 @@ typedef struct RpCheckpoint
 	uint64_t	end_lsn;
 
 	/*
-	 * What the positions were read from: "" a replication slot (slot is
-	 * the slot), or "nats:<stream>" a JetStream stream the NATS sink wrote
-	 * (slot then names the reader; system_id and timeline are the source
+	 * What the positions were read from: "" a replication slot (slot is the
+	 * slot), or "nats:<stream>" a JetStream stream the NATS sink wrote (slot
+	 * then names the reader; system_id and timeline are the source
 	 * database's, from the stream's headers) and source_seq the stream
 	 * sequence of the last message the checkpoint covers.
 	 */

@@ -21,11 +21,16 @@
 typedef enum RpEventKind
 {
 	RP_EVENT_TXN_ASSEMBLED = 0, /* a commit made a transaction whole */
-	RP_EVENT_BATCH_COMMITTED,	/* the sink took a batch (durable with its checkpoint) */
-	RP_EVENT_BATCH_FAILED,		/* the sink, or the checkpoint after it, failed */
-	RP_EVENT_SCHEMA_ADDITIVE,	/* an additive schema change applied (columns added) */
-	RP_EVENT_SCHEMA_DESTRUCTIVE,	/* a destructive one a sink took (a log records it) */
-	RP_EVENT_SCHEMA_HALTED,		/* a schema change refused: the run halts (reason) */
+	RP_EVENT_BATCH_COMMITTED,	/* the sink took a batch (durable with its
+								 * checkpoint) */
+	RP_EVENT_BATCH_FAILED,		/* the sink, or the checkpoint after it,
+								 * failed */
+	RP_EVENT_SCHEMA_ADDITIVE,	/* an additive schema change applied (columns
+								 * added) */
+	RP_EVENT_SCHEMA_DESTRUCTIVE,	/* a destructive one a sink took (a log
+									 * records it) */
+	RP_EVENT_SCHEMA_HALTED,		/* a schema change refused: the run halts
+								 * (reason) */
 	RP_EVENT_CHECKPOINT_STORED, /* the durable position moved */
 	RP_EVENT_CHECKPOINT_FAILED, /* it could not be stored */
 	RP_EVENT_SNAPSHOT_CHUNK,	/* a snapshot chunk of one table stored */
@@ -38,9 +43,12 @@ typedef enum RpEventKind
 typedef struct RpEvent
 {
 	RpEventKind kind;
-	const char *slot;			/* the slot (or the reader's name); NULL when unknown */
-	const char *stream;			/* a NATS stream read as the source; NULL from a slot */
-	const char *schema;			/* a relation's schema and name (catalog names); */
+	const char *slot;			/* the slot (or the reader's name); NULL when
+								 * unknown */
+	const char *stream;			/* a NATS stream read as the source; NULL from
+								 * a slot */
+	const char *schema;			/* a relation's schema and name (catalog
+								 * names); */
 	const char *relation;		/* NULL when the event concerns none */
 	uint64_t	txns;
 	uint64_t	changes;		/* rows of a snapshot chunk */
@@ -62,8 +70,10 @@ typedef struct RpEventHook
 
 /* Tell the hook's subscriber (nothing when h or h->fn is NULL). */
 extern void rp_event_emit(const RpEventHook *h, const RpEvent *ev);
+
 /* A new event of this kind, every other field zero or NULL. */
 extern void rp_event_init(RpEvent *ev, RpEventKind kind);
+
 /* "batch_committed" and so on; "unknown" out of range. */
 extern const char *rp_event_kind_name(RpEventKind kind);
 

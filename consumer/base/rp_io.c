@@ -29,7 +29,10 @@ rp_io_write(int fd, RpBuf *out, const char *what)
 
 		if (w < 0)
 		{
-			/* a stop ends a write blocked on a reader that stopped reading (rp_pipe.c) */
+			/*
+			 * a stop ends a write blocked on a reader that stopped reading
+			 * (rp_pipe.c)
+			 */
 			if (errno == EINTR && rp_stop_requested())
 				return rp_fail(RP_HALT_NONE, "a stop was requested while writing to %s", what);
 			if (errno == EINTR)
@@ -61,7 +64,11 @@ rp_io_reap_child(pid_t pid, const char *what, const char *command)
 		if (waited >= RP_IO_CHILD_EXIT_GRACE_MS && sent != SIGKILL)
 		{
 			sent = sent == 0 ? SIGTERM : SIGKILL;
-			/* its group (what sh -c started with it), or it alone if it has none */
+
+			/*
+			 * its group (what sh -c started with it), or it alone if it has
+			 * none
+			 */
 			if (kill(-pid, sent) != 0)
 				kill(pid, sent);
 			waited = 0;

@@ -380,7 +380,7 @@ jr_close(JrParser *p, JrStack *st, RpJrMember *m, size_t *vstart)
 		if (p->s[p->pos] == (open == '{' ? '}' : ']'))
 		{
 			p->pos++;
-			continue;		/* this container ended too */
+			continue;			/* this container ended too */
 		}
 		if (p->s[p->pos] != ',')
 		{
@@ -494,6 +494,7 @@ rp_jr_parse(RpJrDoc *doc, const char *text, size_t len)
 
 	memset(&p, 0, sizeof(p));
 	p.s = (const unsigned char *) text;
+
 	p.len = len;
 	p.doc = doc;
 	doc->nmembers = 0;

@@ -95,7 +95,7 @@ rp_metrics_halts(RpBuf *out, const void *arg)
 	}
 }
 
-char *
+char	   *
 rp_metrics_render(const RpMetrics *m)
 {
 	RpBuf		b;

@@ -29,7 +29,8 @@ typedef void (*RpMetricsSourceFn) (RpBuf *out, const void *arg);
 typedef struct RpMetricsSource
 {
 	RpMetricsSourceFn fn;
-	const void *arg;			/* what it reads, alive while the page is served */
+	const void *arg;			/* what it reads, alive while the page is
+								 * served */
 } RpMetricsSource;
 
 /*
@@ -50,21 +51,27 @@ typedef struct RpMetrics
 
 /* Zeroed counters, no sources. */
 extern void rp_metrics_init(RpMetrics *m);
+
 /* Append a source (before rp_metrics_start); -1 after rp_fail when full. */
 extern int	rp_metrics_add(RpMetrics *m, RpMetricsSourceFn fn, const void *arg);
+
 /* True when this build can serve the page (libmicrohttpd). */
 extern bool rp_metrics_available(void);
+
 /* port 0: no endpoint, counters only.  -1 after rp_fail. */
 extern int	rp_metrics_start(RpMetrics *m, int port);
 extern void rp_metrics_stop(RpMetrics *m);
+
 /* Seconds behind: age of the last delivered commit while WAL is pending. */
 extern double rp_metrics_lag_seconds(const RpMetrics *m, uint64_t lag_bytes, int64_t now_us);
+
 /* The exposition text (caller frees). */
 extern char *rp_metrics_render(const RpMetrics *m);
 
 /* For sources: one sample, after its HELP and TYPE lines when help is not NULL. */
 extern void rp_metrics_sample(RpBuf *b, const char *name, const char *type, const char *help,
 							  const char *labels, uint64_t v);
+
 /* A label value (a relation name), quotes and backslashes escaped, newlines dropped. */
 extern void rp_metrics_label_value(RpBuf *b, const char *s);
 

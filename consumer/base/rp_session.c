@@ -65,7 +65,7 @@ rp_session_setup(PGconn *conn, const RpSessionSpec *spec, RpSessionError *err)
 	return false;
 }
 
-PGconn *
+PGconn	   *
 rp_session_open(const RpSessionSpec *spec, RpSessionError *err)
 {
 	const char *keys[RP_SESSION_MAX_KEYS + 1];
@@ -76,9 +76,9 @@ rp_session_open(const RpSessionSpec *spec, RpSessionError *err)
 	memset(err, 0, sizeof(*err));
 
 	/*
-	 * expand_dbname: the first dbname may be a whole conninfo string or
-	 * URI, its keywords taking that place in the list; the keywords after
-	 * it override the user's.
+	 * expand_dbname: the first dbname may be a whole conninfo string or URI,
+	 * its keywords taking that place in the list; the keywords after it
+	 * override the user's.
 	 */
 	rp_session_key(keys, vals, &n, "dbname", spec->conninfo ? spec->conninfo : "");
 	rp_session_key(keys, vals, &n, "replication", spec->replication);
@@ -102,7 +102,7 @@ rp_session_open(const RpSessionSpec *spec, RpSessionError *err)
 	return conn;
 }
 
-PGconn *
+PGconn	   *
 rp_session_open_side(const RpSessionSpec *spec, const char *side)
 {
 	RpSessionError err;

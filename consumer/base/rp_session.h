@@ -18,10 +18,14 @@
 
 typedef struct RpSessionSpec
 {
-	const char *conninfo;		/* the user's: keywords or a URI; NULL or "": the PG* environment */
-	const char *replication;	/* "database" for the stream, "false" to override the user's, NULL: as given */
+	const char *conninfo;		/* the user's: keywords or a URI; NULL or "":
+								 * the PG* environment */
+	const char *replication;	/* "database" for the stream, "false" to
+								 * override the user's, NULL: as given */
 	const char *application_name;	/* set over the user's, or NULL */
-	const char *fallback_application_name;	/* when the user names none, or NULL */
+	const char *fallback_application_name;	/* when the user names none, or
+											 * NULL */
+
 	/*
 	 * SET commands run in the same round trip as "SET search_path = ''"
 	 * (which always comes first), or NULL: the session's pinned GUCs.
@@ -31,9 +35,12 @@ typedef struct RpSessionSpec
 
 typedef struct RpSessionError
 {
-	char		message[512];	/* libpq's message, first line: the connection failed */
-	PGresult   *result;			/* the setup's failed result, else NULL: the caller clears it */
-	bool		lost;			/* the connection was gone when the setup failed */
+	char		message[512];	/* libpq's message, first line: the connection
+								 * failed */
+	PGresult   *result;			/* the setup's failed result, else NULL: the
+								 * caller clears it */
+	bool		lost;			/* the connection was gone when the setup
+								 * failed */
 } RpSessionError;
 
 /*

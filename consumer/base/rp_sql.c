@@ -21,7 +21,7 @@ rp_sql_ident(RpBuf *b, const char *name)
 	rp_buf_put_char(b, '"');
 }
 
-char *
+char	   *
 rp_sql_ident_dup(const char *name)
 {
 	RpBuf		b;
@@ -34,12 +34,12 @@ rp_sql_ident_dup(const char *name)
 	return q;
 }
 
-PGresult *
+PGresult   *
 rp_sql_run(PGconn *conn, const char *sql, int n, const char *const *vals, RpSqlFailFn fail,
 		   void *arg)
 {
 	PGresult   *res = n == RP_SQL_SIMPLE ? PQexec(conn, sql)
-		: PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0);
+	: PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0);
 	ExecStatusType st = PQresultStatus(res);
 
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)

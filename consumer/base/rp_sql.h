@@ -23,6 +23,7 @@
  * byte '"' is never part of a multibyte character.
  */
 extern void rp_sql_ident(RpBuf *b, const char *name);
+
 /* The same as a string of its own (rp_free). */
 extern char *rp_sql_ident_dup(const char *name);
 
@@ -44,6 +45,7 @@ typedef int (*RpSqlFailFn) (void *arg, PGconn *conn, PGresult *res);
  */
 extern PGresult *rp_sql_run(PGconn *conn, const char *sql, int n, const char *const *vals,
 							RpSqlFailFn fail, void *arg);
+
 /* rp_sql_run for a statement whose result is not wanted: 0, or -1. */
 extern int	rp_sql_exec(PGconn *conn, const char *sql, int n, const char *const *vals,
 						RpSqlFailFn fail, void *arg);

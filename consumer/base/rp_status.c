@@ -81,7 +81,7 @@ rp_halt_name(RpHalt halt)
 static const atomic_int *rp_stop_watched;
 
 void
-rp_stop_watch(const atomic_int *flag)
+rp_stop_watch(const atomic_int * flag)
 {
 	rp_stop_watched = flag;
 }

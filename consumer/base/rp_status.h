@@ -13,17 +13,21 @@
 
 typedef enum RpHalt
 {
-	RP_HALT_NONE = 0,			/* an ordinary error (connection, I/O): retryable */
+	RP_HALT_NONE = 0,			/* an ordinary error (connection, I/O):
+								 * retryable */
 	RP_HALT_MALFORMED,			/* a record that does not decode */
-	RP_HALT_PROTOCOL,			/* records out of order (a row before BEGIN ...) */
+	RP_HALT_PROTOCOL,			/* records out of order (a row before BEGIN
+								 * ...) */
 	RP_HALT_UNKNOWN_RELATION,
 	RP_HALT_SCHEMA,				/* a destructive schema change */
 	RP_HALT_SPILL_LIMIT,		/* --max-spill exceeded */
 	RP_HALT_SINK,				/* the sink refused or failed to apply */
 	RP_HALT_GAP,				/* the slot is gone, invalidated or ahead */
 	RP_HALT_IDENTITY,			/* checkpoint of another system or timeline */
-	RP_HALT_CONFIG,				/* the server refused our options: retrying cannot help */
-	RP_HALT_IN_USE,				/* another consumer holds the state dir, log or slot */
+	RP_HALT_CONFIG,				/* the server refused our options: retrying
+								 * cannot help */
+	RP_HALT_IN_USE,				/* another consumer holds the state dir, log
+								 * or slot */
 	RP_HALT__COUNT
 } RpHalt;
 
@@ -36,6 +40,7 @@ typedef enum RpHalt
 /* Set the error (printf-style, value-free by construction); returns -1. */
 extern int	rp_fail(RpHalt halt, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 extern const char *rp_error(void);
+
 /*
  * The SQLSTATE of the server error behind the last rp_fail, when its
  * caller recorded one (rp_fail clears it): a code, value-free, for the
@@ -46,6 +51,7 @@ extern const char *rp_error_sqlstate(void);
 extern RpHalt rp_error_halt(void);
 extern void rp_error_clear(void);
 extern const char *rp_halt_name(RpHalt halt);
+
 /*
  * The first line of a libpq error message into dst: a connection error's
  * first line says what failed; what follows (DETAIL, HINT) is not shown.
@@ -61,8 +67,9 @@ extern void rp_error_first_line(char *dst, size_t len, const char *msg);
  * them waits for ever.  With none handed over (unit tests, tools), no stop
  * is ever requested.
  */
-extern void rp_stop_watch(const atomic_int *flag);
+extern void rp_stop_watch(const atomic_int * flag);
 extern bool rp_stop_requested(void);
+
 /* Sleep ms, or less once a stop is requested; true when it slept it all. */
 extern bool rp_pause_ms(int ms);
 

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/rp_clock.h"			/* rp_clock_wall_ms(): the UUIDs' timestamps */
+#include "base/rp_clock.h"		/* rp_clock_wall_ms(): the UUIDs' timestamps */
 
 typedef struct RpUuid
 {
@@ -60,6 +60,7 @@ typedef struct RpUuid7Gen
 #define RP_UUID7_GEN_INIT {PTHREAD_MUTEX_INITIALIZER, -1, 0}
 
 extern void rp_uuid7_gen_init(RpUuid7Gen *g);
+
 /* No thread may be minting from it any more. */
 extern void rp_uuid7_gen_free(RpUuid7Gen *g);
 

@@ -79,8 +79,10 @@ typedef struct RpCli
 	uint64_t	startpos;
 	uint64_t	endpos;
 	uint64_t	endpos_seq;		/* --endpos N: a stream sequence (--source) */
-	const char *source;			/* --source nats://...: a JetStream stream, not a slot */
-	const char *nats_subjects;	/* --nats-subjects: the data that reaches the sink */
+	const char *source;			/* --source nats://...: a JetStream stream,
+								 * not a slot */
+	const char *nats_subjects;	/* --nats-subjects: the data that reaches the
+								 * sink */
 	int			status_interval_ms;
 	bool		no_loop;
 	int			verbose;
@@ -90,13 +92,15 @@ typedef struct RpCli
 	char	   *state_dir;
 	char	   *spill_dir;
 	RpBatchLimits limits;
-	bool		progress;		/* --progress: the stream's line for the whole run */
+	bool progress;				/* --progress: the stream's line for the whole
+								 * run */
 	bool		no_progress;	/* --no-progress: no progress display at all */
 	int			metrics_port;
-	RpMirrorOptions pg;				/* mirror sink */
+	RpMirrorOptions pg;			/* mirror sink */
 	RpNatsOptions nats;			/* NATS JetStream sink */
 	bool		no_early_apply;
-	uint64_t	decoding_work_mem_kb;	/* 0: default (see set_decoding_work_mem) */
+	uint64_t	decoding_work_mem_kb;	/* 0: default (see
+										 * set_decoding_work_mem) */
 	RpAgg	   *agg;			/* live aggregate bindings, or NULL */
 	struct RpCliConfig *config; /* --config's file: owns its option words */
 	bool		agg_only;
@@ -111,9 +115,12 @@ typedef struct RpCli
 	int			nbackfill;
 	uint64_t	backfill_chunk_rows;
 	int			exec_ack_timeout_s; /* exec sink: 0 waits for ever */
-	char		dlq_default[4096];	/* STATE-DIR/SLOT.dead-letter, without --dead-letter-file */
-	char		snapshot_progress[4096];	/* STATE-DIR/SLOT.snapshot: the log sinks' (rp_snapresume.h) */
-	char		spill_default[4096];	/* STATE-DIR/spill, without --spill-dir */
+	char		dlq_default[4096];	/* STATE-DIR/SLOT.dead-letter, without
+									 * --dead-letter-file */
+	char		snapshot_progress[4096];	/* STATE-DIR/SLOT.snapshot: the
+											 * log sinks' (rp_snapresume.h) */
+	char		spill_default[4096];	/* STATE-DIR/spill, without
+										 * --spill-dir */
 } RpCli;
 
 /* ---- rp_cli_commands.c: the program's commands ---- */
@@ -121,15 +128,18 @@ typedef struct RpCli
 typedef struct RpCliCommand
 {
 	const char *name;			/* argv[1] */
-	int			(*main) (int argc, char **argv);	/* argv[0] is name; the exit status */
+	int			(*main) (int argc, char **argv);	/* argv[0] is name; the
+													 * exit status */
 	const char *synopsis;		/* after the name, for --help */
 	const char *summary;
-} RpCliCommand;
+}			RpCliCommand;
 
 /* NULL-terminated; --help lists them in this order. */
 extern const RpCliCommand rp_cli_commands[];
+
 /* The command of that name, or NULL (the program then streams: rp_cli_stream_main). */
 extern const RpCliCommand *rp_cli_command(const char *name);
+
 /* The program without a command: options, then the slot actions and the stream; the exit status. */
 extern int	rp_cli_stream_main(int argc, char **argv);
 
@@ -142,12 +152,16 @@ extern int	rp_cli_stream_main(int argc, char **argv);
  * strings in cli point into argv.
  */
 extern int	rp_cli_parse(RpCli *cli, int argc, char **argv);
+
 /* What rp_cli_parse allocated (not cli->agg: rp_agg_free). */
 extern void rp_cli_free(RpCli *cli);
+
 /* The plugin option's value ("" for a bare -o NAME), or NULL. */
 extern const char *rp_cli_plugin_option(const RpCli *cli, const char *name);
+
 /* -o partitions=root: the stream names a partitioned table's root, not its partitions */
 extern bool rp_cli_partitions_root(const RpCli *cli);
+
 /* rp_cli_sink_known, rp_cli_sink_is_nats: cli/rp_cliparse.h */
 
 /* ---- rp_cli_conninfo.c: the connection options, for every command ---- */
@@ -176,6 +190,7 @@ extern char *rp_cli_read_password(FILE *in, FILE *out);
  * NULL).
  */
 extern int	rp_cli_conn_compose(const RpCliConn *cn, const char *prog, bool always, char **out);
+
 /* rp_cli_conn_compose for the program: cli->conninfo, and cli->dbname what sessions open. */
 extern int	rp_cli_compose_connection(RpCli *cli);
 
@@ -183,6 +198,7 @@ extern int	rp_cli_compose_connection(RpCli *cli);
 
 /* SIGINT, SIGTERM stop; SIGHUP reopens the sink; SIGPIPE ignored. */
 extern void rp_cli_signals_install(void);
+
 /* A SIGHUP since the last call (the run's take_reopen hook). */
 extern bool rp_cli_take_reopen(void);
 
@@ -190,6 +206,7 @@ extern bool rp_cli_take_reopen(void);
 
 /* --create-slot (without --snapshot), --drop-slot; returns the exit status. */
 extern int	rp_cli_slot_action(RpCli *cli);
+
 /* --start: stream into the sink until endpos or a stop; the exit status. */
 extern int	rp_cli_run_stream(RpCli *cli);
 
@@ -204,11 +221,13 @@ extern void rp_cli_usage(void);
 
 struct RpCliProgress;
 extern int	rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path,
-							 RpSnapStats *stats, struct RpCliProgress *progress,
-							 const RpEventHook *events);
+							RpSnapStats *stats, struct RpCliProgress *progress,
+							const RpEventHook *events);
+
 /* The log sinks' snapshot progress file in the state dir; remove it (0, -1 rp_fail). */
 extern void rp_cli_snapshot_progress_path(const RpCli *cli, char *path, size_t len);
 extern int	rp_cli_snapshot_progress_clear(const RpCli *cli);
+
 /* --backfill: start the copies that run beside the stream; 0 or -1. */
 extern int	rp_cli_backfill_start(RpCli *cli, RpSink *sink);
 
@@ -237,6 +256,7 @@ extern int	rp_verify_snapshot_main(int argc, char **argv);
 /* argv[0] is the subcommand's name; each returns the exit status (its --help lists them). */
 extern int	rp_seqsync_main(int argc, char **argv);
 extern int	rp_wait_main(int argc, char **argv);
+
 /* --sink's destination conninfo (postgresql://..., postgres:CONNINFO), or NULL. */
 extern const char *rp_cli_pg_sink_conninfo(const char *sink);
 
@@ -270,15 +290,19 @@ extern int	rp_dbverify_main(int argc, char **argv);
 
 /* Messages of pg_log_info are shown from this level (-v) on. */
 extern void rp_cli_log_set_verbose(int verbose);
+
 /* The progress display a log line erases first and draws again after (NULL: none). */
 struct RpProgress;
 extern void rp_cli_log_set_progress(struct RpProgress *p);
+
 /* A whole line on stderr as the log prints it (the library's notices: RpSnapOptions.log_fn). */
 extern void rp_cli_log_line(const char *line);
 extern void pg_log_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void pg_log_info(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
 /* A usage error: the message, then the "Try --help" line; returns 2. */
 extern int	rp_cli_usage_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
 /*
  * Usage errors from now on start with where (a --config file's line; NULL:
  * none), and leave the message out when hide_value (a secret's value).

@@ -251,10 +251,10 @@ rp_cli_config_apply(int *argc, char ***argv, const char *shortopts,
 	int			rc;
 
 	*out = NULL;
+
 	/*
-	 * A first pass over the command line alone: which options it gives,
-	 * and the file.  Its errors are left to the real pass, which words
-	 * them.
+	 * A first pass over the command line alone: which options it gives, and
+	 * the file.  Its errors are left to the real pass, which words them.
 	 */
 	memset(given, 0, sizeof(given));
 	optind = 0;

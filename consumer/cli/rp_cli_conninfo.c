@@ -46,7 +46,7 @@ is_conninfo(const char *s)
 		strchr(s, '=') != NULL;
 }
 
-char *
+char	   *
 rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *vals,
 				char *err, size_t errlen)
 {
@@ -83,7 +83,7 @@ rp_cli_conninfo(const char *dbname, const char *const *keys, const char *const *
 	return out;
 }
 
-char *
+char	   *
 rp_cli_read_password(FILE *in, FILE *out)
 {
 	struct termios t,

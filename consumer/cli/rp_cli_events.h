@@ -13,12 +13,15 @@
 
 typedef struct RpCliEvents
 {
-	RpDlCounters *count;		/* where the delivery's events count; NULL: not counted */
-	int			verbose;		/* -v: state changes; -vv: every batch, checkpoint, chunk */
+	RpDlCounters *count;		/* where the delivery's events count; NULL:
+								 * not counted */
+	int			verbose;		/* -v: state changes; -vv: every batch,
+								 * checkpoint, chunk */
 } RpCliEvents;
 
 /* A hook whose subscriber is rp_cli_event, arg ce (kept by the caller). */
 extern RpEventHook rp_cli_events_hook(RpCliEvents *ce);
+
 /* The subscriber: counts (atomically: the metrics thread reads) and says. */
 extern void rp_cli_event(const RpEvent *ev, void *arg);
 

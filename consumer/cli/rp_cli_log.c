@@ -55,7 +55,11 @@ static void
 rp_cli_log_v(const char *level, const char *fmt, va_list ap)
 {
 	rp_progress_log_begin(rp_cli_log_progress);
-	/* one line whole: event lines come from the delivery thread and the copy workers too */
+
+	/*
+	 * one line whole: event lines come from the delivery thread and the copy
+	 * workers too
+	 */
 	flockfile(stderr);
 	fprintf(stderr, "%s: %s", progname, level);
 	vfprintf(stderr, fmt, ap);

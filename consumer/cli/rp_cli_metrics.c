@@ -51,12 +51,19 @@ rp_cli_metrics_snapshot(RpBuf *out, const void *arg)
 	const RpCliMetrics *cm = arg;
 	const RpSnapStats *st = cm->snap;
 
-	/* rows by store: replicant_snapshot_rows_total{store} (rp_cli_progline.c, live) */
+	/*
+	 * rows by store: replicant_snapshot_rows_total{store} (rp_cli_progline.c,
+	 * live)
+	 */
 	rp_metrics_sample(out, "replicant_snapshot_oversize_total", "counter", "Oversize stubs written in snapshot dumps.", NULL, RP_COUNT_LOAD(st->oversize));
 	rp_metrics_sample(out, "replicant_dead_letters_dropped_total", "counter",
 					  "Oversize rows dropped for want of a dead-letter file, by reason.",
 					  "{reason=\"too_large\"}", RP_COUNT_LOAD(st->dlq_dropped));
-	/* the per-table list is read once complete (the page is served during the snapshot too) */
+
+	/*
+	 * the per-table list is read once complete (the page is served during the
+	 * snapshot too)
+	 */
 	for (int i = 0; !atomic_load(&cm->snap_running) && i < st->nstores; i++)
 	{
 		RpBuf		labels;
@@ -92,6 +99,7 @@ void
 rp_cli_metrics_stream(RpBuf *out, const void *arg)
 {
 	const RpCliMetrics *cm = arg;
+
 	/* while the snapshot copies, the two are still being set up: zeros */
 	bool		ready = atomic_load(&cm->stream_ready);
 
@@ -149,7 +157,7 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		(cm->agg && rp_metrics_add(m, rp_cli_metrics_aggregates, cm) < 0) ||
 		(cm->sink && rp_metrics_add(m, rp_cli_metrics_sink, cm->sink) < 0) ||
 		(cm->nsrc && rp_metrics_add(m, rp_natsrc_metrics, cm->nsrc) < 0) ||
-		(cm->progress && rp_metrics_add(m, rp_cli_metrics_progress, cm->progress) < 0) ||
+		(cm->progress &&rp_metrics_add(m, rp_cli_metrics_progress, cm->progress) < 0) ||
 		rp_metrics_add(m, rp_metrics_halts, m) < 0)
 		return -1;
 	return 0;

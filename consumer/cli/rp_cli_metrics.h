@@ -23,15 +23,20 @@ typedef struct RpCliMetrics
 {
 	const RpMetrics *m;			/* the receiving counters (the lag needs them) */
 	const RpDlCounters *count;	/* the deliveries', for the process's life */
-	const RpSnapStats *snap;	/* the initial snapshot's, final once streaming runs */
+	const RpSnapStats *snap;	/* the initial snapshot's, final once
+								 * streaming runs */
 	const RpAsm *asm_;
 	const RpSpill *spill;
 	const RpAgg *agg;			/* live aggregates */
 	const RpSink *sink;			/* the run's sink: a mirror's divergences */
-	const void *nsrc;			/* the run's stream source (RpNatsSrc), or NULL */
-	_Atomic bool stream_ready;	/* asm_ and spill set up (the page is served from before) */
-	_Atomic bool snap_running;	/* the snapshot copies: its per-table list is not to be read */
-	const void *progress;		/* the run's RpCliProgress: per-table rows, the catch-up's ETA */
+	const void *nsrc;			/* the run's stream source (RpNatsSrc), or
+								 * NULL */
+	_Atomic bool stream_ready;	/* asm_ and spill set up (the page is served
+								 * from before) */
+	_Atomic bool snap_running;	/* the snapshot copies: its per-table list is
+								 * not to be read */
+	const void *progress;		/* the run's RpCliProgress: per-table rows,
+								 * the catch-up's ETA */
 } RpCliMetrics;
 
 /*
@@ -45,6 +50,7 @@ extern void rp_cli_metrics_delivery(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_snapshot(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_stream(RpBuf *out, const void *arg);
 extern void rp_cli_metrics_aggregates(RpBuf *out, const void *arg);
+
 /* The sink's RpSink.metrics callback, if it has one; arg is the RpSink. */
 extern void rp_cli_metrics_sink(RpBuf *out, const void *arg);
 

@@ -647,6 +647,7 @@ bad_option(int c, const char *word)
 				break;
 			}
 		}
+
 	/*
 	 * getopt names a short option in optopt, a long one (refused for its
 	 * argument) by its code; the word is then that long option.
@@ -693,6 +694,7 @@ check_backfill(const RpCli *cli)
 
 	if (!cli->start || strncmp(cli->sink, "postgres", 8) != 0 || cli->agg_only)
 		return rp_cli_usage_error("--backfill needs --start and the PostgreSQL sink (not --aggregates-only)");
+
 	/*
 	 * Refused here, not waited on for ever: a filtered watermark never
 	 * arrives.  A value the server refuses is left to it (a config error).
@@ -727,7 +729,11 @@ check_source(const RpCli *cli)
 		return rp_cli_usage_error("-o and --startpos are for a replication slot, not --source nats://...");
 	if (rp_cli_sink_is_nats(cli->sink))
 		return rp_cli_usage_error("--source nats://... with --sink nats://... is not supported: read the stream directly");
-	/* the one use of the source database: the aggregates' seed (a normal connection) */
+
+	/*
+	 * the one use of the source database: the aggregates' seed (a normal
+	 * connection)
+	 */
 	if (cli->dbname && cli->agg == NULL)
 		return rp_cli_usage_error("-d with --source nats://... is only for the aggregate bindings' seed (--aggregate)");
 	if (cli->agg && cli->dbname == NULL)

@@ -85,7 +85,10 @@ rp_progress_take(RpCliProgress *cp, const RpSnapTableProgress *t, int n, int64_t
 
 		if (x->state == 0 && t[i].state >= 1)
 		{
-			/* done counts this run's rows from 0: the rate is theirs since first seen */
+			/*
+			 * done counts this run's rows from 0: the rate is theirs since
+			 * first seen
+			 */
 			x->start_us = now;
 			x->start_done = 0;
 		}
@@ -112,7 +115,7 @@ rp_cli_progress_snapshot(void *arg, const RpSnapTableProgress *t, int n, bool fi
 {
 	RpCliProgress *cp = arg;
 	int64_t		now = rp_clock_wall_us();
-	char		text[RP_PROGRESS_MAX_LINES][RP_PROGRESS_LINE_LEN];
+	char text[	RP_PROGRESS_MAX_LINES][RP_PROGRESS_LINE_LEN];
 	char	   *lines[RP_PROGRESS_MAX_LINES];
 	char		rows[256];
 	uint64_t	done = 0,
@@ -162,6 +165,7 @@ rp_cli_progress_snapshot(void *arg, const RpSnapTableProgress *t, int n, bool fi
 	pthread_mutex_unlock(&cp->lock);
 	for (int i = 0; i < nl; i++)
 		lines[i] = text[i];
+
 	rp_progress_show(&cp->disp, lines, nl);
 }
 
@@ -232,7 +236,10 @@ rp_cli_metrics_progress(RpBuf *out, const void *arg)
 	pthread_mutex_lock(&cp->lock);
 	for (int k = 0; k < 2; k++)
 	{
-		/* the snapshot envelope's names: by store, the "schema.table" of the dumps */
+		/*
+		 * the snapshot envelope's names: by store, the "schema.table" of the
+		 * dumps
+		 */
 		const char *name = k == 0 ? "replicant_snapshot_rows_total" : "replicant_snapshot_rows_estimate";
 		bool		first = true;
 
@@ -251,7 +258,7 @@ rp_cli_metrics_progress(RpBuf *out, const void *arg)
 			rp_buf_put_char(&labels, '\0');
 			rp_metrics_sample(out, name, k == 0 ? "counter" : "gauge",
 							  !first ? NULL : (k == 0 ? "Rows the initial snapshot copied, by table (this run)."
-								 : "The table's row estimate (pg_class.reltuples) when the snapshot started."),
+											   : "The table's row estimate (pg_class.reltuples) when the snapshot started."),
 							  labels.data, k == 0 ? x->done : (uint64_t) x->estimate);
 			rp_buf_free(&labels);
 			first = false;

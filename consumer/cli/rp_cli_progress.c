@@ -118,7 +118,8 @@ rp_progress_fit(char *line, int width)
 				n++;
 		}
 		else if (s[i] < 0x20 || s[i] == 0x7F || (s[i] & 0xC0) == 0x80)
-			s[i] = '?';			/* nothing that moves the cursor; no stray continuation */
+			s[i] = '?';			/* nothing that moves the cursor; no stray
+								 * continuation */
 		if (cols == max)
 			break;
 		cols++;
@@ -156,7 +157,11 @@ rp_progress_redraw(RpBuf *out, int drawn, char *const *lines, int n, int width)
 		snprintf(line, sizeof(line), "%s", lines[i]);
 		rp_progress_fit(line, width);
 		rp_buf_put_text(out, line);
-		/* the rest of a longer earlier line goes; below the last, every line goes */
+
+		/*
+		 * the rest of a longer earlier line goes; below the last, every line
+		 * goes
+		 */
 		rp_buf_put_text(out, i < n - 1 ? "\033[K\n" : "\033[J");
 	}
 	if (n == 0 && drawn > 0)
@@ -252,7 +257,8 @@ rp_progress_write(RpProgress *p, const RpBuf *b)
 		ssize_t		w = write(p->fd, b->data + off, b->len - off);
 
 		if (w <= 0)
-			break;				/* a terminal that went away: nothing to show it on */
+			break;				/* a terminal that went away: nothing to show
+								 * it on */
 		off += (size_t) w;
 	}
 }
@@ -348,7 +354,11 @@ rp_progress_log_begin(RpProgress *p)
 		rp_buf_free(&b);
 		p->drawn = 0;
 	}
-	/* stderr's own buffer may hold the start of a line: it goes out with the log line */
+
+	/*
+	 * stderr's own buffer may hold the start of a line: it goes out with the
+	 * log line
+	 */
 }
 
 void

@@ -30,10 +30,13 @@
 
 /* "0 B", "512 B", "1.5 KiB", "12.3 MiB", "4.0 GiB", "2.0 TiB" */
 extern void rp_progress_bytes(uint64_t n, char *buf, size_t len);
+
 /* "999", "12.3k", "4.5M", "1.2G" (rates, row counts) */
 extern void rp_progress_count(double n, char *buf, size_t len);
+
 /* "--" (unknown: negative, NaN, infinite), "0s", "59s", "1m05s", "2h03m", "3d04h" */
 extern void rp_progress_eta(double secs, char *buf, size_t len);
+
 /* done of total as a whole percent, 0..100 (done past total: 100); -1 without a total */
 extern int	rp_progress_percent(uint64_t done, uint64_t total);
 
@@ -54,6 +57,7 @@ extern int	rp_progress_fit(char *line, int width);
  * The cursor ends at the end of the new last line.
  */
 extern void rp_progress_redraw(RpBuf *out, int drawn, char *const *lines, int n, int width);
+
 /* Append the sequence that erases the `drawn` lines and leaves the cursor at the first one's start. */
 extern void rp_progress_erase(RpBuf *out, int drawn);
 
@@ -83,7 +87,8 @@ extern double rp_progress_eta_update(RpProgressEta *e, double lag, int64_t now_u
 typedef enum RpProgressMode
 {
 	RP_PROGRESS_AUTO = 0,		/* snapshot and catch-up, on a terminal */
-	RP_PROGRESS_ON,				/* --progress: the stream's line for the whole run */
+	RP_PROGRESS_ON,				/* --progress: the stream's line for the whole
+								 * run */
 	RP_PROGRESS_OFF				/* --no-progress */
 } RpProgressMode;
 
@@ -100,10 +105,13 @@ typedef struct RpProgress
 /* On when fd is a terminal and mode is not OFF. */
 extern void rp_progress_init(RpProgress *p, int fd, RpProgressMode mode);
 extern void rp_progress_free(RpProgress *p);
+
 /* Replace the lines on screen with lines[0..n-1] (n at most the terminal's height - 1). */
 extern void rp_progress_show(RpProgress *p, char *const *lines, int n);
+
 /* Erase the lines and print line (a permanent one: it scrolls away with the log), then draw again. */
 extern void rp_progress_print(RpProgress *p, const char *line);
+
 /* Erase the lines for good. */
 extern void rp_progress_clear(RpProgress *p);
 
@@ -138,7 +146,8 @@ typedef struct RpCliProgress
 	int64_t		snap_started_us;
 	RpProgressEta eta;
 	int64_t		eta_ms;			/* the catch-up's ETA for the page; -1 unknown */
-	bool		caught_up;		/* AUTO: the stream's line is gone once caught up */
+	bool		caught_up;		/* AUTO: the stream's line is gone once caught
+								 * up */
 	int64_t		last_draw_us;
 	int64_t		last_rate_us;
 	uint64_t	last_changes;
@@ -147,6 +156,7 @@ typedef struct RpCliProgress
 
 extern void rp_cli_progress_init(RpCliProgress *cp, RpProgressMode mode);
 extern void rp_cli_progress_free(RpCliProgress *cp);
+
 /* The snapshot's callback (RpSnapOptions.progress_fn; arg: the RpCliProgress). */
 extern void rp_cli_progress_snapshot(void *arg, const RpSnapTableProgress *tables, int n, bool final);
 

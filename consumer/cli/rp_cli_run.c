@@ -48,8 +48,10 @@ typedef struct RpCliRun
 	RpCliEvents events;			/* the library's events: counters and -v lines */
 	RpEventHook hook;			/* rp_cli_event on events */
 	RpSnapStats snap;			/* the initial snapshot's counters */
-	RpCliProgress progress;		/* the terminal's lines, and their figures for the page */
-	char		ckpt_path[4096];	/* STATE-DIR/SLOT.checkpoint (a sink that owns none) */
+	RpCliProgress progress;		/* the terminal's lines, and their figures for
+								 * the page */
+	char		ckpt_path[4096];	/* STATE-DIR/SLOT.checkpoint (a sink that
+									 * owns none) */
 	char		view_path[4096];	/* STATE-DIR/SLOT.relations */
 } RpCliRun;
 
@@ -126,7 +128,11 @@ run_prepare(RpCli *cli, RpSinkEnv *env)
 		pg_log_error("this replicant was built without the NATS source (libnats)");
 		return RP_EXIT_ERROR;
 	}
-	/* the log sinks' snapshot envelope: oversize rows go to the dead-letter file */
+
+	/*
+	 * the log sinks' snapshot envelope: oversize rows go to the dead-letter
+	 * file
+	 */
 	if (cli->dlq_file == NULL)
 	{
 		snprintf(cli->dlq_default, sizeof(cli->dlq_default), "%s/%s.dead-letter",
@@ -382,7 +388,11 @@ run_fail(RpCliRun *cr)
 		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
 				progname, rp_halt_name(rp_error_halt()));
 	run_stop(cr);
-	/* every exit path closes its sink: the exec child reaped, the destination session ended */
+
+	/*
+	 * every exit path closes its sink: the exec child reaped, the destination
+	 * session ended
+	 */
 	cr->sink->close(cr->sink);
 	return rc;
 }

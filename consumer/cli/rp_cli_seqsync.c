@@ -87,7 +87,11 @@ rp_cli_seqsync_option(RpSeqSyncOptions *so, int c, const char *arg, const char *
 			so->create = true;
 			return RP_CLI_SEQ_TAKEN;
 		case 'o':
-			/* the mirror's other plugin options are accepted and ignored (--help) */
+
+			/*
+			 * the mirror's other plugin options are accepted and ignored
+			 * (--help)
+			 */
 			if (strncmp(arg, "include_tables=", 15) == 0)
 				so->select.include = arg + 15;
 			else if (strncmp(arg, "exclude_tables=", 15) == 0)

@@ -13,6 +13,7 @@
 
 /* SIGHUP: the sink reopens its output (log rotation) */
 static volatile sig_atomic_t reopen_requested = 0;
+
 /* SIGINT, SIGTERM: the library's threads read it (rp_stop_watch) */
 static atomic_int stop_requested;
 

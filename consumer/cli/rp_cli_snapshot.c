@@ -91,24 +91,38 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	so.chunk_bytes = (uint64_t) 64 << 20;
 	so.create_slot = cli->create_slot;
 	so.progress = !cli->no_progress;	/* shown when stderr is a terminal */
-	/* the program's display: per-table lines, and the figures for the metrics page */
+
+	/*
+	 * the program's display: per-table lines, and the figures for the metrics
+	 * page
+	 */
 	so.progress_fn = rp_cli_progress_snapshot;
 	so.progress_arg = progress;
+
 	so.log_fn = rp_cli_log_line;
 	so.verbose = cli->verbose;
 	so.stats = stats;
-	so.events = *events;		/* "snapshot complete" is said by the subscriber */
+	so.events = *events;		/* "snapshot complete" is said by the
+								 * subscriber */
 	rc = rp_snapshot_run(&so, sink, &ck);
 	if (rc < 0)
 		return -1;
-	/* the sink holds its checkpoint: a progress file left by a crash is done with */
+
+	/*
+	 * the sink holds its checkpoint: a progress file left by a crash is done
+	 * with
+	 */
 	if (rc == 0)
 		return rp_cli_snapshot_progress_clear(cli);
 	if (rc > 0)
 	{
 		if (!sink->owns_checkpoint && rp_ckpt_write(ckpt_path, &ck) < 0)
 			return -1;
-		/* the checkpoint is durable: a log sink's snapshot progress is done with */
+
+		/*
+		 * the checkpoint is durable: a log sink's snapshot progress is done
+		 * with
+		 */
 		if (rp_cli_snapshot_progress_clear(cli) < 0)
 			return -1;
 		if (cli->pg.conninfo && cli->pg.slot)

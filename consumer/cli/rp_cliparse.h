@@ -17,8 +17,10 @@
  * and lies in [min, max].
  */
 extern bool rp_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
 /* A decimal integer (a leading '-' only), true when it lies in [min, max]. */
 extern bool rp_parse_int(const char *s, int min, int max, int *out);
+
 /*
  * A boolean spelled the way the server's parse_bool() accepts it: true,
  * false, yes, no, on, off, 1, 0, case-insensitive, and any unique prefix
@@ -46,6 +48,7 @@ extern RpMsgPass rp_messages_pass(const char *include_messages, const char *mess
 
 /* Whether --sink names a kind of sink this program has. */
 extern bool rp_cli_sink_known(const char *sink);
+
 /* nats://... or tls://...: the NATS JetStream sink */
 extern bool rp_cli_sink_is_nats(const char *sink);
 

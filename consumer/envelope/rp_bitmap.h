@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RP_BITMAP_PAGE_SHIFT 16		/* 64 Ki bits (8 KiB) a page */
+#define RP_BITMAP_PAGE_SHIFT 16 /* 64 Ki bits (8 KiB) a page */
 #define RP_BITMAP_PAGE_BITS (UINT64_C(1) << RP_BITMAP_PAGE_SHIFT)
 #define RP_BITMAP_PAGE_WORDS (RP_BITMAP_PAGE_BITS / 64)
 
@@ -45,13 +45,17 @@ rp_bitmap_word(const RpBitmap *bm, uint64_t w)
 }
 
 extern void rp_bitmap_free(RpBitmap *bm);
+
 /* Set bit; returns whether it was set before. */
 extern bool rp_bitmap_set(RpBitmap *bm, uint64_t bit);
+
 /* Bits set below limit, and in all. */
 extern uint64_t rp_bitmap_count_below(const RpBitmap *bm, uint64_t limit);
 extern uint64_t rp_bitmap_count(const RpBitmap *bm);
+
 /* The first clear bit below limit, if any. */
 extern bool rp_bitmap_first_clear_below(const RpBitmap *bm, uint64_t limit, uint64_t *bit);
+
 /* The first set bit at or past from, if any. */
 extern bool rp_bitmap_first_set_from(const RpBitmap *bm, uint64_t from, uint64_t *bit);
 

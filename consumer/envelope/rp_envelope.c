@@ -141,7 +141,7 @@ rp_env_begin(RpEnvelope *env, RpBuf *out, const char *store, int64_t snapshot_at
 			 int64_t total)
 {
 	RpUuid		id;
-	char		text[RP_UUID_TEXT_LEN + 1];
+	char text[	RP_UUID_TEXT_LEN + 1];
 
 	if (env->state == RP_ENV_OPEN)
 	{
@@ -191,7 +191,7 @@ rp_env_resume(RpEnvelope *env, const char *store, const char *snapshot_id,
 			  int64_t snapshot_at_ms, uint64_t next_seq)
 {
 	RpUuid		id;
-	char		text[RP_UUID_TEXT_LEN + 1];
+	char text[	RP_UUID_TEXT_LEN + 1];
 
 	env->state = RP_ENV_FAILED;
 	if (snapshot_id == NULL || !rp_uuid_parse(snapshot_id, strlen(snapshot_id), &id))

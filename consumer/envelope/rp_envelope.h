@@ -44,12 +44,13 @@ typedef struct RpEnvelope
 {
 	/* settings (rp_env_init) */
 	size_t		max_record_bytes;	/* 0: no limit */
-	size_t		max_dlq_bytes;		/* cut of the dead-letter copy */
-	char	   *dlq_path;			/* NULL: no dead-letter copies */
-	int			dlq_fd;				/* opened on the first oversize row */
-	bool		dlq_dirty;			/* written since the last fsync */
-	RpUuid7Gen *ids;			/* rp_env_begin's snapshot_ids (its own, on the heap:
-								 * an envelope may be moved, a mutex may not) */
+	size_t		max_dlq_bytes;	/* cut of the dead-letter copy */
+	char	   *dlq_path;		/* NULL: no dead-letter copies */
+	int			dlq_fd;			/* opened on the first oversize row */
+	bool		dlq_dirty;		/* written since the last fsync */
+	RpUuid7Gen *ids;			/* rp_env_begin's snapshot_ids (its own, on
+								 * the heap: an envelope may be moved, a mutex
+								 * may not) */
 
 	/* the current dump */
 	RpEnvState	state;
@@ -62,7 +63,8 @@ typedef struct RpEnvelope
 	uint64_t	rows;			/* row frames emitted */
 	uint64_t	oversize;		/* oversize stubs emitted */
 	uint64_t	dlq_lines;		/* dead-letter lines written */
-	uint64_t	dropped;		/* oversize rows with no dead-letter file: lost */
+	uint64_t	dropped;		/* oversize rows with no dead-letter file:
+								 * lost */
 	uint64_t	dropped_unwarned;	/* dropped since the last warning */
 	int64_t		dropped_warned_ms;	/* that warning (one every 10 s per store) */
 } RpEnvelope;
@@ -76,6 +78,7 @@ typedef struct RpEnvelope
  */
 extern void rp_env_init(RpEnvelope *env, size_t max_record_bytes, size_t max_dlq_bytes,
 						const char *dlq_path);
+
 /* Close the dead-letter file (fsync'd when written) and free everything. */
 extern void rp_env_free(RpEnvelope *env);
 

@@ -37,7 +37,7 @@ typedef struct RpReasmSnap
 
 struct RpReasm
 {
-	RpReasmSnap	  **snaps;
+	RpReasmSnap **snaps;
 	size_t		nsnaps;
 	size_t		snaps_cap;
 	/* id -> index + 1, open addressing */

@@ -72,7 +72,7 @@ rp_reasm_window_fill(RpReasm *r, RowWindow *w, int *fds, int file, uint64_t off,
 int
 rp_reasm_write_rows(RpReasm *r, FILE *out)
 {
-	RpReasmSnap	   *s = r->keep_id[0] ? rp_reasm_snap_lookup(r, r->keep_id) : NULL;
+	RpReasmSnap *s = r->keep_id[0] ? rp_reasm_snap_lookup(r, r->keep_id) : NULL;
 	int		   *fds;
 	RowWindow	w = {-1, 0, 0, NULL, 0};
 	int			rc = 0;
@@ -100,7 +100,8 @@ rp_reasm_write_rows(RpReasm *r, FILE *out)
 		}
 		len = s->loc_len[seq];
 		if (len == RP_REASM_LOC_STUB)
-			continue;			/* an oversize stub: its row is in the dead-letter file */
+			continue;			/* an oversize stub: its row is in the
+								 * dead-letter file */
 		file = (int) (pos >> RP_REASM_FILE_SHIFT);
 		off = pos & ((UINT64_C(1) << RP_REASM_FILE_SHIFT) - 1);
 		if ((rc = rp_reasm_window_fill(r, &w, fds, file, off, len)) < 0)

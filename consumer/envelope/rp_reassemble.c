@@ -64,7 +64,7 @@ rp_reasm_snap_lookup(const RpReasm *r, const char *id)
 static RpReasmSnap *
 rp_reasm_snap_get(RpReasm *r, const char *id, const char *store, const char *at, size_t at_len)
 {
-	RpReasmSnap	   *s = rp_reasm_snap_lookup(r, id);
+	RpReasmSnap *s = rp_reasm_snap_lookup(r, id);
 
 	if (s)
 		return s;
@@ -149,7 +149,7 @@ rp_reasm_snap_free(RpReasmSnap *s)
 
 /* ---- reading frames ------------------------------------------------------------ */
 
-RpReasm *
+RpReasm    *
 rp_reasm_new(void)
 {
 	RpReasm    *r = rp_malloc0(sizeof(RpReasm));
@@ -205,7 +205,7 @@ typedef struct LineCtx
 } LineCtx;
 
 static void
-rp_reasm_skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...) __attribute__((format(printf, 3, 4)));
+			rp_reasm_skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...) __attribute__((format(printf, 3, 4)));
 
 static void
 rp_reasm_skip_line(RpReasm *r, const LineCtx *lc, const char *fmt,...)
@@ -299,7 +299,8 @@ typedef struct RpReasmFrame
 	FrameKind	kind;
 	char		id[RP_UUID_TEXT_LEN + 1];
 	uint64_t	seq;
-	uint64_t	count;			/* begin: total; oversize: bytes; end: row_count */
+	uint64_t	count;			/* begin: total; oversize: bytes; end:
+								 * row_count */
 	const RpJrMember *m_kind;
 	const RpJrMember *m_id;
 	const RpJrMember *m_store;	/* decoded into r->scratch, NUL-terminated */
@@ -411,7 +412,7 @@ rp_reasm_frame(RpReasm *r, const LineCtx *lc, const char *line, size_t len, RpRe
 	switch (rp_reasm_member(r, lc, "snapshot_id", -1, &f->m_id))
 	{
 		case 0:
-			return false;	/* not ours */
+			return false;		/* not ours */
 		case -1:
 			return false;
 	}
@@ -451,7 +452,7 @@ rp_reasm_frame(RpReasm *r, const LineCtx *lc, const char *line, size_t len, RpRe
 static void
 rp_reasm_line_pass2(RpReasm *r, const RpReasmFrame *f)
 {
-	RpReasmSnap	   *s;
+	RpReasmSnap *s;
 	uint64_t	h,
 				old;
 
@@ -483,7 +484,7 @@ rp_reasm_line_pass2(RpReasm *r, const RpReasmFrame *f)
 static void
 rp_reasm_line_pass1(RpReasm *r, const LineCtx *lc, const char *line, const RpReasmFrame *f)
 {
-	RpReasmSnap	   *s;
+	RpReasmSnap *s;
 
 	s = rp_reasm_snap_get(r, f->id, r->scratch.data, f->m_at->val, f->m_at->val_len);
 	if (!rp_reasm_snap_same_identity(s, r->scratch.data, f->m_at->val, f->m_at->val_len))
@@ -491,8 +492,8 @@ rp_reasm_line_pass1(RpReasm *r, const LineCtx *lc, const char *line, const RpRea
 		/*
 		 * Frames of one snapshot disagree on what it is.  Which frame is
 		 * wrong cannot be told; to report the same whatever the order, the
-		 * smallest (store, snapshot_at) seen is kept, and pass 2 reports
-		 * the smallest seq of a frame that differs from it.
+		 * smallest (store, snapshot_at) seen is kept, and pass 2 reports the
+		 * smallest seq of a frame that differs from it.
 		 */
 		s->identity_conflict = true;
 		if (rp_reasm_snap_identity_cmp(s, r->scratch.data, f->m_at->val, f->m_at->val_len) > 0)
@@ -681,8 +682,8 @@ const RpSnapReport *
 rp_reasm_find(const RpReasm *r, const char *id)
 {
 	RpUuid		u;
-	char		text[RP_UUID_TEXT_LEN + 1];
-	RpReasmSnap	   *s;
+	char text[	RP_UUID_TEXT_LEN + 1];
+	RpReasmSnap *s;
 
 	if (id == NULL || !rp_uuid_parse(id, strlen(id), &u))
 		return NULL;

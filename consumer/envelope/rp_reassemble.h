@@ -99,6 +99,7 @@ extern const RpSnapReport *rp_reasm_find(const RpReasm *r, const char *id);
  * takes this one and ignores the open ones (docs/sinks.md).
  */
 extern const RpSnapReport *rp_reasm_newest_complete(const RpReasm *r, const char *store);
+
 /* Is rep not complete, and a later complete dump of its store found? */
 extern bool rp_reasm_superseded(const RpReasm *r, const RpSnapReport *rep);
 

@@ -80,7 +80,7 @@ fz_value(RpBuf *b, uint8_t enc, int variant)
 			rp_buf_put_u32(b, 0xFFFFFFFFu);
 			break;
 		case RP_ENC_FLOAT4:
-			rp_buf_put_u32(b, variant ? 0x7FC00000u : 0x3FC00000u);	/* NaN / 1.5 */
+			rp_buf_put_u32(b, variant ? 0x7FC00000u : 0x3FC00000u); /* NaN / 1.5 */
 			break;
 		case RP_ENC_FLOAT8:
 			rp_buf_put_u64(b, variant ? 0xFFF0000000000000ULL : 0x400921FB54442D18ULL);

@@ -192,7 +192,7 @@ json_seeds(void)
 }
 
 int
-main(int argc, char **argv)
+main		(int argc, char **argv)
 {
 	RpBuf		b;
 	size_t		at;
@@ -226,7 +226,10 @@ main(int argc, char **argv)
 	rp_enc_message(&b, false, 0, 0x2100, "bin", "\x00\xff\x80", 3);
 	emit("relations_truncate_messages", &b, true);
 
-	/* identity full: old full tuple, unchanged TOAST in the new one; no identity */
+	/*
+	 * identity full: old full tuple, unchanged TOAST in the new one; no
+	 * identity
+	 */
 	frame(&b);
 	rp_enc_begin(&b, 702, 0x3000, 0);
 	at = rp_enc_change_start(&b, RP_TAG_UPDATE, FZ_REL_FULL, RP_CHANGE_OLD_FULL, 0);

@@ -127,12 +127,12 @@ dbv_table_present(RpDbvRun *r, RpDbvTableRun *t)
 {
 	const char *params[2] = {t->dst.schema, t->dst.name};
 	PGresult   *res = rp_dbverify_exec(r, r->dst,
-							   "SELECT a.attname, a.attnotnull, c.relkind FROM pg_catalog.pg_attribute a"
-							   " JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
-							   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-							   " WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')"
-							   " AND a.attnum > 0 AND NOT a.attisdropped",
-							   2, params, "reading the columns", t);
+									   "SELECT a.attname, a.attnotnull, c.relkind FROM pg_catalog.pg_attribute a"
+									   " JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
+									   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+									   " WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')"
+									   " AND a.attnum > 0 AND NOT a.attisdropped",
+									   2, params, "reading the columns", t);
 	int			n;
 
 	if (res == NULL)
@@ -195,7 +195,8 @@ dbv_table_init(RpDbvRun *r, RpDbvTableRun *t, const RpSnapTable *st)
 	t->src.nkey = st->nkey;
 	t->src.keys = t->keys;
 	t->src.keytypes = t->keytypes;
-	t->src.partitioned = st->partitioned;	/* a root under partitions=root: read whole */
+	t->src.partitioned = st->partitioned;	/* a root under partitions=root:
+											 * read whole */
 	t->dst = t->src;
 	t->dst.schema = t->dst_schema;
 }
@@ -281,7 +282,11 @@ dbv_tables(RpDbvRun *r)
 		fprintf(stderr, "%s: error: listing the source's tables failed: %s\n", RP_DBVERIFY_PROG, rp_error());
 		return RP_DBVERIFY_FAILED;
 	}
-	/* a pattern that selects nothing would make "every selected table equal" say nothing */
+
+	/*
+	 * a pattern that selects nothing would make "every selected table equal"
+	 * say nothing
+	 */
 	if (rp_snapcat_check_patterns(r->src, &sel) < 0)
 	{
 		fprintf(stderr, "%s: error: %s\n", RP_DBVERIFY_PROG, rp_error());
@@ -290,7 +295,7 @@ dbv_tables(RpDbvRun *r)
 	}
 	for (int i = 0; i < n; i++)
 	{
-		RpDbvTableRun	t;
+		RpDbvTableRun t;
 		int			present;
 		int			rc = 0;
 
@@ -344,7 +349,7 @@ dbv_tables(RpDbvRun *r)
 int
 rp_dbverify_run(const RpDbVerifyOptions *o)
 {
-	RpDbvRun		r;
+	RpDbvRun	r;
 	int			rc;
 	uint64_t	src_lsn = 0,
 				ck_lsn = 0;

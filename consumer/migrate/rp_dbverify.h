@@ -30,28 +30,35 @@
 #define RP_DBVERIFY_EQUAL		0	/* every selected table equal */
 #define RP_DBVERIFY_DIFFERENT	1	/* some table different */
 #define RP_DBVERIFY_USAGE		2
-#define RP_DBVERIFY_FAILED		3	/* could not compare: a connection or statement failed,
-									 * no checkpoint, stopped */
-#define RP_DBVERIFY_NOT_COMPARED 4	/* nothing different, but some table or chunk could
-									 * not be settled (the mirror did not catch up, or
-									 * the source kept changing it) */
+#define RP_DBVERIFY_FAILED		3	/* could not compare: a connection or
+									 * statement failed, no checkpoint,
+									 * stopped */
+#define RP_DBVERIFY_NOT_COMPARED 4	/* nothing different, but some table or
+									 * chunk could not be settled (the mirror
+									 * did not catch up, or the source kept
+									 * changing it) */
 
 typedef struct RpDbVerifyOptions
 {
 	const char *source;			/* -d conninfo */
-	const char *sink;			/* the destination's conninfo (postgresql://... or keywords) */
+	const char *sink;			/* the destination's conninfo
+								 * (postgresql://... or keywords) */
 	const char *slot;			/* -S, or NULL: the checkpoint table's one row */
 	const char *include;		/* include_tables patterns, or NULL */
 	const char *exclude;		/* exclude_tables patterns, or NULL */
-	bool		via_root;		/* partitions=root: a partition root compared whole */
-	const char *schema_prefix;	/* destination schema = prefix || source schema */
+	bool		via_root;		/* partitions=root: a partition root compared
+								 * whole */
+	const char *schema_prefix;	/* destination schema = prefix || source
+								 * schema */
 	const char *bookkeeping;	/* the mirror's bookkeeping schema */
 	const char *keys_file;		/* differing keys and range bounds, or NULL */
 	int64_t		chunk_rows;
 	int			recheck_timeout_s;
-	int64_t		max_rate;		/* rows per second read on each side, 0: no limit */
-	int			duty;			/* percent of the time a server may be busy with the
-								 * comparison's statements (1..100; 0 = 100) */
+	int64_t		max_rate;		/* rows per second read on each side, 0: no
+								 * limit */
+	int			duty;			/* percent of the time a server may be busy
+								 * with the comparison's statements (1..100; 0
+								 * = 100) */
 	bool		quiet;			/* only the differences */
 	bool		verbose;		/* say on stderr which chunks are re-read */
 } RpDbVerifyOptions;
@@ -70,10 +77,12 @@ typedef struct RpDbvTable
 	const char *const *cols;
 	int			nkey;
 	const char *const *keys;	/* key column names, in key order */
-	const char *const *keytypes;	/* their types (format_type), for the parameters */
-	bool		partitioned;	/* a partitioned table: read with its partitions (any
-								 * other table is read ONLY, without its inheritance
-								 * children, which are compared as tables of their own) */
+	const char *const *keytypes;	/* their types (format_type), for the
+									 * parameters */
+	bool		partitioned;	/* a partitioned table: read with its
+								 * partitions (any other table is read ONLY,
+								 * without its inheritance children, which are
+								 * compared as tables of their own) */
 } RpDbvTable;
 
 
@@ -88,18 +97,23 @@ typedef struct RpDbvTable
  */
 extern void rp_dbverify_sql_range(RpBuf *sql, const RpDbvTable *t, bool lo, bool hi,
 								  int64_t limit, bool want_last);
+
 /* The same (count, md5 of the row md5s in their order) of the rows with a NULL in the key. */
 extern void rp_dbverify_sql_nullkeys(RpBuf *sql, const RpDbvTable *t);
+
 /* The rows of a range as (key text, row md5), in key order: for the keys file. */
 extern void rp_dbverify_sql_keys(RpBuf *sql, const RpDbvTable *t, bool lo, bool hi);
+
 /* The same listing of the rows with a NULL in the key. */
 extern void rp_dbverify_sql_nullkeys_list(RpBuf *sql, const RpDbvTable *t);
+
 /*
  * A keyless table as a multiset: per bucket (the first two hex digits of
  * the row md5), the count and two sums of 60-bit slices of the row md5s;
  * every bucket in order, the empty ones left out.
  */
 extern void rp_dbverify_sql_buckets(RpBuf *sql, const RpDbvTable *t);
+
 /* The session settings that make both servers' text the same. */
 extern const char *rp_dbverify_settings(void);
 
@@ -124,14 +138,17 @@ typedef enum RpDbvKeyDiff
 extern int64_t rp_dbverify_diff_keys(RpDbvKey *src, size_t nsrc, RpDbvKey *dst, size_t ndst,
 									 void (*emit) (void *arg, RpDbvKeyDiff d, const char *key),
 									 void *arg);
+
 /* "changed", "missing", "extra" */
 extern const char *rp_dbverify_diff_name(RpDbvKeyDiff d);
+
 /*
  * The report line of a differing chunk, value-free: "chunk N (rows A-B of
  * the source): source R rows, destination S rows", first_row counting from 1.
  */
 extern void rp_dbverify_range_text(RpBuf *b, int64_t chunk, int64_t first_row,
 								   int64_t src_rows, int64_t dst_rows);
+
 /* "rows with a NULL key: source R rows, destination S rows" */
 extern void rp_dbverify_nullkeys_text(RpBuf *b, int64_t src_rows, int64_t dst_rows);
 
@@ -144,9 +161,12 @@ extern void rp_dbverify_nullkeys_text(RpBuf *b, int64_t src_rows, int64_t dst_ro
 typedef enum RpDbvRound
 {
 	RP_DBV_ROUND_EQUAL,			/* d equals a source read: it was lag */
-	RP_DBV_ROUND_DIFFERENT,		/* the source held still (s1 = s2) and d differs */
-	RP_DBV_ROUND_AGAIN,			/* the source changed between its reads: another round */
-	RP_DBV_ROUND_UNSETTLED		/* it changed, and no time is left: not compared */
+	RP_DBV_ROUND_DIFFERENT,		/* the source held still (s1 = s2) and d
+								 * differs */
+	RP_DBV_ROUND_AGAIN,			/* the source changed between its reads:
+								 * another round */
+	RP_DBV_ROUND_UNSETTLED		/* it changed, and no time is left: not
+								 * compared */
 } RpDbvRound;
 
 extern RpDbvRound rp_dbverify_round(bool d_eq_s1, bool d_eq_s2, bool s1_eq_s2, bool time_left);

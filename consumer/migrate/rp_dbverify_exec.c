@@ -52,9 +52,9 @@ rp_dbverify_fail_sql(void *arg, PGconn *conn, PGresult *res)
 	return -1;
 }
 
-PGresult *
+PGresult   *
 rp_dbverify_exec(RpDbvRun *r, PGconn *conn, const char *sql, int nparams, const char *const *params,
-		 const char *what, const RpDbvTableRun *t)
+				 const char *what, const RpDbvTableRun *t)
 {
 	RpDbvStmt	s = {r, what, t};
 	int64_t		t0 = rp_clock_mono_us();
@@ -75,10 +75,10 @@ rp_dbverify_pace(RpDbvRun *r, int64_t rows)
 	int64_t		now;
 
 	/*
-	 * --duty: after statements that kept the servers busy for B, rest for
-	 * B * (100 - duty) / duty, so that the comparison takes at most that
-	 * share of one backend on each side, however fast the hashing is: the
-	 * mirror's own apply keeps the rest of the machine.
+	 * --duty: after statements that kept the servers busy for B, rest for B *
+	 * (100 - duty) / duty, so that the comparison takes at most that share of
+	 * one backend on each side, however fast the hashing is: the mirror's own
+	 * apply keeps the rest of the machine.
 	 */
 	if (r->o->duty > 0 && r->o->duty < 100 && r->busy_us > 0)
 	{
@@ -107,7 +107,7 @@ int
 rp_dbverify_source_lsn(RpDbvRun *r, uint64_t *lsn)
 {
 	PGresult   *res = rp_dbverify_exec(r, r->src, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0, NULL,
-							   "reading the WAL position", NULL);
+									   "reading the WAL position", NULL);
 
 	if (res == NULL)
 		return -1;

@@ -32,7 +32,8 @@ typedef struct RpDbvRun
 	RpBuf		sql;
 	int64_t		rate_rows;		/* rows read since rate_t0 (--max-rate) */
 	int64_t		rate_t0_us;
-	int64_t		busy_us;		/* statement time since the last pause (--duty) */
+	int64_t		busy_us;		/* statement time since the last pause
+								 * (--duty) */
 	int64_t		busy_total_us;	/* the run's statement time */
 	int64_t		rested_us;		/* and its rests */
 	bool		broken;			/* a session failed: stop */
@@ -57,8 +58,9 @@ typedef struct RpDbvTableRun
 	const char **keys;
 	const char **keytypes;
 	RpDbvTally	tally;			/* what the comparison found */
-	bool		dst_key_nullable;	/* a key column of the destination's table may be
-									 * NULL: its rows with a NULL key are compared too */
+	bool		dst_key_nullable;	/* a key column of the destination's table
+									 * may be NULL: its rows with a NULL key
+									 * are compared too */
 } RpDbvTableRun;
 
 /* ---- rp_dbverify_exec.c: the statements' one path ---- */
@@ -66,16 +68,21 @@ typedef struct RpDbvTableRun
 /* A value-free error on stderr (the step, the table, the SQLSTATE); marks the run broken. */
 extern void rp_dbverify_error(RpDbvRun *r, PGconn *conn, PGresult *res, const char *what,
 							  const RpDbvTableRun *t);
+
 /* A query's rows, or NULL after rp_dbverify_error. */
 extern PGresult *rp_dbverify_exec(RpDbvRun *r, PGconn *conn, const char *sql, int nparams,
 								  const char *const *params, const char *what,
 								  const RpDbvTableRun *t);
+
 /* --duty, --max-rate: rows were read; rests as long as they need. */
 extern void rp_dbverify_pace(RpDbvRun *r, int64_t rows);
+
 /* The source's WAL insert position; -1 after an error. */
 extern int	rp_dbverify_source_lsn(RpDbvRun *r, uint64_t *lsn);
+
 /* The mirror's checkpoint of this source and slot (0 without a row); -1 after an error. */
 extern int	rp_dbverify_checkpoint(RpDbvRun *r, uint64_t *lsn);
+
 /* 1 the mirror's checkpoint reached lsn before deadline_us (monotonic), 0 not, -1 error. */
 extern int	rp_dbverify_wait_checkpoint(RpDbvRun *r, uint64_t lsn, int64_t deadline_us);
 

@@ -36,8 +36,9 @@ typedef enum DbvRecheck
 	DBV_RECHECK_ERROR = -1,
 	DBV_RECHECK_EQUAL,
 	DBV_RECHECK_DIFFERENT,
-	DBV_RECHECK_MIRROR_BEHIND,	/* the mirror's checkpoint did not reach the source's LSN */
-	DBV_RECHECK_SOURCE_CHANGING	/* the source changed it in every round */
+	DBV_RECHECK_MIRROR_BEHIND,	/* the mirror's checkpoint did not reach the
+								 * source's LSN */
+	DBV_RECHECK_SOURCE_CHANGING /* the source changed it in every round */
 } DbvRecheck;
 
 static char **
@@ -252,7 +253,7 @@ dbv_recheck(RpDbvRun *r, RpDbvTableRun *t, const DbvBounds *b, const RpDbvHash *
 		return DBV_RECHECK_EQUAL;
 	for (;;)
 	{
-		RpDbvHash		s1,
+		RpDbvHash	s1,
 					s2,
 					d;
 		uint64_t	lsn;
@@ -307,7 +308,7 @@ static int
 dbv_chunk_differs(RpDbvRun *r, RpDbvTableRun *t, int64_t chunk, int64_t first_row, const DbvBounds *b,
 				  const RpDbvHash *first, uint64_t first_lsn)
 {
-	RpDbvHash		s,
+	RpDbvHash	s,
 				d;
 	DbvRecheck	rc;
 	RpBuf		line;
@@ -396,7 +397,7 @@ rp_dbverify_keyed(RpDbvRun *r, RpDbvTableRun *t)
 	for (int64_t chunk = 1;; chunk++)
 	{
 		PGresult   *res;
-		RpDbvHash		s,
+		RpDbvHash	s,
 					d;
 		DbvBounds	b;
 		uint64_t	lsn;
@@ -418,7 +419,11 @@ rp_dbverify_keyed(RpDbvRun *r, RpDbvTableRun *t)
 		snprintf(s.md5, sizeof(s.md5), "%s", PQgetvalue(res, 0, 1));
 		b.nullkeys = false;
 		b.lo = lo;
-		/* a short chunk is the last: its range is open, so extra rows past it count */
+
+		/*
+		 * a short chunk is the last: its range is open, so extra rows past it
+		 * count
+		 */
 		b.hi = s.rows >= r->o->chunk_rows ? dbv_keys_dup(res, 2, nkey) : NULL;
 		PQclear(res);
 		rp_dbverify_pace(r, s.rows);

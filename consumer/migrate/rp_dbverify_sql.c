@@ -211,7 +211,10 @@ rp_dbverify_sql_keys(RpBuf *sql, const RpDbvTable *t, bool lo, bool hi)
 void
 rp_dbverify_sql_nullkeys(RpBuf *sql, const RpDbvTable *t)
 {
-	/* keys are not unique here: the row hashes' own order makes the hash a multiset's */
+	/*
+	 * keys are not unique here: the row hashes' own order makes the hash a
+	 * multiset's
+	 */
 	rp_buf_put_text(sql, "SELECT pg_catalog.count(*), pg_catalog.md5(pg_catalog.string_agg(rp_h, '' ORDER BY rp_h))"
 					" FROM (SELECT ");
 	put_row_hash(sql, t);
@@ -262,7 +265,10 @@ rp_dbverify_diff_keys(RpDbvKey *src, size_t nsrc, RpDbvKey *dst, size_t ndst,
 				j = 0;
 	int64_t		n = 0;
 
-	/* a set match, not the servers' order: any total order of the texts will do */
+	/*
+	 * a set match, not the servers' order: any total order of the texts will
+	 * do
+	 */
 	if (nsrc > 1)
 		qsort(src, nsrc, sizeof(RpDbvKey), cmp_key);
 	if (ndst > 1)
@@ -314,7 +320,7 @@ void
 rp_dbverify_range_text(RpBuf *b, int64_t chunk, int64_t first_row, int64_t src_rows,
 					   int64_t dst_rows)
 {
-	char		text[160];
+	char text[	160];
 
 	if (src_rows > 0)
 		snprintf(text, sizeof(text),
@@ -331,7 +337,7 @@ rp_dbverify_range_text(RpBuf *b, int64_t chunk, int64_t first_row, int64_t src_r
 void
 rp_dbverify_nullkeys_text(RpBuf *b, int64_t src_rows, int64_t dst_rows)
 {
-	char		text[128];
+	char text[	128];
 
 	snprintf(text, sizeof(text), "rows with a NULL key: source %" PRId64 " rows, destination %"
 			 PRId64 " rows", src_rows, dst_rows);
@@ -347,11 +353,12 @@ rp_dbverify_round(bool d_eq_s1, bool d_eq_s2, bool s1_eq_s2, bool time_left)
 		return RP_DBV_ROUND_EQUAL;
 	if (s1_eq_s2)
 		return RP_DBV_ROUND_DIFFERENT;
+
 	/*
 	 * The source changed between its two reads, so the destination's read
-	 * between them proves nothing either way: a table the application
-	 * keeps writing to (an appended one's last chunk) may never hold still
-	 * for a round; that is not a difference.
+	 * between them proves nothing either way: a table the application keeps
+	 * writing to (an appended one's last chunk) may never hold still for a
+	 * round; that is not a difference.
 	 */
 	return time_left ? RP_DBV_ROUND_AGAIN : RP_DBV_ROUND_UNSETTLED;
 }
@@ -369,7 +376,7 @@ rp_dbverify_verdict(const RpDbvTally *t)
 void
 rp_dbverify_verdict_text(RpBuf *b, const RpDbvTally *t)
 {
-	char		text[256];
+	char text[	256];
 	char		nc[64] = "";
 
 	switch (rp_dbverify_verdict(t))

@@ -25,7 +25,8 @@ typedef struct RpMwaitOptions
 	const char *dst_conninfo;
 	const char *slot;
 	const char *bookkeeping_schema; /* NULL: "replicant" */
-	uint64_t	target;			/* 0: the source's pg_current_wal_lsn() when called */
+	uint64_t	target;			/* 0: the source's pg_current_wal_lsn() when
+								 * called */
 	int			timeout_s;		/* 0: no limit */
 	FILE	   *progress;		/* the lag's lines, or NULL */
 	bool		in_place;		/* progress is a terminal: redraw one line */
@@ -34,7 +35,8 @@ typedef struct RpMwaitOptions
 typedef struct RpMwaitResult
 {
 	uint64_t	target;
-	uint64_t	reached;		/* the checkpoint's end_lsn last read (0: no row yet) */
+	uint64_t	reached;		/* the checkpoint's end_lsn last read (0: no
+								 * row yet) */
 	bool		have_row;
 } RpMwaitResult;
 

@@ -32,8 +32,10 @@ typedef struct RpSeqSyncOptions
 {
 	const char *src_conninfo;
 	const char *dst_conninfo;
-	RpSnapSelect select;		/* the plugin's include_tables / exclude_tables */
-	const char *schema_prefix;	/* destination schema = prefix || source schema */
+	RpSnapSelect select;		/* the plugin's include_tables /
+								 * exclude_tables */
+	const char *schema_prefix;	/* destination schema = prefix || source
+								 * schema */
 	const char *bookkeeping_schema; /* NULL: "replicant" */
 	int64_t		margin;			/* >= 0 */
 	bool		create;			/* --create-tables: create a missing sequence */

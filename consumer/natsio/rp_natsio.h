@@ -21,7 +21,8 @@ typedef enum RpNatsKind
 	RP_NATS_KIND_OTHER,			/* no Replicant-Op: not ours */
 	RP_NATS_KIND_DATA,			/* insert, update, delete, truncate, message */
 	RP_NATS_KIND_RELATION,		/* a relation description */
-	RP_NATS_KIND_POSITION		/* an end LSN without data (empty transactions) */
+	RP_NATS_KIND_POSITION		/* an end LSN without data (empty
+								 * transactions) */
 } RpNatsKind;
 
 /* A message's headers as they are read back. */
@@ -54,7 +55,8 @@ extern bool rp_natsio_parse_u64(const char *s, uint64_t *out);
 
 typedef struct RpNatsioAuth
 {
-	const char *url;			/* nats://[user:pass@]HOST:PORT[,HOST:PORT...] or tls://... */
+	const char *url;			/* nats://[user:pass@]HOST:PORT[,HOST:PORT...]
+								 * or tls://... */
 	const char *creds;
 	const char *tls_ca;
 	const char *tls_cert;
@@ -64,8 +66,10 @@ typedef struct RpNatsioAuth
 /* Connect (libnats reconnects from then on by itself); -1 after rp_fail. */
 extern int	rp_natsio_connect(natsConnection **nc, const RpNatsioAuth *a);
 extern void rp_natsio_close(natsConnection *nc);
+
 /* a libnats status as text for an error message (never a value) */
 extern const char *rp_natsio_status_text(natsStatus s);
+
 /* natsMsgHeader_Get as an RpNatsHdrGet (arg: the natsMsg) */
 extern const char *rp_natsio_msg_header(void *arg, const char *key);
 
@@ -78,7 +82,7 @@ extern const char *rp_natsio_msg_header(void *arg, const char *key);
  * store (nothing in *si): ask again once a leader is elected.
  */
 extern int	rp_natsio_stream_info(jsCtx *js, const char *stream, jsStreamInfo **si,
-								  natsStatus *st, jsErrCode *code);
+								  natsStatus * st, jsErrCode * code);
 #endif							/* RP_HAVE_NATS */
 
 #endif							/* RP_NATSIO_H */

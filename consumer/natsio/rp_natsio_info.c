@@ -17,8 +17,8 @@
 #include "natsio/rp_natsio.h"
 
 int
-rp_natsio_stream_info(jsCtx *js, const char *stream, jsStreamInfo **si, natsStatus *st,
-					  jsErrCode *code)
+rp_natsio_stream_info(jsCtx *js, const char *stream, jsStreamInfo **si, natsStatus * st,
+					  jsErrCode * code)
 {
 	*si = NULL;
 	*code = 0;
@@ -28,7 +28,11 @@ rp_natsio_stream_info(jsCtx *js, const char *stream, jsStreamInfo **si, natsStat
 		*si = NULL;
 		return -1;
 	}
-	/* no Cluster at all: a server outside a cluster, whose store is the stream */
+
+	/*
+	 * no Cluster at all: a server outside a cluster, whose store is the
+	 * stream
+	 */
 	if ((*si)->Cluster != NULL &&
 		((*si)->Cluster->Leader == NULL || (*si)->Cluster->Leader[0] == '\0'))
 	{

@@ -36,7 +36,7 @@ rp_natsrc_available(void)
 	return false;
 }
 
-RpNatsSrc *
+RpNatsSrc  *
 rp_natsrc_new(const RpNatsSrcOptions *o)
 {
 	(void) o;
@@ -99,7 +99,7 @@ dup_or_null(const char *s)
 	return s ? rp_strndup(s, strlen(s)) : NULL;
 }
 
-RpNatsSrc *
+RpNatsSrc  *
 rp_natsrc_new(const RpNatsSrcOptions *o)
 {
 	RpNatsSrc  *s = rp_malloc(sizeof(RpNatsSrc));
@@ -139,7 +139,10 @@ rp_natsrc_close(RpNatsSrc *s)
 {
 	if (s->sub)
 	{
-		/* the ordered consumer is ephemeral: the server drops it with the subscription */
+		/*
+		 * the ordered consumer is ephemeral: the server drops it with the
+		 * subscription
+		 */
 		natsSubscription_Unsubscribe(s->sub);
 		natsSubscription_Destroy(s->sub);
 	}
@@ -149,7 +152,11 @@ rp_natsrc_close(RpNatsSrc *s)
 	s->sub = NULL;
 	s->js = NULL;
 	s->nc = NULL;
-	/* the assembler forgets the half-read transaction: describe every table again */
+
+	/*
+	 * the assembler forgets the half-read transaction: describe every table
+	 * again
+	 */
 	rp_natsrc_rels_unsent(s);
 }
 
@@ -209,7 +216,10 @@ check_checkpoint(RpNatsSrc *s, const RpCheckpoint *ck, uint64_t first, uint64_t 
 	{
 		const char *t = rp_natsio_msg_header(m, "Replicant-Transactional");
 
-		/* a non-transactional message moves only the end LSN, not the dedup watermark */
+		/*
+		 * a non-transactional message moves only the end LSN, not the dedup
+		 * watermark
+		 */
 		nontx = t != NULL && strcmp(t, "false") == 0;
 	}
 	natsMsg_Destroy(m);
@@ -319,7 +329,11 @@ rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint 
 		if (learn_identity(s, &first, &last, bind) < 0)
 			return -1;
 		start = first;
-		/* a stream whose beginning is gone: start at its first whole transaction */
+
+		/*
+		 * a stream whose beginning is gone: start at its first whole
+		 * transaction
+		 */
 		s->skip_partial = first > 1;
 	}
 	rp_natsrc_chain_init(&s->chain, start, have_ck ? ck->end_lsn : 0, true, bind->system_id,
@@ -388,7 +402,11 @@ out_of_order(RpNatsSrc *s, uint64_t seq)
 	if (seq < next)
 	{
 		RP_COUNT_ADD(s->count.replays, 1);
-		/* once per replay: the next messages of the old consumer are replays too */
+
+		/*
+		 * once per replay: the next messages of the old consumer are replays
+		 * too
+		 */
 		if (s->resub_at == next)
 			return 1;
 		s->resub_at = next;
@@ -439,7 +457,10 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 		s->last_msg_ms = rp_clock_mono_ms();
 		if (s->chain.next_seq != 0 && seq != s->chain.next_seq)
 		{
-			/* not the next message: a consumer's replay or skip, or a real hole? */
+			/*
+			 * not the next message: a consumer's replay or skip, or a real
+			 * hole?
+			 */
 			rc = out_of_order(s, seq);
 			if (rc != 0)
 			{

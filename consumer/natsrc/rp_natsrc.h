@@ -22,9 +22,11 @@
 
 typedef struct RpNatsSrcOptions
 {
-	const char *url;			/* nats://[user:pass@]HOST:PORT[,...] or tls://... */
+	const char *url;			/* nats://[user:pass@]HOST:PORT[,...] or
+								 * tls://... */
 	const char *stream;
-	const char *subjects;		/* a subject wildcard: only matching data reaches the sink (NULL: all) */
+	const char *subjects;		/* a subject wildcard: only matching data
+								 * reaches the sink (NULL: all) */
 	const char *creds;
 	const char *tls_ca;
 	const char *tls_cert;
@@ -43,9 +45,12 @@ typedef struct RpNatsSrcEvent
 	RpNatsSrcKind kind;
 	const unsigned char *data;	/* FRAME: valid until the next read */
 	size_t		len;
-	uint64_t	lsn;			/* FRAME: its transaction's commit LSN; POSITION: the end LSN */
-	uint64_t	seq;			/* the stream sequence of the last message it covers */
-	bool		ends;			/* FRAME: it completes a transaction or holds a message */
+	uint64_t	lsn;			/* FRAME: its transaction's commit LSN;
+								 * POSITION: the end LSN */
+	uint64_t	seq;			/* the stream sequence of the last message it
+								 * covers */
+	bool		ends;			/* FRAME: it completes a transaction or holds
+								 * a message */
 } RpNatsSrcEvent;
 
 typedef struct RpNatsSrc RpNatsSrc;

@@ -22,11 +22,13 @@
 
 typedef struct RpNatsChain
 {
-	uint64_t	next_seq;		/* the sequence the next message must have (0: any) */
+	uint64_t	next_seq;		/* the sequence the next message must have (0:
+								 * any) */
 	bool		bound;			/* system_id and timeline are known */
 	uint64_t	system_id;
 	uint32_t	timeline;
-	uint64_t	end_lsn;		/* the end LSN the stream holds so far (0: unknown) */
+	uint64_t	end_lsn;		/* the end LSN the stream holds so far (0:
+								 * unknown) */
 	/* the transaction being read */
 	bool		in_txn;
 	uint64_t	commit_lsn;
@@ -36,7 +38,8 @@ typedef struct RpNatsChain
 
 typedef enum RpNatsStep
 {
-	RP_NATS_STEP_SKIP,			/* a relation description, or another source's stray: nothing to deliver */
+	RP_NATS_STEP_SKIP,			/* a relation description, or another source's
+								 * stray: nothing to deliver */
 	RP_NATS_STEP_BEGIN,			/* the first message of a transaction */
 	RP_NATS_STEP_CONTINUE,		/* a later message of the open transaction */
 	RP_NATS_STEP_POSITION,		/* an end LSN without data */

@@ -160,7 +160,10 @@ data_record(RpNatsSrc *s, natsMsg *m, uint64_t seq)
 	const char *wire = header(m, "Replicant-Wire");
 	const RpRelation *rel = NULL;
 
-	/* --nats-subjects: the change is read and checked, but neither described nor delivered */
+	/*
+	 * --nats-subjects: the change is read and checked, but neither described
+	 * nor delivered
+	 */
 	if (s->o.subjects && strcmp(op, "message") != 0 && strcmp(op, "truncate") != 0 &&
 		!rp_natsrc_subject_match(s->o.subjects, natsMsg_GetSubject(m)))
 		return 0;
@@ -195,7 +198,7 @@ data_record(RpNatsSrc *s, natsMsg *m, uint64_t seq)
 	{
 		rp_buf_reset(&s->rec);
 		if (rp_jsonwire_record(&s->rec, rel, natsMsg_GetData(m), (size_t) natsMsg_GetDataLength(m)) < 0)
-			{
+		{
 			char		why[512];
 
 			snprintf(why, sizeof(why), "%s", rp_error());
@@ -224,7 +227,10 @@ rp_natsrc_message(RpNatsSrc *s, natsMsg *m, uint64_t seq, RpNatsSrcEvent *ev)
 	rp_nats_head_parse(&h, rp_natsio_msg_header, m);
 	if (s->skip_partial)
 	{
-		/* no checkpoint and the stream's start is gone: wait for a whole transaction */
+		/*
+		 * no checkpoint and the stream's start is gone: wait for a whole
+		 * transaction
+		 */
 		if (h.kind == RP_NATS_KIND_DATA && h.index != 0)
 		{
 			s->chain.next_seq = seq + 1;

@@ -39,11 +39,14 @@ typedef struct RpNatsSrcCounters
 {
 	uint64_t	read_seq;		/* the last sequence read */
 	uint64_t	last_seq;		/* the stream's last sequence, as last seen */
-	uint64_t	messages;		/* messages read (relation and position ones too) */
-	uint64_t	opens;			/* subscriptions opened (the first, and every reopen) */
+	uint64_t	messages;		/* messages read (relation and position ones
+								 * too) */
+	uint64_t	opens;			/* subscriptions opened (the first, and every
+								 * reopen) */
 	uint64_t	relation_gets;	/* descriptions fetched by sequence */
 	uint64_t	replays;		/* messages delivered again, dropped */
-	uint64_t	skips;			/* messages the consumer skipped though the stream holds them */
+	uint64_t	skips;			/* messages the consumer skipped though the
+								 * stream holds them */
 } RpNatsSrcCounters;
 
 struct RpNatsSrc
@@ -55,10 +58,13 @@ struct RpNatsSrc
 	char	   *subject;		/* the stream's one subject */
 	uint64_t	last_seq;		/* the stream's last sequence, as last seen */
 	RpNatsChain chain;
-	bool		skip_partial;	/* no checkpoint, the stream's start is gone: skip to a whole transaction */
+	bool		skip_partial;	/* no checkpoint, the stream's start is gone:
+								 * skip to a whole transaction */
 	int64_t		last_msg_ms;	/* when a message last came (monotonic) */
-	int64_t		last_check_ms;	/* when the stream's state was last read for a stall */
-	uint64_t	resub_at;		/* the sequence the consumer was last started again at (0: none since) */
+	int64_t		last_check_ms;	/* when the stream's state was last read for a
+								 * stall */
+	uint64_t	resub_at;		/* the sequence the consumer was last started
+								 * again at (0: none since) */
 
 	/* the transaction being framed */
 	bool		open_txn;
@@ -79,8 +85,10 @@ struct RpNatsSrc
 
 /* rp_natsrc_js.c: a message by sequence (leader-routed get); -1 after rp_fail */
 extern int	rp_natsrc_get(RpNatsSrc *s, uint64_t seq, natsMsg **m);
+
 /* rp_natsrc_js.c: the stream's first and last sequences (and its one subject, kept); -1 after rp_fail */
 extern int	rp_natsrc_stream_state(RpNatsSrc *s, uint64_t *first, uint64_t *last);
+
 /* rp_natsrc_js.c: a failed JetStream request as a named error; -1 */
 extern int	rp_natsrc_js_fail(RpNatsSrc *s, const char *what, natsStatus st, jsErrCode code);
 
@@ -90,12 +98,16 @@ extern int	rp_natsrc_message(RpNatsSrc *s, natsMsg *m, uint64_t seq, RpNatsSrcEv
 /* rp_natsrc_rels.c */
 /* Keep the description a relation message holds (its payload); -1 after rp_fail. */
 extern int	rp_natsrc_rel_put(RpNatsSrc *s, uint64_t seq, const char *json, size_t len);
+
 /* The description at seq, fetched when not yet read; NULL after rp_fail. */
 extern RpNatsSrcRel *rp_natsrc_rel_at(RpNatsSrc *s, uint64_t seq);
+
 /* The description of relid as last read, or NULL. */
 extern RpNatsSrcRel *rp_natsrc_rel_of(RpNatsSrc *s, uint32_t relid);
+
 /* Append its Relation record to the frame unless the assembler has it. */
 extern void rp_natsrc_rel_send(RpNatsSrc *s, RpNatsSrcRel *r);
+
 /* After a reconnect: every description is to be sent again. */
 extern void rp_natsrc_rels_unsent(RpNatsSrc *s);
 extern void rp_natsrc_rels_free(RpNatsSrc *s);

@@ -39,7 +39,11 @@ rp_natsrc_stream_state(RpNatsSrc *s, uint64_t *first, uint64_t *last)
 
 	if (rc < 0)
 		return rp_natsrc_js_fail(s, "reading its state", st, code);
-	/* a replica's own store is no ground for the checks against the checkpoint */
+
+	/*
+	 * a replica's own store is no ground for the checks against the
+	 * checkpoint
+	 */
 	if (rc > 0)
 		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\" has no leader: a replica answered with its own state, which may lack messages the stream holds; asking again",
 					   s->o.stream);

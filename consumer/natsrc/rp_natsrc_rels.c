@@ -81,7 +81,10 @@ rel_keep(RpNatsSrc *s, uint64_t seq, RpRelation *rel)
 	}
 	if (r->seq > seq)
 	{
-		/* an older description fetched for an older change: keep the newer one */
+		/*
+		 * an older description fetched for an older change: keep the newer
+		 * one
+		 */
 		rp_relation_free(rel);
 		return r;
 	}

@@ -30,4 +30,3 @@ rp_natsrc_subject_match(const char *pattern, const char *subject)
 	}
 	return *pattern == '\0' && *subject == '\0';
 }
-

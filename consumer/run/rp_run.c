@@ -17,7 +17,7 @@
 #define RP_BACKOFF_MAX_S 30
 
 void
-rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks *h)
+rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks * h)
 {
 	memset(run, 0, sizeof(*run));
 	run->o = *o;
@@ -52,14 +52,22 @@ run_setup(RpRun *run, RpCheckpoint *ck, int *have_ck)
 	sink->spill = &run->spill;	/* the mirror's effect map charges it too */
 	rp_asm_init(&run->asm_, &run->spill, *have_ck ? ck->commit_lsn : 0);
 	run->asm_.events = run->h.events;
-	/* a sink that can apply a streamed transaction before its commit gets its blocks */
+
+	/*
+	 * a sink that can apply a streamed transaction before its commit gets its
+	 * blocks
+	 */
 	run->asm_.early = sink->handle_chunk != NULL && run->o.early_apply;
 	if (rp_deliver_init(&run->dl, sink, ck, sink->owns_checkpoint ? NULL : run->o.ckpt_path,
 						run->o.view_path, &run->o.limits) < 0)
 		return -1;
 	rp_deliver_count_into(&run->dl, &run->counters);
 	rp_deliver_set_events(&run->dl, &run->h.events);
-	/* no idle_hook: the receiving thread itself answers the server while the sink works */
+
+	/*
+	 * no idle_hook: the receiving thread itself answers the server while the
+	 * sink works
+	 */
 	if (run->h.started && run->h.started(run->h.arg, sink) < 0)
 		return -1;
 	return 0;
@@ -83,8 +91,8 @@ run_resume_point(RpRun *run, RpCheckpoint *durable, bool *lost_sink)
 
 	/*
 	 * The delivery thread lost its sink (a destination restart): start
-	 * delivery over from what is durable.  The relation view is reloaded
-	 * too, so a schema change rolled back with the failed batch is seen (and
+	 * delivery over from what is durable.  The relation view is reloaded too,
+	 * so a schema change rolled back with the failed batch is seen (and
 	 * applied, or halted on) again.
 	 */
 	rp_error_clear();
@@ -133,7 +141,11 @@ run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
 		/* a stop that met connection trouble is still a stop */
 		if (rp_stop_requested() && rp_error_halt() == RP_HALT_NONE)
 			return 0;
-		/* fail-closed halts and no_loop end the run; connection trouble retries */
+
+		/*
+		 * fail-closed halts and no_loop end the run; connection trouble
+		 * retries
+		 */
 		if (rp_error_halt() == RP_HALT_NONE)
 		{
 			RpEvent		ev;
@@ -152,8 +164,8 @@ run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
 		/*
 		 * The backoff starts over after progress (the durable position
 		 * moved), or after a source connection that got to stream; a sink
-		 * that fails again and again (the source streams fine each time)
-		 * is retried ever less often, up to RP_BACKOFF_MAX_S.
+		 * that fails again and again (the source streams fine each time) is
+		 * retried ever less often, up to RP_BACKOFF_MAX_S.
 		 */
 		if (durable.end_lsn > progress_lsn || (run->streamed && !lost_sink))
 			backoff = 1;
@@ -164,6 +176,7 @@ run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
 		if (!rp_pause_ms(backoff * 1000))
 			return 0;
 		backoff = backoff * 2 > RP_BACKOFF_MAX_S ? RP_BACKOFF_MAX_S : backoff * 2;
+
 		/*
 		 * Once a connection has bound the checkpoint to the source (the
 		 * delivery thread runs), later ones check against it; before that
@@ -182,7 +195,8 @@ run_stop_threads(RpRun *run)
 	if (rp_stop_requested())
 		rp_pipe_abandon(&run->pipe, NULL, NULL);
 	rp_pipe_stop(&run->pipe);
-	rp_backfill_stop(run->o.backfill);	/* after the delivery thread: it may hold a chunk */
+	rp_backfill_stop(run->o.backfill);	/* after the delivery thread: it may
+										 * hold a chunk */
 }
 
 /* A run that failed: stopped, its spill files removed, the error kept; -1. */
@@ -231,7 +245,11 @@ rp_run_free(RpRun *run)
 {
 	rp_deliver_free(&run->dl);
 	rp_asm_free(&run->asm_);
-	/* the spill store's directory name, which run_setup's rp_spill_init copied */
+
+	/*
+	 * the spill store's directory name, which run_setup's rp_spill_init
+	 * copied
+	 */
 	rp_free(run->spill.dir);
 	run->spill.dir = NULL;
 }

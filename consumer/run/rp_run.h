@@ -33,25 +33,33 @@ typedef struct RpRunOptions
 	const char *slot;			/* the name a new checkpoint is bound to */
 	uint64_t	endpos;			/* end once this LSN is durable (0: never) */
 	uint64_t	endpos_seq;		/* a stream's: end at this sequence (0: never) */
-	int			status_interval_ms; /* idle positions recorded at most this often */
-	bool		no_loop;		/* connection trouble ends the run instead of a retry */
+	int			status_interval_ms; /* idle positions recorded at most this
+									 * often */
+	bool		no_loop;		/* connection trouble ends the run instead of
+								 * a retry */
 	RpBatchLimits limits;
-	const char *ckpt_path;		/* where a sink without its own checkpoint keeps one */
-	const char *view_path;		/* the relation descriptions kept across restarts */
+	const char *ckpt_path;		/* where a sink without its own checkpoint
+								 * keeps one */
+	const char *view_path;		/* the relation descriptions kept across
+								 * restarts */
 	const char *spill_dir;
 	size_t		max_memory;
 	uint64_t	max_spill;
-	bool		early_apply;	/* a sink that can may apply streamed transactions early */
+	bool		early_apply;	/* a sink that can may apply streamed
+								 * transactions early */
 	bool		messages;		/* logical decoding messages pass to the sink */
-	RpBackfill *backfill;		/* stopped after the delivery thread (it may hold a chunk); or NULL */
+	RpBackfill *backfill;		/* stopped after the delivery thread (it may
+								 * hold a chunk); or NULL */
 } RpRunOptions;
 
 /* The stream's figures, each turn of the loop (value-free). */
 typedef struct RpRunProgress
 {
-	uint64_t	lag_bytes;		/* a slot: the server's WAL end past the checkpoint */
+	uint64_t	lag_bytes;		/* a slot: the server's WAL end past the
+								 * checkpoint */
 	double		lag_seconds;
-	int64_t		lag_msgs;		/* a stream: messages past what is durable; -1 from a slot */
+	int64_t		lag_msgs;		/* a stream: messages past what is durable; -1
+								 * from a slot */
 	uint64_t	txns;
 	uint64_t	changes;
 	uint64_t	checkpoint_lsn;
@@ -67,18 +75,28 @@ typedef enum RpRunLogLevel
 
 typedef struct RpRunHooks
 {
-	RpEventHook events;			/* every stage's events, and the run's CONN_UP, CONN_LOST */
-	RpMetrics  *metrics;		/* the receiving counters the run adds to (bytes, halts, ...) */
+	RpEventHook events;			/* every stage's events, and the run's
+								 * CONN_UP, CONN_LOST */
+	RpMetrics  *metrics;		/* the receiving counters the run adds to
+								 * (bytes, halts, ...) */
 	/* each turn of the loop; NULL: none */
 	void		(*progress) (void *arg, const RpRunProgress *p);
 	/* a message line (no program name, no level); NULL: dropped */
 	void		(*log) (void *arg, RpRunLogLevel level, const char *line);
-	/* true once after the program was asked to reopen its output (SIGHUP); NULL: never */
+
+	/*
+	 * true once after the program was asked to reopen its output (SIGHUP);
+	 * NULL: never
+	 */
 	bool		(*take_reopen) (void *arg);
-	/* delivery is set up (the backfill's copies may start): 0, or -1 (rp_error) */
+
+	/*
+	 * delivery is set up (the backfill's copies may start): 0, or -1
+	 * (rp_error)
+	 */
 	int			(*started) (void *arg, RpSink *sink);
 	void	   *arg;			/* for the callbacks */
-} RpRunHooks;
+}			RpRunHooks;
 
 typedef struct RpRun
 {
@@ -90,15 +108,18 @@ typedef struct RpRun
 	RpAsm		asm_;
 	RpDelivery	dl;				/* owned by the delivery thread once it runs */
 	RpPipe		pipe;
-	RpDlCounters counters;		/* the deliveries' telemetry, for the run's life */
-	RpMetrics	own_metrics;	/* the counters' place when the hooks give none */
+	RpDlCounters counters;		/* the deliveries' telemetry, for the run's
+								 * life */
+	RpMetrics	own_metrics;	/* the counters' place when the hooks give
+								 * none */
 	uint64_t	read_seq;		/* from a stream: the last sequence read */
 	bool		streamed;		/* a connection started since the last retry */
-	int64_t		last_advance_us;	/* last idle advance asked of the delivery thread */
+	int64_t		last_advance_us;	/* last idle advance asked of the delivery
+									 * thread */
 } RpRun;
 
 /* The run's options and hooks (copied; the strings they point to are the caller's). */
-extern void rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks *h);
+extern void rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks * h);
 
 /*
  * Stream from src into sink (open; the caller closes it after) until

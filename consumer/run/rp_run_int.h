@@ -11,8 +11,10 @@
 
 /* One connection's life: 0 = finished (endpos or a stop), -1 = error (rp_error). */
 extern int	rp_run_once(RpRun *run, bool have_ck);
+
 /* Tell the run's subscriber (the slot filled in). */
 extern void rp_run_emit(RpRun *run, RpEvent *ev);
+
 /* A line for the program's log (printf-style). */
 extern void rp_run_log(RpRun *run, RpRunLogLevel level, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));

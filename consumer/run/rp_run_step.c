@@ -94,7 +94,10 @@ show_progress(RpRun *run)
 
 		if (run->pipe.started)
 		{
-			/* not rp_pipe_durable: a failed delivery is the main loop's to report */
+			/*
+			 * not rp_pipe_durable: a failed delivery is the main loop's to
+			 * report
+			 */
 			pthread_mutex_lock(&run->pipe.lock);
 			done = run->pipe.durable.source_seq;
 			pthread_mutex_unlock(&run->pipe.lock);
@@ -244,9 +247,9 @@ on_keepalive(RpRun *run, const RpSourceRead *r, bool *done)
 		int64_t		now = rp_clock_wall_us();
 
 		/*
-		 * A sink that records an idle position pays a write for it: once
-		 * per status interval, or when the server asks (it does when it
-		 * waits for us, e.g. to shut down).
+		 * A sink that records an idle position pays a write for it: once per
+		 * status interval, or when the server asks (it does when it waits for
+		 * us, e.g. to shut down).
 		 */
 		if (r->reply_requested ||
 			now - run->last_advance_us >= (int64_t) run->o.status_interval_ms * 1000)
@@ -268,7 +271,8 @@ typedef struct RpRunTurn
 	bool		done;
 	bool		in_txn;			/* read into a transaction not yet complete */
 	uint64_t	read_seq;		/* a stream's last sequence read (or durable) */
-	uint64_t	held_lsn;		/* a stream's position read while busy: recorded once idle */
+	uint64_t	held_lsn;		/* a stream's position read while busy:
+								 * recorded once idle */
 	uint64_t	held_seq;
 } RpRunTurn;
 
@@ -296,7 +300,11 @@ on_read(RpRun *run, RpRunTurn *t, const RpSourceRead *r)
 		case RP_SOURCE_POSITION:
 			if (run->src->keepalives)
 				return on_keepalive(run, r, &t->done);
-			/* a stream's empty transactions: the checkpoint moves only when nothing is in flight */
+
+			/*
+			 * a stream's empty transactions: the checkpoint moves only when
+			 * nothing is in flight
+			 */
 			if (idle(run))
 				rp_pipe_advance(&run->pipe, r->lsn, r->seq);
 			else
@@ -327,7 +335,10 @@ rp_run_once(RpRun *run, bool have_ck)
 		wait_ms = run->o.status_interval_ms;
 	if (!run->src->keepalives)
 	{
-		/* an end already reached by what is durable: nothing to read (as a slot's keepalive says) */
+		/*
+		 * an end already reached by what is durable: nothing to read (as a
+		 * slot's keepalive says)
+		 */
 		t.read_seq = o.ck.source_seq;
 		t.done = (run->o.endpos_seq && t.read_seq >= run->o.endpos_seq) ||
 			(run->o.endpos && o.ck.end_lsn >= run->o.endpos);

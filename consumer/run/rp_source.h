@@ -27,7 +27,8 @@ typedef enum RpSourceKind
 {
 	RP_SOURCE_NONE,				/* nothing within the wait */
 	RP_SOURCE_FRAME,			/* a frame for rp_asm_frame */
-	RP_SOURCE_POSITION,			/* a position without data (a keepalive, an empty transaction) */
+	RP_SOURCE_POSITION,			/* a position without data (a keepalive, an
+								 * empty transaction) */
 	RP_SOURCE_END				/* the server ended the stream */
 } RpSourceKind;
 
@@ -36,28 +37,39 @@ typedef struct RpSourceRead
 	RpSourceKind kind;
 	const unsigned char *data;	/* FRAME: valid until the next read or close */
 	size_t		len;
-	uint64_t	lsn;			/* FRAME: its WAL (or commit) position; POSITION: the end LSN */
-	uint64_t	seq;			/* a stream's sequence of the last message read; 0 from a slot */
-	bool		ends;			/* FRAME: it completes a transaction (a slot's: every frame) */
-	bool		reply_requested;	/* POSITION: the server asks for a status update now */
+	uint64_t	lsn;			/* FRAME: its WAL (or commit) position;
+								 * POSITION: the end LSN */
+	uint64_t	seq;			/* a stream's sequence of the last message
+								 * read; 0 from a slot */
+	bool		ends;			/* FRAME: it completes a transaction (a
+								 * slot's: every frame) */
+	bool		reply_requested;	/* POSITION: the server asks for a status
+									 * update now */
 } RpSourceRead;
 
 /* What a connection starts from, and what the source tells back. */
 typedef struct RpSourceOpen
 {
-	RpCheckpoint ck;			/* in: what is durable (the first time: the checkpoint read) */
+	RpCheckpoint ck;			/* in: what is durable (the first time: the
+								 * checkpoint read) */
 	bool		have_ck;		/* ck is a checkpoint (not an empty start) */
-	bool		first;			/* the run's first connection: it binds the checkpoint */
-	bool		early;			/* the sink applies streamed transactions before their commit */
-	RpCheckpoint bind;			/* out: the source's identity (system id, timeline, source) */
-	RpEvent		up;				/* out: CONN_UP's fields (the start LSN, or the stream) */
+	bool		first;			/* the run's first connection: it binds the
+								 * checkpoint */
+	bool		early;			/* the sink applies streamed transactions
+								 * before their commit */
+	RpCheckpoint bind;			/* out: the source's identity (system id,
+								 * timeline, source) */
+	RpEvent		up;				/* out: CONN_UP's fields (the start LSN, or
+								 * the stream) */
 } RpSourceOpen;
 
 /* What is known of the source's end, for the progress figures. */
 typedef struct RpSourceEnd
 {
-	bool		by_seq;			/* positions are stream sequences, not WAL bytes */
-	uint64_t	end;			/* the server's WAL end, or the stream's last sequence; 0 unknown */
+	bool		by_seq;			/* positions are stream sequences, not WAL
+								 * bytes */
+	uint64_t	end;			/* the server's WAL end, or the stream's last
+								 * sequence; 0 unknown */
 } RpSourceEnd;
 
 typedef struct RpSource RpSource;
@@ -70,18 +82,35 @@ struct RpSource
 	 * messages (each recorded, held while a transaction is in flight).
 	 */
 	bool		keepalives;
-	/* Connect and start reading after o->ck.  0, or -1 after rp_fail (retried unless a halt). */
+
+	/*
+	 * Connect and start reading after o->ck.  0, or -1 after rp_fail (retried
+	 * unless a halt).
+	 */
 	int			(*open) (RpSource *src, RpSourceOpen *o);
-	/* The next thing within timeout_ms: 0 (r set, maybe NONE), or -1 after rp_fail. */
+
+	/*
+	 * The next thing within timeout_ms: 0 (r set, maybe NONE), or -1 after
+	 * rp_fail.
+	 */
 	int			(*read) (RpSource *src, RpSourceRead *r, int timeout_ms);
+
 	/*
 	 * Report durable_lsn upstream: at most once per status interval unless
 	 * force.  NULL: a source that acknowledges nothing.
 	 */
 	int			(*feedback) (RpSource *src, uint64_t durable_lsn, bool force, bool request_reply);
-	/* A clean end (endpos, a stop): the last feedback, then the stream ended politely. */
+
+	/*
+	 * A clean end (endpos, a stop): the last feedback, then the stream ended
+	 * politely.
+	 */
 	void		(*finish) (RpSource *src, uint64_t durable_lsn);
-	/* After trouble: disconnect; what was half read comes again on the next open. */
+
+	/*
+	 * After trouble: disconnect; what was half read comes again on the next
+	 * open.
+	 */
 	void		(*close) (RpSource *src);
 	void		(*end) (const RpSource *src, RpSourceEnd *e);
 	void		(*free) (RpSource *src);
@@ -100,16 +129,21 @@ typedef struct RpSlotSourceOptions
 	uint64_t	startpos;		/* 0: from the checkpoint */
 	char	   *const *plugin_options;	/* name, value pairs */
 	int			noptions;		/* pairs */
-	/* 0: lowered for an early-applying sink only; RP_SOURCE_WORK_MEM_SERVER: untouched */
+
+	/*
+	 * 0: lowered for an early-applying sink only; RP_SOURCE_WORK_MEM_SERVER:
+	 * untouched
+	 */
 	uint64_t	decoding_work_mem_kb;
-	RpSnapSelect select;		/* the plugin's table patterns, checked at the first start */
+	RpSnapSelect select;		/* the plugin's table patterns, checked at the
+								 * first start */
 	int			status_interval_ms;
 	void		(*log_info) (void *arg, const char *line);	/* -v lines, or NULL */
 	void	   *log_arg;
-} RpSlotSourceOptions;
+}			RpSlotSourceOptions;
 
 /* The options are copied (not the strings they point to); NULL after rp_fail. */
-extern RpSource *rp_source_slot_new(const RpSlotSourceOptions *o);
+extern RpSource *rp_source_slot_new(const RpSlotSourceOptions * o);
 
 /* ---- a JetStream stream (rp_source_nats.c) ---- */
 

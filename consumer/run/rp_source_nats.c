@@ -90,7 +90,7 @@ nats_free(RpSource *src)
 	rp_free(src);
 }
 
-RpSource *
+RpSource   *
 rp_source_nats_new(RpNatsSrc *nsrc, const char *stream)
 {
 	RpNatsSource *s = rp_malloc0(sizeof(*s));

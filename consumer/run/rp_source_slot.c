@@ -40,7 +40,8 @@ typedef struct RpSlotSource
 	RpSlotSourceOptions o;
 	RpConn		conn;
 	bool		connected;
-	RpMsg		msg;			/* the last read, released by the next read or close */
+	RpMsg		msg;			/* the last read, released by the next read or
+								 * close */
 } RpSlotSource;
 
 /*
@@ -65,7 +66,11 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck)
 	if (info.lost)
 		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" has been invalidated (wal_status lost)",
 					   slot);
-	/* a checkpoint that never held a position (nothing delivered yet) has no gap */
+
+	/*
+	 * a checkpoint that never held a position (nothing delivered yet) has no
+	 * gap
+	 */
 	if (have_ck && ck->end_lsn > 0 && info.confirmed_flush > ck->end_lsn)
 	{
 		rp_lsn_format(info.confirmed_flush, a);
@@ -77,13 +82,16 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck)
 }
 
 static char **
-plugin_options(const RpSlotSourceOptions *so)
+plugin_options(const RpSlotSourceOptions * so)
 {
 	char	  **o = rp_malloc0(sizeof(char *) * (size_t) (so->noptions * 2 + 5));
 	int			n = 0;
 	bool		streaming_set = false;
 
-	/* version 3: every timestamp PostgreSQL has (2), and a partition root's kind (3) */
+	/*
+	 * version 3: every timestamp PostgreSQL has (2), and a partition root's
+	 * kind (3)
+	 */
 	o[n++] = "proto_version";
 	o[n++] = RP_PROTO_VERSION_STR;
 	for (int i = 0; i < so->noptions * 2; i++)
@@ -92,10 +100,11 @@ plugin_options(const RpSlotSourceOptions *so)
 			streaming_set = true;
 		o[n++] = so->plugin_options[i];
 	}
+
 	/*
-	 * Large transactions come streamed unless told otherwise: the server
-	 * then never spills them to its own disk, and this consumer bounds its
-	 * memory with --max-memory and its own spill files (G5).
+	 * Large transactions come streamed unless told otherwise: the server then
+	 * never spills them to its own disk, and this consumer bounds its memory
+	 * with --max-memory and its own spill files (G5).
 	 */
 	if (!streaming_set)
 	{
@@ -201,10 +210,18 @@ slot_open(RpSource *src, RpSourceOpen *o)
 	s->connected = true;
 	if (rp_conn_identify(&s->conn) < 0)
 		return -1;
-	/* a table pattern that selects nothing is a mistake: said before anything streams */
+
+	/*
+	 * a table pattern that selects nothing is a mistake: said before anything
+	 * streams
+	 */
 	if (o->first && rp_snapcat_check_patterns(s->conn.pg, &s->o.select) < 0)
 		return -1;
-	/* the first connection binds a new checkpoint to this source, later ones check it */
+
+	/*
+	 * the first connection binds a new checkpoint to this source, later ones
+	 * check it
+	 */
 	if (o->have_ck && o->first && rp_ckpt_check_kind(&o->ck, "") < 0)
 		return -1;
 	if (o->have_ck && rp_ckpt_check_source(&o->ck, s->conn.system_id, s->conn.timeline, s->o.slot) < 0)
@@ -321,8 +338,8 @@ slot_free(RpSource *src)
 	rp_free(src);
 }
 
-RpSource *
-rp_source_slot_new(const RpSlotSourceOptions *o)
+RpSource   *
+rp_source_slot_new(const RpSlotSourceOptions * o)
 {
 	RpSlotSource *s = rp_malloc0(sizeof(*s));
 

@@ -142,7 +142,11 @@ rp_recv_range(RpBuf *out, const RpRecvType *t, const unsigned char *d, uint32_t 
 
 	if (len < 1)
 		return bad(err, errlen, RP_ENC_RANGE, len);
-	/* the low five bits mean the same on both sides; 0x20/0x40 (NULL bounds) never reach a value */
+
+	/*
+	 * the low five bits mean the same on both sides; 0x20/0x40 (NULL bounds)
+	 * never reach a value
+	 */
 	flags = d[0] & (RP_RANGE_EMPTY | RP_RANGE_LB_INC | RP_RANGE_UB_INC | RP_RANGE_LB_INF | RP_RANGE_UB_INF);
 	if (flags & RP_RANGE_EMPTY)
 		flags = RP_RANGE_EMPTY;
@@ -274,7 +278,10 @@ rp_recv_scalar(RpBuf *out, uint8_t enc, const unsigned char *d, uint32_t len,
 			{
 				int64_t		w;
 
-				/* every PostgreSQL timestamp has a wire value (extended range) */
+				/*
+				 * every PostgreSQL timestamp has a wire value (extended
+				 * range)
+				 */
 				if (len != 8 || !rp_ts_from_pg((int64_t) rd64(d), true, &w))
 					return bad(err, errlen, enc, len);
 				rp_buf_put_u64(out, (uint64_t) w);
@@ -308,7 +315,7 @@ rp_recv_scalar(RpBuf *out, uint8_t enc, const unsigned char *d, uint32_t len,
 
 int
 rp_copybin_value(RpBuf *out, const RpRecvType *t, const unsigned char *data, uint32_t len,
-				char *err, size_t errlen)
+				 char *err, size_t errlen)
 {
 	if (!rp_copybin_supported(t))
 	{
@@ -327,7 +334,7 @@ rp_copybin_value(RpBuf *out, const RpRecvType *t, const unsigned char *data, uin
 
 int
 rp_copybin_tuple(const unsigned char **pp, const unsigned char *end, int maxfields,
-				int *nfields, const unsigned char **data, int32_t *len)
+				 int *nfields, const unsigned char **data, int32_t *len)
 {
 	const unsigned char *p = *pp;
 	int16_t		n;

@@ -33,14 +33,16 @@ typedef struct RpRecvType
 	uint8_t		encoding;		/* RpEncoding of the value */
 	uint8_t		elem_encoding;	/* arrays and ranges: the element's */
 	uint32_t	elem_oid;		/* arrays and ranges: the element type */
-	const struct RpRecvComposite *comp; /* composites: the fields (NULL: unknown) */
+	const struct RpRecvComposite *comp; /* composites: the fields (NULL:
+										 * unknown) */
 } RpRecvType;
 
 /* One field of a composite type, as the plugin names and encodes it. */
 typedef struct RpRecvField
 {
 	const char *name;
-	uint32_t	type_oid;		/* pg_attribute.atttypid (a domain stays a domain) */
+	uint32_t	type_oid;		/* pg_attribute.atttypid (a domain stays a
+								 * domain) */
 	RpRecvType	type;
 } RpRecvField;
 
@@ -60,7 +62,7 @@ extern bool rp_copybin_supported(const RpRecvType *t);
  * then left with a partial value (the caller drops the row's buffer).
  */
 extern int	rp_copybin_value(RpBuf *out, const RpRecvType *t, const unsigned char *data,
-							uint32_t len, char *err, size_t errlen);
+							 uint32_t len, char *err, size_t errlen);
 
 /*
  * Walk one tuple of a binary COPY stream at *p (end: the end of the data):
@@ -69,7 +71,7 @@ extern int	rp_copybin_value(RpBuf *out, const RpRecvType *t, const unsigned char
  * when malformed.
  */
 extern int	rp_copybin_tuple(const unsigned char **p, const unsigned char *end, int maxfields,
-							int *nfields, const unsigned char **data, int32_t *len);
+							 int *nfields, const unsigned char **data, int32_t *len);
 
 /* The 19-byte header of a binary COPY stream: its length, or -1. */
 extern int	rp_copybin_header(const unsigned char *p, size_t avail);

@@ -62,7 +62,10 @@ rp_type_base(const RpTypeMap *m, uint32_t oid)
 {
 	const RpTypeRow *t;
 
-	/* domains over domains: follow to the bottom (bounded: the catalog has no cycles) */
+	/*
+	 * domains over domains: follow to the bottom (bounded: the catalog has no
+	 * cycles)
+	 */
 	for (int depth = 0;
 		 depth < 64 && (t = rp_type_find(m, oid)) != NULL && t->typtype == RP_TYPTYPE_DOMAIN;
 		 depth++)
@@ -110,14 +113,14 @@ rp_type_map_load(PGconn *conn, RpTypeMap *m)
 {
 	PGresult   *res;
 	const char *sql = PQserverVersion(conn) >= 140000
-		? "SELECT t.oid, t.typtype, t.typbasetype,"
-		"  CASE WHEN t.typsubscript = 'pg_catalog.array_subscript_handler'::pg_catalog.regproc"
-		"  THEN t.typelem ELSE 0 END, COALESCE(r.rngsubtype, 0), t.typsend <> 0, t.typrelid"
-		" FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid ORDER BY 1"
-		: "SELECT t.oid, t.typtype, t.typbasetype,"
-		"  CASE WHEN t.typelem <> 0 AND t.typlen = -1 THEN t.typelem ELSE 0 END,"
-		"  COALESCE(r.rngsubtype, 0), t.typsend <> 0, t.typrelid"
-		" FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid ORDER BY 1";
+	? "SELECT t.oid, t.typtype, t.typbasetype,"
+	"  CASE WHEN t.typsubscript = 'pg_catalog.array_subscript_handler'::pg_catalog.regproc"
+	"  THEN t.typelem ELSE 0 END, COALESCE(r.rngsubtype, 0), t.typsend <> 0, t.typrelid"
+	" FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid ORDER BY 1"
+	: "SELECT t.oid, t.typtype, t.typbasetype,"
+	"  CASE WHEN t.typelem <> 0 AND t.typlen = -1 THEN t.typelem ELSE 0 END,"
+	"  COALESCE(r.rngsubtype, 0), t.typsend <> 0, t.typrelid"
+	" FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid ORDER BY 1";
 
 	res = PQexec(conn, sql);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
@@ -266,7 +269,11 @@ rp_snapcat_check_patterns(PGconn *conn, const RpSnapSelect *sel)
 	rp_buf_put_char(&q, '\0');
 	res = PQexec(conn, q.data);
 	rp_buf_free(&q);
-	/* tables the stream does not name: partitioned or partitions (by the mode), unlogged */
+
+	/*
+	 * tables the stream does not name: partitioned or partitions (by the
+	 * mode), unlogged
+	 */
 	parts = PQexec(conn, "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c"
 				   " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 				   " WHERE c.relkind IN ('r', 'p')");
@@ -279,7 +286,10 @@ rp_snapcat_check_patterns(PGconn *conn, const RpSnapSelect *sel)
 	}
 	for (int l = 0; l < 2 && rc == 0; l++)
 	{
-		/* an exclusion only needs to name some table; an inclusion one whose changes are sent */
+		/*
+		 * an exclusion only needs to name some table; an inclusion one whose
+		 * changes are sent
+		 */
 		if (!lists[l] || !*lists[l] || !rp_patterns_unmatched(lists[l], l == 0 ? res : parts, pat, sizeof(pat)))
 			continue;
 		if (l == 0 && !rp_patterns_unmatched(pat, parts, one, sizeof(one)))
@@ -433,6 +443,7 @@ rp_snapcat_column(PGconn *conn, const RpTypeMap *m, RpSnapTable *t, int i)
 				 c->encoding == RP_ENC_COMPOSITE
 				 ? " (a field sent as text, or an array of composites, inside it)" : "");
 	}
+
 	/*
 	 * Binary rows name no type except inside arrays (the element OID) and
 	 * composites (each field's): those load elsewhere only for built-in
@@ -555,11 +566,12 @@ rp_snapcat_columns(PGconn *conn, const RpTypeMap *types, RpSnapTable *t)
 	int			ncols;
 
 	snprintf(oid, sizeof(oid), "%u", t->rel->relid);
+
 	/*
 	 * Per column: the key position (primary key), and membership in the
-	 * replica identity as the plugin's relcache computes it: the primary
-	 * key under DEFAULT, the chosen index under INDEX, every column
-	 * under FULL, none under NOTHING.
+	 * replica identity as the plugin's relcache computes it: the primary key
+	 * under DEFAULT, the chosen index under INDEX, every column under FULL,
+	 * none under NOTHING.
 	 */
 	res = PQexecParams(conn,
 					   "SELECT a.attnum, a.attname, a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod),"

@@ -22,13 +22,18 @@ typedef struct RpSnapTable
 {
 	RpRelation *rel;			/* owned */
 	RpRecvType *recv;			/* per column of rel */
-	int		   *keycols;		/* primary key, in key order: indexes into rel->cols */
+	int		   *keycols;		/* primary key, in key order: indexes into
+								 * rel->cols */
 	int			nkey;
 	int64_t		estimate;		/* pg_class.reltuples, -1 unknown */
-	bool		partitioned;	/* a partition root (partitions=root): read without ONLY, in key order */
-	bool		portable;		/* binary COPY rows load into a same-typed table elsewhere */
-	bool		convertible;	/* every column converts to the wire (rp_pgrecv) */
-	char		why[160];		/* names the column that is not portable/convertible */
+	bool		partitioned;	/* a partition root (partitions=root): read
+								 * without ONLY, in key order */
+	bool		portable;		/* binary COPY rows load into a same-typed
+								 * table elsewhere */
+	bool		convertible;	/* every column converts to the wire
+								 * (rp_pgrecv) */
+	char		why[160];		/* names the column that is not
+								 * portable/convertible */
 } RpSnapTable;
 
 /* Table patterns of the plugin's include_tables / exclude_tables options. */
@@ -36,7 +41,8 @@ typedef struct RpSnapSelect
 {
 	const char *include;		/* NULL: every table */
 	const char *exclude;
-	bool		via_root;		/* the plugin's partitions=root: roots stand for their partitions */
+	bool		via_root;		/* the plugin's partitions=root: roots stand
+								 * for their partitions */
 } RpSnapSelect;
 
 /* Does schema.table pass the selection (the plugin's rule)? */

@@ -32,16 +32,20 @@ typedef struct RpSnapHandoff
 	bool		first;
 	bool		quit;
 	int			rc;
-	RpHalt		halt;			/* the thread's failure, re-raised by the waiter */
+	RpHalt		halt;			/* the thread's failure, re-raised by the
+								 * waiter */
 	char		error[1024];
 } RpSnapHandoff;
 
 /* Start the delivery thread; -1 after rp_fail() (rp_snap_handoff_end still due). */
 extern int	rp_snap_handoff_start(RpSnapHandoff *h, RpSnapHandoffFn fn, void *arg);
+
 /* Wait until nothing is in flight; -1 (re-raised here) if storing failed. */
 extern int	rp_snap_handoff_wait(RpSnapHandoff *h);
+
 /* Hand item over (after rp_snap_handoff_wait: nothing is in flight). */
 extern void rp_snap_handoff_give(RpSnapHandoff *h, void *item, bool first);
+
 /* Let the item in flight finish, stop the thread, free h's locks. */
 extern void rp_snap_handoff_end(RpSnapHandoff *h);
 

@@ -53,7 +53,7 @@ rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
 }
 
 void
-rp_snap_say(const RpSnapOptions *o, const char *fmt,...)
+rp_snap_say(const RpSnapOptions * o, const char *fmt,...)
 {
 	char		line[1024];
 	int			n = snprintf(line, sizeof(line), "%s: ", o->progname);
@@ -63,7 +63,8 @@ rp_snap_say(const RpSnapOptions *o, const char *fmt,...)
 	vsnprintf(line + n, sizeof(line) - (size_t) n, fmt, ap);
 	va_end(ap);
 	if (o->log_fn)
-		o->log_fn(line);		/* the program's log: its progress lines erased first */
+		o->log_fn(line);		/* the program's log: its progress lines
+								 * erased first */
 	else
 		fprintf(stderr, "%s\n", line);
 }
@@ -89,7 +90,7 @@ rp_snap_report(RpSnapRun *run, bool final)
 
 /* CREATE_REPLICATION_SLOT ... with an exported snapshot: lsn and name. */
 static int
-rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *snapname, size_t len)
+rp_snap_create_slot(RpConn *rc, const RpSnapOptions * o, uint64_t *lsn, char *snapname, size_t len)
 {
 	char	   *id = rp_sql_ident_dup(o->slot);
 	char		cmd[512];
@@ -153,8 +154,8 @@ rp_snap_job_cmp(const void *a, const void *b)
 			   *y = b;
 
 	/*
-	 * Tables without a key first: a stopped copy can resume every other
-	 * table under a new snapshot, but not these (rp_snap_check_keyless).
+	 * Tables without a key first: a stopped copy can resume every other table
+	 * under a new snapshot, but not these (rp_snap_check_keyless).
 	 */
 	if ((x->t->nkey == 0) != (y->t->nkey == 0))
 		return x->t->nkey == 0 ? -1 : 1;
@@ -185,7 +186,7 @@ rp_snap_stats_free(RpSnapStats *st)
  * consistent point of the copy that stopped.  0, or -1 after rp_fail().
  */
 static int
-rp_snap_find_resume(PGconn *coord, const RpSnapOptions *o, RpSink *sink, bool *resume,
+rp_snap_find_resume(PGconn *coord, const RpSnapOptions * o, RpSink *sink, bool *resume,
 					uint64_t *resume_lsn)
 {
 	RpSnapTable *tables = NULL;
@@ -242,7 +243,7 @@ out:
 static int
 rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t resume_lsn)
 {
-	const RpSnapOptions *o = run->opts;
+	const		RpSnapOptions *o = run->opts;
 
 	if (resume)
 	{
@@ -269,7 +270,11 @@ rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t
 			return -1;
 		}
 		run->lsn = resume_lsn;
-		/* a new snapshot for the rest; the stream from the old point reconciles */
+
+		/*
+		 * a new snapshot for the rest; the stream from the old point
+		 * reconciles
+		 */
 		if (rp_snap_exec(coord, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "BEGIN", NULL) < 0)
 			return -1;
 		res = PQexec(coord, "SELECT pg_catalog.pg_export_snapshot()");
@@ -293,6 +298,7 @@ rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t
 			rp_fail(RP_HALT_CONFIG, "snapshot: a new snapshot creates its slot: add --create-slot");
 			return -1;
 		}
+
 		/*
 		 * The snapshot's time (history tables open their versions at it) is
 		 * the source's, read before the slot exists: no commit after the
@@ -363,8 +369,8 @@ rp_snap_plan(RpSnapRun *run, RpUuid7Gen *ids, RpSnapTable *tables, int ntables)
 				{
 					/*
 					 * A token with no dump (a log sink's, rp_snapresume.h):
-					 * only the consistent point is kept, the table is
-					 * copied again whole as a new dump.
+					 * only the consistent point is kept, the table is copied
+					 * again whole as a new dump.
 					 */
 					rp_snaptoken_free(&job->tok);
 					memset(&job->tok, 0, sizeof(job->tok));
@@ -500,7 +506,7 @@ rp_snap_sink_done(RpSink *sink)
 static int
 rp_snap_workers_open(RpSnapRun *run, RpSnapWorker **workers, int *nworkers)
 {
-	const RpSnapOptions *o = run->opts;
+	const		RpSnapOptions *o = run->opts;
 
 	*nworkers = o->workers < run->njobs ? o->workers : run->njobs;
 	*workers = rp_malloc0(sizeof(RpSnapWorker) * (size_t) (*nworkers + 1));
@@ -548,7 +554,7 @@ rp_snap_complete(RpSnapRun *run, int64_t started, RpCheckpoint *ck)
  * planned, the workers opened, the copy, the completion.
  */
 int
-rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
+rp_snapshot_run(const RpSnapOptions * o, RpSink *sink, RpCheckpoint *ck)
 {
 	RpSnapRun	run;
 	RpConn		repl;
@@ -562,7 +568,7 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 	uint64_t	resume_lsn = 0;
 	int64_t		started = rp_clock_wall_us();
 	int			rc = -1;
-	bool		tty = o->progress && isatty(STDERR_FILENO);
+	bool		tty = o->progress &&isatty(STDERR_FILENO);
 	RpSnapStats uncounted;		/* the counters when the caller keeps none */
 	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run's snapshot_ids */
 	int			sink_done;
@@ -590,7 +596,11 @@ rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 
 	if ((coord = rp_snap_connect(o)) == NULL)
 		goto done;
-	/* a pattern that selects nothing is a mistake, named before anything is made */
+
+	/*
+	 * a pattern that selects nothing is a mistake, named before anything is
+	 * made
+	 */
 	if (rp_snapcat_check_patterns(coord, &o->select) < 0)
 		goto done;
 

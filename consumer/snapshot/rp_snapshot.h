@@ -74,23 +74,32 @@ typedef void (*RpSnapProgressFn) (void *arg, const RpSnapTableProgress *tables, 
 
 typedef struct RpSnapOptions
 {
-	const char *conninfo;		/* the source (a plain session is opened from it) */
+	const char *conninfo;		/* the source (a plain session is opened from
+								 * it) */
 	const char *slot;
 	const char *progname;
-	RpSnapSelect select;		/* the plugin's include_tables / exclude_tables */
+	RpSnapSelect select;		/* the plugin's include_tables /
+								 * exclude_tables */
 	int			workers;		/* parallel copy sessions */
 	uint64_t	chunk_rows;		/* rows per chunk */
 	uint64_t	chunk_bytes;	/* bytes per chunk */
 	bool		create_slot;	/* a fresh snapshot may create the slot */
-	bool		progress;		/* progress line when stderr is a terminal */
-	RpSnapProgressFn progress_fn;	/* instead of the line: the figures (the program's display) */
+	bool progress;				/* progress line when stderr is a terminal */
+	RpSnapProgressFn progress_fn;	/* instead of the line: the figures (the
+									 * program's display) */
 	void	   *progress_arg;
-	void		(*log_fn) (const char *line);	/* -v notices (a line, no newline); NULL: stderr */
+	void		(*log_fn) (const char *line);	/* -v notices (a line, no
+												 * newline); NULL: stderr */
 	int			verbose;
-	RpSnapStats *stats;			/* where the run counts (the caller's), or NULL */
-	/* SNAPSHOT_CHUNK (from the copy workers, at once: fn must be thread-safe), SNAPSHOT_COMPLETE */
+	RpSnapStats *stats;			/* where the run counts (the caller's), or
+								 * NULL */
+
+	/*
+	 * SNAPSHOT_CHUNK (from the copy workers, at once: fn must be
+	 * thread-safe), SNAPSHOT_COMPLETE
+	 */
 	RpEventHook events;
-} RpSnapOptions;
+}			RpSnapOptions;
 
 /*
  * Copy or resume.  1: done, ck holds the consistent point (commit_lsn just
@@ -98,6 +107,6 @@ typedef struct RpSnapOptions
  * handle_snapshot_complete got it; 0: the sink already holds a checkpoint,
  * nothing to copy; -1: error (rp_error()).
  */
-extern int	rp_snapshot_run(const RpSnapOptions *opts, RpSink *sink, RpCheckpoint *ck);
+extern int	rp_snapshot_run(const RpSnapOptions * opts, RpSink *sink, RpCheckpoint *ck);
 
 #endif							/* RP_SNAPSHOT_H */

@@ -48,15 +48,14 @@ rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable 
 	return rp_sql_exec(conn, sql, RP_SQL_SIMPLE, NULL, rp_snap_fail_sql, &s);
 }
 
-PGconn *
-rp_snap_connect(const RpSnapOptions *o)
+PGconn	   *
+rp_snap_connect(const RpSnapOptions * o)
 {
 	/*
-	 * Pinned output settings (G6) for the columns read as text (the
-	 * session pins an empty search_path, so every name is qualified), key
-	 * order from the index rather than a sort of the whole table, and
-	 * physical order from a plain scan from block 0 (no synchronized or
-	 * parallel scan).
+	 * Pinned output settings (G6) for the columns read as text (the session
+	 * pins an empty search_path, so every name is qualified), key order from
+	 * the index rather than a sort of the whole table, and physical order
+	 * from a plain scan from block 0 (no synchronized or parallel scan).
 	 */
 	RpSessionSpec spec = {
 		.conninfo = o->conninfo,
@@ -117,7 +116,10 @@ rp_snap_sql_after(RpBuf *sql, PGconn *conn, const RpSnapTable *t, const char *se
 	rp_snap_sql_from(sql, conn, t);
 	if (after)
 	{
-		/* the key values travel as settings, set from parameters: never in SQL text */
+		/*
+		 * the key values travel as settings, set from parameters: never in
+		 * SQL text
+		 */
 		rp_buf_put_text(sql, " WHERE (");
 		for (int k = 0; k < t->nkey; k++)
 		{

@@ -127,7 +127,7 @@ rp_tok_heap(RpSnapToken *tok, const char **f, const size_t *len)
 	return true;
 }
 
-char *
+char	   *
 rp_snaptoken_format(const RpSnapToken *tok)
 {
 	RpBuf		b;
@@ -183,7 +183,8 @@ rp_snaptoken_parse(const char *text, RpSnapToken *tok)
 		tok->heap = true;
 	else if (strncmp(text, "v1|", 3) != 0)
 		return false;
-	p = text + 3;
+	p = text   +3;
+
 	for (;;)
 	{
 		const char *bar = strchr(p, '|');

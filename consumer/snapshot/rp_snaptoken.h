@@ -50,6 +50,7 @@ typedef struct RpSnapToken
 
 /* The token's text; the caller frees it. */
 extern char *rp_snaptoken_format(const RpSnapToken *tok);
+
 /* Parse text into tok (keys allocated); false when malformed. */
 extern bool rp_snaptoken_parse(const char *text, RpSnapToken *tok);
 extern void rp_snaptoken_free(RpSnapToken *tok);

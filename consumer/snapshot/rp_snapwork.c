@@ -97,7 +97,8 @@ typedef struct RpSnapChunk
 {
 	RpBuf		data;			/* frame or raw tuples */
 	RpBuf		lastkey;		/* the last row's key texts, NUL-separated */
-	uint64_t	lastpos;		/* heap order: the last row's tuple id, block << 16 | offset */
+	uint64_t	lastpos;		/* heap order: the last row's tuple id, block
+								 * << 16 | offset */
 	uint64_t	rows;
 	size_t		head_len;		/* frame: header + Relation record */
 } RpSnapChunk;
@@ -223,7 +224,8 @@ rp_snap_deliver(RpSnapWorker *w, RpSnapJob *job, RpSnapChunk *ch, bool raw, bool
 	ctx.total = job->t->estimate;
 	ctx.first_seq = job->tok.rows;
 	ctx.nrows = ch->rows;
-	ctx.may_repeat = job->heap && job->have_tok;	/* resumed: rows may be stored */
+	ctx.may_repeat = job->heap && job->have_tok;	/* resumed: rows may be
+													 * stored */
 	if (raw)
 	{
 		ctx.copy_data = (const unsigned char *) ch->data.data;
@@ -263,9 +265,9 @@ rp_snap_row(RpSnapChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
 	if (job->heap)
 	{
 		/*
-		 * The tuple id (block u32, offset u16).  The position a token
-		 * stores is only meaningful if the scan is in physical order, so
-		 * that is checked, not assumed.
+		 * The tuple id (block u32, offset u16).  The position a token stores
+		 * is only meaningful if the scan is in physical order, so that is
+		 * checked, not assumed.
 		 */
 		const unsigned char *d = data[ncopy];
 		uint64_t	pos;
@@ -284,8 +286,8 @@ rp_snap_row(RpSnapChunk *ch, const RpSnapJob *job, bool raw, int ncopy,
 	{
 		/* the row as it came, less the trailing key texts */
 		const unsigned char *end = ncopy > 0
-			? (len[ncopy - 1] > 0 ? data[ncopy - 1] + len[ncopy - 1] : data[ncopy - 1])
-			: row + 2;
+		? (len[ncopy - 1] > 0 ? data[ncopy - 1] + len[ncopy - 1] : data[ncopy - 1])
+		: row + 2;
 
 		rp_buf_put_u16(&ch->data, (uint16_t) ncopy);
 		rp_buf_put_bytes(&ch->data, row + 2, (size_t) (end - (row + 2)));
@@ -383,7 +385,11 @@ rp_snap_check_rewrite(RpSnapWorker *w, RpSnapJob *job)
 	int			rc;
 
 	rp_buf_init(&sql, 128);
-	/* a partition root's lock reaches every partition, whose files are checked */
+
+	/*
+	 * a partition root's lock reaches every partition, whose files are
+	 * checked
+	 */
 	rp_buf_put_text(&sql, t->partitioned ? "LOCK TABLE " : "LOCK TABLE ONLY ");
 	rp_sql_ident(&sql, rel->schema);
 	rp_buf_put_char(&sql, '.');
@@ -505,7 +511,11 @@ rp_snap_chunk_full(RpSnapRun *run, RpSnapJob *job, RpSnapHandoff *handoff, RpSna
 	if (rp_snap_handoff_wait(handoff) < 0)
 		return -1;
 	rp_snap_handoff_give(handoff, *chp, first);
-	/* the other buffer takes the next rows; the order check goes on across them */
+
+	/*
+	 * the other buffer takes the next rows; the order check goes on across
+	 * them
+	 */
 	next = *chp == &chunks[0] ? &chunks[1] : &chunks[0];
 	next->lastpos = (*chp)->lastpos;
 	*chp = next;
@@ -770,7 +780,7 @@ rp_snap_note_store(RpSnapRun *run, const RpSnapJob *job, bool complete)
 	pthread_mutex_unlock(&run->lock);
 }
 
-void *
+void	   *
 rp_snap_worker_main(void *arg)
 {
 	RpSnapWorker *w = arg;

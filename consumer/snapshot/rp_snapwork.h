@@ -24,25 +24,27 @@ typedef struct RpSnapJob
 	RpSnapTable *t;
 	RpSnapToken tok;			/* where it stands (resume), keys owned */
 	bool		have_tok;
-	bool		heap;			/* read in physical order (tok.heap fields kept) */
+	bool		heap;			/* read in physical order (tok.heap fields
+								 * kept) */
 	bool		rewritten;		/* its file is not the one the snapshot names */
 	char		snapshot_id[RP_UUID_TEXT_LEN + 1];
 	int64_t		at_ms;
-	_Atomic uint64_t done_rows;	/* for the progress line */
-	uint64_t	oversize;		/* oversize stubs of this table's dump (RpSnapshotCtx) */
+	_Atomic uint64_t done_rows; /* for the progress line */
+	uint64_t	oversize;		/* oversize stubs of this table's dump
+								 * (RpSnapshotCtx) */
 	_Atomic int state;			/* 0 queued, 1 copying, 2 done */
 } RpSnapJob;
 
 typedef struct RpSnapRun
 {
-	const RpSnapOptions *opts;
+	const		RpSnapOptions *opts;
 	RpSink	   *sink;
 	RpSnapStats *stats;			/* opts->stats, or the run's own */
 	RpCheckpoint origin;
 	uint64_t	lsn;			/* consistent point */
-	int64_t		begun_ms;		/* the source's clock just before a new slot was
-								 * created (0: unknown): at or before every
-								 * commit the stream brings */
+	int64_t		begun_ms;		/* the source's clock just before a new slot
+								 * was created (0: unknown): at or before
+								 * every commit the stream brings */
 	char		snapname[128];	/* exported snapshot to import */
 	uint64_t	xmin;			/* the snapshot's xmin and xmax, full xids */
 	uint64_t	xmax;
@@ -65,7 +67,7 @@ typedef struct RpSnapWorker
 } RpSnapWorker;
 
 /* A -v notice: "PROGNAME: ..." through opts->log_fn, else on stderr. */
-extern void rp_snap_say(const RpSnapOptions *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern void rp_snap_say(const RpSnapOptions * o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
 /* A worker thread: copies jobs until none is left or one failed. */
 extern void *rp_snap_worker_main(void *arg);

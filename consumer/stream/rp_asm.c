@@ -221,7 +221,7 @@ rp_asm_enqueue(RpAsm *a, RpItem *item)
 	a->ready_tail = item;
 }
 
-RpItem *
+RpItem	   *
 rp_asm_pop(RpAsm *a)
 {
 	RpItem	   *item = a->ready_head;
@@ -428,7 +428,10 @@ rp_asm_stream_record(RpAsm *a, const RpRecord *rec)
 				for (int i = 0; i < t->nsubs; i++)
 					if (t->subs[i].xid == sub)
 					{
-						/* chunks that held its changes are void, and no more go out */
+						/*
+						 * chunks that held its changes are void, and no more
+						 * go out
+						 */
 						rp_asm_chunks_void(a, t);
 						t->chunking = false;
 						/* it and everything after it (its children) go */
@@ -484,7 +487,11 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 			return 0;
 		case RP_TAG_RELATION:
 			rp_raw_put(a, rec->u.relation.rel->relid, raw, rawlen);
-			/* delivery keeps its own copy; the receipt decoder needs only the newest */
+
+			/*
+			 * delivery keeps its own copy; the receipt decoder needs only the
+			 * newest
+			 */
 			rp_relation_free(rec->u.relation.previous);
 			return 0;
 		case RP_TAG_INSERT:

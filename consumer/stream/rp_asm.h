@@ -45,7 +45,8 @@ typedef struct RpTxn
 	uint64_t	end_lsn;
 	int64_t		commit_time;	/* us since the Unix epoch */
 	uint64_t	nchanges;		/* rows, truncates, transactional messages */
-	uint64_t	source_seq;		/* from a stream: the sequence of its last message (0: a slot) */
+	uint64_t	source_seq;		/* from a stream: the sequence of its last
+								 * message (0: a slot) */
 	char	   *origin;			/* replication origin name, or NULL */
 	RpStore		store;
 	RpRelStamp *stamps;
@@ -66,8 +67,10 @@ typedef enum RpItemKind
 {
 	RP_ITEM_TXN,
 	RP_ITEM_MESSAGE,			/* non-transactional logical message */
-	RP_ITEM_CHUNK,				/* one stream block of a transaction still open */
-	RP_ITEM_STREAM_END			/* a chunked transaction will not commit as chunked */
+	RP_ITEM_CHUNK,				/* one stream block of a transaction still
+								 * open */
+	RP_ITEM_STREAM_END			/* a chunked transaction will not commit as
+								 * chunked */
 } RpItemKind;
 
 typedef struct RpMessage
@@ -126,8 +129,10 @@ typedef struct RpAsm
 	uint64_t	frame_lsn;
 	uint64_t	skipped;		/* transactions dropped by dedup */
 	uint64_t	aborted;		/* streamed transactions aborted */
-	bool		early;			/* emit stream blocks as CHUNK items (see RpItem) */
-	RpEventHook events;			/* TXN_ASSEMBLED; set after rp_asm_init (none: no call) */
+	bool		early;			/* emit stream blocks as CHUNK items (see
+								 * RpItem) */
+	RpEventHook events;			/* TXN_ASSEMBLED; set after rp_asm_init (none:
+								 * no call) */
 } RpAsm;
 
 extern void rp_asm_init(RpAsm *a, RpSpill *spill, uint64_t watermark);

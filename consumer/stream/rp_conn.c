@@ -112,7 +112,11 @@ rp_conn_finish(RpConn *c, int timeout_ms)
 		/* the CopyDone (and what was queued before it) on the wire */
 		while ((r = PQflush(c->pg)) == 1 && rp_conn_wait(c, POLLOUT, deadline))
 			;
-		/* the server's end of the copy: its own CopyDone, then the command's result */
+
+		/*
+		 * the server's end of the copy: its own CopyDone, then the command's
+		 * result
+		 */
 		while (r == 0)
 		{
 			char	   *buf = NULL;
@@ -126,7 +130,10 @@ rp_conn_finish(RpConn *c, int timeout_ms)
 				break;
 			if (n == -1)
 			{
-				/* the command's results, read without blocking past the deadline */
+				/*
+				 * the command's results, read without blocking past the
+				 * deadline
+				 */
 				for (;;)
 				{
 					PGresult   *res;
@@ -387,7 +394,10 @@ rp_conn_read(RpConn *c, RpMsg *msg, int timeout_ms)
 		{
 			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-			/* a row the server cannot decode (data exception) fails every time */
+			/*
+			 * a row the server cannot decode (data exception) fails every
+			 * time
+			 */
 			rc = rp_conn_fail(c, state && (strncmp(state, "22", 2) == 0 || strncmp(state, "XX", 2) == 0)
 							  ? RP_HALT_MALFORMED : RP_HALT_NONE, "the replication stream", res);
 		}

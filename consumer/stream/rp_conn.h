@@ -21,9 +21,11 @@ typedef struct RpConn
 	uint32_t	timeline;
 	char	   *dbname;
 	uint64_t	received_lsn;	/* highest WAL position seen (write) */
-	uint64_t	flush_lsn;		/* IDENTIFY_SYSTEM's xlogpos: the server's WAL flush position */
-	uint64_t	server_wal_end; /* highest WAL end the server reported (identify, keepalive,
-								 * XLogData): no status update goes past it */
+	uint64_t	flush_lsn;		/* IDENTIFY_SYSTEM's xlogpos: the server's WAL
+								 * flush position */
+	uint64_t	server_wal_end; /* highest WAL end the server reported
+								 * (identify, keepalive, XLogData): no status
+								 * update goes past it */
 	int64_t		last_status_us;
 } RpConn;
 
@@ -58,6 +60,7 @@ typedef struct RpMsg
 /* Connect with replication=database; conninfo may be a string or URI. */
 extern int	rp_conn_open(RpConn *c, const char *conninfo, const char *progname);
 extern void rp_conn_close(RpConn *c);
+
 /*
  * A clean end of the stream, as pg_recvlogical's on SIGINT: CopyDone, then
  * wait (at most timeout_ms) until it and the status update sent before it
@@ -69,13 +72,17 @@ extern int	rp_conn_identify(RpConn *c);
 extern int	rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info);
 extern int	rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists);
 extern int	rp_conn_drop_slot(RpConn *c, const char *slot);
+
 /* options: NULL-terminated "name", "value" pairs, quoted here. */
 extern int	rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *options);
+
 /* Wait up to timeout_ms for the socket, then read one message. */
 extern int	rp_conn_read(RpConn *c, RpMsg *msg, int timeout_ms);
 extern void rp_conn_release(RpMsg *msg);
+
 /* Standby status update: write = received, flush = apply = durable. */
 extern int	rp_conn_feedback(RpConn *c, uint64_t flush_lsn, bool request_reply);
+
 /*
  * The 34-byte standby status update rp_conn_feedback sends: positions past
  * c->server_wal_end are reported as server_wal_end (nothing is acknowledged

@@ -21,9 +21,10 @@ typedef struct RpCursor
 
 /* Read a transaction's records; relation records are handled inside. */
 extern int	rp_cursor_open(RpCursor *c, RpDelivery *dl, RpTxn *txn);
+
 /* The same, past its first skip_bytes (records already read as chunks). */
 extern int	rp_cursor_open_at(RpCursor *c, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes);
-extern int	rp_cursor_next(RpCursor *c, RpRecord *rec);	/* 1, 0 end, -1 */
+extern int	rp_cursor_next(RpCursor *c, RpRecord *rec); /* 1, 0 end, -1 */
 extern void rp_cursor_close(RpCursor *c);
 
 #endif							/* RP_CURSOR_H */

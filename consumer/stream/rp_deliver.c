@@ -88,7 +88,11 @@ rp_deliver_emit(RpDelivery *dl, RpEvent *ev)
 {
 	if (ev->slot == NULL && dl->ck.slot[0] != '\0')
 		ev->slot = dl->ck.slot;
-	/* a failure's reason and, when a server gave one, its SQLSTATE: codes only (G4) */
+
+	/*
+	 * a failure's reason and, when a server gave one, its SQLSTATE: codes
+	 * only (G4)
+	 */
 	if (ev->kind == RP_EVENT_BATCH_FAILED || ev->kind == RP_EVENT_CHECKPOINT_FAILED)
 	{
 		ev->reason = (int) rp_error_halt();
@@ -192,7 +196,8 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 	RpSink	   *s = dl->sink;
 	RpCheckpoint ck;
 	int			n = dl->nbatch;
-	int			done = 0;		/* transactions the sink's own checkpoint covers */
+	int			done = 0;		/* transactions the sink's own checkpoint
+								 * covers */
 	int			i;
 	int64_t		started_us;
 
@@ -243,9 +248,9 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 		if (i < n)
 		{
 			/*
-			 * A sink that owns its checkpoint already holds the first ones:
-			 * a retry must not hand them over again (G1).  Library-owned,
-			 * the whole batch is delivered again (at-least-once).
+			 * A sink that owns its checkpoint already holds the first ones: a
+			 * retry must not hand them over again (G1).  Library-owned, the
+			 * whole batch is delivered again (at-least-once).
 			 */
 			rp_deliver_done(dl, done, RP_EVENT_BATCH_FAILED, started_us);
 			return -1;
@@ -444,7 +449,11 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 			rp_item_free(item);
 			return rp_deliver_chunked_commit(dl, txn);
 		}
-		/* something else commits first: what the sink holds would come after it */
+
+		/*
+		 * something else commits first: what the sink holds would come after
+		 * it
+		 */
 		rp_deliver_early_drop(dl);
 	}
 

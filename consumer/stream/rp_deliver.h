@@ -61,14 +61,20 @@ struct RpDelivery
 	/* called by sinks while they wait, so status updates keep flowing */
 	void		(*idle_hook) (void *arg);
 	void	   *idle_arg;
-	/* early apply (RpSink.handle_chunk): the transaction whose chunks the sink holds */
+
+	/*
+	 * early apply (RpSink.handle_chunk): the transaction whose chunks the
+	 * sink holds
+	 */
 	uint32_t	early_xid;		/* 0: none */
 	uint64_t	early_bytes;	/* its store bytes the chunks covered */
-	uint32_t	early_refused;	/* declined or dropped: its later chunks are ignored */
+	uint32_t	early_refused;	/* declined or dropped: its later chunks are
+								 * ignored */
 	RpDlCounters *count;		/* own_count unless rp_deliver_count_into */
 	RpDlCounters own_count;
 	RpEventHook events;			/* the subscriber (rp_deliver_set_events) */
-	uint64_t	nbatches;		/* batches delivered (the pipe's, its thread only) */
+	uint64_t	nbatches;		/* batches delivered (the pipe's, its thread
+								 * only) */
 };
 
 /*
@@ -80,6 +86,7 @@ extern int	rp_deliver_init(RpDelivery *dl, RpSink *sink, const RpCheckpoint *ck,
 							const char *ckpt_path, const char *view_path,
 							const RpBatchLimits *limits);
 extern void rp_deliver_free(RpDelivery *dl);
+
 /* Count into c (the run's, kept across deliveries) from now on. */
 extern void rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c);
 
@@ -90,8 +97,10 @@ extern void rp_deliver_count_into(RpDelivery *dl, RpDlCounters *c);
  * wants the counters (the command line does, for its metrics page).
  */
 extern void rp_deliver_set_events(RpDelivery *dl, const RpEventHook *hook);
+
 /* What an event adds to the counters (atomic: other threads read them). */
 extern void rp_dl_count_event(RpDlCounters *c, const RpEvent *ev);
+
 /* Emit one delivery event (the slot filled in); the cursor's schema changes too. */
 extern void rp_deliver_emit(RpDelivery *dl, RpEvent *ev);
 
@@ -101,13 +110,17 @@ extern void rp_deliver_emit(RpDelivery *dl, RpEvent *ev);
  * callback: a sink with no handle_message must set declines_messages.
  */
 extern int	rp_deliver_check_sink(const RpSink *sink, bool messages);
+
 /* Take one assembled item (ownership passes); may deliver a batch. */
 extern int	rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms);
+
 /* Deliver the pending batch if its time is up (or force). */
 extern int	rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms);
 extern bool rp_deliver_pending(const RpDelivery *dl);
+
 /* A sink waiting on something slow calls this now and then. */
 extern void rp_deliver_idle(RpDelivery *dl);
+
 /* Nothing in flight: a state sink may record an idle-advanced position. */
 /* source_seq: from a stream, the sequence of the position message (else 0) */
 extern int	rp_deliver_advance(RpDelivery *dl, uint64_t lsn, uint64_t source_seq);

@@ -342,7 +342,11 @@ rp_pipe_abandon(RpPipe *p, void (*tick) (void *), void *arg)
 		RpSink	   *sink = p->dl->sink;
 
 		pthread_mutex_unlock(&p->lock);
-		/* again at each turn: a cancel that found the sink idle misses the next query */
+
+		/*
+		 * again at each turn: a cancel that found the sink idle misses the
+		 * next query
+		 */
 		if (sink->interrupt)
 			sink->interrupt(sink);
 		/* the thread is not joined yet: its id is still valid */

@@ -20,7 +20,8 @@
 
 typedef struct RpPipe
 {
-	RpDelivery *dl;				/* touched only by the delivery thread once started */
+	RpDelivery *dl;				/* touched only by the delivery thread once
+								 * started */
 	pthread_t	thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;		/* delivery thread: work arrived */
@@ -32,39 +33,51 @@ typedef struct RpPipe
 	bool		flush_requested;	/* deliver the pending batch now */
 	bool		reopen_requested;	/* SIGHUP: the sink reopens (log rotation) */
 	uint64_t	advance_lsn;	/* idle advance requested (0: none) */
-	uint64_t	advance_seq;	/* and the stream sequence it reaches (0: a slot) */
+	uint64_t	advance_seq;	/* and the stream sequence it reaches (0: a
+								 * slot) */
 	bool		stopping;
-	bool		abandoned;		/* a stop: finish the step in hand, nothing more */
+	bool		abandoned;		/* a stop: finish the step in hand, nothing
+								 * more */
 	bool		exited;			/* the delivery thread returned */
 	bool		busy;			/* the delivery thread holds undelivered work */
-	bool		behind;			/* work was queued when the last batch was delivered */
+	bool		behind;			/* work was queued when the last batch was
+								 * delivered */
 	bool		failed;
 	RpHalt		halt;
 	char		error[1024];
 	RpCheckpoint durable;		/* what the sink holds */
-	uint64_t	last_pushed_commit;	/* commit LSN of the newest transaction handed over */
+	uint64_t	last_pushed_commit; /* commit LSN of the newest transaction
+									 * handed over */
 	bool		started;
 } RpPipe;
 
 extern int	rp_pipe_start(RpPipe *p, RpDelivery *dl, uint64_t max_queued_bytes);
+
 /*
  * Hand over an item (ownership passes); waits while the queue is full.
  * 1: a stop was requested while waiting (rp_stop_requested), the item is
  * dropped (never confirmed, the server sends it again).
  */
 extern int	rp_pipe_push(RpPipe *p, RpItem *item, void (*tick) (void *), void *arg);
+
 /* Deliver everything handed over so far and wait until it is durable; 1: stop requested first. */
 extern int	rp_pipe_drain(RpPipe *p, void (*tick) (void *), void *arg);
+
 /* Nothing queued, batched or being delivered? */
 extern bool rp_pipe_idle(RpPipe *p);
+
 /* Ask the sink to reopen its output (SIGHUP), between two units. */
 extern void rp_pipe_reopen(RpPipe *p);
+
 /* Ask for an idle advance to lsn (state sinks; see rp_deliver_advance). */
 extern void rp_pipe_advance(RpPipe *p, uint64_t lsn, uint64_t source_seq);
+
 /* The durable checkpoint; -1 (with the delivery thread's error) once it failed. */
 extern int	rp_pipe_durable(RpPipe *p, RpCheckpoint *ck);
+
 /* Deliver what is queued and batched, then end the thread (ends of a run). */
 extern void rp_pipe_stop(RpPipe *p);
+
 /*
  * A stop (SIGINT, SIGTERM): drop the queue, let the delivery thread finish
  * the step in hand (a sink's waits on anything outside the consumer give up

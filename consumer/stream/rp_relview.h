@@ -17,8 +17,10 @@
 
 /* Read dl->view_path (absent: an empty view) into dl->view and dl->dec. */
 extern int	rp_relview_load(RpDelivery *dl);
+
 /* Rewrite the view from the decoder's relations (temp, fsync, rename), if it changed. */
 extern int	rp_relview_save(RpDelivery *dl);
+
 /* Replace relid's record in the view buffer with raw. */
 extern void rp_relview_put(RpDelivery *dl, uint32_t relid, const unsigned char *raw, size_t len);
 

@@ -36,6 +36,7 @@ rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, si
 		snprintf(what, whatlen, "replica identity changed");
 		return RP_SCHEMA_DESTRUCTIVE;
 	}
+
 	/*
 	 * A partition root (partitions=root) gains or loses rows with its
 	 * partitions, and no change record says so: its rows here are no longer

@@ -28,10 +28,11 @@
 typedef enum RpSchemaChange
 {
 	RP_SCHEMA_NEW,				/* first description of the relation */
-	RP_SCHEMA_SAME,				/* described again, nothing that matters changed */
+	RP_SCHEMA_SAME,				/* described again, nothing that matters
+								 * changed */
 	RP_SCHEMA_ADDITIVE,			/* columns added */
-	RP_SCHEMA_DESTRUCTIVE		/* column dropped or renamed, type/typmod, key or identity
-								 * changed, table renamed */
+	RP_SCHEMA_DESTRUCTIVE		/* column dropped or renamed, type/typmod, key
+								 * or identity changed, table renamed */
 } RpSchemaChange;
 
 typedef struct RpDelivery RpDelivery;
@@ -58,7 +59,7 @@ typedef struct RpSinkBatchHook
 	int			(*after_commit) (void *arg);
 	void	   *arg;
 	bool		skip_rows;
-} RpSinkBatchHook;
+}			RpSinkBatchHook;
 
 /*
  * What a sink is given when it is opened, besides its own options.  The
@@ -70,12 +71,19 @@ typedef struct RpSinkBatchHook
  */
 typedef struct RpSinkEnv
 {
-	/* log sinks: a snapshot row larger than this is an oversize stub (0: no limit) */
+	/*
+	 * log sinks: a snapshot row larger than this is an oversize stub (0: no
+	 * limit)
+	 */
 	size_t		max_record_bytes;
 	/* log sinks: how much of an oversize row the dead-letter file keeps */
 	size_t		max_dlq_bytes;
 	const char *dlq_path;		/* the dead-letter file, or NULL for none */
-	/* log sinks: where a stopped snapshot's progress is kept (rp_snapresume.h), or NULL */
+
+	/*
+	 * log sinks: where a stopped snapshot's progress is kept
+	 * (rp_snapresume.h), or NULL
+	 */
 	const char *snapshot_progress_path;
 	/* state sinks: the backfill whose chunks this sink applies, or NULL */
 	RpBackfill *backfill;
@@ -104,7 +112,8 @@ typedef struct RpSnapshotCtx
 {
 	const RpRelation *rel;
 	uint64_t	snapshot_lsn;	/* the slot's consistent point */
-	bool		first_chunk;	/* first chunk of this table's copy (not of a resumed one) */
+	bool		first_chunk;	/* first chunk of this table's copy (not of a
+								 * resumed one) */
 	const char *progress_token;
 	bool		last_chunk;		/* the table is done after this chunk */
 	bool		resumed;		/* first chunk of a copy resumed after a stop */
@@ -115,15 +124,18 @@ typedef struct RpSnapshotCtx
 	int64_t		total;			/* row estimate, -1 unknown */
 	uint64_t	first_seq;		/* rows of the table stored before this chunk */
 	uint64_t	nrows;			/* rows in this chunk */
-	bool		may_repeat;		/* rows may be stored already (a resumed heap-order
-								 * copy): store them by key, as upserts */
+	bool		may_repeat;		/* rows may be stored already (a resumed
+								 * heap-order copy): store them by key, as
+								 * upserts */
 	const unsigned char *frame; /* records: 'R' version, Relation, INSERT... */
 	size_t		frame_len;
 	const unsigned char *copy_data; /* raw: binary COPY tuples */
 	size_t		copy_len;
-	uint64_t   *oversize;		/* the table's count of oversize stubs (RP_COUNT_ADD), or NULL */
-	uint64_t   *dropped;		/* the run's count of oversize rows dropped for want of a
-								 * dead-letter file (RP_COUNT_ADD), or NULL */
+	uint64_t   *oversize;		/* the table's count of oversize stubs
+								 * (RP_COUNT_ADD), or NULL */
+	uint64_t   *dropped;		/* the run's count of oversize rows dropped
+								 * for want of a dead-letter file
+								 * (RP_COUNT_ADD), or NULL */
 } RpSnapshotCtx;
 
 struct RpSink
@@ -131,6 +143,7 @@ struct RpSink
 	const char *name;
 	bool		owns_checkpoint;
 	void	   *priv;
+
 	/*
 	 * The consumer's memory budget (--max-memory), set by the caller before
 	 * the stream starts (NULL before, and in tools that run no stream): a
@@ -147,6 +160,7 @@ struct RpSink
 	/* Optional: several transactions as one unit, ck after the last. */
 	int			(*handle_batch) (RpSink *sink, RpDelivery *dl, RpTxn **txns, int n,
 								 const RpCheckpoint *ck);
+
 	/*
 	 * A non-transactional message (at-least-once).  A sink that takes none
 	 * says so with declines_messages (its messages are then passed and their
@@ -158,43 +172,47 @@ struct RpSink
 	/* Optional: return 0 to go on, -1 to halt.  Default: halt on destructive. */
 	int			(*handle_schema_change) (RpSink *sink, const RpRelation *before,
 										 const RpRelation *after, RpSchemaChange change);
+
 	/*
 	 * Optional (initial snapshot, rp_snapshot.h).  handle_snapshot: one
-	 * chunk; handle_snapshot_complete: every table copied, set the
-	 * checkpoint to ck, the consistent point (end_lsn; transactions
-	 * committing at or after it are the stream's, commit_lsn is just below
-	 * it) with the source's system id, timeline and slot, and retire what
-	 * the snapshot did not see;
-	 * snapshot_progress: the last token stored for rel (1, *token the
-	 * caller frees), 0 none, -1 error.  With snapshot_parallel, chunks
-	 * come from several threads at once (ctx->worker tells them apart; dl
-	 * is then not to be touched); otherwise one at a time.
+	 * chunk; handle_snapshot_complete: every table copied, set the checkpoint
+	 * to ck, the consistent point (end_lsn; transactions committing at or
+	 * after it are the stream's, commit_lsn is just below it) with the
+	 * source's system id, timeline and slot, and retire what the snapshot did
+	 * not see; snapshot_progress: the last token stored for rel (1, *token
+	 * the caller frees), 0 none, -1 error.  With snapshot_parallel, chunks
+	 * come from several threads at once (ctx->worker tells them apart; dl is
+	 * then not to be touched); otherwise one at a time.
 	 */
 	int			(*handle_snapshot) (RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx);
 	int			(*handle_snapshot_complete) (RpSink *sink, const RpCheckpoint *ck);
 	int			(*snapshot_progress) (RpSink *sink, const RpRelation *rel, char **token);
 	bool		snapshot_raw;	/* takes binary COPY tuples when portable */
 	bool		snapshot_parallel;
+
 	/*
-	 * Keyed tables may be read in physical order (cheaper than key order)
-	 * for this sink: it honours may_repeat.  Log sinks leave it unset, so a
+	 * Keyed tables may be read in physical order (cheaper than key order) for
+	 * this sink: it honours may_repeat.  Log sinks leave it unset, so a
 	 * resumed dump still holds each row once.
 	 */
 	bool		snapshot_heap_order;
+
 	/*
-	 * Optional, early apply of large streamed transactions (state sinks
-	 * that own their checkpoint).  handle_chunk gets a stream block of a
+	 * Optional, early apply of large streamed transactions (state sinks that
+	 * own their checkpoint).  handle_chunk gets a stream block of a
 	 * transaction that has not committed: apply it inside the sink's open
 	 * unit, commit nothing; return 1 to decline (the transaction then comes
 	 * whole at its commit, as usual).  drop_chunks undoes everything applied
 	 * that way (it aborted, or another transaction commits first).
 	 * handle_chunked_commit: the transaction committed; apply its records
-	 * after the first skip_bytes (which the chunks were), then ck, atomically.
+	 * after the first skip_bytes (which the chunks were), then ck,
+	 * atomically.
 	 */
 	int			(*handle_chunk) (RpSink *sink, RpDelivery *dl, RpTxn *chunk);
 	void		(*drop_chunks) (RpSink *sink);
 	int			(*handle_chunked_commit) (RpSink *sink, RpDelivery *dl, RpTxn *txn,
 										  uint64_t skip_bytes, const RpCheckpoint *ck);
+
 	/*
 	 * Optional, owns_checkpoint sinks: record an idle-advanced ck where the
 	 * sink's restart reads it (without it such a sink never moves on idle;
@@ -203,21 +221,22 @@ struct RpSink
 	int			(*advance) (RpSink *sink, const RpCheckpoint *ck);
 	/* Optional: SIGHUP (log rotation). */
 	int			(*reopen) (RpSink *sink);
+
 	/*
-	 * Optional, thread-safe: called from another thread, repeatedly, while
-	 * a stop (SIGINT, SIGTERM) waits for the sink's step in hand: make a
-	 * wait on something outside the consumer (a destination query) end
-	 * soon, as a failure.  Sinks whose waits look at rp_stop_requested()
-	 * need none.
+	 * Optional, thread-safe: called from another thread, repeatedly, while a
+	 * stop (SIGINT, SIGTERM) waits for the sink's step in hand: make a wait
+	 * on something outside the consumer (a destination query) end soon, as a
+	 * failure.  Sinks whose waits look at rp_stop_requested() need none.
 	 */
 	void		(*interrupt) (RpSink *sink);
+
 	/*
-	 * Optional: the sink's own samples for the metrics page, appended to
-	 * out with rp_metrics_sample (base/rp_metrics.h).  Called from the
-	 * page's thread while the sink is open, so it reads only what is safe
-	 * to read there (RP_COUNT_LOAD counters, state under its own lock).
-	 * The program registers this one callback whatever the sink, so it
-	 * never reaches into a sink's internals for its figures.
+	 * Optional: the sink's own samples for the metrics page, appended to out
+	 * with rp_metrics_sample (base/rp_metrics.h).  Called from the page's
+	 * thread while the sink is open, so it reads only what is safe to read
+	 * there (RP_COUNT_LOAD counters, state under its own lock). The program
+	 * registers this one callback whatever the sink, so it never reaches into
+	 * a sink's internals for its figures.
 	 */
 	void		(*metrics) (const RpSink *sink, RpBuf *out);
 	void		(*close) (RpSink *sink);

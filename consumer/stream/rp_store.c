@@ -66,10 +66,11 @@ rp_store_drain(RpStore *st)
 	RP_COUNT_ADD(st->sp->disk_in_use, n);
 	RP_COUNT_SUB(st->sp->mem_in_use, n);
 	rp_buf_reset(&st->mem);
+
 	/*
 	 * The buffer grew to the whole in-memory part before the first drain:
-	 * from now on it only holds the write-behind tail, and what it kept
-	 * would be resident memory --max-memory no longer counts.
+	 * from now on it only holds the write-behind tail, and what it kept would
+	 * be resident memory --max-memory no longer counts.
 	 */
 	if (st->mem.cap > 2 * RP_SPILL_WRITE_BEHIND)
 	{

@@ -18,7 +18,8 @@
 typedef struct RpStore
 {
 	RpSpill    *sp;
-	RpBuf		mem;			/* all records, or the unwritten tail when spilled */
+	RpBuf		mem;			/* all records, or the unwritten tail when
+								 * spilled */
 	int			fd;				/* spill file, -1 while in memory */
 	char	   *path;
 	uint64_t	file_len;
@@ -36,6 +37,7 @@ typedef struct RpStoreIter
 extern void rp_store_init(RpStore *st, RpSpill *sp);
 extern int	rp_store_append(RpStore *st, const void *rec, size_t len);
 extern uint64_t rp_store_length(const RpStore *st);
+
 /* Cut back to a length returned by rp_store_length (subtransaction abort). */
 extern int	rp_store_truncate(RpStore *st, uint64_t len);
 extern void rp_store_free(RpStore *st);
@@ -46,6 +48,7 @@ rp_store_spilled(const RpStore *st)
 }
 
 extern int	rp_store_iter_start(RpStoreIter *it, RpStore *st);
+
 /* 1: rec and len hold the next whole record; 0: end; -1: I/O error. */
 extern int	rp_store_iter_next(RpStoreIter *it, const unsigned char **rec, size_t *len);
 extern void rp_store_iter_end(RpStoreIter *it);

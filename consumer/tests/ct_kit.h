@@ -77,10 +77,12 @@ extern char ct_dir[256];
 
 extern void ct_setup_dir(void);
 extern void ct_teardown_dir(void);
+
 /* dir/name in a static ring of buffers (a few may be live at once). */
 extern const char *ct_path(const char *name);
 extern bool ct_exists(const char *path);
 extern off_t ct_file_size(const char *path);
+
 /* Whole file into a NUL-terminated malloc'd buffer (caller frees). */
 extern char *ct_slurp(const char *path, size_t *lenp);
 
@@ -92,8 +94,10 @@ struct RpCli;
  */
 extern int	ct_cli_parse(struct RpCli *cli, char **err, const char *const *args);
 extern void ct_write_file(const char *path, const void *data, size_t len, bool append);
+
 /* Number of directory entries (other than . and ..) whose name has prefix. */
 extern int	ct_count_entries(const char *dir, const char *prefix);
+
 /* Occurrences of needle in haystack. */
 extern int	ct_count(const char *haystack, const char *needle);
 
@@ -102,6 +106,7 @@ extern int	ct_count(const char *haystack, const char *needle);
 /* Remember p and free it when the test ends (LeakSanitizer stays quiet). */
 extern void *ct_keep(void *p);
 extern void ct_teardown(void);
+
 /* The buffer's bytes as a NUL-terminated string, kept until teardown. */
 extern char *ct_cstr(const RpBuf *b);
 
@@ -128,6 +133,7 @@ typedef struct CtCol
 
 /* A new frame in b: its header (b is initialized). */
 extern void ct_frame(RpBuf *b);
+
 /* A relation record of ncols columns, attribute numbers 1..ncols. */
 extern void ct_relation(RpBuf *b, uint32_t relid, const char *schema, const char *name,
 						char identity, int ncols, const CtCol *cols);
@@ -138,15 +144,19 @@ extern void ct_relation(RpBuf *b, uint32_t relid, const char *schema, const char
  * ncols of them; ct_insert() writes a row for such a relation.
  */
 extern void ct_rel(RpBuf *b, uint32_t relid, const char *schema, const char *name, int ncols);
+
 /* A row (id, note, id*10, id*100 ...) of an ncols-column test relation. */
 extern void ct_row(RpBuf *b, int ncols, int32_t id, const char *note);
+
 /* An insert; xid != 0 marks it as a change inside a stream block. */
 extern void ct_insert(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id,
 					  const char *note);
+
 /* An update with the old key (id only). */
 extern void ct_update(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id,
 					  const char *note);
 extern void ct_delete(RpBuf *b, uint32_t relid, uint32_t xid, int ncols, int32_t id);
+
 /* Feed b (a whole frame) to the assembler at lsn and free it. */
 extern int	ct_feed(RpAsm *a, RpBuf *b, uint64_t lsn);
 
@@ -161,6 +171,7 @@ extern void ct_txn_frame(RpBuf *b, bool describe, uint32_t relid, int ncols, uin
 /* The int4 / int8 value of column col of a decoded tuple. */
 extern int32_t ct_int4(const RpTuple *t, int col);
 extern int64_t ct_int8(const RpTuple *t, int col);
+
 /* The string value of column col (a malloc'd copy, caller frees). */
 extern char *ct_string(const RpTuple *t, int col);
 
@@ -170,8 +181,10 @@ extern void ct_put_numeric(RpBuf *b, uint16_t sign, int16_t weight, uint16_t dsc
 						   int ndigits, const uint16_t *digits);
 extern void ct_put_float8(RpBuf *b, double d);
 extern void ct_put_float4(RpBuf *b, float f);
+
 /* Composite field header: name, type OID, encoding (then the datum). */
 extern void ct_put_field(RpBuf *b, const char *name, uint32_t oid, uint8_t enc);
+
 /* Range header: flags, subtype OID, subtype encoding (then the bounds). */
 extern void ct_put_range(RpBuf *b, uint8_t flags, uint32_t oid, uint8_t enc);
 
@@ -181,8 +194,10 @@ extern void ct_put_range(RpBuf *b, uint8_t flags, uint32_t oid, uint8_t enc);
  * writes it.
  */
 extern char *ct_value_json(uint8_t enc, const RpBuf *v);
+
 /* The structural walk alone: does the decoder accept these value bytes? */
 extern bool ct_value_accepted(uint8_t enc, const RpBuf *v);
+
 /* A record as JSON (validated), kept until teardown. */
 extern char *ct_render(const RpRecord *rec, const RpRelMap *rels, const char *extra);
 
@@ -212,8 +227,10 @@ typedef struct CtSink
 {
 	RpSink		s;				/* first: an RpSink * is a CtSink * */
 	/* behaviour */
-	int			fail_on_txn;	/* fail the n-th (1-based) transaction seen; 0 never */
-	const char *fail_sqlstate;	/* and say a server gave this SQLSTATE; NULL: none */
+	int			fail_on_txn;	/* fail the n-th (1-based) transaction seen; 0
+								 * never */
+	const char *fail_sqlstate;	/* and say a server gave this SQLSTATE; NULL:
+								 * none */
 	bool		fail_message;
 	bool		read_records;	/* walk every transaction with a cursor */
 	int			schema_verdict; /* what handle_schema_change returns */
@@ -248,16 +265,20 @@ typedef struct CtSink
 
 /* A state sink with handle_transaction only, library-owned checkpoints. */
 extern void ct_sink_init(CtSink *f);
+
 /* The callbacks a test may put into f->s in place of the defaults. */
 extern int	ct_sink_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n,
 						  const RpCheckpoint *ck);
 extern int	ct_sink_schema(RpSink *s, const RpRelation *before, const RpRelation *after,
 						   RpSchemaChange change);
 extern int	ct_sink_advance(RpSink *s, const RpCheckpoint *ck);
+
 /* Record one transaction as the sink's callbacks do (reading it when read_records). */
 extern int	ct_sink_one(CtSink *f, RpDelivery *dl, RpTxn *txn);
+
 /* A checkpoint bound to a made-up source. */
 extern RpCheckpoint ct_ck(uint64_t commit_lsn, uint64_t end_lsn);
+
 /* Batch limits; CT_NEVER_* never end a batch by themselves. */
 extern RpBatchLimits ct_limits(int max_txns, uint64_t max_bytes, int max_ms);
 

@@ -19,7 +19,8 @@
 #include "sinks/mirror/rp_mirror.h"
 
 #define REL_T 16384u			/* public.t: keyed (id, note, c3) */
-#define REL_F 16390u			/* public.f: REPLICA IDENTITY FULL, no key (id, note) */
+#define REL_F 16390u			/* public.f: REPLICA IDENTITY FULL, no key
+								 * (id, note) */
 
 typedef struct Side
 {
@@ -209,7 +210,10 @@ START_TEST(test_apart)
 	dst_expect("SELECT string_agg(slot || ' ' || commit_lsn, ',') FROM rp_bk_a.checkpoint", "two_a 0/2000");
 	dst_expect("SELECT string_agg(slot || ' ' || commit_lsn, ',') FROM rp_bk_b.checkpoint", "two_b 0/3000");
 
-	/* a replay to b of what a holds is not a's: b applies it (its checkpoint is below) */
+	/*
+	 * a replay to b of what a holds is not a's: b applies it (its checkpoint
+	 * is below)
+	 */
 	ct_txn_frame(&f, false, REL_T, 3, 21, 0x4000, 2, 1, "two_b");
 	side_apply(&b, &f, 0x4000);
 	dst_expect("SELECT count(*) FROM b_public.t", "5");
@@ -218,9 +222,14 @@ START_TEST(test_apart)
 	dst_expect("SELECT count(*) FROM a_public.t WHERE id >= 50", "0");
 	side_ck(&a, 0x2000);
 	side_ck(&b, 0x4000);
-	/* both sessions open side by side, named by the one opener (rp_mirror_session_open) */
+
+	/*
+	 * both sessions open side by side, named by the one opener
+	 * (rp_mirror_session_open)
+	 */
 	dst_expect("SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE application_name = 'replicant'", "2");
 }
+
 END_TEST
 
 /* A divergence counts on the mirror it happened in, and on the metrics page of that one only. */
@@ -249,6 +258,7 @@ START_TEST(test_divergences_apart)
 	ck_assert_int_eq(rp_mirror_divergence_get(b.sink, 0, name, sizeof(name), &n), 0);
 	side_ck(&a, 0x5000);
 }
+
 END_TEST
 
 /* A snapshot progress token stored for one mirror is that one's alone. */
@@ -271,6 +281,7 @@ START_TEST(test_snapshot_apart)
 	ck_assert_int_eq(b.sink->snapshot_progress(b.sink, &rel, &token), 0);
 	ck_assert_ptr_null(token);
 }
+
 END_TEST
 
 static Suite *
@@ -293,7 +304,7 @@ two_mirrors_suite(void)
  * by test/t/001_two_mirrors.pl.  Non-zero unless every test ran and passed.
  */
 int
-main(void)
+main		(void)
 {
 	SRunner    *sr = srunner_create(two_mirrors_suite());
 	int			ran,

@@ -32,18 +32,19 @@ START_TEST(test_spec_parse)
 	b = agg->b[1];
 	ck_assert_str_eq(b->schema, "public");
 	ck_assert_int_eq(b->out, RP_AGG_OUT_EXEC);
-	ck_assert_str_eq(b->stream->target, "cat >> /tmp/x y");	/* the rest of the line */
+	ck_assert_str_eq(b->stream->target, "cat >> /tmp/x y"); /* the rest of the line */
 	/* two bindings on one file share its stream */
 	ck_assert_ptr_eq(agg->b[2]->stream, agg->b[3]->stream);
 	ck_assert_int_eq(agg->nstreams, 2);
 	rp_agg_free(agg);
 }
+
 END_TEST
 
 START_TEST(test_spec_errors)
 {
 	const char *bad[] = {
-		"name=s source=t dims=d measure=m agg=sum",	/* no output */
+		"name=s source=t dims=d measure=m agg=sum", /* no output */
 		"name=s source=t dims=d measure=m agg=median output=stdout",
 		"name=s source=t dims=d measure=m agg=sum output=table:nodot_is_public_ok extra",
 		"name=s color=red source=t dims=d measure=m agg=sum output=stdout",
@@ -60,7 +61,10 @@ START_TEST(test_spec_errors)
 		rp_error_clear();
 		if (i == 2)
 		{
-			/* output takes the rest of the line: a table name with a space is refused */
+			/*
+			 * output takes the rest of the line: a table name with a space is
+			 * refused
+			 */
 			ck_assert_int_eq(rp_agg_add_spec(agg, bad[i], "t"), -1);
 			continue;
 		}
@@ -73,6 +77,7 @@ START_TEST(test_spec_errors)
 	ck_assert_int_eq(agg->nb, 1);
 	rp_agg_free(agg);
 }
+
 END_TEST
 
 /* A datum of an encoding from raw big-endian bytes. */
@@ -113,10 +118,15 @@ START_TEST(test_values_stream_equals_seed)
 	const unsigned char i4[] = {0xFF, 0xFF, 0xFF, 0xFE};	/* -2 */
 	const unsigned char f8[] = {0x3F, 0xB9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9A};	/* 0.1 */
 	const unsigned char nan[] = {0x7F, 0xF8, 0, 0, 0, 0, 0, 0};
-	/* numeric 1.50: len 12, ndigits 2, weight 0, sign +, dscale 2, digits 1, 5000 */
+
+	/*
+	 * numeric 1.50: len 12, ndigits 2, weight 0, sign +, dscale 2, digits 1,
+	 * 5000
+	 */
 	const unsigned char num[] = {0, 0, 0, 12, 0, 2, 0, 0, 0, 0, 0, 2, 0, 1, 0x13, 0x88};
 	const unsigned char str[] = {0, 0, 0, 3, 'a', 'b', 'c'};
-	const unsigned char date[] = {0, 0, 0x4D, 0x3D};	/* 19773 days: 2024-02-20 */
+	const unsigned char date[] = {0, 0, 0x4D, 0x3D};	/* 19773 days:
+														 * 2024-02-20 */
 	const unsigned char ts[] = {0, 0x06, 0x0D, 0xE1, 0xF5, 0xA0, 0x74, 0x00};	/* 2024-01-01 13:00 */
 	const unsigned char tsinf[] = {0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 	const unsigned char bl[] = {1};
@@ -134,7 +144,10 @@ START_TEST(test_values_stream_equals_seed)
 	same(RP_AGGV_TIMESTAMPTZ, RP_ENC_TIMESTAMPTZ, tsinf, sizeof(tsinf), "infinity", "infinity");
 	same(RP_AGGV_BOOL, RP_ENC_BOOL, bl, sizeof(bl), "true", "true");
 
-	/* a column whose encoding is not the class's, or a malformed value: unreadable */
+	/*
+	 * a column whose encoding is not the class's, or a malformed value:
+	 * unreadable
+	 */
 	rp_aggval_init(&v);
 	d = datum(i4, sizeof(i4));
 	ck_assert(!rp_aggval_from_datum(RP_AGGV_INT, RP_ENC_TEXT, &d, &v));
@@ -149,8 +162,10 @@ START_TEST(test_values_stream_equals_seed)
 	ck_assert(!rp_aggval_from_text(RP_AGGV_BOOL, "yes", &v));
 	rp_aggval_free(&v);
 	ck_assert_int_eq(rp_aggval_class(1700), RP_AGGV_NUMERIC);
-	ck_assert_int_eq(rp_aggval_class(1042), RP_AGGV_UNSUPPORTED);	/* bpchar: padding differs */
+	ck_assert_int_eq(rp_aggval_class(1042), RP_AGGV_UNSUPPORTED);	/* bpchar: padding
+																	 * differs */
 }
+
 END_TEST
 
 /* PostgreSQL's timestamps from its first to its last, then infinity: wire values */
@@ -160,7 +175,8 @@ static const int64_t ts_sorted[] = {
 	0,							/* 1970 */
 	INT64_C(9223372036854775806),	/* the last one in 1970-epoch int64 */
 	INT64_C(-9223372036854775807),	/* extended: 294247-01-10 04:00:54.775807 */
-	INT64_C(-9222426057709551615),	/* extended: 294276-12-31 23:59:59.999999, the last */
+	INT64_C(-9222426057709551615),	/* extended: 294276-12-31 23:59:59.999999,
+									 * the last */
 	INT64_MAX					/* infinity */
 };
 static const char *const ts_seed[] = {
@@ -212,6 +228,7 @@ START_TEST(test_timestamp_keys_order)
 	rp_aggval_free(&a);
 	rp_aggval_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_float_keys_order)
@@ -246,9 +263,10 @@ START_TEST(test_float_keys_order)
 	rp_aggval_free(&a);
 	rp_aggval_free(&b);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_agg(void)
 {
 	Suite	   *s = suite_create("agg");

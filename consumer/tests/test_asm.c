@@ -154,6 +154,7 @@ START_TEST(test_begin_changes_commit)
 	ck_assert_uint_eq(asm_.skipped, 0);
 	rp_item_free(it);
 }
+
 END_TEST
 
 START_TEST(test_one_frame_many_txns)
@@ -184,6 +185,7 @@ START_TEST(test_one_frame_many_txns)
 	}
 	ck_assert_ptr_null(rp_asm_pop(&asm_));
 }
+
 END_TEST
 
 START_TEST(test_empty_txn)
@@ -200,6 +202,7 @@ START_TEST(test_empty_txn)
 	ck_assert_uint_eq(rp_store_length(&it->txn->store), 0);
 	rp_item_free(it);
 }
+
 END_TEST
 
 START_TEST(test_truncate_and_txn_message)
@@ -232,6 +235,7 @@ START_TEST(test_truncate_and_txn_message)
 	/* a transactional message is not an item of its own */
 	ck_assert_ptr_null(rp_asm_pop(&asm_));
 }
+
 END_TEST
 
 /* ---- dedup ------------------------------------------------------------------- */
@@ -271,6 +275,7 @@ START_TEST(test_dedup_watermark)
 	ck_assert_uint_eq(asm_.skipped, 3);
 	ck_assert(!rp_asm_busy(&asm_));
 }
+
 END_TEST
 
 /* ---- protocol halts ------------------------------------------------------------ */
@@ -308,6 +313,7 @@ START_TEST(test_change_before_begin)
 	ct_insert(&b, REL, 0, 2, 2, "late");
 	expect_halt(&b, RP_HALT_PROTOCOL, "outside");
 }
+
 END_TEST
 
 START_TEST(test_begin_inside_begin)
@@ -342,6 +348,7 @@ START_TEST(test_begin_inside_begin)
 	rp_enc_stream_start(&b, 50, true);
 	expect_halt(&b, RP_HALT_PROTOCOL, "stream start");
 }
+
 END_TEST
 
 START_TEST(test_commit_without_begin)
@@ -384,6 +391,7 @@ START_TEST(test_commit_without_begin)
 	rp_enc_stream_commit(&b, 77, 0x100, 0x128, 0);
 	expect_halt(&b, RP_HALT_PROTOCOL, "unknown xid 77");
 }
+
 END_TEST
 
 /*
@@ -443,6 +451,7 @@ START_TEST(test_state_halts)
 	expect_halt(&b, RP_HALT_PROTOCOL, "stream start of xid 64 inside an open transaction");
 	ck_assert_ptr_null(rp_asm_pop(&asm_));
 }
+
 END_TEST
 
 START_TEST(test_unknown_relation)
@@ -471,6 +480,7 @@ START_TEST(test_unknown_relation)
 	ct_insert(&b, 31337, 50, 2, 1, "x");
 	expect_halt(&b, RP_HALT_UNKNOWN_RELATION, "31337");
 }
+
 END_TEST
 
 START_TEST(test_malformed_frame)
@@ -527,6 +537,7 @@ START_TEST(test_malformed_frame)
 	/* records before the damage were taken: the transaction is open */
 	ck_assert(rp_asm_busy(&asm_));
 }
+
 END_TEST
 
 /* ---- messages and origins ----------------------------------------------------- */
@@ -573,6 +584,7 @@ START_TEST(test_nontransactional_message_order)
 	ck_assert_ptr_null(rp_asm_pop(&asm_));
 	ck_assert(!rp_asm_busy(&asm_));
 }
+
 END_TEST
 
 START_TEST(test_origin)
@@ -603,6 +615,7 @@ START_TEST(test_origin)
 	ck_assert_ptr_null(it->txn->origin);
 	rp_item_free(it);
 }
+
 END_TEST
 
 /* ---- streamed transactions ----------------------------------------------------- */
@@ -677,6 +690,7 @@ START_TEST(test_stream_interleaved)
 	rp_item_free(it);
 	ck_assert(!rp_asm_busy(&asm_));
 }
+
 END_TEST
 
 /* Stream the changes (xid, id) of toplevel 100 in one block. */
@@ -766,6 +780,7 @@ START_TEST(test_stream_subxact_abort)
 {
 	subxact_scenario();
 }
+
 END_TEST
 
 START_TEST(test_stream_subxact_abort_spilled)
@@ -780,14 +795,15 @@ START_TEST(test_stream_subxact_abort_spilled)
 	ck_assert_uint_eq(spill.disk_in_use, 0);
 	ck_assert_int_eq(ct_count_entries(ct_path("spill2"), "replicant-spill-"), 0);
 }
+
 END_TEST
 
 START_TEST(test_stream_subxact_first_change_aborted)
 {
 	/*
 	 * The very first change of the stream belongs to a subtransaction that
-	 * aborts: the relation description stored with it goes too, and the
-	 * store must describe the relation again before the next change.
+	 * aborts: the relation description stored with it goes too, and the store
+	 * must describe the relation again before the next change.
 	 */
 	const uint32_t x1[] = {101, 101};
 	const int32_t i1[] = {1, 2};
@@ -805,15 +821,16 @@ START_TEST(test_stream_subxact_first_change_aborted)
 	expect_ids(it, 1, want);
 	rp_item_free(it);
 }
+
 END_TEST
 
 START_TEST(test_stream_subxact_abort_keeps_released_sibling)
 {
 	/*
-	 * SAVEPOINT a (101); 2; 3; RELEASE a; 4; SAVEPOINT b (102); 5;
-	 * ROLLBACK TO b -- then a later block: SAVEPOINT c (103); 6; ROLLBACK TO c.
-	 * Only 102's and 103's changes go: the released sibling before them and
-	 * the toplevel's stay.
+	 * SAVEPOINT a (101); 2; 3; RELEASE a; 4; SAVEPOINT b (102); 5; ROLLBACK
+	 * TO b -- then a later block: SAVEPOINT c (103); 6; ROLLBACK TO c. Only
+	 * 102's and 103's changes go: the released sibling before them and the
+	 * toplevel's stay.
 	 */
 	const uint32_t x1[] = {100, 101, 101, 100, 102};
 	const int32_t i1[] = {1, 2, 3, 4, 5};
@@ -834,6 +851,7 @@ START_TEST(test_stream_subxact_abort_keeps_released_sibling)
 	expect_ids(it, 5, want);
 	rp_item_free(it);
 }
+
 END_TEST
 
 START_TEST(test_stream_toplevel_abort)
@@ -872,6 +890,7 @@ START_TEST(test_stream_toplevel_abort)
 	ck_assert_uint_eq(it->txn->nchanges, 1);
 	rp_item_free(it);
 }
+
 END_TEST
 
 START_TEST(test_stream_start_without_first)
@@ -893,6 +912,7 @@ START_TEST(test_stream_start_without_first)
 	rp_enc_stream_start(&b, 124, true);
 	expect_halt(&b, RP_HALT_PROTOCOL, "twice");
 }
+
 END_TEST
 
 START_TEST(test_stream_other_records)
@@ -925,6 +945,7 @@ START_TEST(test_stream_other_records)
 	ck_assert_int_eq(f.changes[1].tag, RP_TAG_TRUNCATE);
 	rp_item_free(it);
 }
+
 END_TEST
 
 /* ---- relation descriptions --------------------------------------------------- */
@@ -1005,6 +1026,7 @@ START_TEST(test_relation_redescribed_mid_txn)
 	rp_deliver_free(&dl);
 	rp_item_free(it);
 }
+
 END_TEST
 
 START_TEST(test_relation_described_once_per_txn)
@@ -1033,6 +1055,7 @@ START_TEST(test_relation_described_once_per_txn)
 	ck_assert_str_eq(stored_tags(it->txn), "RI");
 	rp_item_free(it);
 }
+
 END_TEST
 
 START_TEST(test_many_relations)
@@ -1062,6 +1085,7 @@ START_TEST(test_many_relations)
 	}
 	rp_item_free(it);
 }
+
 END_TEST
 
 /* ---- reset -------------------------------------------------------------------- */
@@ -1119,6 +1143,7 @@ START_TEST(test_reset_drops_open)
 	ct_insert(&b, REL, 0, 2, 3, "x");
 	expect_halt(&b, RP_HALT_UNKNOWN_RELATION, NULL);
 }
+
 END_TEST
 
 START_TEST(test_spilled_txn_roundtrip)
@@ -1161,6 +1186,7 @@ START_TEST(test_spilled_txn_roundtrip)
 	ck_assert_uint_eq(spill.mem_in_use, 0);
 	ck_assert_int_eq(ct_count_entries(ct_path("spill4"), "replicant-spill-"), 0);
 }
+
 END_TEST
 
 /* ---- early delivery: stream blocks as chunks ------------------------------------- */
@@ -1231,7 +1257,10 @@ START_TEST(test_chunks_then_commit)
 	store_bytes(it->txn, &chunks);
 	rp_item_free(it);
 
-	/* the commit: the whole transaction, whose store begins with the chunks' bytes */
+	/*
+	 * the commit: the whole transaction, whose store begins with the chunks'
+	 * bytes
+	 */
 	it = stream_commit(100, 0x900);
 	expect_ids(it, 3, want);
 	store_bytes(it->txn, &whole);
@@ -1242,6 +1271,7 @@ START_TEST(test_chunks_then_commit)
 	rp_buf_free(&chunks);
 	rp_buf_free(&whole);
 }
+
 END_TEST
 
 START_TEST(test_chunks_void)
@@ -1256,7 +1286,10 @@ START_TEST(test_chunks_void)
 	asm_.early = true;
 	describe(REL, 2);
 
-	/* a subtransaction that went out in a chunk aborts: the chunks are void, no more come */
+	/*
+	 * a subtransaction that went out in a chunk aborts: the chunks are void,
+	 * no more come
+	 */
 	stream_block(true, 2, x1, i1);
 	rp_item_free(pop_kind(RP_ITEM_CHUNK));
 	stream_abort(100, 101);
@@ -1305,6 +1338,7 @@ START_TEST(test_chunks_void)
 	ck_assert_ptr_null(rp_asm_pop(&asm_));
 	ck_assert_uint_eq(asm_.skipped, 1);
 }
+
 END_TEST
 
 START_TEST(test_chunks_off_by_default)
@@ -1322,9 +1356,10 @@ START_TEST(test_chunks_off_by_default)
 	rp_item_free(it);
 	ck_assert_ptr_null(rp_asm_pop(&asm_));
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_asm(void)
 {
 	Suite	   *s = suite_create("asm");

@@ -33,6 +33,7 @@ START_TEST(test_hash_vectors)
 	ck_assert_uint_eq(rp_hash_mix(1), UINT64_C(0xb456bcfc34c2cb2c));
 	ck_assert_uint_eq(rp_hash_mix(0), 0);
 }
+
 END_TEST
 
 START_TEST(test_clock)
@@ -57,6 +58,7 @@ START_TEST(test_clock)
 	dl_ms = (int64_t) dl.tv_sec * 1000 + dl.tv_nsec / 1000000;
 	ck_assert(dl_ms - wall_ms >= 1500 && dl_ms - wall_ms < 2500);
 }
+
 END_TEST
 
 START_TEST(test_lsn_extremes)
@@ -77,6 +79,7 @@ START_TEST(test_lsn_extremes)
 	ck_assert(!rp_lsn_parse("1/", &v));
 	ck_assert_uint_eq(v, 42);
 }
+
 END_TEST
 
 START_TEST(test_typeenc)
@@ -106,12 +109,15 @@ START_TEST(test_typeenc)
 	ck_assert_int_eq(rp_typeenc_by_typtype('c'), RP_ENC_COMPOSITE);
 	ck_assert_int_eq(rp_typeenc_by_typtype('r'), RP_ENC_RANGE);
 	ck_assert_int_eq(rp_typeenc_by_typtype('b'), -1);
-	ck_assert_int_eq(rp_typeenc_by_typtype('d'), -1);	/* domains: the caller's, first */
-	ck_assert_int_eq(rp_typeenc_by_typtype('m'), -1);	/* multiranges: their text */
+	ck_assert_int_eq(rp_typeenc_by_typtype('d'), -1);	/* domains: the
+														 * caller's, first */
+	ck_assert_int_eq(rp_typeenc_by_typtype('m'), -1);	/* multiranges: their
+														 * text */
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_base(void)
 {
 	Suite	   *s = suite_create("base");

@@ -42,7 +42,7 @@ START_TEST(test_roundtrip)
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
 	{
-		char		text[256];
+		char text[	256];
 		RpBfMsg		out;
 		int			n = rp_bfmsg_format(&in[i], text, sizeof(text));
 
@@ -56,18 +56,20 @@ START_TEST(test_roundtrip)
 		ck_assert(rp_bfmsg_same_chunk(&out, &in[i]));
 	}
 }
+
 END_TEST
 
 START_TEST(test_format)
 {
 	RpBfMsg		m = msg(RP_BF_LOW, 16384, 3);
-	char		text[256];
+	char text[	256];
 	char		tiny[20];
 
 	ck_assert_int_gt(rp_bfmsg_format(&m, text, sizeof(text)), 0);
 	ck_assert_str_eq(text, "{\"v\":1,\"mark\":\"low\",\"run\":\"" RUN "\",\"relid\":16384,\"chunk\":3}");
 	ck_assert_int_eq(rp_bfmsg_format(&m, tiny, sizeof(tiny)), -1);
 }
+
 END_TEST
 
 START_TEST(test_same_chunk)
@@ -85,6 +87,7 @@ START_TEST(test_same_chunk)
 	other.run[0] = '1';
 	ck_assert(!rp_bfmsg_same_chunk(&low, &other));
 }
+
 END_TEST
 
 START_TEST(test_malformed)
@@ -116,9 +119,10 @@ START_TEST(test_malformed)
 	for (size_t n = 0; n < strlen(good); n++)
 		ck_assert_msg(!rp_bfmsg_parse((const unsigned char *) good, n, &m), "accepted a prefix of %zu bytes", n);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_bfmsg(void)
 {
 	Suite	   *s = suite_create("bfmsg");

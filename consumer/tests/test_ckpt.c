@@ -88,6 +88,7 @@ START_TEST(test_lsn_format_parse)
 		ck_assert_uint_eq(back, v);
 	}
 }
+
 END_TEST
 
 START_TEST(test_lsn_garbage)
@@ -106,6 +107,7 @@ START_TEST(test_lsn_garbage)
 					  (unsigned long long) v);
 	}
 }
+
 END_TEST
 
 /* ---- lines --------------------------------------------------------------------- */
@@ -141,6 +143,7 @@ START_TEST(test_format_parse_roundtrip)
 	ck_assert(rp_ckpt_parse(line, &back));
 	expect_same(&back, &cases[0]);
 }
+
 END_TEST
 
 START_TEST(test_parse_garbage)
@@ -169,6 +172,7 @@ START_TEST(test_parse_garbage)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(!rp_ckpt_parse(bad[i], &ck), "accepted: %s", bad[i]);
 }
+
 END_TEST
 
 /* ---- the file ------------------------------------------------------------------- */
@@ -192,6 +196,7 @@ START_TEST(test_write_read_roundtrip)
 	ck_assert_int_eq(rp_ckpt_read(path, &back), 1);
 	expect_same(&back, &b);
 	text = ct_slurp(path, NULL);
+
 	ck_assert_int_eq(ct_count(text, "replicant-checkpoint"), 1);
 	ck_assert_int_eq(ct_count(text, "\n"), 1);
 	ck_assert_msg(strstr(text, "commit=0/2000 end=0/2028\n") != NULL, "%s", text);
@@ -201,6 +206,7 @@ START_TEST(test_write_read_roundtrip)
 	ck_assert_int_eq(stat(path, &sb), 0);
 	ck_assert_int_eq(sb.st_mode & 0077, 0);
 }
+
 END_TEST
 
 START_TEST(test_write_replaces_stale_tmp)
@@ -217,6 +223,7 @@ START_TEST(test_write_replaces_stale_tmp)
 	ck_assert_int_eq(rp_ckpt_read(path, &back), 1);
 	expect_same(&back, &a);
 }
+
 END_TEST
 
 START_TEST(test_read_garbage_file)
@@ -238,6 +245,7 @@ START_TEST(test_read_garbage_file)
 	ck_assert_int_eq(mkdir(ct_path("dir.checkpoint"), 0700), 0);
 	ck_assert_int_eq(rp_ckpt_read(ct_path("dir.checkpoint"), &back), -1);
 }
+
 END_TEST
 
 START_TEST(test_write_error)
@@ -248,6 +256,7 @@ START_TEST(test_write_error)
 	ck_assert_int_eq(rp_ckpt_write(ct_path("missing/dir/c"), &a), -1);
 	ck_assert_msg(strstr(rp_error(), "missing/dir/c") != NULL, "%s", rp_error());
 }
+
 END_TEST
 
 /* ---- source identity --------------------------------------------------------------- */
@@ -281,6 +290,7 @@ START_TEST(test_check_source)
 	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234567ULL, 2, "replicant2"), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_IDENTITY);
 }
+
 END_TEST
 
 /* ---- ahead of the server (issue 11: an edited checkpoint confirmed the slot at FFFF/0) ---- */
@@ -313,6 +323,7 @@ START_TEST(test_check_position)
 	ck_assert_int_eq(rp_ckpt_check_position(&ck, 0x5731090), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_IDENTITY);
 }
+
 END_TEST
 
 static uint64_t
@@ -355,9 +366,10 @@ START_TEST(test_status_never_past_server)
 	ck_assert_uint_eq(field(m, 0), 0x5731090);
 	ck_assert_uint_eq(field(m, 1), 0x10);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_ckpt(void)
 {
 	Suite	   *s = suite_create("ckpt");

@@ -70,6 +70,7 @@ START_TEST(test_config_values)
 	free(err);
 	rp_cli_free(&cli);
 }
+
 END_TEST
 
 /* The command line wins, option by option, wherever --config stands. */
@@ -104,7 +105,10 @@ START_TEST(test_config_command_line_wins)
 		rp_cli_free(&cli);
 	}
 	{
-		/* the same file again (the parse is repeatable), --config=FILE spelling */
+		/*
+		 * the same file again (the parse is repeatable), --config=FILE
+		 * spelling
+		 */
 		char		word[300];
 		const char *const args[] = {word, NULL};
 
@@ -128,6 +132,7 @@ START_TEST(test_config_command_line_wins)
 		rp_cli_free(&cli);
 	}
 }
+
 END_TEST
 
 /* A bad line: exit 2, the file, the line, the option, and the --help hint. */
@@ -181,6 +186,7 @@ START_TEST(test_config_errors)
 		rp_cli_free(&cli);
 	}
 }
+
 END_TEST
 
 /* A file that cannot be read, or one that is not text. */
@@ -217,6 +223,7 @@ START_TEST(test_config_unreadable)
 		rp_cli_free(&cli);
 	}
 }
+
 END_TEST
 
 /* A secret-looking option's value never shows in an error. */
@@ -253,6 +260,7 @@ START_TEST(test_config_secrets)
 	ck_assert(!rp_cli_config_secret("slot"));
 	ck_assert(!rp_cli_config_secret("batch-txns"));
 }
+
 END_TEST
 
 /* --help lists --config (the man page check reads --help). */
@@ -270,9 +278,10 @@ START_TEST(test_config_help)
 	free(err);
 	rp_cli_free(&cli);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_cliconfig(void)
 {
 	Suite	   *s = suite_create("cliconfig");

@@ -45,6 +45,7 @@ START_TEST(test_size_valid)
 	ck_assert(rp_parse_size("18446744073709551615", 0, UINT64_MAX, &v));
 	ck_assert_uint_eq(v, UINT64_MAX);
 }
+
 END_TEST
 
 START_TEST(test_size_refused)
@@ -70,6 +71,7 @@ START_TEST(test_size_refused)
 	ck_assert(rp_parse_size("16777215TB", 0, UINT64_MAX, &v));
 	ck_assert_uint_eq(v, (uint64_t) 16777215 << 40);
 }
+
 END_TEST
 
 START_TEST(test_int)
@@ -100,6 +102,7 @@ START_TEST(test_int)
 	ck_assert(!rp_parse_int("-2147483649", INT32_MIN, 0, &v));
 	ck_assert_int_eq(v, 7);
 }
+
 END_TEST
 
 START_TEST(test_bool)
@@ -118,6 +121,7 @@ START_TEST(test_bool)
 	for (size_t i = 0; i < sizeof(neither) / sizeof(neither[0]); i++)
 		ck_assert_msg(!rp_parse_bool(neither[i], &v), "%s", neither[i]);
 }
+
 END_TEST
 
 START_TEST(test_messages_pass)
@@ -143,7 +147,7 @@ START_TEST(test_messages_pass)
 	/* message_prefixes, split like SplitIdentifierString */
 	ck_assert_int_eq(rp_messages_pass(NULL, "replicant.backfill", p), RP_MSG_PASS_YES);
 	ck_assert_int_eq(rp_messages_pass(NULL, "a, replicant.backfill ,b", p), RP_MSG_PASS_YES);
-	ck_assert_int_eq(rp_messages_pass(NULL, "Replicant.Backfill", p), RP_MSG_PASS_YES);	/* folded */
+	ck_assert_int_eq(rp_messages_pass(NULL, "Replicant.Backfill", p), RP_MSG_PASS_YES); /* folded */
 	ck_assert_int_eq(rp_messages_pass(NULL, "\"replicant.backfill\"", p), RP_MSG_PASS_YES);
 	ck_assert_int_eq(rp_messages_pass("true", "x,\"replicant.backfill\"", p), RP_MSG_PASS_YES);
 	ck_assert_int_eq(rp_messages_pass(NULL, "", p), RP_MSG_PASS_YES);	/* empty list: all */
@@ -163,6 +167,7 @@ START_TEST(test_messages_pass)
 	ck_assert_int_eq(rp_messages_pass(NULL, "a b", p), RP_MSG_PASS_UNKNOWN);
 	ck_assert_int_eq(rp_messages_pass(NULL, "a,", p), RP_MSG_PASS_UNKNOWN);
 }
+
 END_TEST
 
 
@@ -249,6 +254,7 @@ START_TEST(test_conninfo)
 	ck_assert_ptr_nonnull(strstr(err, "invalid connection string"));
 	ck_assert_ptr_null(rp_cli_conninfo("nosuchkeyword=1", keys, all, err, sizeof(err)));
 }
+
 END_TEST
 
 
@@ -310,6 +316,7 @@ START_TEST(test_parse_connection)
 		rp_cli_free(&cli);
 	}
 }
+
 END_TEST
 
 /* Every way option parsing ends in a usage error prints the hint and exits 2. */
@@ -404,6 +411,7 @@ START_TEST(test_usage_errors)
 		rp_cli_free(&cli);
 	}
 }
+
 END_TEST
 
 START_TEST(test_help_version)
@@ -437,6 +445,7 @@ START_TEST(test_help_version)
 	free(err);
 	rp_cli_free(&cli);
 }
+
 END_TEST
 
 /* pg_log_info shows only with -v; pg_log_error always, both with the program's name. */
@@ -478,6 +487,7 @@ START_TEST(test_log)
 	free(err);
 	rp_cli_log_set_verbose(0);
 }
+
 END_TEST
 
 /* verify-snapshot's usage errors too: the error, then its --help hint, exit 2. */
@@ -522,6 +532,7 @@ START_TEST(test_verify_usage_errors)
 		free(err);
 	}
 }
+
 END_TEST
 
 /* -W's read: the prompt, the line without its newline, NULL at end of input. */
@@ -541,7 +552,8 @@ START_TEST(test_read_password)
 	fclose(in);
 	fclose(out);
 	said = ct_slurp(ct_path("prompt"), NULL);
-	ck_assert_str_eq(said, "Password: ");	/* not a terminal: no newline of its own */
+	ck_assert_str_eq(said, "Password: ");	/* not a terminal: no newline of
+											 * its own */
 	free(said);
 
 	ct_write_file(ct_path("empty"), "", 0, false);
@@ -551,9 +563,10 @@ START_TEST(test_read_password)
 	fclose(in);
 	fclose(out);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_cliparse(void)
 {
 	Suite	   *s = suite_create("cliparse");

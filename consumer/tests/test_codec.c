@@ -234,6 +234,7 @@ START_TEST(test_begin_commit)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_origin)
@@ -263,6 +264,7 @@ START_TEST(test_origin)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_stream_records)
@@ -318,6 +320,7 @@ START_TEST(test_stream_records)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* ---- relations --------------------------------------------------------- */
@@ -402,6 +405,7 @@ START_TEST(test_relation_roundtrip)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_relation_render_exact)
@@ -437,6 +441,7 @@ START_TEST(test_relation_render_exact)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* One relation record of two columns, with the kind fields unless kind is NONE. */
@@ -500,11 +505,11 @@ START_TEST(test_relation_kind)
 	RpRelation *copy;
 	size_t		first_len;
 	const char *cols_json =
-		"\"columns\":[{\"name\":\"id\",\"attnum\":1,\"type\":\"integer\",\"type_oid\":23,"
-		"\"typmod\":-1,\"encoding\":\"int4\",\"primary_key\":true,\"identity\":true,"
-		"\"not_null\":true,\"generated\":false},{\"name\":\"note\",\"attnum\":3,\"type\":\"text\","
-		"\"type_oid\":25,\"typmod\":-1,\"encoding\":\"string\",\"primary_key\":false,"
-		"\"identity\":false,\"not_null\":false,\"generated\":false}]";
+	"\"columns\":[{\"name\":\"id\",\"attnum\":1,\"type\":\"integer\",\"type_oid\":23,"
+	"\"typmod\":-1,\"encoding\":\"int4\",\"primary_key\":true,\"identity\":true,"
+	"\"not_null\":true,\"generated\":false},{\"name\":\"note\",\"attnum\":3,\"type\":\"text\","
+	"\"type_oid\":25,\"typmod\":-1,\"encoding\":\"string\",\"primary_key\":false,"
+	"\"identity\":false,\"not_null\":false,\"generated\":false}]";
 	char		expect[1024];
 
 	ct_frame(&b);
@@ -547,7 +552,10 @@ START_TEST(test_relation_kind)
 	rp_enc_relation_record(&again, rec.u.relation.rel);
 	ck_assert_uint_eq(again.len, first_len);
 
-	/* version 1 and 2's layout, also in a version 3 frame: no kind, written back without */
+	/*
+	 * version 1 and 2's layout, also in a version 3 frame: no kind, written
+	 * back without
+	 */
 	next_ok(&dec, &rec, RP_TAG_RELATION);
 	ck_assert_uint_eq(rec.u.relation.rel->kind, RP_REL_KIND_NONE);
 	ck_assert_uint_eq(rec.u.relation.rel->partition_set, 0);
@@ -584,6 +592,7 @@ START_TEST(test_relation_kind)
 	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_NONE, 0, 4), -1);
 	ck_assert_int_eq(kind_frame_decodes(3, RP_REL_KIND_NONE, 0, 5), -1);	/* kind 0 */
 }
+
 END_TEST
 
 /* A second relation record for the same relid replaces the first. */
@@ -638,6 +647,7 @@ START_TEST(test_relation_replacement)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* ---- changes ----------------------------------------------------------- */
@@ -675,6 +685,7 @@ START_TEST(test_insert)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /*
@@ -774,6 +785,7 @@ START_TEST(test_time_extremes)
 		ck_assert(!rp_ts_from_pg(RP_PG_TS_MIN - 1, true, &pg));
 	}
 }
+
 END_TEST
 
 START_TEST(test_time_out_of_range_names_column)
@@ -816,6 +828,7 @@ START_TEST(test_time_out_of_range_names_column)
 		rp_buf_free(&b);
 	}
 }
+
 END_TEST
 
 /* Update with an old-key tuple ('k' for non-key columns) and unchanged TOAST. */
@@ -862,6 +875,7 @@ START_TEST(test_update_old_key)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* REPLICA IDENTITY FULL: the old tuple holds every column (it may be 'u'). */
@@ -899,6 +913,7 @@ START_TEST(test_update_old_full)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_delete)
@@ -939,6 +954,7 @@ START_TEST(test_delete)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* A table without a usable identity still yields its changes, flagged. */
@@ -963,6 +979,7 @@ START_TEST(test_no_identity_update)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* Inside a stream block every change names its (sub)transaction. */
@@ -1013,6 +1030,7 @@ START_TEST(test_changes_with_xid)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* More columns than the decoder's initial datum arrays, then fewer again. */
@@ -1081,6 +1099,7 @@ START_TEST(test_wide_relation)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* ---- truncate and messages --------------------------------------------- */
@@ -1144,6 +1163,7 @@ START_TEST(test_truncate)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_messages)
@@ -1208,6 +1228,7 @@ START_TEST(test_messages)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* ---- a whole transaction in one frame ---------------------------------- */
@@ -1259,6 +1280,7 @@ START_TEST(test_transaction_frame)
 					 "{\"kind\":\"commit\",\"commit_lsn\":\"0/3000\",\"end_lsn\":\"0/3038\",\"commit_time\":\"" T_2024_TEXT "\"}");
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* Record offsets name where each record starts in its frame. */
@@ -1294,6 +1316,7 @@ START_TEST(test_record_offsets)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* One decoder walks many frames; relations carry over between them. */
@@ -1324,6 +1347,7 @@ START_TEST(test_relations_span_frames)
 	rp_buf_free(&f1);
 	rp_buf_free(&f2);
 }
+
 END_TEST
 
 /* A headerless run of whole records (a stored transaction) walks the same way. */
@@ -1370,6 +1394,7 @@ START_TEST(test_decoder_records)
 	rp_buf_free(&run);
 	rp_buf_free(&f);
 }
+
 END_TEST
 
 /* ---- the relation map -------------------------------------------------- */
@@ -1449,6 +1474,7 @@ START_TEST(test_relmap_growth)
 	ck_assert_uint_eq(map.count, 0);
 	rp_relmap_free(&map);		/* twice is harmless */
 }
+
 END_TEST
 
 /* The decoder's own map grows past its initial size too. */
@@ -1498,6 +1524,7 @@ START_TEST(test_decoder_many_relations)
 	rp_decoder_free(&dec);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_relation_copy)
@@ -1514,10 +1541,11 @@ START_TEST(test_relation_copy)
 	ck_assert_str_eq(c->cols[0].type_name, "int4");
 	ck_assert_int_eq(rp_relation_column(c, "c"), 0);
 	rp_relation_free(a);
-	ck_assert_str_eq(c->schema, "s");		/* independent of the original */
+	ck_assert_str_eq(c->schema, "s");	/* independent of the original */
 	rp_relation_free(c);
 	rp_relation_free(NULL);
 }
+
 END_TEST
 
 /* ---- name tables ------------------------------------------------------- */
@@ -1573,6 +1601,7 @@ START_TEST(test_names_and_widths)
 	ck_assert_str_eq(rp_identity_name(RP_IDENTITY_INDEX), "index");
 	ck_assert_str_eq(rp_identity_name('x'), "unknown");
 }
+
 END_TEST
 
 /* The buffer writers: big-endian, growth from any capacity. */
@@ -1611,6 +1640,7 @@ START_TEST(test_buf_writers)
 	ck_assert_ptr_null(b.data);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* The bounded reader latches its first failure. */
@@ -1644,9 +1674,10 @@ START_TEST(test_reader)
 	ck_assert_ptr_nonnull(rp_get_bytes(&r, 0));
 	ck_assert(r.ok);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_codec(void)
 {
 	Suite	   *s = suite_create("codec");

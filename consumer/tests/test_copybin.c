@@ -97,39 +97,100 @@ START_TEST(test_fixed)
 {
 	Bytes		x;
 
-	x = (Bytes) {{1}, 1};
+	x = (Bytes)
+	{
+		{
+			1
+		}, 1
+	};
 	CONV(RP_ENC_BOOL, &x, "true");
-	x = (Bytes) {{0}, 1};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 1
+	};
 	CONV(RP_ENC_BOOL, &x, "false");
-	x = (Bytes) {{0}, 0};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
 	b16(&x, 0x8000);
 	CONV(RP_ENC_INT2, &x, "-32768");
-	x = (Bytes) {{0}, 0};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
 	b32(&x, 0x7fffffff);
 	CONV(RP_ENC_INT4, &x, "2147483647");
-	x = (Bytes) {{0}, 0};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
 	b64(&x, (uint64_t) INT64_MIN);
 	CONV(RP_ENC_INT8, &x, "-9223372036854775808");
-	x = (Bytes) {{0}, 0};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
 	b32(&x, 4294967295u);
 	CONV(RP_ENC_OID, &x, "4294967295");
-	x = (Bytes) {{0}, 0};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
 	b32(&x, 0x3fc00000);		/* 1.5f */
 	CONV(RP_ENC_FLOAT4, &x, "1.5");
-	x = (Bytes) {{0}, 0};
-	b64(&x, 0xbff8000000000000ULL);	/* -1.5 */
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
+	b64(&x, 0xbff8000000000000ULL); /* -1.5 */
 	CONV(RP_ENC_FLOAT8, &x, "-1.5");
-	x = (Bytes) {{0}, 0};
-	b64(&x, 0x7ff8000000000000ULL);	/* NaN */
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
+	b64(&x, 0x7ff8000000000000ULL); /* NaN */
 	CONV(RP_ENC_FLOAT8, &x, "\"NaN\"");
-	x = (Bytes) {{0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}, 16};
+	x = (Bytes)
+	{
+		{
+			0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef
+		}, 16
+	};
 	CONV(RP_ENC_UUID, &x, "\"12345678-9abc-def0-0123-456789abcdef\"");
 	/* wrong widths are refused, naming the encoding and the length only */
-	x = (Bytes) {{0, 1, 2}, 3};
+	x = (Bytes)
+	{
+		{
+			0, 1, 2
+		}, 3
+	};
 	ck_assert_str_eq(conv_err(RP_ENC_INT4, 0, &x), "binary int4 value of 3 bytes does not decode");
-	x = (Bytes) {{1, 1}, 2};
+	x = (Bytes)
+	{
+		{
+			1, 1
+		}, 2
+	};
 	conv_err(RP_ENC_BOOL, 0, &x);
 }
+
 END_TEST
 
 START_TEST(test_numeric)
@@ -145,7 +206,12 @@ START_TEST(test_numeric)
 	b16(&x, 5000);
 	CONV(RP_ENC_NUMERIC, &x, "\"1.5\"");
 	/* -0.001 with trailing zeros kept by dscale 4: -0.0010 */
-	x = (Bytes) {{0}, 0};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
 	b16(&x, 1);
 	b16(&x, (uint16_t) -1);
 	b16(&x, RP_NUMERIC_NEG);
@@ -153,7 +219,12 @@ START_TEST(test_numeric)
 	b16(&x, 10);
 	CONV(RP_ENC_NUMERIC, &x, "\"-0.0010\"");
 	/* NaN and the infinities: no digits, the sign word says it */
-	x = (Bytes) {{0}, 0};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
 	b16(&x, 0);
 	b16(&x, 0);
 	b16(&x, RP_NUMERIC_NAN);
@@ -168,7 +239,12 @@ START_TEST(test_numeric)
 	b16(&x, 0);
 	CONV(RP_ENC_NUMERIC, &x, "\"-Infinity\"");
 	/* a digit count that disagrees with the length */
-	x = (Bytes) {{0}, 0};
+	x = (Bytes)
+	{
+		{
+			0
+		}, 0
+	};
 	b16(&x, 3);
 	b16(&x, 0);
 	b16(&x, 0);
@@ -176,6 +252,7 @@ START_TEST(test_numeric)
 	b16(&x, 1);
 	conv_err(RP_ENC_NUMERIC, 0, &x);
 }
+
 END_TEST
 
 START_TEST(test_datetime)
@@ -211,7 +288,11 @@ START_TEST(test_datetime)
 	x.n = 0;
 	b64(&x, (uint64_t) INT64_MIN);
 	CONV(RP_ENC_TIMESTAMPTZ, &x, "\"-infinity\"");
-	/* PostgreSQL's first and last timestamps; the last past what 1970-epoch int64 holds */
+
+	/*
+	 * PostgreSQL's first and last timestamps; the last past what 1970-epoch
+	 * int64 holds
+	 */
 	x.n = 0;
 	b64(&x, (uint64_t) INT64_C(-211813488000000000));
 	CONV(RP_ENC_TIMESTAMPTZ, &x, "\"-4713-11-24T00:00:00Z\"");
@@ -219,7 +300,8 @@ START_TEST(test_datetime)
 	b64(&x, (uint64_t) INT64_C(9223371331199999999));
 	CONV(RP_ENC_TIMESTAMPTZ, &x, "\"+294276-12-31T23:59:59.999999Z\"");
 	x.n = 0;
-	b64(&x, (uint64_t) INT64_C(9222425352054775807));	/* the first of the extended range */
+	b64(&x, (uint64_t) INT64_C(9222425352054775807));	/* the first of the
+														 * extended range */
 	CONV(RP_ENC_TIMESTAMP, &x, "\"+294247-01-10T04:00:54.775807\"");
 	/* what no PostgreSQL timestamp is: refused, naming no value */
 	x.n = 0;
@@ -245,7 +327,7 @@ START_TEST(test_datetime)
 	CONV(RP_ENC_TIME, &x, "\"01:02:03.000001\"");
 	x.n = 0;
 	b64(&x, INT64_C(3723000000));
-	b32(&x, (uint32_t) -19800);		/* +05:30 */
+	b32(&x, (uint32_t) -19800); /* +05:30 */
 	CONV(RP_ENC_TIMETZ, &x, "\"01:02:03+05:30\"");
 
 	/* interval: time, days, months, in the wire's order */
@@ -257,6 +339,7 @@ START_TEST(test_datetime)
 	x.n = 15;
 	conv_err(RP_ENC_INTERVAL, 0, &x);
 }
+
 END_TEST
 
 START_TEST(test_strings)
@@ -270,7 +353,7 @@ START_TEST(test_strings)
 	x.n = 0;
 	x.b[x.n++] = 0;
 	x.b[x.n++] = 0xff;
-	CONV(RP_ENC_BYTEA, &x, "\"AP8=\"");	/* base64 */
+	CONV(RP_ENC_BYTEA, &x, "\"AP8=\""); /* base64 */
 	x.n = 0;
 	CONV(RP_ENC_STRING, &x, "\"\"");
 	/* json verbatim; jsonb after its version byte */
@@ -285,6 +368,7 @@ START_TEST(test_strings)
 	x.n = 0;
 	conv_err(RP_ENC_JSONB, 0, &x);
 }
+
 END_TEST
 
 START_TEST(test_arrays)
@@ -347,6 +431,7 @@ START_TEST(test_arrays)
 	b32(&x, 1);
 	conv_err(RP_ENC_ARRAY, RP_ENC_INT4, &x);
 }
+
 END_TEST
 
 START_TEST(test_ranges)
@@ -385,6 +470,7 @@ START_TEST(test_ranges)
 	b32(&x, 1);
 	conv_err(RP_ENC_RANGE, RP_ENC_INT4, &x);
 }
+
 END_TEST
 
 START_TEST(test_unsupported)
@@ -401,6 +487,7 @@ START_TEST(test_unsupported)
 	ck_assert(rp_copybin_supported(&ok));
 	ck_assert(strstr(conv_err(RP_ENC_COMPOSITE, 0, &x), "composite") != NULL);
 }
+
 END_TEST
 
 /*
@@ -444,7 +531,8 @@ START_TEST(test_composite)
 	b32(&x, 25);
 	b32(&x, (uint32_t) -1);		/* b NULL */
 	b32(&x, 1007);
-	b32(&x, 28);				/* int4[] {5}: ndim 1, no nulls, elem 23, dim 1 lb 1, one item */
+	b32(&x, 28);				/* int4[] {5}: ndim 1, no nulls, elem 23, dim
+								 * 1 lb 1, one item */
 	b32(&x, 1);
 	b32(&x, 0);
 	b32(&x, 23);
@@ -502,7 +590,10 @@ START_TEST(test_composite)
 	ck_assert(strstr(js.data, "\"b\":null") != NULL);
 	ck_assert(strstr(js.data, "9000000000") != NULL);
 
-	/* malformed: a wrong field count, a field type that is not the catalog's, a short field */
+	/*
+	 * malformed: a wrong field count, a field type that is not the catalog's,
+	 * a short field
+	 */
 	{
 		Bytes		y = x;
 
@@ -521,6 +612,7 @@ START_TEST(test_composite)
 	rp_buf_free(&want);
 	rp_buf_free(&js);
 }
+
 END_TEST
 
 START_TEST(test_copy_stream)
@@ -568,9 +660,10 @@ START_TEST(test_copy_stream)
 	end = x.b + x.n;
 	ck_assert_int_eq(rp_copybin_tuple(&p, end, 4, &nf, data, len), -1);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_copybin(void)
 {
 	Suite	   *s = suite_create("pgrecv");

@@ -39,6 +39,7 @@ START_TEST(test_ident)
 	ck_assert_str_eq(built(&b), "\"a\"\"b\"");
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_range_sql)
@@ -75,6 +76,7 @@ START_TEST(test_range_sql)
 	ck_assert_ptr_nonnull(strstr(s, "WHERE (rp_t.\"id\") <= ($1::integer) AND rp_t.\"id\" IS NOT NULL"));
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* how often needle is in s */
@@ -127,6 +129,7 @@ START_TEST(test_only)
 	}
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* The rows with a NULL anywhere in the key: their own range, and in no key range. */
@@ -150,7 +153,10 @@ START_TEST(test_nullkeys_sql)
 	ck_assert_ptr_nonnull(strstr(s, "SELECT ROW(rp_t.\"k1\", rp_t.\"k2\")::text, pg_catalog.md5(ROW("));
 	ck_assert_ptr_nonnull(strstr(s, " WHERE (rp_t.\"k1\" IS NULL OR rp_t.\"k2\" IS NULL) ORDER BY 1, 2"));
 
-	/* (3, NULL) is past (2, 'b') by row comparison: the key ranges test every column */
+	/*
+	 * (3, NULL) is past (2, 'b') by row comparison: the key ranges test every
+	 * column
+	 */
 	for (int lo = 0; lo <= 1; lo++)
 		for (int hi = 0; hi <= 1; hi++)
 		{
@@ -167,6 +173,7 @@ START_TEST(test_nullkeys_sql)
 	ck_assert_str_eq(built(&b), "rows with a NULL key: source 0 rows, destination 1 rows");
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* A re-read round: only a source that held still can make a difference. */
@@ -181,10 +188,15 @@ START_TEST(test_round)
 		/* the source held still, the caught-up destination differs */
 		ck_assert_int_eq(rp_dbverify_round(false, false, true, left), RP_DBV_ROUND_DIFFERENT);
 	}
-	/* the source changed between its reads: again, and at the timeout not compared */
+
+	/*
+	 * the source changed between its reads: again, and at the timeout not
+	 * compared
+	 */
 	ck_assert_int_eq(rp_dbverify_round(false, false, false, true), RP_DBV_ROUND_AGAIN);
 	ck_assert_int_eq(rp_dbverify_round(false, false, false, false), RP_DBV_ROUND_UNSETTLED);
 }
+
 END_TEST
 
 START_TEST(test_verdict)
@@ -221,7 +233,10 @@ START_TEST(test_verdict)
 	ck_assert_str_eq(built(&b), "different (5000 rows, 2 hash buckets different)");
 	rp_buf_free(&b);
 
-	/* the exit status: a difference, then a failure, then a table not compared */
+	/*
+	 * the exit status: a difference, then a failure, then a table not
+	 * compared
+	 */
 	ck_assert_int_eq(rp_dbverify_status(0, 0, false), RP_DBVERIFY_EQUAL);
 	ck_assert_int_eq(rp_dbverify_status(1, 0, false), RP_DBVERIFY_DIFFERENT);
 	ck_assert_int_eq(rp_dbverify_status(1, 3, true), RP_DBVERIFY_DIFFERENT);
@@ -234,6 +249,7 @@ START_TEST(test_verdict)
 	ck_assert_int_eq(RP_DBVERIFY_FAILED, 3);
 	ck_assert_int_eq(RP_DBVERIFY_NOT_COMPARED, 4);
 }
+
 END_TEST
 
 START_TEST(test_composite_sql)
@@ -270,11 +286,12 @@ START_TEST(test_composite_sql)
 	ck_assert_ptr_null(strstr(s, "$1"));
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 typedef struct Seen
 {
-	char		text[512];
+	char text[	512];
 	int			n;
 } Seen;
 
@@ -284,7 +301,7 @@ collect(void *arg, RpDbvKeyDiff d, const char *key)
 	Seen	   *s = arg;
 	size_t		len = strlen(s->text);
 
-	snprintf(s->text + len, sizeof(s->text) - len, "%s:%s;", rp_dbverify_diff_name(d), key);
+	snprintf(s->text +len, sizeof(s->text) - len, "%s:%s;", rp_dbverify_diff_name(d), key);
 	s->n++;
 }
 
@@ -311,6 +328,7 @@ START_TEST(test_diff_keys)
 	ck_assert_int_eq(rp_dbverify_diff_keys(same_a, 2, NULL, 0, collect, &seen), 2);
 	ck_assert_str_eq(seen.text, "missing:(1);missing:(2);");
 }
+
 END_TEST
 
 START_TEST(test_range_text)
@@ -333,9 +351,10 @@ START_TEST(test_range_text)
 	ck_assert_ptr_nonnull(strstr(rp_dbverify_settings(), "bytea_output"));
 	ck_assert_ptr_nonnull(strstr(rp_dbverify_settings(), "IntervalStyle"));
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_dbverify(void)
 {
 	Suite	   *s = suite_create("dbverify");

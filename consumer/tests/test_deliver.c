@@ -282,7 +282,7 @@ START_TEST(test_diff_classes)
 	s.id_flags = RP_COL_PRIMARY_KEY | RP_COL_NOT_NULL;	/* out of the identity */
 	expect_diff(&base, &s, RP_SCHEMA_DESTRUCTIVE, "\"id\"");
 	s = base;
-	s.note_flags = RP_COL_IDENTITY;	/* into the identity */
+	s.note_flags = RP_COL_IDENTITY; /* into the identity */
 	expect_diff(&base, &s, RP_SCHEMA_DESTRUCTIVE, "\"note\"");
 
 	/* replica identity */
@@ -303,6 +303,7 @@ START_TEST(test_diff_classes)
 	s.schema = "archive";
 	expect_diff(&base, &s, RP_SCHEMA_DESTRUCTIVE, "\"archive\"");
 }
+
 END_TEST
 
 /*
@@ -343,6 +344,7 @@ START_TEST(test_counters_outlive_delivery)
 	ck_assert_uint_eq(RP_COUNT_LOAD(run.checkpoint_lsn), dl.ck.end_lsn);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* ---- batching ---------------------------------------------------------------------- */
@@ -390,6 +392,7 @@ START_TEST(test_batch_max_txns)
 	calls_are(&f, "BBT");
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_batch_max_bytes)
@@ -417,6 +420,7 @@ START_TEST(test_batch_max_bytes)
 	calls_are(&f, "BT");
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_batch_max_ms)
@@ -448,6 +452,7 @@ START_TEST(test_batch_max_ms)
 	ck_assert(!rp_deliver_pending(&dl));
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_message_flushes_batch)
@@ -487,6 +492,7 @@ START_TEST(test_message_flushes_batch)
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x428);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_message_without_handler)
@@ -500,7 +506,11 @@ START_TEST(test_message_without_handler)
 
 	ct_sink_init(&f);
 	f.s.handle_message = NULL;
-	/* neither a callback nor an explicit decline: refused at start, and on a message */
+
+	/*
+	 * neither a callback nor an explicit decline: refused at start, and on a
+	 * message
+	 */
 	ck_assert_int_eq(rp_deliver_check_sink(&f.s, true), -1);
 	ck_assert_msg(strstr(rp_error(), "no handle_message callback") != NULL, "%s", rp_error());
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_CONFIG);
@@ -520,6 +530,7 @@ START_TEST(test_message_without_handler)
 	ck_assert_uint_eq(back.end_lsn, 0x300);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* ---- checkpoints ----------------------------------------------------------------------- */
@@ -571,6 +582,7 @@ START_TEST(test_library_checkpoint_after_sink)
 	ck_assert_int_eq(ct_count_entries(ct_dir, "slot.checkpoint"), 1);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_sink_owned_checkpoint_no_file)
@@ -591,14 +603,15 @@ START_TEST(test_sink_owned_checkpoint_no_file)
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x100);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_midbatch_failure_library_owned)
 {
 	/*
-	 * Per-transaction delivery of a batch of three, library-owned: the
-	 * second fails.  The position reported to the server (dl.ck) must not
-	 * pass the checkpoint file (G2), and a retry delivers the rest.
+	 * Per-transaction delivery of a batch of three, library-owned: the second
+	 * fails.  The position reported to the server (dl.ck) must not pass the
+	 * checkpoint file (G2), and a retry delivers the rest.
 	 */
 	CtSink		f;
 	RpDelivery	dl;
@@ -626,14 +639,15 @@ START_TEST(test_midbatch_failure_library_owned)
 	ck_assert_uint_eq(dl.count->txns, 3);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_midbatch_failure_sink_owned)
 {
 	/*
-	 * The same with a sink that owns its checkpoint (effect-once): the
-	 * first transaction is durable in the sink, so a retry must not hand
-	 * it over again (G1).
+	 * The same with a sink that owns its checkpoint (effect-once): the first
+	 * transaction is durable in the sink, so a retry must not hand it over
+	 * again (G1).
 	 */
 	CtSink		f;
 	RpDelivery	dl;
@@ -663,6 +677,7 @@ START_TEST(test_midbatch_failure_sink_owned)
 	ck_assert(!rp_deliver_pending(&dl));
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /*
@@ -705,6 +720,7 @@ START_TEST(test_diff_partitions)
 	expect_diff(&root, &table, RP_SCHEMA_DESTRUCTIVE, "no longer published as the root");
 	expect_diff(&root, &plain, RP_SCHEMA_DESTRUCTIVE, "no longer published as the root");
 }
+
 END_TEST
 
 /* ---- schema changes during delivery ---------------------------------------------------- */
@@ -744,6 +760,7 @@ START_TEST(test_partition_set_change_halts)
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x180);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_destructive_halts)
@@ -775,6 +792,7 @@ START_TEST(test_destructive_halts)
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x100);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_destructive_type_change_halts)
@@ -800,6 +818,7 @@ START_TEST(test_destructive_type_change_halts)
 	ck_assert_msg(strstr(rp_error(), "\"note\"") && strstr(rp_error(), "bigint"), "%s", rp_error());
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_additive_continues_without_handler)
@@ -823,6 +842,7 @@ START_TEST(test_additive_continues_without_handler)
 	ck_assert_int_eq(f.changes[1].natts, 3);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_schema_handler)
@@ -865,6 +885,7 @@ START_TEST(test_schema_handler)
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x200);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* ---- the relation view ------------------------------------------------------------------ */
@@ -939,7 +960,10 @@ START_TEST(test_view_persisted_across_restart)
 	ck_assert_int_eq(natts, 2);
 	rp_deliver_free(&dl);
 
-	/* without the view the change would go unnoticed: it is the view that catches it */
+	/*
+	 * without the view the change would go unnoticed: it is the view that
+	 * catches it
+	 */
 	rp_asm_free(&as);
 	rp_asm_init(&as, &sp, 0x200);
 	ct_sink_init(&f);
@@ -948,6 +972,7 @@ START_TEST(test_view_persisted_across_restart)
 	ck_assert_int_eq(rp_deliver_item(&dl, txn_spec(REL, &v2, 3, 0x300, 1), 0), 0);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_view_replaces_records)
@@ -1008,6 +1033,7 @@ START_TEST(test_view_replaces_records)
 	ck_assert_msg(strstr(rp_error(), "stream_stop") != NULL, "%s", rp_error());
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* ---- idle advance -------------------------------------------------------------------------- */
@@ -1088,6 +1114,7 @@ START_TEST(test_advance)
 	ck_assert_uint_eq(dl.ck.end_lsn, 0x60);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* ---- cursor ------------------------------------------------------------------------------- */
@@ -1111,6 +1138,7 @@ START_TEST(test_cursor_damaged_store)
 	ck_assert_msg(strstr(rp_error(), "4242") != NULL, "%s", rp_error());
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* ---- early apply of streamed transactions ------------------------------------------ */
@@ -1120,7 +1148,8 @@ END_TEST
  * commit) among the usual calls, the records each chunk held, and the bytes
  * the commit was told to skip.
  */
-static int	early_records;		/* records in chunks since the last drop or commit */
+static int	early_records;		/* records in chunks since the last drop or
+								 * commit */
 static uint64_t early_chunk_bytes;
 static uint64_t early_skip;
 static int	early_decline_at;	/* decline the n-th chunk (1-based); 0 never */
@@ -1187,7 +1216,7 @@ early_sink(CtSink *f, RpDelivery *dl)
 	ct_sink_init(f);
 	f->s.owns_checkpoint = true;
 	f->s.handle_batch = ct_sink_batch;
-	f->s.handle_transaction = NULL;		/* every unit is a 'B' */
+	f->s.handle_transaction = NULL; /* every unit is a 'B' */
 	f->s.handle_chunk = early_chunk;
 	f->s.drop_chunks = early_drop;
 	f->s.handle_chunked_commit = early_commit;
@@ -1260,12 +1289,13 @@ START_TEST(test_early_chunks_then_commit)
 	calls_are(&f, "BBC");
 	early_block(&dl, 700, false, 2);
 	calls_are(&f, "BBCC");
-	ck_assert_int_eq(early_records, 5);	/* 3 rows, then 2 (the cursor keeps R to itself) */
+	ck_assert_int_eq(early_records, 5); /* 3 rows, then 2 (the cursor keeps R
+										 * to itself) */
 	early_block(&dl, 700, false, 0);	/* an empty block: nothing */
 	early_end(&dl, 700, 0x300, true);
 	calls_are(&f, "BBCCK");
 	ck_assert_uint_eq(early_skip, early_chunk_bytes);
-	ck_assert_int_eq(early_records, 5);	/* nothing after the chunks */
+	ck_assert_int_eq(early_records, 5); /* nothing after the chunks */
 	ck_assert_uint_eq(f.held.commit_lsn, 0x300);
 	ck_assert_uint_eq(dl.ck.commit_lsn, 0x300);
 	ck_assert_uint_eq(dl.count->early_commits, 1);
@@ -1273,6 +1303,7 @@ START_TEST(test_early_chunks_then_commit)
 	ck_assert_uint_eq(dl.count->txns, 3);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 START_TEST(test_early_dropped)
@@ -1284,7 +1315,10 @@ START_TEST(test_early_dropped)
 	ck_assert_int_eq(rp_deliver_item(&dl, txn(1, 0x200, 1), 0), 0);
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 
-	/* another transaction commits while 700's chunks are held: they go, 700 comes whole */
+	/*
+	 * another transaction commits while 700's chunks are held: they go, 700
+	 * comes whole
+	 */
 	early_block(&dl, 700, true, 2);
 	ck_assert_int_eq(rp_deliver_item(&dl, txn(2, 0x300, 1), 0), 0);
 	calls_are(&f, "BCD");
@@ -1313,7 +1347,10 @@ START_TEST(test_early_dropped)
 	ck_assert_uint_eq(dl.count->early_drops, 3);
 	ck_assert_uint_eq(f.held.commit_lsn, 0x600);
 
-	/* a reconnect cuts it; sent again from its first block, it is started over */
+	/*
+	 * a reconnect cuts it; sent again from its first block, it is started
+	 * over
+	 */
 	early_block(&dl, 950, true, 1);
 	rp_asm_reset(&as);
 	{
@@ -1331,9 +1368,10 @@ START_TEST(test_early_dropped)
 	ck_assert_uint_eq(f.held.commit_lsn, 0x700);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_deliver(void)
 {
 	Suite	   *s = suite_create("deliver");

@@ -114,6 +114,7 @@ START_TEST(test_fold_and_find)
 	ck_assert(!find(7, NULL)->fresh);
 	ck_assert_uint_eq(v, 3);
 }
+
 END_TEST
 
 /*
@@ -141,6 +142,7 @@ START_TEST(test_slots_follow_the_batch)
 	rp_mirror_effects_clear(&tab);
 	ck_assert_int_eq(tab.nslots, 8192);
 }
+
 END_TEST
 
 /*
@@ -151,11 +153,11 @@ END_TEST
  */
 START_TEST(test_keyless_inserts_all_kept)
 {
-	RpColumn	cols[2] = {{.attnum = 1, .name = "tid", .type_oid = 23, .type_name = "integer", .typmod = -1,
-		.encoding = RP_ENC_INT4}, {.attnum = 2, .name = "delta", .type_oid = 23, .type_name = "integer",
-	.typmod = -1, .encoding = RP_ENC_INT4}};
-	RpRelation	rel = {.relid = 4242, .schema = "public", .name = "h", .identity = RP_IDENTITY_DEFAULT,
-	.natts = 2, .cols = cols};
+	RpColumn	cols[2] = {{.attnum = 1,.name = "tid",.type_oid = 23,.type_name = "integer",.typmod = -1,
+	.encoding = RP_ENC_INT4}, {.attnum = 2,.name = "delta",.type_oid = 23,.type_name = "integer",
+	.typmod = -1,.encoding = RP_ENC_INT4}};
+	RpRelation	rel = {.relid = 4242,.schema = "public",.name = "h",.identity = RP_IDENTITY_DEFAULT,
+	.natts = 2,.cols = cols};
 	RpMirrorTable *t;
 	RpRecord	rec;
 	RpDatum		d[2];
@@ -175,8 +177,14 @@ START_TEST(test_keyless_inserts_all_kept)
 	for (int i = 0; i < 150; i++)
 	{
 		tid = (uint32_t) (i % 7);
-		d[0] = (RpDatum) {RP_DATUM_VALUE, sizeof(tid), (const unsigned char *) &tid};
-		d[1] = (RpDatum) {RP_DATUM_VALUE, sizeof(delta), (const unsigned char *) &delta};
+		d[0] = (RpDatum)
+		{
+			RP_DATUM_VALUE, sizeof(tid), (const unsigned char *) &tid
+		};
+		d[1] = (RpDatum)
+		{
+			RP_DATUM_VALUE, sizeof(delta), (const unsigned char *) &delta
+		};
 		ck_assert_int_eq(rp_mirror_apply_change(&pg, &rec), 0);
 	}
 	ck_assert_int_eq(t->neffects, 150);
@@ -195,9 +203,10 @@ START_TEST(test_keyless_inserts_all_kept)
 	rp_free(pg.tables);
 	rp_mirror_backfill_free(&pg);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_effect(void)
 {
 	Suite	   *s = suite_create("effect");

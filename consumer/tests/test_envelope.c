@@ -120,6 +120,7 @@ START_TEST(test_three_rows)
 	/* no dead-letter file was made */
 	ck_assert_int_eq(env.dlq_fd, -1);
 }
+
 END_TEST
 
 START_TEST(test_empty_table)
@@ -136,13 +137,16 @@ START_TEST(test_empty_table)
 	want_frame(&want, "end", "\"s.t\"", 0, ",\"row_count\":0,\"completed_at\":\"" DONE "\"");
 	assert_out(&want);
 
-	/* a second dump with the same writer: a new id, seq from 0 again, total 0 is kept */
+	/*
+	 * a second dump with the same writer: a new id, seq from 0 again, total 0
+	 * is kept
+	 */
 	memcpy(first_id, env.snapshot_id, sizeof(first_id));
 	out.len = 0;
 	want.len = 0;
 	ck_assert_int_eq(rp_env_begin(&env, &out, "s.u", AT_MS, 0), 0);
 	ck_assert_str_ne(env.snapshot_id, first_id);
-	ck_assert_int_gt(strcmp(env.snapshot_id, first_id), 0);	/* same ms: sorts after */
+	ck_assert_int_gt(strcmp(env.snapshot_id, first_id), 0); /* same ms: sorts after */
 	ck_assert_int_eq(rp_env_end(&env, &out, DONE_MS), 0);
 	want_frame(&want, "begin", "\"s.u\"", 0, ",\"total\":0");
 	want_frame(&want, "end", "\"s.u\"", 0, ",\"row_count\":0,\"completed_at\":\"" DONE "\"");
@@ -150,6 +154,7 @@ START_TEST(test_empty_table)
 	rp_buf_free(&want);
 	ck_assert(!ct_exists(ct_path("dlq.jsonl")));
 }
+
 END_TEST
 
 /*
@@ -160,7 +165,11 @@ END_TEST
 START_TEST(test_oversize)
 {
 	static const char small1[] = "{\"id\":1,\"t\":\"ok\"}";
-	/* bytes 0..19 are ASCII ({"id":2,"t":"xxxxx), then é (2 bytes) at 20, 22, 24 ... */
+
+	/*
+	 * bytes 0..19 are ASCII ({"id":2,"t":"xxxxx), then é (2 bytes) at 20,
+	 * 22, 24 ...
+	 */
 	static const char big[] = "{\"id\":2,\"t\":\"xxxxxx\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\"}";
 	static const char small3[] = "{\"id\":3,\"t\":\"ok\"}";
 	RpBuf		want;
@@ -224,6 +233,7 @@ START_TEST(test_oversize)
 	free(line);
 	free(dlq);
 }
+
 END_TEST
 
 /* Cuts at every length: never half a character; a row without key; no DLQ path. */
@@ -283,6 +293,7 @@ START_TEST(test_dlq_cuts)
 	ck_assert_uint_eq(env.dlq_lines, 0);
 	ck_assert_int_eq(rp_env_end(&env, &out, DONE_MS), 0);
 }
+
 END_TEST
 
 START_TEST(test_store_escaped)
@@ -298,6 +309,7 @@ START_TEST(test_store_escaped)
 	assert_out(&want);
 	rp_buf_free(&want);
 }
+
 END_TEST
 
 static void
@@ -307,7 +319,7 @@ assert_failed_end(void)
 
 	rp_error_clear();
 	ck_assert_int_eq(rp_env_end(&env, &out, DONE_MS), -1);
-	ck_assert_uint_eq(out.len, before);	/* no end frame appended */
+	ck_assert_uint_eq(out.len, before); /* no end frame appended */
 }
 
 START_TEST(test_no_end_on_failure)
@@ -327,8 +339,10 @@ START_TEST(test_no_end_on_failure)
 	ck_assert_int_eq(rp_env_row(&env, &out, "{\"id\":2}", 8, NULL, 0), -1);
 	rp_env_free(&env);
 
-	/* a record that is not a one-line JSON object fails the dump; the message
-	 * names the table and seq, not the content */
+	/*
+	 * a record that is not a one-line JSON object fails the dump; the message
+	 * names the table and seq, not the content
+	 */
 	out.len = 0;
 	rp_env_init(&env, 0, 0, NULL);
 	ck_assert_int_eq(rp_env_begin(&env, &out, "public.item", AT_MS, -1), 0);
@@ -345,7 +359,10 @@ START_TEST(test_no_end_on_failure)
 	assert_failed_end();
 	rp_env_free(&env);
 
-	/* a dead-letter file that cannot be opened fails the dump, nothing appended */
+	/*
+	 * a dead-letter file that cannot be opened fails the dump, nothing
+	 * appended
+	 */
 	out.len = 0;
 	rp_env_init(&env, 4, 100, ct_path("no/such/dir/dlq.jsonl"));
 	ck_assert_int_eq(rp_env_begin(&env, &out, "public.item", AT_MS, -1), 0);
@@ -369,7 +386,10 @@ START_TEST(test_no_end_on_failure)
 	assert_failed_end();
 	rp_env_free(&env);
 
-	/* out of order: a row or an end before begin; an end twice; begin while open */
+	/*
+	 * out of order: a row or an end before begin; an end twice; begin while
+	 * open
+	 */
 	out.len = 0;
 	rp_env_init(&env, 0, 0, NULL);
 	ck_assert_int_eq(rp_env_row(&env, &out, "{}", 2, NULL, 0), -1);
@@ -388,6 +408,7 @@ START_TEST(test_no_end_on_failure)
 	ck_assert_int_eq(rp_env_begin(&env, &out, "", AT_MS, -1), -1);
 	ck_assert_int_eq(rp_env_begin(&env, &out, "s.t", -(INT64_C(1) << 50), -1), -1);
 }
+
 END_TEST
 
 START_TEST(test_resume)
@@ -411,6 +432,7 @@ START_TEST(test_resume)
 	ck_assert_int_eq(rp_env_resume(&env, "public.item", "not-a-uuid", AT_MS, 0), -1);
 	ck_assert_int_eq(rp_env_resume(&env, "public.item", NULL, AT_MS, 0), -1);
 }
+
 END_TEST
 
 START_TEST(test_rfc3339)
@@ -432,6 +454,7 @@ START_TEST(test_rfc3339)
 	ck_assert_int_eq(rp_rfc3339_ms(t, INT64_C(253402300800000)), -1);
 	ck_assert_int_eq(rp_rfc3339_ms(t, INT64_C(-62167219200001)), -1);
 }
+
 END_TEST
 
 /* Every frame reads back with the reader, with the fields the spec names. */
@@ -479,9 +502,10 @@ START_TEST(test_frames_read_back)
 	rp_jr_free(&d);
 	free(s);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_envelope(void)
 {
 	Suite	   *s = suite_create("envelope");

@@ -140,6 +140,7 @@ START_TEST(test_kind_names)
 	/* no hook, or a hook with no function: nothing is called */
 	rp_event_emit(NULL, &evlog.ev[0]);
 }
+
 END_TEST
 
 /*
@@ -203,12 +204,16 @@ START_TEST(test_sequence)
 	ck_assert_uint_eq(e->end_lsn, 0x3028);
 	ck_assert_uint_eq(evlog.ev[5].end_lsn, 0x3028);
 
-	/* a subscriber set: the delivery's own counters are the subscriber's business */
+	/*
+	 * a subscriber set: the delivery's own counters are the subscriber's
+	 * business
+	 */
 	ck_assert_uint_eq(dl.own_count.txns, 0);
 	ck_assert_int_eq(f.nchanges, 6);
 	assert_value_free();
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* The sink fails the second transaction: BATCH_FAILED with its halt reason and SQLSTATE. */
@@ -242,6 +247,7 @@ START_TEST(test_batch_failed)
 	assert_value_free();
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* The library's checkpoint file cannot be written: CHECKPOINT_FAILED, then the batch fails. */
@@ -267,6 +273,7 @@ START_TEST(test_checkpoint_failed)
 	assert_value_free();
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /*
@@ -318,6 +325,7 @@ START_TEST(test_schema_events)
 	assert_value_free();
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /*
@@ -342,6 +350,7 @@ START_TEST(test_default_counts)
 	ck_assert_uint_eq(RP_COUNT_LOAD(dl.count->checkpoint_lsn), 0x228);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* The delivery page of the metrics, rendered from c. */
@@ -414,6 +423,7 @@ START_TEST(test_cli_counters)
 	ck_assert_ptr_nonnull(strstr(page, "\nreplicant_schema_changes_total 1\n"));
 	ck_assert_ptr_nonnull(strstr(page, "\nreplicant_checkpoint_lsn 4100\n"));
 }
+
 END_TEST
 
 /* The whole path: a delivery whose subscriber is the command line's, and its page. */
@@ -446,9 +456,10 @@ START_TEST(test_cli_from_delivery)
 	ck_assert_ptr_nonnull(strstr(page, "\nreplicant_checkpoint_lsn 1064\n"));
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_event(void)
 {
 	Suite	   *s = suite_create("event");

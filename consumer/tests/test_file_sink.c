@@ -126,10 +126,13 @@ ckpt_line_for(uint64_t commit, uint64_t end)
 	}
 	s->close(s);
 	text = ct_slurp(path, &len);
+
 	ck_assert(len > 0 && text[len - 1] == '\n');
-	text[len - 1] = '\0';
+	text[		len - 1] = '\0';
+
 	last = strrchr(text, '\n');
 	last = last ? last + 1 : text;
+
 	ck_assert_msg(strncmp(last, "{\"kind\":\"checkpoint\",", 21) == 0, "%s", last);
 	ck_assert_int_eq(asprintf(&copy, "%s\n", last), (int) strlen(last) + 1);
 	free(text);
@@ -190,7 +193,7 @@ START_TEST(test_new_file_lines)
 	ck_assert(ct_exists(logpath));
 	ck_assert_int_eq(ct_file_size(logpath), 0);
 	ck_assert_int_eq(stat(logpath, &sb), 0);
-	ck_assert_int_eq(sb.st_mode & 0007, 0);	/* not world-readable */
+	ck_assert_int_eq(sb.st_mode & 0007, 0); /* not world-readable */
 	ck_assert_int_eq(s->checkpoint(s, &ck), 0);
 
 	start(&dl, s, 1);
@@ -199,6 +202,7 @@ START_TEST(test_new_file_lines)
 	expect_ck(s, 0x2000, 0x2028);
 
 	text = ct_slurp(logpath, NULL);
+
 	n = split_lines(text, lines, 64);
 	ck_assert_int_eq(n, 5);
 	/* the rows, each with its transaction's fields */
@@ -230,6 +234,7 @@ START_TEST(test_new_file_lines)
 		s->close(s);
 	}
 }
+
 END_TEST
 
 START_TEST(test_batch_one_checkpoint_line)
@@ -244,6 +249,7 @@ START_TEST(test_batch_one_checkpoint_line)
 	ck_assert_int_eq(ct_file_size(logpath), 0);
 	ck_assert_int_eq(rp_deliver_item(&dl, txn(3, 0x300, 1, 3, "c"), 0), 0);
 	text = ct_slurp(logpath, NULL);
+
 	ck_assert_int_eq(ct_count(text, "\n"), 4);
 	ck_assert_int_eq(ct_count(text, "\"kind\":\"checkpoint\""), 1);
 	ck_assert_int_eq(ct_count(text, "\"kind\":\"insert\""), 3);
@@ -253,6 +259,7 @@ START_TEST(test_batch_one_checkpoint_line)
 	rp_deliver_free(&dl);
 	s->close(s);
 }
+
 END_TEST
 
 START_TEST(test_message_and_stream_lines)
@@ -265,7 +272,11 @@ START_TEST(test_message_and_stream_lines)
 	char	   *lines[16];
 
 	start(&dl, s, 1);
-	/* a streamed transaction with a subtransaction, and an origin-less message */
+
+	/*
+	 * a streamed transaction with a subtransaction, and an origin-less
+	 * message
+	 */
 	ct_frame(&b);
 	ct_rel(&b, REL, "public", "t", 2);
 	rp_enc_stream_start(&b, 900, true);
@@ -279,6 +290,7 @@ START_TEST(test_message_and_stream_lines)
 		ck_assert_int_eq(rp_deliver_item(&dl, it, 0), 0);
 	ck_assert_int_eq(rp_deliver_flush(&dl, true, 0), 0);
 	text = ct_slurp(logpath, NULL);
+
 	ck_assert_int_eq(split_lines(text, lines, 16), 5);
 	/* every row carries the toplevel xid, once: never the subtransaction's */
 	ck_assert_msg(ct_count(lines[1], "\"xid\"") == 1 && strstr(lines[1], "\"xid\":900"), "%s", lines[1]);
@@ -293,6 +305,7 @@ START_TEST(test_message_and_stream_lines)
 	rp_deliver_free(&dl);
 	s->close(s);
 }
+
 END_TEST
 
 /* ---- torn tails ------------------------------------------------------------------------- */
@@ -401,7 +414,11 @@ START_TEST(test_torn_tail)
 
 		expect_cut(size, snap, strlen(snap));
 	}
-	/* rows up to a block boundary, then blocks never written before a crash (zeros) */
+
+	/*
+	 * rows up to a block boundary, then blocks never written before a crash
+	 * (zeros)
+	 */
 	{
 		size_t		pad = (size_t) (512 - size % 512) + 512;
 
@@ -412,7 +429,10 @@ START_TEST(test_torn_tail)
 		expect_cut(size, buf, pad + 700);
 	}
 
-	/* a checkpoint line cut inside its end LSN, followed by other bytes and a newline */
+	/*
+	 * a checkpoint line cut inside its end LSN, followed by other bytes and a
+	 * newline
+	 */
 	{
 		const char *e = strstr(line, "\"end_lsn\":\"0/9") + strlen("\"end_lsn\":\"0/9");
 		size_t		keep = (size_t) (e - line);
@@ -461,6 +481,7 @@ START_TEST(test_torn_tail)
 	}
 	free(line);
 }
+
 END_TEST
 
 START_TEST(test_no_checkpoint_emptied)
@@ -478,6 +499,7 @@ START_TEST(test_no_checkpoint_emptied)
 	ct_write_file(logpath, "important notes\n", 16, false);
 	expect_damaged(NULL, 0);
 }
+
 END_TEST
 
 /*
@@ -490,10 +512,10 @@ END_TEST
 START_TEST(test_snapshot_progress_kept)
 {
 	static const char durable[] =
-		"{\"kind\":\"begin\",\"snapshot_id\":\"01900000-0000-7000-8000-000000000001\",\"seq\":0}\n"
-		"{\"kind\":\"row\",\"snapshot_id\":\"01900000-0000-7000-8000-000000000001\",\"seq\":0}\n";
+	"{\"kind\":\"begin\",\"snapshot_id\":\"01900000-0000-7000-8000-000000000001\",\"seq\":0}\n"
+	"{\"kind\":\"row\",\"snapshot_id\":\"01900000-0000-7000-8000-000000000001\",\"seq\":0}\n";
 	static const char torn[] = "{\"kind\":\"row\",\"snapshot_id\":\"0190";
-	char		progress[256];
+	char progress[256];
 	char		ppath[512];
 	RpSinkEnv	env;
 	RpSink	   *s;
@@ -545,6 +567,7 @@ START_TEST(test_snapshot_progress_kept)
 	ck_assert_int_eq(ct_file_size(logpath), 0);
 	s->close(s);
 }
+
 END_TEST
 
 /*
@@ -580,7 +603,11 @@ START_TEST(test_damaged_last_checkpoint)
 
 			if (orig[i] == repl[r])
 				continue;
-			/* a NUL as the very last byte on a block boundary reads as a never-written block */
+
+			/*
+			 * a NUL as the very last byte on a block boundary reads as a
+			 * never-written block
+			 */
 			if (repl[r] == '\0' && i == len - 1 && i % 512 == 0)
 				continue;
 			copy = malloc(len);
@@ -614,6 +641,7 @@ START_TEST(test_damaged_last_checkpoint)
 		}
 	free(orig);
 }
+
 END_TEST
 
 /*
@@ -670,6 +698,7 @@ START_TEST(test_checkpoint_across_scan_chunks)
 		straddle_case(5 * SCAN_CHUNK - 4 * 512, ds[i]);
 	}
 }
+
 END_TEST
 
 START_TEST(test_long_tail)
@@ -700,6 +729,7 @@ START_TEST(test_long_tail)
 		expect_damaged(NULL, 0);
 	}
 }
+
 END_TEST
 
 /* ---- rotation ----------------------------------------------------------------------------- */
@@ -724,6 +754,7 @@ START_TEST(test_reopen_rotation)
 	ck_assert_int_eq(s->reopen(s), 0);
 	ck_assert(ct_exists(logpath));
 	text = ct_slurp(logpath, NULL);
+
 	ck_assert_int_eq(split_lines(text, lines, 16), 1);
 	ck_assert_msg(strstr(lines[0], "\"kind\":\"checkpoint\"") &&
 				  strstr(lines[0], "\"commit_lsn\":\"0/100\",\"end_lsn\":\"0/128\""), "%s", lines[0]);
@@ -734,6 +765,7 @@ START_TEST(test_reopen_rotation)
 	deliver(&dl, txn(2, 0x200, 1, 3, "b"));
 	ck_assert_int_eq(ct_file_size(rotated), old_size);
 	text = ct_slurp(logpath, NULL);
+
 	ck_assert_int_eq(split_lines(text, lines, 16), 3);
 	ck_assert_msg(strstr(lines[1], "\"kind\":\"insert\"") && strstr(lines[1], "\"id\":3"), "%s", lines[1]);
 	ck_assert_msg(strstr(lines[2], "\"commit_lsn\":\"0/200\""), "%s", lines[2]);
@@ -752,6 +784,7 @@ START_TEST(test_reopen_rotation)
 	expect_ck(s, 0x200, 0x228);
 	s->close(s);
 }
+
 END_TEST
 
 START_TEST(test_reopen_before_any_checkpoint)
@@ -767,6 +800,7 @@ START_TEST(test_reopen_before_any_checkpoint)
 	ck_assert_int_eq(s->checkpoint(s, &ck), 0);
 	s->close(s);
 }
+
 END_TEST
 
 START_TEST(test_open_error)
@@ -776,6 +810,7 @@ START_TEST(test_open_error)
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
 	ck_assert_msg(strstr(rp_error(), "no/such/dir/log") != NULL, "%s", rp_error());
 }
+
 END_TEST
 
 /*
@@ -803,7 +838,10 @@ START_TEST(test_large_value_line)
 	off_t		size;
 	FILE	   *f;
 
-	/* plain, escaped, 2-byte UTF-8 and control bytes, cut anywhere by the slices */
+	/*
+	 * plain, escaped, 2-byte UTF-8 and control bytes, cut anywhere by the
+	 * slices
+	 */
 	for (size_t i = 0; i < n; i++)
 		note[i] = "ab\"\\\xC3\xA9\x01 "[i % 8];
 	note[n] = '\0';
@@ -815,10 +853,11 @@ START_TEST(test_large_value_line)
 	start(&dl, s, 1);
 	deliver(&dl, txn(1, 0x100, 1, 1, note));
 	text = ct_slurp(logpath, &len);
+
 	ck_assert_int_eq(ct_count(text, "\n"), 2);
 	at = strstr(text, "\"note\":");
 	ck_assert_ptr_nonnull(at);
-	ck_assert_uint_le((size_t) (at - text) + want.len, len);
+	ck_assert_uint_le((size_t) (at - text) +want.len, len);
 	{
 		size_t		d = 0;
 
@@ -831,7 +870,10 @@ START_TEST(test_large_value_line)
 	free(text);
 	size = ct_file_size(logpath);
 
-	/* fails after the large line was partly written: cut back to the checkpoint line */
+	/*
+	 * fails after the large line was partly written: cut back to the
+	 * checkpoint line
+	 */
 	ct_frame(&b);
 	rp_enc_begin(&b, 2, 0x200, 0);
 	ct_insert(&b, REL, 0, 2, 7, note);
@@ -852,6 +894,7 @@ START_TEST(test_large_value_line)
 
 	/* a crash mid-line: the line's first 5 MB after the checkpoint line */
 	text = ct_slurp(logpath, &len);
+
 	f = fopen(logpath, "ab");
 	fwrite(text, 1, 5 * 1024 * 1024, f);
 	fclose(f);
@@ -863,6 +906,7 @@ START_TEST(test_large_value_line)
 	rp_buf_free(&want);
 	free(note);
 }
+
 END_TEST
 
 /* ---- failures leave nothing behind ------------------------------------------------------- */
@@ -870,10 +914,10 @@ END_TEST
 START_TEST(test_failed_txn_leaves_no_lines)
 {
 	/*
-	 * A transaction that fails half-way (a destructive schema change
-	 * inside it) after more than the 4 MB write chunk was written: the file
-	 * must end at its last checkpoint line again, and a later transaction
-	 * must not be preceded by the failed one's lines.
+	 * A transaction that fails half-way (a destructive schema change inside
+	 * it) after more than the 4 MB write chunk was written: the file must end
+	 * at its last checkpoint line again, and a later transaction must not be
+	 * preceded by the failed one's lines.
 	 */
 	RpSink	   *s = open_sink(logpath);
 	RpDelivery	dl;
@@ -924,15 +968,17 @@ START_TEST(test_failed_txn_leaves_no_lines)
 	it = txn(3, 0x300, 1, 7, "c");
 	deliver(&dl, it);
 	text = ct_slurp(logpath, NULL);
+
 	ck_assert_int_eq(ct_count(text, "\n"), 4);
 	ck_assert_int_eq(ct_count(text, "nnnn"), 0);
 	free(text);
 	rp_deliver_free(&dl);
 	s->close(s);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_file_sink(void)
 {
 	Suite	   *s = suite_create("file_sink");

@@ -20,7 +20,7 @@ typedef struct TVal
 	RpFoldValue v;
 	RpDecimal	num;
 	RpBuf		key;
-	char		text[64];
+	char text[	64];
 } TVal;
 
 static void
@@ -178,14 +178,17 @@ START_TEST(test_decimal_exact)
 	rp_decimal_free(&a);
 	rp_decimal_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_decimal_numeric_encoding)
 {
 	/* 12345.678 = digits 1, 2345, 6780; weight 1; dscale 3 */
 	const unsigned char pos[] = {0, 3, 0, 1, 0x00, 0x00, 0, 3, 0, 1, 0x09, 0x29, 0x1A, 0x7C};
+
 	/* -0.0001: one digit 1 at weight -1 */
 	const unsigned char neg[] = {0, 1, 0xFF, 0xFF, 0x40, 0x00, 0, 4, 0, 1};
+
 	/* 20000: one digit 2 at weight 1 */
 	const unsigned char big[] = {0, 1, 0, 1, 0, 0, 0, 0, 0, 2};
 	const unsigned char nan[] = {0, 0, 0, 0, 0xC0, 0x00, 0, 0};
@@ -206,6 +209,7 @@ START_TEST(test_decimal_numeric_encoding)
 	ck_assert_int_eq(rp_decimal_set_numeric(&d, pos, sizeof(pos) - 2, &ds), -1);
 	rp_decimal_free(&d);
 }
+
 END_TEST
 
 START_TEST(test_decimal_key_order)
@@ -252,6 +256,7 @@ START_TEST(test_decimal_key_order)
 	tval_free(&a);
 	tval_free(&b);
 }
+
 END_TEST
 
 /* ---- folds ---------------------------------------------------------------------- */
@@ -289,6 +294,7 @@ START_TEST(test_sum_avg)
 	rp_fold_free(&s);
 	rp_fold_free(&a);
 }
+
 END_TEST
 
 START_TEST(test_sum_specials)
@@ -312,6 +318,7 @@ START_TEST(test_sum_specials)
 	ck_assert_int_eq(put(&f, "x", "NaN", -1), RP_FOLD_MISSING);
 	rp_fold_free(&f);
 }
+
 END_TEST
 
 START_TEST(test_min_max_shared_value)
@@ -360,6 +367,7 @@ START_TEST(test_min_max_shared_value)
 	rp_fold_free(&mn);
 	rp_fold_free(&mx);
 }
+
 END_TEST
 
 START_TEST(test_count_and_distinct)
@@ -413,6 +421,7 @@ START_TEST(test_count_and_distinct)
 	rp_fold_free(&c);
 	rp_fold_free(&d);
 }
+
 END_TEST
 
 START_TEST(test_none_collision)
@@ -433,6 +442,7 @@ START_TEST(test_none_collision)
 	ck_assert_str_eq(result(&f, "y"), "NULL");
 	rp_fold_free(&f);
 }
+
 END_TEST
 
 START_TEST(test_touched_and_end_batch)
@@ -470,6 +480,7 @@ START_TEST(test_touched_and_end_batch)
 	ck_assert_ptr_null(rp_fold_next_cell(&f, &it));
 	rp_fold_free(&f);
 }
+
 END_TEST
 
 /* ---- snapshot visibility -------------------------------------------------------- */
@@ -512,7 +523,7 @@ START_TEST(test_count_distinct_memory)
 	size_t		before,
 				used;
 	char		key[8],
-				text[24];
+	text[		24];
 
 	rp_fold_init(&f, RP_FOLD_COUNT_DISTINCT);
 	c = cell(&f, "all");
@@ -527,6 +538,7 @@ START_TEST(test_count_distinct_memory)
 		v.keylen = 8;
 		v.textlen = (size_t) snprintf(text, sizeof(text), "%u", i);
 		v.text = text;
+
 		ck_assert_int_eq(rp_fold_apply(&f, c, &v, 1), RP_FOLD_OK);
 	}
 	used = heap_in_use() - before;
@@ -554,6 +566,7 @@ START_TEST(test_count_distinct_memory)
 	ck_assert_uint_le(rp_fold_bytes(&f), 64 * sizeof(RpFoldCell *) + 4096);
 	rp_fold_free(&f);
 }
+
 END_TEST
 
 START_TEST(test_xidsnap_rule)
@@ -563,7 +576,7 @@ START_TEST(test_xidsnap_rule)
 	ck_assert(rp_xidsnap_parse(&s, "100:110:105,102"));
 	ck_assert_int_eq(s.nxip, 2);
 	ck_assert(rp_xidsnap_saw(&s, 99));	/* below xmin */
-	ck_assert(rp_xidsnap_saw(&s, 101));	/* committed before the snapshot */
+	ck_assert(rp_xidsnap_saw(&s, 101)); /* committed before the snapshot */
 	ck_assert(!rp_xidsnap_saw(&s, 102));	/* in progress then */
 	ck_assert(!rp_xidsnap_saw(&s, 105));
 	ck_assert(rp_xidsnap_saw(&s, 109));
@@ -577,17 +590,19 @@ START_TEST(test_xidsnap_rule)
 	rp_xidsnap_free(&s);
 
 	ck_assert(!rp_xidsnap_parse(&s, "10:5:"));
-	ck_assert(!rp_xidsnap_parse(&s, "10:20:30"));	/* xip outside [xmin, xmax) */
+	ck_assert(!rp_xidsnap_parse(&s, "10:20:30"));	/* xip outside [xmin,
+													 * xmax) */
 	ck_assert(!rp_xidsnap_parse(&s, "abc"));
 	ck_assert(!rp_xidsnap_parse(&s, "1:2:x"));
 }
+
 END_TEST
 
 START_TEST(test_xidsnap_epochs)
 {
 	RpXidSnap	s;
 	uint64_t	epoch = (uint64_t) 3 << 32;
-	char		text[128];
+	char text[	128];
 
 	/* xmax just past an epoch boundary; xmin and an in-progress xid before it */
 	snprintf(text, sizeof(text), "%llu:%llu:%llu", (unsigned long long) (epoch - 10),
@@ -595,7 +610,7 @@ START_TEST(test_xidsnap_epochs)
 	ck_assert(rp_xidsnap_parse(&s, text));
 	ck_assert_uint_eq(rp_xidsnap_extend(&s, 0xFFFFFFF6U), epoch - 10);
 	ck_assert_uint_eq(rp_xidsnap_extend(&s, 2), epoch + 2);
-	ck_assert(rp_xidsnap_saw(&s, 0xFFFFFFF0U));	/* old epoch, below xmin */
+	ck_assert(rp_xidsnap_saw(&s, 0xFFFFFFF0U)); /* old epoch, below xmin */
 	ck_assert(!rp_xidsnap_saw(&s, 0xFFFFFFFDU));	/* epoch - 3: in progress */
 	ck_assert(rp_xidsnap_saw(&s, 0xFFFFFFFEU));
 	ck_assert(rp_xidsnap_saw(&s, 4));	/* new epoch, below xmax */
@@ -603,9 +618,10 @@ START_TEST(test_xidsnap_epochs)
 	ck_assert(!rp_xidsnap_saw(&s, 1000000));	/* later, after the seed */
 	rp_xidsnap_free(&s);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_fold(void)
 {
 	Suite	   *s = suite_create("fold");

@@ -52,6 +52,7 @@ START_TEST(test_integers)
 		ct_teardown();
 	}
 }
+
 END_TEST
 
 START_TEST(test_lsn)
@@ -61,6 +62,7 @@ START_TEST(test_lsn)
 	ck_assert_str_eq(FMT(rp_fmt_lsn(buf, UINT64_C(0x00000001000000FF))), "1/FF");
 	ck_assert_str_eq(FMT(rp_fmt_lsn(buf, UINT64_MAX)), "FFFFFFFF/FFFFFFFF");
 }
+
 END_TEST
 
 /* ---- floats ------------------------------------------------------------ */
@@ -183,6 +185,7 @@ START_TEST(test_float8_table)
 	/* a NaN with a payload is still NaN */
 	ck_assert_str_eq(FMT(rp_fmt_float8(buf, double_from_bits(UINT64_C(0x7FF0000000000001)))), "NaN");
 }
+
 END_TEST
 
 START_TEST(test_float4_table)
@@ -216,6 +219,7 @@ START_TEST(test_float4_table)
 	ck_assert_str_eq(FMT(rp_fmt_float4(buf, INFINITY)), "Infinity");
 	ck_assert_str_eq(FMT(rp_fmt_float4(buf, -INFINITY)), "-Infinity");
 }
+
 END_TEST
 
 /* Random bit patterns (normal and denormal): exact round trip, fewest digits. */
@@ -244,6 +248,7 @@ START_TEST(test_float8_shortest_roundtrip)
 		ct_teardown();
 	}
 }
+
 END_TEST
 
 START_TEST(test_float4_shortest_roundtrip)
@@ -267,6 +272,7 @@ START_TEST(test_float4_shortest_roundtrip)
 		ct_teardown();
 	}
 }
+
 END_TEST
 
 /* ---- numeric ----------------------------------------------------------- */
@@ -314,7 +320,7 @@ static const struct
 	{RP_NUMERIC_NEG, -1, 1, D(5000), "-0.5"},
 	{RP_NUMERIC_POS, 0, 2, D(12, 5000), "12.50"},
 	{RP_NUMERIC_POS, 0, 5, D(1, 5000), "1.50000"},	/* dscale pads with zeros */
-	{RP_NUMERIC_POS, 0, 2, D(1, 5678), "1.56"},	/* and cuts like PostgreSQL */
+	{RP_NUMERIC_POS, 0, 2, D(1, 5678), "1.56"}, /* and cuts like PostgreSQL */
 	{RP_NUMERIC_POS, 0, 0, D(1, 5678), "1"},
 	{RP_NUMERIC_POS, 1, 3, D(1, 2345, 6780), "12345.678"},
 	{RP_NUMERIC_NEG, 2, 2, D(3, 0, 0, 1), "-300000000.00"},
@@ -339,6 +345,7 @@ START_TEST(test_numeric_table)
 					  i, s, numeric_cases[i].text);
 	}
 }
+
 END_TEST
 
 START_TEST(test_numeric_1000_digits)
@@ -382,6 +389,7 @@ START_TEST(test_numeric_1000_digits)
 				ck_assert_int_eq(s[i], "1234"[(i > 1000 ? i - 1 : i) % 4]);
 	}
 }
+
 END_TEST
 
 /*
@@ -442,7 +450,7 @@ START_TEST(test_numeric_random_roundtrip)
 {
 	for (int i = 0; i < 5000; i++)
 	{
-		char		text[300];
+		char text[	300];
 		char		expect[300];
 		int			n = 0,
 					intlen = (int) (rng() % 40),
@@ -459,23 +467,27 @@ START_TEST(test_numeric_random_roundtrip)
 				   *e = expect;
 
 		if (neg)
-			text[n++] = '-';
+			text[		n++] = '-';
+
 		/* digits, sometimes with leading/trailing zero runs */
 		for (int k = 0; k < intlen; k++)
-			text[n++] = (char) ('0' + (rng() % 3 == 0 ? 0 : rng() % 10));
+			text[		n++] = (char) ('0' + (rng() % 3 == 0 ? 0 : rng() % 10));
+
 		if (intlen == 0)
-			text[n++] = '0';
+			text[		n++] = '0';
+
 		if (fraclen)
 		{
-			text[n++] = '.';
+			text[		n++] = '.';
+
 			for (int k = 0; k < fraclen; k++)
-				text[n++] = (char) ('0' + (rng() % 3 == 0 ? 0 : rng() % 10));
+				text[		n++] = (char) ('0' + (rng() % 3 == 0 ? 0 : rng() % 10));
 		}
-		text[n] = '\0';
+		text[		n] = '\0';
 
 		/* canonical text: no leading zeros, no minus on zero */
 		{
-			const char *p = text + (neg ? 1 : 0);
+			const char *p = text +(neg ? 1 : 0);
 
 			for (const char *q = p; *q; q++)
 				if (*q >= '1' && *q <= '9')
@@ -494,18 +506,23 @@ START_TEST(test_numeric_random_roundtrip)
 		ct_teardown();
 	}
 }
+
 END_TEST
 
 START_TEST(test_numeric_invalid)
 {
 	RpBuf		out;
 	static const unsigned char short7[7] = {0};
+
 	/* ndigits 2 but only one digit present */
 	static const unsigned char short_digits[10] = {0, 2, 0, 0, 0, 0, 0, 0, 0, 1};
+
 	/* digit 10000 */
 	static const unsigned char big_digit[10] = {0, 1, 0, 0, 0, 0, 0, 0, 0x27, 0x10};
+
 	/* sign 0x1234 */
 	static const unsigned char bad_sign[10] = {0, 1, 0, 0, 0x12, 0x34, 0, 0, 0, 1};
+
 	/* digit with the top bit set (would be negative as int16) */
 	static const unsigned char neg_digit[10] = {0, 1, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
 
@@ -518,6 +535,7 @@ START_TEST(test_numeric_invalid)
 	ck_assert_uint_eq(out.len, 0);	/* nothing half-written */
 	rp_buf_free(&out);
 }
+
 END_TEST
 
 /* ---- dates and times --------------------------------------------------- */
@@ -560,6 +578,7 @@ START_TEST(test_date_table)
 	ck_assert_str_eq(FMT(rp_fmt_date(buf, RP_DATE_POS_INF - 1)), "+5881580-07-10");
 	ck_assert_str_eq(FMT(rp_fmt_date(buf, RP_DATE_NEG_INF + 1)), "-5877641-06-24");
 }
+
 END_TEST
 
 static bool
@@ -611,6 +630,7 @@ START_TEST(test_civil_walk)
 		}
 	}
 }
+
 END_TEST
 
 /* The inverse (days from a civil date, Hinnant's algorithm) over the whole int32 range. */
@@ -634,8 +654,8 @@ START_TEST(test_civil_inverse)
 {
 	for (int i = 0; i < 200000; i++)
 	{
-		int64_t		days = i < 4 ? (int64_t[]){INT32_MIN, INT32_MAX, -106751992, 106751991}[i]
-			: (int64_t) (int32_t) rng();
+		int64_t		days = i < 4 ? (int64_t[]) {INT32_MIN, INT32_MAX, -106751992, 106751991}[i]
+		: (int64_t) (int32_t) rng();
 		int64_t		y;
 		int			m,
 					d;
@@ -646,6 +666,7 @@ START_TEST(test_civil_inverse)
 		ck_assert_int_eq(days_from_civil(y, m, d), days);
 	}
 }
+
 END_TEST
 
 START_TEST(test_time)
@@ -667,6 +688,7 @@ START_TEST(test_time)
 	ck_assert_str_eq(FMT(rp_fmt_timetz(buf, 0, INT32_MIN)), "00:00:00-596523:14:08");
 	ck_assert_str_eq(FMT(rp_fmt_timetz(buf, 0, INT32_MAX)), "00:00:00+596523:14:07");
 }
+
 END_TEST
 
 START_TEST(test_timestamp)
@@ -686,7 +708,7 @@ START_TEST(test_timestamp)
 		{INT64_C(951782400000000), "2000-02-29T00:00:00"},
 		{-INT64_C(62167219200000000), "0000-01-01T00:00:00"},
 		{-INT64_C(62167219200000001), "-0001-12-31T23:59:59.999999"},
-		{-INT64_C(210866803200000000), "-4713-11-24T00:00:00"},	/* PostgreSQL's minimum */
+		{-INT64_C(210866803200000000), "-4713-11-24T00:00:00"}, /* PostgreSQL's minimum */
 		{INT64_C(253402300800000000), "+10000-01-01T00:00:00"},
 		{INT64_C(253402300799999999), "9999-12-31T23:59:59.999999"},
 		{RP_TS_POS_INF - 1, "+294247-01-10T04:00:54.775806"},
@@ -726,6 +748,7 @@ START_TEST(test_timestamp)
 		ct_teardown();
 	}
 }
+
 END_TEST
 
 /* ---- uuid and base64 --------------------------------------------------- */
@@ -742,6 +765,7 @@ START_TEST(test_uuid)
 	memset(u, 0xFF, 16);
 	ck_assert_str_eq(FMT(rp_fmt_uuid(buf, u)), "ffffffff-ffff-ffff-ffff-ffffffffffff");
 }
+
 END_TEST
 
 static int
@@ -813,6 +837,7 @@ START_TEST(test_base64)
 		ck_assert_mem_eq(back, all + (256 - len), len);
 	}
 }
+
 END_TEST
 
 /* Appending to a buffer that already holds text keeps that text. */
@@ -835,9 +860,10 @@ START_TEST(test_appends)
 	ck_assert_str_eq(ct_cstr(&b), "x=-5,0.25,1970-01-01,00000000-0000-0000-0000-000000000000,aGk=");
 	rp_buf_free(&b);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_format(void)
 {
 	Suite	   *s = suite_create("format");

@@ -32,6 +32,7 @@ START_TEST(test_roundtrip)
 			ck_assert_int_eq(t, times[j]);
 		}
 }
+
 END_TEST
 
 START_TEST(test_text)
@@ -43,6 +44,7 @@ START_TEST(test_text)
 	rp_mirror_history_time_sql(1796162869389, m, sizeof(m));
 	ck_assert_str_eq(m, "pg_catalog.to_timestamp(1796162869389::numeric / 1000)");
 }
+
 END_TEST
 
 START_TEST(test_malformed)
@@ -61,9 +63,10 @@ START_TEST(test_malformed)
 	ck_assert_uint_eq(l, 42);
 	ck_assert_int_eq(t, 42);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_histmark(void)
 {
 	Suite	   *s = suite_create("histmark");

@@ -56,6 +56,7 @@ START_TEST(test_control_chars)
 		ck_assert_str_eq(json_str(all, 32), joined);
 	}
 }
+
 END_TEST
 
 START_TEST(test_ascii)
@@ -70,7 +71,8 @@ START_TEST(test_ascii)
 	ck_assert_str_eq(JSON_LIT("\\"), "\"\\\\\"");
 	ck_assert_str_eq(JSON_LIT("a\"b\\c"), "\"a\\\"b\\\\c\"");
 	ck_assert_str_eq(JSON_LIT("/"), "\"/\"");	/* solidus needs no escape */
-	ck_assert_str_eq(JSON_LIT("\x7f"), "\"\x7f\"");	/* DEL is not a control in JSON */
+	ck_assert_str_eq(JSON_LIT("\x7f"), "\"\x7f\""); /* DEL is not a control in
+													 * JSON */
 	ck_assert_str_eq(JSON_LIT("line1\r\nline2\ttab"), "\"line1\\r\\nline2\\ttab\"");
 	ck_assert_str_eq(JSON_LIT("\"\"\"\\\\"), "\"\\\"\\\"\\\"\\\\\\\\\"");
 
@@ -87,6 +89,7 @@ START_TEST(test_ascii)
 	want[w] = '\0';
 	ck_assert_str_eq(json_str(printable, (size_t) n), want);
 }
+
 END_TEST
 
 /* Valid UTF-8 at every sequence length and boundary passes through untouched. */
@@ -119,6 +122,7 @@ START_TEST(test_utf8_valid_passthrough)
 	ck_assert(rp_utf8_valid((const unsigned char *) "plain", 5));
 	ck_assert(rp_utf8_valid((const unsigned char *) "a\0b", 3));	/* NUL is a code point */
 }
+
 END_TEST
 
 #define FFFD "\xEF\xBF\xBD"
@@ -140,9 +144,9 @@ START_TEST(test_utf8_invalid_replaced)
 		{"\xE0\x9F\xBF", 3, "\"" FFFD FFFD FFFD "\""},	/* overlong U+07FF */
 		{"\xED\xA0\x80", 3, "\"" FFFD FFFD FFFD "\""},	/* surrogate U+D800 */
 		{"\xED\xBF\xBF", 3, "\"" FFFD FFFD FFFD "\""},	/* surrogate U+DFFF */
-		{"\xF0\x80\x80\x80", 4, "\"" FFFD FFFD FFFD FFFD "\""},	/* overlong 4-byte */
-		{"\xF0\x8F\xBF\xBF", 4, "\"" FFFD FFFD FFFD FFFD "\""},	/* overlong U+FFFF */
-		{"\xF4\x90\x80\x80", 4, "\"" FFFD FFFD FFFD FFFD "\""},	/* U+110000 */
+		{"\xF0\x80\x80\x80", 4, "\"" FFFD FFFD FFFD FFFD "\""}, /* overlong 4-byte */
+		{"\xF0\x8F\xBF\xBF", 4, "\"" FFFD FFFD FFFD FFFD "\""}, /* overlong U+FFFF */
+		{"\xF4\x90\x80\x80", 4, "\"" FFFD FFFD FFFD FFFD "\""}, /* U+110000 */
 		{"\xF5\x80\x80\x80", 4, "\"" FFFD FFFD FFFD FFFD "\""},
 		{"\xF8\x88\x80\x80\x80", 5, "\"" FFFD FFFD FFFD FFFD FFFD "\""},	/* old 5-byte form */
 		{"\xFE", 1, "\"" FFFD "\""},
@@ -153,7 +157,8 @@ START_TEST(test_utf8_invalid_replaced)
 		{"\xC3" "\"", 2, "\"" FFFD "\\\"\""},	/* cut short by a quote */
 		{"\xC3\n", 2, "\"" FFFD "\\n\""},	/* and by a control */
 		{"a\xFF" "b\xC3\xA9" "c", 6, "\"a" FFFD "b\xC3\xA9" "c\""},
-		{"\xC3\xA9\xA9", 3, "\"\xC3\xA9" FFFD "\""},	/* one continuation too many */
+		{"\xC3\xA9\xA9", 3, "\"\xC3\xA9" FFFD "\""},	/* one continuation too
+														 * many */
 		{"\0\xFF\0", 3, "\"\\u0000" FFFD "\\u0000\""},
 	};
 
@@ -166,6 +171,7 @@ START_TEST(test_utf8_invalid_replaced)
 		ck_assert(!rp_utf8_valid((const unsigned char *) cases[i].in, cases[i].len));
 	}
 }
+
 END_TEST
 
 START_TEST(test_keys)
@@ -185,6 +191,7 @@ START_TEST(test_keys)
 	ck_assert(ct_json_valid(b.data, b.len));
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* ---- a reference escaper, independent of rp_json.c ------------------------ */
@@ -336,6 +343,7 @@ START_TEST(test_random_against_reference)
 	rp_buf_free(&got);
 	rp_buf_free(&want);
 }
+
 END_TEST
 
 /*
@@ -361,7 +369,10 @@ START_TEST(test_escape_in_pieces)
 	{
 		size_t		len = 0;
 
-		/* valid sequences among random bytes, so that many cuts fall inside one */
+		/*
+		 * valid sequences among random bytes, so that many cuts fall inside
+		 * one
+		 */
 		while (len + 4 <= sizeof(s))
 		{
 			if (rng() % 2)
@@ -397,6 +408,7 @@ START_TEST(test_escape_in_pieces)
 	rp_buf_free(&got);
 	rp_buf_free(&want);
 }
+
 END_TEST
 
 /* A long string crosses many buffer growths without losing a byte. */
@@ -431,6 +443,7 @@ START_TEST(test_long_string)
 	rp_buf_free(&want);
 	free(s);
 }
+
 END_TEST
 
 /* The test's own JSON validator must reject what is not JSON. */
@@ -451,9 +464,10 @@ START_TEST(test_validator_self_check)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(!ct_json_valid(bad[i], strlen(bad[i])), "%s", bad[i]);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_json(void)
 {
 	Suite	   *s = suite_create("json");

@@ -71,12 +71,16 @@ START_TEST(test_escapes)
 	assert_decodes("\"plain\"", "plain", 5);
 	assert_decodes("\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\/\b\f\n\r\t", 8);
 	assert_decodes("\"a\\u0041b\"", "aAb", 3);
-	assert_decodes("\"\\u0000\"", "\0", 1);		/* NUL is a code point */
+	assert_decodes("\"\\u0000\"", "\0", 1); /* NUL is a code point */
 	assert_decodes("\"\\u00e9\\u00E9\"", "\xC3\xA9\xC3\xA9", 4);	/* hex of either case */
 	assert_decodes("\"\\u07ff\\u0800\"", "\xDF\xBF\xE0\xA0\x80", 5);
 	assert_decodes("\"\\u20ac\"", "\xE2\x82\xAC", 3);
 	assert_decodes("\"\\uffff\"", "\xEF\xBF\xBF", 3);
-	/* surrogate pairs: U+1D11E, U+1F600, the first and the last supplementary code points */
+
+	/*
+	 * surrogate pairs: U+1D11E, U+1F600, the first and the last supplementary
+	 * code points
+	 */
 	assert_decodes("\"\\ud834\\udd1e\"", "\xF0\x9D\x84\x9E", 4);
 	assert_decodes("\"x\\uD83D\\uDE00y\"", "x\xF0\x9F\x98\x80y", 6);
 	assert_decodes("\"\\ud800\\udc00\"", "\xF0\x90\x80\x80", 4);
@@ -86,6 +90,7 @@ START_TEST(test_escapes)
 	/* DEL and high code points need no escape */
 	assert_decodes("\"\x7f\"", "\x7f", 1);
 }
+
 END_TEST
 
 START_TEST(test_bad_strings)
@@ -94,27 +99,27 @@ START_TEST(test_bad_strings)
 		"\"unterminated",
 		"\"\\",
 		"\"\\\"",
-		"\"\\x41\"",				/* no such escape */
+		"\"\\x41\"",			/* no such escape */
 		"\"\\'\"",
-		"\"\\U0041\"",				/* \U is not \u */
-		"\"\\u12\"",				/* short */
+		"\"\\U0041\"",			/* \U is not \u */
+		"\"\\u12\"",			/* short */
 		"\"\\u12g4\"",
-		"\"\\ud834\"",				/* lone high surrogate */
+		"\"\\ud834\"",			/* lone high surrogate */
 		"\"\\ud834x\"",
-		"\"\\ud834\\u0041\"",		/* high then not low */
-		"\"\\ud834\\ud834\"",		/* high then high */
-		"\"\\udd1e\"",				/* lone low surrogate */
-		"\"\\udd1e\\ud834\"",		/* reversed pair */
-		"\"tab\there\"",			/* raw control character */
+		"\"\\ud834\\u0041\"",	/* high then not low */
+		"\"\\ud834\\ud834\"",	/* high then high */
+		"\"\\udd1e\"",			/* lone low surrogate */
+		"\"\\udd1e\\ud834\"",	/* reversed pair */
+		"\"tab\there\"",		/* raw control character */
 		"\"nl\nhere\"",
 		"\"\x01\"",
-		"\"\xC3\"",					/* truncated UTF-8 */
-		"\"\xC0\xAF\"",				/* overlong */
-		"\"\xE0\x80\xAF\"",			/* overlong */
-		"\"\xED\xA0\x80\"",			/* encoded surrogate */
-		"\"\xF4\x90\x80\x80\"",		/* past U+10FFFF */
+		"\"\xC3\"",				/* truncated UTF-8 */
+		"\"\xC0\xAF\"",			/* overlong */
+		"\"\xE0\x80\xAF\"",		/* overlong */
+		"\"\xED\xA0\x80\"",		/* encoded surrogate */
+		"\"\xF4\x90\x80\x80\"", /* past U+10FFFF */
 		"\"\xFF\"",
-		"\"\x80\"",					/* stray continuation byte */
+		"\"\x80\"",				/* stray continuation byte */
 		"'single'",
 	};
 	RpBuf		b;
@@ -142,6 +147,7 @@ START_TEST(test_bad_strings)
 	ck_assert_uint_eq(doc.err.offset, 5);
 	ck_assert_str_eq(doc.err.reason, "control character in string");
 }
+
 END_TEST
 
 START_TEST(test_numbers)
@@ -189,6 +195,7 @@ START_TEST(test_numbers)
 	ck_assert_int_eq(rp_jr_int64("-", 1, &v), -1);
 	ck_assert_int_eq(rp_jr_int64("\"1\"", 3, &v), -1);
 }
+
 END_TEST
 
 START_TEST(test_literals_and_whitespace)
@@ -203,7 +210,7 @@ START_TEST(test_literals_and_whitespace)
 	ck_assert_int_eq(parse("True"), -1);
 	ck_assert_int_eq(parse("nul"), -1);
 	ck_assert_int_eq(parse("nulll"), -1);
-	ck_assert_int_eq(parse("\f1"), -1);		/* form feed is not JSON whitespace */
+	ck_assert_int_eq(parse("\f1"), -1); /* form feed is not JSON whitespace */
 	ck_assert_int_eq(parse("1\v"), -1);
 	ck_assert_int_eq(parse("\xC2\xA0" "1"), -1);	/* nor is NBSP */
 	ck_assert_int_eq(parse(""), -1);
@@ -213,13 +220,14 @@ START_TEST(test_literals_and_whitespace)
 	ck_assert_int_eq(rp_jr_parse(&doc, "1\0", 2), -1);
 	ck_assert_int_eq(rp_jr_parse(&doc, "{}\0garbage", 2), 0);
 }
+
 END_TEST
 
 START_TEST(test_nesting)
 {
 	const RpJrMember *m;
 	static const char text[] =
-		"{\"a\": {\"b\": [1, {\"c\": [[], {}, \"}\"]}], \"d\": null}, \"e\" : [ ] , \"f\":\"]\"}";
+	"{\"a\": {\"b\": [1, {\"c\": [[], {}, \"}\"]}], \"d\": null}, \"e\" : [ ] , \"f\":\"]\"}";
 	char	   *deep;
 
 	ck_assert_int_eq(parse(text), 0);
@@ -234,7 +242,8 @@ START_TEST(test_nesting)
 	ck_assert(strncmp(m->val, "[ ]", m->val_len) == 0);
 	ck_assert_int_eq(rp_jr_find(&doc, "f", &m), 1);
 	ck_assert(rp_jr_string_eq(m->val, m->val_len, "]"));
-	ck_assert_int_eq(rp_jr_find(&doc, "b", &m), 0);	/* nested names are not top level */
+	ck_assert_int_eq(rp_jr_find(&doc, "b", &m), 0); /* nested names are not
+													 * top level */
 	ck_assert_int_eq(rp_jr_find(&doc, "c", &m), 0);
 
 	/* arrays at top level: no members */
@@ -250,6 +259,7 @@ START_TEST(test_nesting)
 	ck_assert_int_eq(parse(deep), -1);
 	free(deep);
 }
+
 END_TEST
 
 /*
@@ -320,6 +330,7 @@ START_TEST(test_deep_nesting)
 			rp_buf_free(&v);
 		}
 }
+
 END_TEST
 
 START_TEST(test_members)
@@ -383,6 +394,7 @@ START_TEST(test_members)
 		rp_buf_free(&b);
 	}
 }
+
 END_TEST
 
 START_TEST(test_malformed)
@@ -393,7 +405,8 @@ START_TEST(test_malformed)
 		"[1 2]", "{\"a\":1}}", "{\"a\":1}{}", "{}x", "[1]]", "{\"a\":undefined}",
 		"{\"a\":1}//c", "/*c*/{}", "{\"a\":01}", "{\"a\":.1}", "[\"a\",]", "[-]",
 		"{\"a\":tru}", "\xEF\xBB\xBF{}",	/* a byte order mark is not JSON */
-		"{\"a\":\"b\",\"c\":[1,{\"d\":\"\\x\"}]}",	/* a bad escape deep inside */
+		"{\"a\":\"b\",\"c\":[1,{\"d\":\"\\x\"}]}",	/* a bad escape deep
+													 * inside */
 	};
 	static const size_t at[] = {
 		1, 0, 1, 0, 1, 1, 6, 7, 3, 1, 1,
@@ -416,18 +429,20 @@ START_TEST(test_malformed)
 		ck_assert_msg(strncmp(rp_error(), "invalid JSON at byte ", 21) == 0, "%s", rp_error());
 	}
 }
+
 END_TEST
 
 /* Every prefix of a valid text but the whole is rejected; no read past len. */
 START_TEST(test_prefixes)
 {
 	static const char text[] =
-		"{\"kind\":\"row\",\"a\":[1,-2.5e-3,true,false,null,\"\\ud83d\\ude00\\n\"],\"b\":{\"c\":{}}}";
+	"{\"kind\":\"row\",\"a\":[1,-2.5e-3,true,false,null,\"\\ud83d\\ude00\\n\"],\"b\":{\"c\":{}}}";
 	size_t		n = strlen(text);
 
 	for (size_t i = 0; i < n; i++)
 	{
-		char	   *copy = malloc(i ? i : 1);	/* exact size: ASan catches overreads */
+		char	   *copy = malloc(i ? i : 1);	/* exact size: ASan catches
+												 * overreads */
 
 		memcpy(copy, text, i);
 		ck_assert_msg(rp_jr_parse(&doc, copy, i) == -1, "accepted prefix of %zu bytes", i);
@@ -436,9 +451,10 @@ START_TEST(test_prefixes)
 	ck_assert_int_eq(rp_jr_parse(&doc, text, n), 0);
 	ck_assert_int_eq(doc.nmembers, 3);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_jsonread(void)
 {
 	Suite	   *s = suite_create("jsonread");

@@ -232,6 +232,7 @@ START_TEST(ints_and_bools)
 	ONE(RP_ENC_OID, rp_buf_put_u32(v, 0));
 	ONE(RP_ENC_OID, rp_buf_put_u32(v, 0xffffffffu));
 }
+
 END_TEST
 
 START_TEST(floats)
@@ -245,7 +246,7 @@ START_TEST(floats)
 	ONE(RP_ENC_FLOAT8, put_f8(v, -DBL_MAX));
 	ONE(RP_ENC_FLOAT8, put_f8(v, DBL_MIN));
 	ONE(RP_ENC_FLOAT8, put_f8(v, 4.9e-324));	/* the least denormal */
-	ONE(RP_ENC_FLOAT8, put_f8(v, 2.2250738585072009e-308));	/* the greatest */
+	ONE(RP_ENC_FLOAT8, put_f8(v, 2.2250738585072009e-308)); /* the greatest */
 	ONE(RP_ENC_FLOAT8, put_f8(v, INFINITY));
 	ONE(RP_ENC_FLOAT8, put_f8(v, -INFINITY));
 	ONE(RP_ENC_FLOAT8, rp_buf_put_u64(v, UINT64_C(0x7ff8000000000000)));	/* 'NaN' */
@@ -264,6 +265,7 @@ START_TEST(floats)
 	ONE(RP_ENC_FLOAT4, rp_buf_put_u32(v, 0x7fc00000u));
 	ONE_LOSSY(RP_ENC_FLOAT4, rp_buf_put_u32(v, 0xffc00000u));
 }
+
 END_TEST
 
 START_TEST(numerics)
@@ -278,11 +280,11 @@ START_TEST(numerics)
 				d12345[] = {1, 2345, 6789};
 
 	/* as numeric_send writes them (checked against PostgreSQL 15) */
-	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, 0, 0, 0, NULL));	/* 0 */
-	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, 0, 3, 0, NULL));	/* 0.000 */
+	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, 0, 0, 0, NULL)); /* 0 */
+	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, 0, 3, 0, NULL)); /* 0.000 */
 	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, 0, 0, 1, one));	/* 1 */
 	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_NEG, 0, 2, 1, one));	/* -1.00 */
-	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, -8, 30, 1, tiny)); /* 1e-30 */
+	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, -8, 30, 1, tiny));	/* 1e-30 */
 	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, 1, 6, 3, d12345));	/* 12345.678900 */
 	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, -1, 8, 2, frac));	/* 0.12345678 */
 	ONE(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_NEG, 0, 12, 4, pi));
@@ -300,6 +302,7 @@ START_TEST(numerics)
 	ONE_LOSSY(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, -1, 2, 2, frac));	/* digits past dscale */
 	ONE_LOSSY(RP_ENC_NUMERIC, put_num(v, RP_NUMERIC_POS, 5, 0, 0, NULL));
 }
+
 END_TEST
 
 static void
@@ -322,7 +325,8 @@ START_TEST(strings_and_bytes)
 		ONE(encs[e], put_s(v, "", 0));
 		ONE(encs[e], put_s(v, esc, sizeof(esc) - 1));
 		ONE(encs[e], put_s(v, nul, 3));
-		ONE_LOSSY(encs[e], put_s(v, "\xff", 1));	/* not UTF-8: written as U+FFFD */
+		ONE_LOSSY(encs[e], put_s(v, "\xff", 1));	/* not UTF-8: written as
+													 * U+FFFD */
 		ONE_LOSSY(encs[e], put_s(v, "\xed\xa0\x80", 3));	/* a surrogate */
 	}
 	ONE(RP_ENC_BYTEA, put_s(v, "", 0));
@@ -349,6 +353,7 @@ START_TEST(strings_and_bytes)
 	ONE(RP_ENC_UUID, rp_buf_put_bytes(v, all, 16));
 	ONE(RP_ENC_UUID, rp_buf_put_bytes(v, all + 240, 16));
 }
+
 END_TEST
 
 START_TEST(json_values)
@@ -371,6 +376,7 @@ START_TEST(json_values)
 		ONE_LOSSY(encs[e], rp_buf_put_cstr(v, "{}\t"));
 	}
 }
+
 END_TEST
 
 static void
@@ -410,7 +416,7 @@ START_TEST(dates_and_times)
 	ONE(RP_ENC_TIME, rp_buf_put_u64(v, 0));
 	ONE(RP_ENC_TIME, rp_buf_put_u64(v, 1));
 	ONE(RP_ENC_TIME, rp_buf_put_u64(v, UINT64_C(86399999999)));
-	ONE(RP_ENC_TIME, rp_buf_put_u64(v, UINT64_C(86400000000)));	/* 24:00:00 */
+	ONE(RP_ENC_TIME, rp_buf_put_u64(v, UINT64_C(86400000000))); /* 24:00:00 */
 	ONE_LOSSY(RP_ENC_TIME, rp_buf_put_u64(v, (uint64_t) -1));
 	ONE_LOSSY(RP_ENC_TIME, rp_buf_put_u64(v, UINT64_C(86400000001)));
 	ONE(RP_ENC_TIMETZ, put_timetz(v, 0, 0));
@@ -429,18 +435,21 @@ START_TEST(dates_and_times)
 		ONE(ts[e], put_ts(v, RP_TS_POS_INF));
 		ONE(ts[e], put_ts(v, RP_TS_WIRE_MIN));	/* 4714-11-24 00:00 BC */
 		ONE(ts[e], put_ts(v, RP_TS_WIRE_MIN + 1));
-		ONE(ts[e], put_ts(v, RP_TS_POS_INF - 1));	/* the last of the 1970 range */
+		ONE(ts[e], put_ts(v, RP_TS_POS_INF - 1));	/* the last of the 1970
+													 * range */
 		ONE(ts[e], put_ts(v, RP_TS_EXT_BASE));	/* the first extended */
-		ONE(ts[e], put_ts(v, RP_TS_EXT_BASE + RP_TS_EXT_MAX_K));	/* 294276-12-31 23:59:59.999999 */
-		ONE(ts[e], put_ts(v, INT64_C(-62135596800000000)));	/* 0001-01-01 */
-		ONE(ts[e], put_ts(v, INT64_C(-62135596800000001)));	/* 1 BC */
-		ONE(ts[e], put_ts(v, INT64_C(253402300800000000)));	/* 10000-01-01 */
+		ONE(ts[e], put_ts(v, RP_TS_EXT_BASE + RP_TS_EXT_MAX_K));	/* 294276-12-31
+																	 * 23:59:59.999999 */
+		ONE(ts[e], put_ts(v, INT64_C(-62135596800000000))); /* 0001-01-01 */
+		ONE(ts[e], put_ts(v, INT64_C(-62135596800000001))); /* 1 BC */
+		ONE(ts[e], put_ts(v, INT64_C(253402300800000000))); /* 10000-01-01 */
 	}
 	ONE(RP_ENC_INTERVAL, put_interval(v, 0, 0, 0));
 	ONE(RP_ENC_INTERVAL, put_interval(v, INT64_MIN, INT32_MIN, INT32_MIN));
 	ONE(RP_ENC_INTERVAL, put_interval(v, INT64_MAX, INT32_MAX, INT32_MAX));
 	ONE(RP_ENC_INTERVAL, put_interval(v, -1, 7, -14));
 }
+
 END_TEST
 
 START_TEST(containers)
@@ -457,6 +466,7 @@ START_TEST(containers)
 								 rp_enc_datum_kind(v, RP_DATUM_VALUE), rp_buf_put_u32(v, 5)));
 	ONE_LOSSY(RP_ENC_RANGE, ct_put_range(v, RP_RANGE_EMPTY, 23, RP_ENC_INT4));
 }
+
 END_TEST
 
 /* ---- tuple kinds, record kinds -------------------------------------------- */
@@ -541,6 +551,7 @@ START_TEST(tuple_kinds)
 	ck_assert(!kind_case(RP_TAG_UPDATE, RP_CHANGE_OLD_FULL, "vvvv", "vvvn"));
 	ck_assert(!kind_case(RP_TAG_DELETE, RP_CHANGE_OLD_FULL, "nnnv", NULL));
 }
+
 END_TEST
 
 /* A streamed change reads back in its non-streamed form. */
@@ -587,6 +598,7 @@ START_TEST(streamed_change)
 	rp_buf_free(&r);
 	rp_buf_free(&want);
 }
+
 END_TEST
 
 /* A message alone in a frame (no relation needed): through the oracle's parts. */
@@ -635,6 +647,7 @@ START_TEST(messages)
 	message_case(false, "bin", "\xff\xfe\x00\x01", 4);
 	message_case(true, "b", "\x80", 1);
 }
+
 END_TEST
 
 /* Truncates and the transaction records: no JSON of theirs reads back. */
@@ -671,6 +684,7 @@ START_TEST(other_records_not_lossless)
 	rp_decoder_free(&dec);
 	rp_buf_free(&f);
 }
+
 END_TEST
 
 /* ---- random rows ----------------------------------------------------------- */
@@ -1004,6 +1018,7 @@ START_TEST(random_rows)
 		rp_buf_free(&r);
 	}
 }
+
 END_TEST
 
 /* ---- malformed JSON ---------------------------------------------------------- */
@@ -1162,7 +1177,7 @@ START_TEST(malformed_values)
 	/* base64 */
 	refuse(rel, "\"b\":\"" CT_CANARY "\"", "b");
 	refuse(rel, "\"b\":\"AP8\"", "b");
-	refuse(rel, "\"b\":\"AP9=\"", "b");	/* unused bits set */
+	refuse(rel, "\"b\":\"AP9=\"", "b"); /* unused bits set */
 	refuse(rel, "\"b\":\"A===\"", "b");
 	refuse(rel, "\"b\":\"AP==AP8=\"", "b");
 	refuse(rel, "\"b\":\"A*8=\"", "b");
@@ -1171,7 +1186,8 @@ START_TEST(malformed_values)
 	refuse(rel, "\"d\":\"2023-02-29\"", "d");
 	refuse(rel, "\"d\":\"2023-13-01\"", "d");
 	refuse(rel, "\"d\":\"2023-1-01\"", "d");
-	refuse(rel, "\"d\":\"-4713-11-23\"", "d");	/* before PostgreSQL's first date */
+	refuse(rel, "\"d\":\"-4713-11-23\"", "d");	/* before PostgreSQL's first
+												 * date */
 	refuse(rel, "\"d\":\"5874898-01-01\"", "d");
 	refuse(rel, "\"d\":\"2023-01-01x\"", "d");
 	refuse(rel, "\"d\":\"Infinity\"", "d");
@@ -1197,7 +1213,7 @@ START_TEST(malformed_values)
 	ck_assert(strstr(rp_error(), "is an array: its JSON form does not carry the element type") != NULL);
 	/* tuples: missing, unknown, twice, listed twice, listed and present */
 #define ALL_BUT_X "{\"kind\":\"insert\",\"schema\":\"s\",\"table\":\"t\",\"new\":{\"id\":1,\"s\":1,\"f\":1,\"n\":\"1\",\"b\":\"\",\"d\":\"infinity\",\"ts\":\"infinity\",\"t\":\"00:00:00\",\"u\":\"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\",\"i\":{\"days\":1,\"months\":0,\"microseconds\":0},\"o\":1,\"a\":null,\"tz\":\"00:00:00+00:00\""
-	refuse_record(rel, ALL_BUT_X "}}");	/* x missing */
+	refuse_record(rel, ALL_BUT_X "}}"); /* x missing */
 	ck_assert(strstr(rp_error(), "\"x\"") != NULL);
 	refuse_record(rel, ALL_BUT_X ",\"x\":\"\",\"" CT_CANARY "\":1}}");
 	refuse_record(rel, ALL_BUT_X ",\"x\":\"\",\"s\":2}}");
@@ -1239,10 +1255,15 @@ START_TEST(malformed_values)
 	refuse_record(NULL, "{\"kind\":\"message\",\"lsn\":\"0/1\",\"prefix\":\"p\",\"content\":\"a\"}");
 	refuse_record(NULL, "{\"kind\":\"message\",\"transactional\":false,\"lsn\":\"0/1\",\"prefix\":\"p\",\"content_base64\":\"" CT_CANARY "\"}");
 	refuse_record(NULL, "{\"kind\":\"message\",\"transactional\":false,\"lsn\":\"0/1\",\"prefix\":5,\"content\":\"\"}");
-	/* a NUL in the prefix (PostgreSQL text has none; the wire decoder refuses it): fuzz_jsonwire's crash */
+
+	/*
+	 * a NUL in the prefix (PostgreSQL text has none; the wire decoder refuses
+	 * it): fuzz_jsonwire's crash
+	 */
 	refuse_record(NULL, "{\"kind\":\"message\",\"transactional\":false,\"lsn\":\"0/1\",\"prefix\":\"a\\u0000b\",\"content\":\"\"}");
 	rp_relation_free(rel);
 }
+
 END_TEST
 
 START_TEST(malformed_relations)
@@ -1269,6 +1290,7 @@ START_TEST(malformed_relations)
 		ck_assert_int_eq(rp_error_halt(), RP_HALT_MALFORMED);
 	}
 }
+
 END_TEST
 
 /*
@@ -1289,9 +1311,9 @@ START_TEST(partition_root_relation)
 		"\"partition_root\":false,\"partition_set\":\"0badf00d\"}",
 	};
 	const char *head = "{\"kind\":\"relation\",\"relid\":7,\"schema\":\"public\",\"table\":\"m\","
-		"\"replica_identity\":\"default\",\"columns\":[{\"name\":\"id\",\"attnum\":1,"
-		"\"type\":\"integer\",\"type_oid\":23,\"typmod\":-1,\"encoding\":\"int4\","
-		"\"primary_key\":true,\"identity\":true,\"not_null\":true,\"generated\":false}],";
+	"\"replica_identity\":\"default\",\"columns\":[{\"name\":\"id\",\"attnum\":1,"
+	"\"type\":\"integer\",\"type_oid\":23,\"typmod\":-1,\"encoding\":\"int4\","
+	"\"primary_key\":true,\"identity\":true,\"not_null\":true,\"generated\":false}],";
 	RpBuf		b,
 				again;
 	RpDecoder	dec;
@@ -1345,6 +1367,7 @@ START_TEST(partition_root_relation)
 	rp_buf_free(&again);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* Names the renderer must replace (not UTF-8): the relation is not lossless. */
@@ -1364,9 +1387,10 @@ START_TEST(names_not_utf8)
 	rp_decoder_free(&dec);
 	rp_buf_free(&f);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_jsonwire(void)
 {
 	Suite	   *s = suite_create("jsonwire");

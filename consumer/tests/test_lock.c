@@ -117,6 +117,7 @@ START_TEST(test_state_dir)
 	expect_refused(dir, h.pid);
 	/* the lock file names the holder too, for operators */
 	text = ct_slurp(ct_path("state/" RP_LOCK_FILE), NULL);
+
 	snprintf(pid, sizeof(pid), "%d\n", (int) h.pid);
 	ck_assert_str_eq(text, pid);
 	free(text);
@@ -125,6 +126,7 @@ START_TEST(test_state_dir)
 	rp_error_clear();
 	ck_assert_msg(rp_lock_dir(dir, "state directory") == 0, "%s", rp_error());
 }
+
 END_TEST
 
 static int
@@ -149,6 +151,7 @@ START_TEST(test_spill_dir)
 	rp_error_clear();
 	ck_assert_msg(rp_lock_spill_dir(dir) == 0, "%s", rp_error());
 }
+
 END_TEST
 
 START_TEST(test_dir_created)
@@ -163,6 +166,7 @@ START_TEST(test_dir_created)
 	ck_assert_msg(rp_lock_dir(dir, "state directory") == 0, "%s", rp_error());
 	ck_assert(ct_exists(ct_path("new/state/" RP_LOCK_FILE)));
 }
+
 END_TEST
 
 START_TEST(test_file_log)
@@ -197,9 +201,10 @@ START_TEST(test_file_log)
 		s->close(s);
 	}
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_lock(void)
 {
 	Suite	   *s = suite_create("lock");

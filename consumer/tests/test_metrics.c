@@ -19,104 +19,104 @@
 #include "snapshot/rp_snapshot.h"
 
 static const char golden[] =
-	"# HELP replicant_transactions_total Transactions delivered to the sink.\n"
-	"# TYPE replicant_transactions_total counter\n"
-	"replicant_transactions_total 1\n"
-	"# HELP replicant_changes_total Rows, truncates and messages delivered.\n"
-	"# TYPE replicant_changes_total counter\n"
-	"replicant_changes_total 2\n"
-	"# HELP replicant_batches_total Batches delivered.\n"
-	"# TYPE replicant_batches_total counter\n"
-	"replicant_batches_total 3\n"
-	"# HELP replicant_messages_total Non-transactional messages delivered.\n"
-	"# TYPE replicant_messages_total counter\n"
-	"replicant_messages_total 4\n"
-	"# HELP replicant_schema_changes_total Schema changes seen.\n"
-	"# TYPE replicant_schema_changes_total counter\n"
-	"replicant_schema_changes_total 5\n"
-	"# HELP replicant_early_chunks_total Stream blocks applied before their transaction committed.\n"
-	"# TYPE replicant_early_chunks_total counter\n"
-	"replicant_early_chunks_total 6\n"
-	"# HELP replicant_early_commits_total Streamed transactions committed after an early apply.\n"
-	"# TYPE replicant_early_commits_total counter\n"
-	"replicant_early_commits_total 7\n"
-	"# HELP replicant_early_drops_total Early applies dropped (abort, or another commit first).\n"
-	"# TYPE replicant_early_drops_total counter\n"
-	"replicant_early_drops_total 8\n"
-	"# HELP replicant_checkpoint_lsn End LSN of the last durable unit.\n"
-	"# TYPE replicant_checkpoint_lsn gauge\n"
-	"replicant_checkpoint_lsn 1000\n"
-	"# HELP replicant_lag_bytes Server WAL position minus the checkpoint.\n"
-	"# TYPE replicant_lag_bytes gauge\n"
-	"replicant_lag_bytes 500\n"
-	"# HELP replicant_lag_seconds Age of the last delivered commit while WAL is pending.\n"
-	"# TYPE replicant_lag_seconds gauge\n"
-	"replicant_lag_seconds 0.000\n"
-	"# HELP replicant_snapshot_oversize_total Oversize stubs written in snapshot dumps.\n"
-	"# TYPE replicant_snapshot_oversize_total counter\n"
-	"replicant_snapshot_oversize_total 15\n"
-	"# HELP replicant_dead_letters_dropped_total Oversize rows dropped for want of a dead-letter file, by reason.\n"
-	"# TYPE replicant_dead_letters_dropped_total counter\n"
-	"replicant_dead_letters_dropped_total{reason=\"too_large\"} 16\n"
-	"# HELP replicant_snapshots_total Table dumps of the initial snapshot by store and status.\n"
-	"# TYPE replicant_snapshots_total counter\n"
-	"replicant_snapshots_total{store=\"public.a\",status=\"complete\"} 1\n"
-	"replicant_snapshots_total{store=\"odd.\\\"q\\\\x\",status=\"aborted\"} 1\n"
-	"# HELP replicant_snapshot_rows_oversize_total Oversize stubs in each table's dump.\n"
-	"# TYPE replicant_snapshot_rows_oversize_total counter\n"
-	"replicant_snapshot_rows_oversize_total{store=\"public.a\"} 3\n"
-	"replicant_snapshot_rows_oversize_total{store=\"odd.\\\"q\\\\x\"} 0\n"
-	"# HELP replicant_received_bytes_total Frame bytes received.\n"
-	"# TYPE replicant_received_bytes_total counter\n"
-	"replicant_received_bytes_total 12345\n"
-	"# HELP replicant_dedup_skipped_total Transactions skipped at or below the watermark.\n"
-	"# TYPE replicant_dedup_skipped_total counter\n"
-	"replicant_dedup_skipped_total 9\n"
-	"# HELP replicant_spills_total Transactions spilled to disk.\n"
-	"# TYPE replicant_spills_total counter\n"
-	"replicant_spills_total 10\n"
-	"# HELP replicant_spill_bytes Bytes in spill files now.\n"
-	"# TYPE replicant_spill_bytes gauge\n"
-	"replicant_spill_bytes 11\n"
-	"# HELP replicant_memory_bytes Bytes charged to --max-memory (assembled transactions and the sink's working state).\n"
-	"# TYPE replicant_memory_bytes gauge\n"
-	"replicant_memory_bytes 12\n"
-	"# HELP replicant_sink_memory_bytes The sink's working state charged to --max-memory.\n"
-	"# TYPE replicant_sink_memory_bytes gauge\n"
-	"replicant_sink_memory_bytes 13\n"
-	"# HELP replicant_aggregate_rebuilds_total Aggregate bindings built from the source, by reason.\n"
-	"# TYPE replicant_aggregate_rebuilds_total counter\n"
-	"replicant_aggregate_rebuilds_total{reason=\"seed\"} 20\n"
-	"replicant_aggregate_rebuilds_total{reason=\"collision\"} 21\n"
-	"replicant_aggregate_rebuilds_total{reason=\"unreadable\"} 22\n"
-	"replicant_aggregate_rebuilds_total{reason=\"no_old_row\"} 23\n"
-	"replicant_aggregate_rebuilds_total{reason=\"inconsistent\"} 24\n"
-	"replicant_aggregate_rebuilds_total{reason=\"retry\"} 25\n"
-	"# HELP replicant_aggregate_cell_edits_total Aggregate cells written (set or removed).\n"
-	"# TYPE replicant_aggregate_cell_edits_total counter\n"
-	"replicant_aggregate_cell_edits_total 30\n"
-	"# HELP replicant_aggregate_changes_total Row changes folded into aggregate bindings.\n"
-	"# TYPE replicant_aggregate_changes_total counter\n"
-	"replicant_aggregate_changes_total 31\n"
-	"# HELP replicant_aggregate_skipped_total Row changes a seed had already seen.\n"
-	"# TYPE replicant_aggregate_skipped_total counter\n"
-	"replicant_aggregate_skipped_total 32\n"
-	"# HELP replicant_aggregate_state_bytes Bytes of every binding's fold state.\n"
-	"# TYPE replicant_aggregate_state_bytes gauge\n"
-	"replicant_aggregate_state_bytes 33\n"
-	"# HELP replicant_halts_total Stops by reason.\n"
-	"# TYPE replicant_halts_total counter\n"
-	"replicant_halts_total{reason=\"error\"} 0\n"
-	"replicant_halts_total{reason=\"malformed_record\"} 3\n"
-	"replicant_halts_total{reason=\"protocol\"} 6\n"
-	"replicant_halts_total{reason=\"unknown_relation\"} 9\n"
-	"replicant_halts_total{reason=\"schema_change\"} 12\n"
-	"replicant_halts_total{reason=\"spill_limit\"} 15\n"
-	"replicant_halts_total{reason=\"sink\"} 18\n"
-	"replicant_halts_total{reason=\"gap\"} 21\n"
-	"replicant_halts_total{reason=\"identity\"} 24\n"
-	"replicant_halts_total{reason=\"config\"} 27\n"
-	"replicant_halts_total{reason=\"in_use\"} 30\n";
+"# HELP replicant_transactions_total Transactions delivered to the sink.\n"
+"# TYPE replicant_transactions_total counter\n"
+"replicant_transactions_total 1\n"
+"# HELP replicant_changes_total Rows, truncates and messages delivered.\n"
+"# TYPE replicant_changes_total counter\n"
+"replicant_changes_total 2\n"
+"# HELP replicant_batches_total Batches delivered.\n"
+"# TYPE replicant_batches_total counter\n"
+"replicant_batches_total 3\n"
+"# HELP replicant_messages_total Non-transactional messages delivered.\n"
+"# TYPE replicant_messages_total counter\n"
+"replicant_messages_total 4\n"
+"# HELP replicant_schema_changes_total Schema changes seen.\n"
+"# TYPE replicant_schema_changes_total counter\n"
+"replicant_schema_changes_total 5\n"
+"# HELP replicant_early_chunks_total Stream blocks applied before their transaction committed.\n"
+"# TYPE replicant_early_chunks_total counter\n"
+"replicant_early_chunks_total 6\n"
+"# HELP replicant_early_commits_total Streamed transactions committed after an early apply.\n"
+"# TYPE replicant_early_commits_total counter\n"
+"replicant_early_commits_total 7\n"
+"# HELP replicant_early_drops_total Early applies dropped (abort, or another commit first).\n"
+"# TYPE replicant_early_drops_total counter\n"
+"replicant_early_drops_total 8\n"
+"# HELP replicant_checkpoint_lsn End LSN of the last durable unit.\n"
+"# TYPE replicant_checkpoint_lsn gauge\n"
+"replicant_checkpoint_lsn 1000\n"
+"# HELP replicant_lag_bytes Server WAL position minus the checkpoint.\n"
+"# TYPE replicant_lag_bytes gauge\n"
+"replicant_lag_bytes 500\n"
+"# HELP replicant_lag_seconds Age of the last delivered commit while WAL is pending.\n"
+"# TYPE replicant_lag_seconds gauge\n"
+"replicant_lag_seconds 0.000\n"
+"# HELP replicant_snapshot_oversize_total Oversize stubs written in snapshot dumps.\n"
+"# TYPE replicant_snapshot_oversize_total counter\n"
+"replicant_snapshot_oversize_total 15\n"
+"# HELP replicant_dead_letters_dropped_total Oversize rows dropped for want of a dead-letter file, by reason.\n"
+"# TYPE replicant_dead_letters_dropped_total counter\n"
+"replicant_dead_letters_dropped_total{reason=\"too_large\"} 16\n"
+"# HELP replicant_snapshots_total Table dumps of the initial snapshot by store and status.\n"
+"# TYPE replicant_snapshots_total counter\n"
+"replicant_snapshots_total{store=\"public.a\",status=\"complete\"} 1\n"
+"replicant_snapshots_total{store=\"odd.\\\"q\\\\x\",status=\"aborted\"} 1\n"
+"# HELP replicant_snapshot_rows_oversize_total Oversize stubs in each table's dump.\n"
+"# TYPE replicant_snapshot_rows_oversize_total counter\n"
+"replicant_snapshot_rows_oversize_total{store=\"public.a\"} 3\n"
+"replicant_snapshot_rows_oversize_total{store=\"odd.\\\"q\\\\x\"} 0\n"
+"# HELP replicant_received_bytes_total Frame bytes received.\n"
+"# TYPE replicant_received_bytes_total counter\n"
+"replicant_received_bytes_total 12345\n"
+"# HELP replicant_dedup_skipped_total Transactions skipped at or below the watermark.\n"
+"# TYPE replicant_dedup_skipped_total counter\n"
+"replicant_dedup_skipped_total 9\n"
+"# HELP replicant_spills_total Transactions spilled to disk.\n"
+"# TYPE replicant_spills_total counter\n"
+"replicant_spills_total 10\n"
+"# HELP replicant_spill_bytes Bytes in spill files now.\n"
+"# TYPE replicant_spill_bytes gauge\n"
+"replicant_spill_bytes 11\n"
+"# HELP replicant_memory_bytes Bytes charged to --max-memory (assembled transactions and the sink's working state).\n"
+"# TYPE replicant_memory_bytes gauge\n"
+"replicant_memory_bytes 12\n"
+"# HELP replicant_sink_memory_bytes The sink's working state charged to --max-memory.\n"
+"# TYPE replicant_sink_memory_bytes gauge\n"
+"replicant_sink_memory_bytes 13\n"
+"# HELP replicant_aggregate_rebuilds_total Aggregate bindings built from the source, by reason.\n"
+"# TYPE replicant_aggregate_rebuilds_total counter\n"
+"replicant_aggregate_rebuilds_total{reason=\"seed\"} 20\n"
+"replicant_aggregate_rebuilds_total{reason=\"collision\"} 21\n"
+"replicant_aggregate_rebuilds_total{reason=\"unreadable\"} 22\n"
+"replicant_aggregate_rebuilds_total{reason=\"no_old_row\"} 23\n"
+"replicant_aggregate_rebuilds_total{reason=\"inconsistent\"} 24\n"
+"replicant_aggregate_rebuilds_total{reason=\"retry\"} 25\n"
+"# HELP replicant_aggregate_cell_edits_total Aggregate cells written (set or removed).\n"
+"# TYPE replicant_aggregate_cell_edits_total counter\n"
+"replicant_aggregate_cell_edits_total 30\n"
+"# HELP replicant_aggregate_changes_total Row changes folded into aggregate bindings.\n"
+"# TYPE replicant_aggregate_changes_total counter\n"
+"replicant_aggregate_changes_total 31\n"
+"# HELP replicant_aggregate_skipped_total Row changes a seed had already seen.\n"
+"# TYPE replicant_aggregate_skipped_total counter\n"
+"replicant_aggregate_skipped_total 32\n"
+"# HELP replicant_aggregate_state_bytes Bytes of every binding's fold state.\n"
+"# TYPE replicant_aggregate_state_bytes gauge\n"
+"replicant_aggregate_state_bytes 33\n"
+"# HELP replicant_halts_total Stops by reason.\n"
+"# TYPE replicant_halts_total counter\n"
+"replicant_halts_total{reason=\"error\"} 0\n"
+"replicant_halts_total{reason=\"malformed_record\"} 3\n"
+"replicant_halts_total{reason=\"protocol\"} 6\n"
+"replicant_halts_total{reason=\"unknown_relation\"} 9\n"
+"replicant_halts_total{reason=\"schema_change\"} 12\n"
+"replicant_halts_total{reason=\"spill_limit\"} 15\n"
+"replicant_halts_total{reason=\"sink\"} 18\n"
+"replicant_halts_total{reason=\"gap\"} 21\n"
+"replicant_halts_total{reason=\"identity\"} 24\n"
+"replicant_halts_total{reason=\"config\"} 27\n"
+"replicant_halts_total{reason=\"in_use\"} 30\n";
 
 START_TEST(test_page_identical)
 {
@@ -175,7 +175,7 @@ START_TEST(test_page_identical)
 	cm.snap = &st;
 	cm.asm_ = &a;
 	cm.spill = &sp;
-	cm.stream_ready = true;	/* the run set them up */
+	cm.stream_ready = true;		/* the run set them up */
 	cm.agg = agg;
 	ck_assert_int_eq(rp_cli_metrics_register(&m, &cm), 0);
 	page = rp_metrics_render(&m);
@@ -183,6 +183,7 @@ START_TEST(test_page_identical)
 	rp_free(page);
 	rp_agg_free(agg);
 }
+
 END_TEST
 
 /* Without aggregates and before any delivery: those sources are not registered. */
@@ -204,11 +205,16 @@ START_TEST(test_page_parts)
 	ck_assert_ptr_null(strstr(page, "replicant_aggregate_"));
 	ck_assert_ptr_null(strstr(page, "replicant_spills_total"));
 	ck_assert_ptr_nonnull(strstr(page, "replicant_snapshot_oversize_total 0\n"));
-	/* rows by store come from the progress display's source (rp_cli_progline.c) */
+
+	/*
+	 * rows by store come from the progress display's source
+	 * (rp_cli_progline.c)
+	 */
 	ck_assert_ptr_null(strstr(page, "replicant_snapshot_rows_total"));
 	ck_assert_ptr_nonnull(strstr(page, "replicant_halts_total{reason=\"in_use\"} 0\n"));
 	rp_free(page);
 }
+
 END_TEST
 
 static void
@@ -252,6 +258,7 @@ START_TEST(test_registry)
 	ck_assert_int_eq(rp_metrics_start(&m, 0), 0);
 	rp_metrics_stop(&m);
 }
+
 END_TEST
 
 START_TEST(test_build)
@@ -270,9 +277,10 @@ START_TEST(test_build)
 	rp_metrics_stop(&m);
 #endif
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_metrics(void)
 {
 	Suite	   *s = suite_create("metrics");

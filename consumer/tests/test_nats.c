@@ -33,11 +33,15 @@ START_TEST(test_subject_escape)
 	ck_assert_str_eq(subj("p", "s", "\xc3\xa9t\xc3\xa9"), "p.s.%C3%A9t%C3%A9");
 	ck_assert_str_eq(subj("p", "s", "tab\tnl\n"), "p.s.tab%09nl%0A");
 }
+
 END_TEST
 
 START_TEST(test_subject_tokens)
 {
-	/* escaped names never hold '.', '*', '>' or a space: always exactly three tokens after p */
+	/*
+	 * escaped names never hold '.', '*', '>' or a space: always exactly three
+	 * tokens after p
+	 */
 	const char *names[] = {"a.b.c", "*", ">", " ", "..", "x>y*z", "%2E"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -56,6 +60,7 @@ START_TEST(test_subject_tokens)
 	/* one to one: '%' is escaped too, so "%2E" and "." differ */
 	ck_assert_str_ne(subj("p", "s", "%2E"), "p.s.%2E");
 }
+
 END_TEST
 
 START_TEST(test_control_subject)
@@ -67,6 +72,7 @@ START_TEST(test_control_subject)
 	ck_assert_str_eq(b.data, "replicant.slot._control");
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 static const char *
@@ -119,6 +125,7 @@ START_TEST(test_msg_id_and_headers)
 	ck_assert_str_eq(rp_nats_hdrs_get(&h, "Nats-Msg-Id"), "7412345678901234567:slot_a:16/B374D848:0");
 	rp_nats_hdrs_free(&h);
 }
+
 END_TEST
 
 /* headers written by the sink, read back: the resume point and checkpoint */
@@ -145,7 +152,10 @@ START_TEST(test_tail_roundtrip)
 	ck_assert_uint_eq(head.index, 3);
 	ck_assert(!head.last);
 
-	/* mid-transaction: the transaction is not done, confirm only what came before it */
+	/*
+	 * mid-transaction: the transaction is not done, confirm only what came
+	 * before it
+	 */
 	rp_nats_resume_from_head(&head, &r, &ck);
 	ck_assert_uint_eq(ck.commit_lsn, 0x4FFF);
 	ck_assert_uint_eq(ck.end_lsn, 0x4F00);
@@ -173,6 +183,7 @@ START_TEST(test_tail_roundtrip)
 	ck_assert(!rp_nats_resume_covers_txn(&r, 0x5001));
 	rp_nats_hdrs_free(&h);
 }
+
 END_TEST
 
 START_TEST(test_tail_kinds)
@@ -221,6 +232,7 @@ START_TEST(test_tail_kinds)
 	ck_assert(head.bad);
 	rp_nats_hdrs_free(&h);
 }
+
 END_TEST
 
 START_TEST(test_window_in_order)
@@ -249,6 +261,7 @@ START_TEST(test_window_in_order)
 	ck_assert_uint_eq(w.acked_seq, 14);
 	ck_assert_uint_eq(w.last_seq, 14);
 }
+
 END_TEST
 
 /*
@@ -292,6 +305,7 @@ START_TEST(test_window_bytes)
 	rp_nats_win_charge(&w, 10 * RP_NATS_WINDOW_BYTES);
 	ck_assert(rp_nats_win_room(&w, RP_NATS_WINDOW_BYTES));
 }
+
 END_TEST
 
 START_TEST(test_window_failures)
@@ -300,7 +314,10 @@ START_TEST(test_window_failures)
 	uint64_t	a,
 				b;
 
-	/* a lost ack, then the next refused as a wrong sequence: the worst (lost) is kept */
+	/*
+	 * a lost ack, then the next refused as a wrong sequence: the worst (lost)
+	 * is kept
+	 */
 	rp_nats_win_reset(&w, 8, 0);
 	a = rp_nats_win_send(&w);
 	b = rp_nats_win_send(&w);
@@ -341,6 +358,7 @@ START_TEST(test_window_failures)
 	rp_nats_win_nak(&w, RP_NATS_ST_ANSWER, 10054, "message size exceeds maximum allowed");
 	ck_assert_int_eq(w.failure, RP_NATS_FAIL_FATAL);
 }
+
 END_TEST
 
 START_TEST(test_classify)
@@ -353,9 +371,10 @@ START_TEST(test_classify)
 	ck_assert_int_eq(rp_nats_classify(RP_NATS_ST_ANSWER, 10054, NULL), RP_NATS_FAIL_FATAL);
 	ck_assert_int_eq(rp_nats_classify(RP_NATS_ST_REFUSED, 0, NULL), RP_NATS_FAIL_FATAL);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_nats(void)
 {
 	Suite	   *s = suite_create("nats");

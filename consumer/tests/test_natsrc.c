@@ -51,7 +51,8 @@ START_TEST(test_chain_whole)
 	h = data(0x100, 0x110, 0, 0, false);
 	ck_assert_int_eq(rp_natsrc_chain_step(&c, 2, &h), RP_NATS_STEP_BEGIN);
 	ck_assert(c.in_txn);
-	h = kind(RP_NATS_KIND_RELATION, 0);	/* a schema change inside the transaction */
+	h = kind(RP_NATS_KIND_RELATION, 0); /* a schema change inside the
+										 * transaction */
 	ck_assert_int_eq(rp_natsrc_chain_step(&c, 3, &h), RP_NATS_STEP_SKIP);
 	h = data(0x100, 0x110, 0, 1, true);
 	ck_assert_int_eq(rp_natsrc_chain_step(&c, 4, &h), RP_NATS_STEP_CONTINUE);
@@ -65,6 +66,7 @@ START_TEST(test_chain_whole)
 	ck_assert_int_eq(rp_natsrc_chain_step(&c, 6, &h), RP_NATS_STEP_BEGIN);
 	ck_assert_uint_eq(c.next_seq, 7);
 }
+
 END_TEST
 
 START_TEST(test_chain_holes)
@@ -121,6 +123,7 @@ START_TEST(test_chain_holes)
 	h.bad = true;
 	ck_assert_int_eq(rp_natsrc_chain_step(&c, 2, &h), RP_NATS_STEP_HOLE);
 }
+
 END_TEST
 
 START_TEST(test_chain_identity)
@@ -139,6 +142,7 @@ START_TEST(test_chain_identity)
 	h = kind(RP_NATS_KIND_RELATION, 0);
 	ck_assert_int_eq(rp_natsrc_chain_step(&c, 1, &h), RP_NATS_STEP_IDENTITY);
 }
+
 END_TEST
 
 START_TEST(test_subject_match)
@@ -156,6 +160,7 @@ START_TEST(test_subject_match)
 	/* escaped names are one token: %2E is no dot */
 	ck_assert(rp_natsrc_subject_match("p.s.*", "p.s.we%2Eird"));
 }
+
 END_TEST
 
 START_TEST(test_ckpt_stream)
@@ -188,7 +193,10 @@ START_TEST(test_ckpt_stream)
 	ck_assert(!rp_ckpt_parse("replicant-checkpoint v1 sysid=7 tli=1 slot=r commit=0/1 end=0/1 source=nats:S seq=1 x", &back));
 	ck_assert(!rp_ckpt_parse("replicant-checkpoint v1 sysid=7 tli=1 slot=r commit=0/1 end=0/1 source=nats:S seq=-1", &back));
 
-	/* the kind check: a slot's checkpoint is not a stream's, nor one stream's another's */
+	/*
+	 * the kind check: a slot's checkpoint is not a stream's, nor one stream's
+	 * another's
+	 */
 	ck_assert_int_eq(rp_ckpt_check_kind(&ck, ""), 0);
 	ck_assert_int_eq(rp_ckpt_check_kind(&ck, "nats:REPLICANT_cdc"), -1);
 	ck_assert_msg(strstr(rp_error(), "taken from a replication slot, not from nats:REPLICANT_cdc"), "%s", rp_error());
@@ -198,6 +206,7 @@ START_TEST(test_ckpt_stream)
 	ck_assert_int_eq(rp_ckpt_check_kind(&ck, ""), -1);
 	rp_error_clear();
 }
+
 END_TEST
 
 /* A streamed change (HAS_XID) comes out as the plain change: xid gone, length four less. */
@@ -244,9 +253,10 @@ START_TEST(test_wire_record)
 	rp_buf_free(&out);
 	rp_buf_free(&want);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_natsrc(void)
 {
 	Suite	   *s = suite_create("natsrc");

@@ -53,6 +53,7 @@ START_TEST(test_bk_expand)
 	rp_free(pg.bk_tmpl);
 	rp_free(pg.bk);
 }
+
 END_TEST
 
 START_TEST(test_divergence)
@@ -117,9 +118,10 @@ START_TEST(test_divergence)
 	table_free(t1);
 	table_free(t2);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_pg_divergence(void)
 {
 	Suite	   *s = suite_create("pg_divergence");

@@ -89,6 +89,7 @@ START_TEST(test_scalars_as_is)
 	memcpy(w, d, 16);
 	expect_field(w, 16);
 }
+
 END_TEST
 
 START_TEST(test_length_prefixed)
@@ -134,6 +135,7 @@ START_TEST(test_length_prefixed)
 	value(RP_ENC_JSONB, d, n + 2);
 	expect_field((const unsigned char *) "\1{}", 3);
 }
+
 END_TEST
 
 START_TEST(test_epochs)
@@ -185,6 +187,7 @@ START_TEST(test_epochs)
 	be(w + 8, (uint32_t) -19800, 4);
 	expect_field(w, 12);
 }
+
 END_TEST
 
 /*
@@ -205,7 +208,8 @@ START_TEST(test_extremes)
 		{INT64_C(-210866803200000000), INT64_C(-211813488000000000)},	/* 4714-11-24 BC */
 		{INT64_C(9223372036854775806), INT64_C(9222425352054775806)},	/* last 1970-epoch */
 		{INT64_C(-9223372036854775807), INT64_C(9222425352054775807)},	/* first extended */
-		{INT64_C(-9222426057709551615), INT64_C(9223371331199999999)},	/* 294276-12-31 23:59:59.999999 */
+		{INT64_C(-9222426057709551615), INT64_C(9223371331199999999)},	/* 294276-12-31
+																		 * 23:59:59.999999 */
 	};
 
 	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
@@ -234,6 +238,7 @@ START_TEST(test_extremes)
 	be(d, (uint32_t) (INT32_MIN + 1), 4);
 	ck_assert_int_eq(rp_pgbin_value(&out, RP_ENC_DATE, d, 4), -1);
 }
+
 END_TEST
 
 START_TEST(test_arrays)
@@ -298,7 +303,10 @@ START_TEST(test_arrays)
 	value(RP_ENC_ARRAY, d, n);
 	expect_field(w, m);
 
-	/* elements with no binary form, and a truncated datum: refused, out untouched */
+	/*
+	 * elements with no binary form, and a truncated datum: refused, out
+	 * untouched
+	 */
 	n = 0;
 	d[n++] = RP_ENC_TEXT;
 	n += be(d + n, 869, 4);
@@ -312,6 +320,7 @@ START_TEST(test_arrays)
 	ck_assert_int_eq(rp_pgbin_value(&out, RP_ENC_COMPOSITE, d, 4), -1);
 	ck_assert_uint_eq(out.len, 0);
 }
+
 END_TEST
 
 START_TEST(test_columns_that_qualify)
@@ -344,6 +353,7 @@ START_TEST(test_columns_that_qualify)
 	c.type_oid = 1041;			/* inet[] */
 	ck_assert(!rp_pgbin_column_ok(&c));
 }
+
 END_TEST
 
 START_TEST(test_header_trailer)
@@ -362,9 +372,10 @@ START_TEST(test_header_trailer)
 	ck_assert_uint_eq(out.len, 8);
 	ck_assert(memcmp(out.data, "\0\7\377\377\377\377\377\377", 8) == 0);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_pgbin(void)
 {
 	Suite	   *s = suite_create("pgbin");

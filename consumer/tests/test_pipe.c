@@ -16,7 +16,8 @@
 #include "stream/rp_pipe.h"
 
 #define REL 16384u
-#define WAIT_MS (60 * 1000)		/* how long a condition may take to become true */
+#define WAIT_MS (60 * 1000)		/* how long a condition may take to become
+								 * true */
 
 static RpSpill sp;
 static RpAsm as;
@@ -176,6 +177,7 @@ START_TEST(test_backlog_goes_at_once)
 	ck_assert_int_eq(f.ntxns, 5);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /*
@@ -211,6 +213,7 @@ START_TEST(test_caught_up_fills_as_usual)
 	rp_pipe_stop(&p);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
 /* The sink's idle-position call, behind the same gate as its batches. */
@@ -249,7 +252,8 @@ START_TEST(test_advance_is_held_work)
 	set_gate(false);
 	rp_pipe_advance(&p, 0x9000, 7);
 	ck_assert(!rp_pipe_idle(&p));
-	ck_assert(wait_for(&entered, 2));	/* the advance is in the sink, held at the gate */
+	ck_assert(wait_for(&entered, 2));	/* the advance is in the sink, held at
+										 * the gate */
 	ck_assert_msg(!rp_pipe_idle(&p), "the pipe looked idle while an idle position was being recorded");
 	set_gate(true);
 	ck_assert_int_eq(rp_pipe_drain(&p, NULL, NULL), 0);
@@ -261,9 +265,10 @@ START_TEST(test_advance_is_held_work)
 	rp_pipe_stop(&p);
 	rp_deliver_free(&dl);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_pipe(void)
 {
 	Suite	   *s = suite_create("pipe");

@@ -144,6 +144,7 @@ START_TEST(test_bytes)
 	rp_progress_bytes(UINT64_MAX, b, sizeof(b));
 	ck_assert_str_eq(b, "16384.0 PiB");
 }
+
 END_TEST
 
 START_TEST(test_count)
@@ -171,6 +172,7 @@ START_TEST(test_count)
 	rp_progress_count(INFINITY, b, sizeof(b));
 	ck_assert_str_eq(b, "--");
 }
+
 END_TEST
 
 START_TEST(test_eta)
@@ -198,6 +200,7 @@ START_TEST(test_eta)
 	rp_progress_eta(100.0 * 86400, b, sizeof(b));
 	ck_assert_str_eq(b, "--");
 }
+
 END_TEST
 
 START_TEST(test_percent)
@@ -210,6 +213,7 @@ START_TEST(test_percent)
 	ck_assert_int_eq(rp_progress_percent(2000, 1000), 100);
 	ck_assert_int_eq(rp_progress_percent(UINT64_MAX / 2, UINT64_MAX), 50);
 }
+
 END_TEST
 
 START_TEST(test_fit)
@@ -232,7 +236,7 @@ START_TEST(test_fit)
 	snprintf(l, sizeof(l), "t\xc3\xa4\xc3\xb6x");	/* "täöx" */
 	ck_assert_int_eq(rp_progress_fit(l, 3), 2);
 	ck_assert_str_eq(l, "t\xc3\xa4");
-	snprintf(l, sizeof(l), "\xe2\x82\xac\xe2\x82\xac");	/* two euro signs */
+	snprintf(l, sizeof(l), "\xe2\x82\xac\xe2\x82\xac"); /* two euro signs */
 	ck_assert_int_eq(rp_progress_fit(l, 2), 1);
 	ck_assert_str_eq(l, "\xe2\x82\xac");
 	/* nothing that moves the cursor; a stray continuation byte is a '?' */
@@ -240,6 +244,7 @@ START_TEST(test_fit)
 	ck_assert_int_eq(rp_progress_fit(l, 80), 10);
 	ck_assert_str_eq(l, "a?[2Jb?c??");
 }
+
 END_TEST
 
 START_TEST(test_redraw_sequence)
@@ -272,6 +277,7 @@ START_TEST(test_redraw_sequence)
 	ck_assert_str_eq(b.data, "\r\033[3A\033[J");
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* Lines that shrink, in number and length, leave nothing of the earlier ones. */
@@ -317,6 +323,7 @@ START_TEST(test_redraw_screen)
 	ck_assert_str_eq(scr_row(&s, 3), b[1]);
 	ck_assert_str_eq(scr_row(&s, 4), "");
 }
+
 END_TEST
 
 START_TEST(test_eta_update)
@@ -329,7 +336,11 @@ START_TEST(test_eta_update)
 	ck_assert(rp_progress_eta_update(&e, 1000, t) < 0);
 	/* a shrinking lag: 100 a second, 900 left */
 	ck_assert(fabs(rp_progress_eta_update(&e, 900, t + 1000000) - 9.0) < 1e-9);
-	/* samples closer than half a second keep the rate; the ETA follows the lag */
+
+	/*
+	 * samples closer than half a second keep the rate; the ETA follows the
+	 * lag
+	 */
 	ck_assert(fabs(rp_progress_eta_update(&e, 800, t + 1100000) - 8.0) < 1e-9);
 	/* a growing lag: no ETA */
 	memset(&e, 0, sizeof(e));
@@ -338,6 +349,7 @@ START_TEST(test_eta_update)
 	/* no lag: 0 */
 	ck_assert(rp_progress_eta_update(&e, 0, t + 2000000) == 0);
 }
+
 END_TEST
 
 /* Not a terminal: $COLUMNS and $LINES, else 80x24. */
@@ -362,6 +374,7 @@ START_TEST(test_term_size)
 	close(fds[0]);
 	close(fds[1]);
 }
+
 END_TEST
 
 /* On a pipe the display writes nothing at all, whatever the mode. */
@@ -391,19 +404,20 @@ START_TEST(test_off_when_piped)
 	close(fds[0]);
 	close(fds[1]);
 }
+
 END_TEST
 
 /* The page's lines: rows and estimates by table (none without one), the catch-up's ETA. */
 START_TEST(test_metrics_page)
 {
 	RpCliProgress cp;
-	RpRelation	a = {.relid = 1, .schema = "public", .name = "big"};
-	RpRelation	b = {.relid = 2, .schema = "s", .name = "odd\"name"};
+	RpRelation	a = {.relid = 1,.schema = "public",.name = "big"};
+	RpRelation	b = {.relid = 2,.schema = "s",.name = "odd\"name"};
 	RpSnapTableProgress t[2] = {
-		{.rel = &a, .done = 1500, .estimate = 40000, .state = 1},
-		{.rel = &b, .done = 7, .estimate = -1, .state = 2},
+		{.rel = &a,.done = 1500,.estimate = 40000,.state = 1},
+		{.rel = &b,.done = 7,.estimate = -1,.state = 2},
 	};
-	RpRunProgress st = {.lag_bytes = 0, .lag_msgs = -1, .known = false};
+	RpRunProgress st = {.lag_bytes = 0,.lag_msgs = -1,.known = false};
 	RpBuf		out;
 
 	rp_cli_progress_init(&cp, RP_PROGRESS_OFF);
@@ -433,9 +447,10 @@ START_TEST(test_metrics_page)
 	rp_buf_free(&out);
 	rp_cli_progress_free(&cp);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_progress(void)
 {
 	Suite	   *s = suite_create("progress");

@@ -35,7 +35,7 @@ el_str(RpBuf *b, const char *s)
 }
 
 static void
-put_num(RpBuf *b, uint16_t sign, int16_t weight, uint16_t dscale, int ndigits, ...)
+put_num(RpBuf *b, uint16_t sign, int16_t weight, uint16_t dscale, int ndigits,...)
 {
 	uint16_t	digits[16];
 	va_list		ap;
@@ -277,7 +277,7 @@ typedef struct ValueCase
 	uint8_t		enc;
 	void		(*build) (RpBuf *b);
 	const char *json;
-} ValueCase;
+}			ValueCase;
 
 #define X_ROW(name, enc, json, ...) {#name, enc, build_##name, json},
 static const ValueCase value_cases[] = {VALUE_CASES(X_ROW)};
@@ -287,7 +287,7 @@ static const ValueCase value_cases[] = {VALUE_CASES(X_ROW)};
 /* One case per loop iteration: walk, render, compare. */
 START_TEST(test_value)
 {
-	const ValueCase *vc = &value_cases[_i];
+	const		ValueCase *vc = &value_cases[_i];
 	RpBuf		v;
 	char	   *json;
 
@@ -307,6 +307,7 @@ START_TEST(test_value)
 	}
 	rp_buf_free(&v);
 }
+
 END_TEST
 
 /* Every encoding is covered by at least one case. */
@@ -319,6 +320,7 @@ START_TEST(test_every_encoding_covered)
 	for (int e = 0; e < RP_ENC__COUNT; e++)
 		ck_assert_msg(seen[e], "no case for encoding %s", rp_encoding_name((uint8_t) e));
 }
+
 END_TEST
 
 /*
@@ -341,7 +343,11 @@ START_TEST(test_values_in_a_row)
 		rp_enc_relation_column(&b, (int16_t) (i + 1), value_cases[i].name, 1000 + (uint32_t) i,
 							   rp_encoding_name(value_cases[i].enc), -1, value_cases[i].enc, 0);
 	rp_buf_end_record(&b, at);
-	/* an update: old full tuple with every value, new tuple with every value or NULL */
+
+	/*
+	 * an update: old full tuple with every value, new tuple with every value
+	 * or NULL
+	 */
 	at = rp_enc_change_start(&b, RP_TAG_UPDATE, 99, RP_CHANGE_OLD_FULL, 0);
 	rp_enc_tuple_start(&b, (uint16_t) NCASES);
 	for (int i = 0; i < NCASES; i++)
@@ -359,7 +365,8 @@ START_TEST(test_values_in_a_row)
 	rp_buf_end_record(&b, at);
 
 	rp_buf_init(&expect, 0);
-	rp_buf_put_text(&expect, "{\"kind\":\"relation\"");	/* checked by prefix only */
+	rp_buf_put_text(&expect, "{\"kind\":\"relation\""); /* checked by prefix
+														 * only */
 	ck_assert_int_eq(ct_decode_frame(b.data, b.len, &lines, NULL, 0), 2);
 	ck_assert_msg(strncmp(lines, expect.data, expect.len) == 0, "%s", lines);
 	rp_buf_reset(&expect);
@@ -411,6 +418,7 @@ START_TEST(test_values_in_a_row)
 	rp_buf_free(&expect);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
 /* rp_render_tuple leaves out unchanged and not-in-key columns. */
@@ -445,6 +453,7 @@ START_TEST(test_render_tuple_kinds)
 	ck_assert_str_eq(ct_cstr(&out), "{}");
 	rp_buf_free(&out);
 }
+
 END_TEST
 
 /* The same bytes render to the same text every time (G6). */
@@ -470,6 +479,7 @@ START_TEST(test_render_deterministic)
 		rp_buf_free(&o2);
 	}
 }
+
 END_TEST
 
 /* A large array and a long string render in full (buffer growth). */
@@ -500,6 +510,7 @@ START_TEST(test_render_large)
 	rp_buf_free(&v);
 	free(big);
 }
+
 END_TEST
 
 /* ---- a record written slice by slice (rp_render_record_out) ------------ */
@@ -659,6 +670,7 @@ START_TEST(test_render_sliced)
 		rp_buf_free(&b);
 	}
 }
+
 END_TEST
 
 /* A flush that fails stops the rendering: the rest of the value is not buffered. */
@@ -687,9 +699,10 @@ START_TEST(test_render_sliced_flush_fails)
 	rp_buf_free(&ss.got);
 	rp_buf_free(&b);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_render(void)
 {
 	Suite	   *s = suite_create("render");

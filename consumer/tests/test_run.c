@@ -23,7 +23,8 @@ typedef struct FakeSource
 	RpBuf		frames[16];
 	int			n;
 	int			next;
-	int			fail_opens;		/* the first opens that fail (connection trouble) */
+	int			fail_opens;		/* the first opens that fail (connection
+								 * trouble) */
 	int			opens;
 	int			closes;
 	int			finishes;
@@ -144,7 +145,7 @@ typedef struct Told
 {
 	int			ups;
 	int			losts;
-	int			progress;
+	int progress;
 	int			errors;
 	char		last_error[256];
 } Told;
@@ -163,7 +164,7 @@ told_event(const RpEvent *ev, void *arg)
 static void
 told_progress(void *arg, const RpRunProgress *p)
 {
-	((Told *) arg)->progress++;
+	((Told *) arg)->progress ++;
 }
 
 static void
@@ -243,7 +244,11 @@ START_TEST(test_slot_to_endpos)
 	ck_assert_int_eq(sink.ntxns, 3);
 	ck_assert_int_eq(sink.nchanges, 6);
 	ck_assert_uint_eq(sink.commit_lsns[2], 0x300);
-	/* the clean end told the source what is durable, and the feedback never more */
+
+	/*
+	 * the clean end told the source what is durable, and the feedback never
+	 * more
+	 */
 	ck_assert_int_eq(src.finishes, 1);
 	ck_assert_uint_eq(src.finish_lsn, 0x328);
 	ck_assert_uint_le(src.max_feedback, 0x328);
@@ -256,6 +261,7 @@ START_TEST(test_slot_to_endpos)
 	rp_run_free(run);
 	fake_free(&src);
 }
+
 END_TEST
 
 START_TEST(test_retry_after_trouble)
@@ -281,6 +287,7 @@ START_TEST(test_retry_after_trouble)
 	rp_run_free(run);
 	fake_free(&src);
 }
+
 END_TEST
 
 START_TEST(test_no_loop_fails)
@@ -305,6 +312,7 @@ START_TEST(test_no_loop_fails)
 	rp_run_free(run);
 	fake_free(&src);
 }
+
 END_TEST
 
 START_TEST(test_stream_to_seq)
@@ -325,7 +333,11 @@ START_TEST(test_stream_to_seq)
 
 	ck_assert_int_eq(rp_run(run, &src.base, &sink.s), 0);
 	ck_assert_int_eq(sink.ntxns, 2);
-	/* nothing is acknowledged upstream; the checkpoint holds the stream's sequence */
+
+	/*
+	 * nothing is acknowledged upstream; the checkpoint holds the stream's
+	 * sequence
+	 */
 	ck_assert_int_eq(src.nfeedback, 0);
 	ck_assert_int_eq(rp_ckpt_read(ct_path("s.checkpoint"), &ck), 1);
 	ck_assert_uint_eq(ck.source_seq, 9);
@@ -333,9 +345,10 @@ START_TEST(test_stream_to_seq)
 	rp_run_free(run);
 	fake_free(&src);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_run(void)
 {
 	Suite	   *s = suite_create("run");

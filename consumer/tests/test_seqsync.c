@@ -30,6 +30,7 @@ START_TEST(test_next)
 	ck_assert(rp_seqsync_next(pos(INT64_MAX, true), 1) == INT64_MAX);
 	ck_assert(rp_seqsync_next(pos(INT64_MIN, true), -1) == INT64_MIN);
 }
+
 END_TEST
 
 START_TEST(test_advance)
@@ -49,6 +50,7 @@ START_TEST(test_advance)
 					 RP_SEQ_SET);
 	ck_assert_int_eq(next, 6007);
 }
+
 END_TEST
 
 START_TEST(test_never_backwards)
@@ -61,11 +63,16 @@ START_TEST(test_never_backwards)
 	/* equal next values: nothing to do */
 	ck_assert_int_eq(rp_seqsync_decide(pos(100, true), pos(101, false), 1, 1, INT64_MAX, 0, &next),
 					 RP_SEQ_KEEP);
-	/* one behind: is_called matters (100 called hands out 101 next; 100 not called hands 100) */
+
+	/*
+	 * one behind: is_called matters (100 called hands out 101 next; 100 not
+	 * called hands 100)
+	 */
 	ck_assert_int_eq(rp_seqsync_decide(pos(100, true), pos(100, false), 1, 1, INT64_MAX, 0, &next),
 					 RP_SEQ_SET);
 	ck_assert_int_eq(next, 101);
 }
+
 END_TEST
 
 START_TEST(test_descending)
@@ -79,6 +86,7 @@ START_TEST(test_descending)
 	ck_assert_int_eq(rp_seqsync_decide(pos(-100, true), pos(-500, true), -1, INT64_MIN, -1, 10, &next),
 					 RP_SEQ_KEEP);
 }
+
 END_TEST
 
 START_TEST(test_range)
@@ -97,6 +105,7 @@ START_TEST(test_range)
 					 RP_SEQ_SET);
 	ck_assert_int_eq(next, 2147483647);
 }
+
 END_TEST
 
 START_TEST(test_selected)
@@ -115,6 +124,7 @@ START_TEST(test_selected)
 	ck_assert(!rp_seqsync_selected(&exc, 0, false, "public", "loose_seq"));
 	ck_assert(rp_seqsync_selected(&exc, 0, false, "public", "ids"));
 }
+
 END_TEST
 
 START_TEST(test_lag)
@@ -129,9 +139,10 @@ START_TEST(test_lag)
 	rp_mwait_format(line, sizeof(line), 0x100, false, 0);
 	ck_assert_str_eq(line, "waiting for 0/100: no checkpoint row yet");
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_seqsync(void)
 {
 	Suite	   *s = suite_create("seqsync");

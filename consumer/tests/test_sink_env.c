@@ -132,6 +132,7 @@ START_TEST(test_two_log_sinks_own_limits)
 	free(la);
 	free(lb);
 }
+
 END_TEST
 
 /*
@@ -164,6 +165,7 @@ START_TEST(test_snapshot_complete_stores_checkpoint)
 	ck_assert_uint_eq(got.end_lsn, 0x3000);
 	s->close(s);
 }
+
 END_TEST
 
 /* Backfill handles: none running until started, each its own; NULL is none. */
@@ -186,9 +188,10 @@ START_TEST(test_backfill_handles)
 	rp_backfill_free(b);
 	rp_backfill_free(NULL);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_sink_env(void)
 {
 	Suite	   *s = suite_create("sink_env");

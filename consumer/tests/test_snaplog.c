@@ -117,9 +117,10 @@ START_TEST(test_oversize_counted)
 	ck_assert_uint_eq(oversize, 6);
 	rp_buf_free(&out);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_snaplog(void)
 {
 	Suite	   *s = suite_create("snaplog");

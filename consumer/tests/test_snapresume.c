@@ -30,6 +30,7 @@ START_TEST(test_roundtrip)
 	rp_snapresume_note(&a, UINT64_C(0x16B3748), 0);
 	a.offset = 12345;
 	text = rp_snapresume_format(&a);
+
 	ck_assert_str_eq(text, "replicant-snapshot-progress 1\nlsn 0/16B3748\noffset 12345\n");
 	ck_assert(rp_snapresume_parse(text, &b));
 	ck_assert(b.have);
@@ -38,12 +39,13 @@ START_TEST(test_roundtrip)
 	ck_assert_int_eq(b.ndone, 0);
 	rp_free(text);
 
-	rp_snapresume_note(&a, 999, 16384);	/* the first consistent point stays */
+	rp_snapresume_note(&a, 999, 16384); /* the first consistent point stays */
 	rp_snapresume_note(&a, 999, 16390);
-	rp_snapresume_note(&a, 999, 16384);	/* once */
+	rp_snapresume_note(&a, 999, 16384); /* once */
 	ck_assert_uint_eq(a.lsn, UINT64_C(0x16B3748));
 	ck_assert_int_eq(a.ndone, 2);
 	text = rp_snapresume_format(&a);
+
 	ck_assert_str_eq(text, "replicant-snapshot-progress 1\nlsn 0/16B3748\noffset 12345\ndone 16384\ndone 16390\n");
 	ck_assert(rp_snapresume_parse(text, &b));
 	ck_assert_int_eq(b.ndone, 2);
@@ -54,6 +56,7 @@ START_TEST(test_roundtrip)
 	rp_snapresume_free(&a);
 	rp_snapresume_free(&b);
 }
+
 END_TEST
 
 START_TEST(test_malformed)
@@ -82,6 +85,7 @@ START_TEST(test_malformed)
 		rp_snapresume_free(&r);
 	}
 }
+
 END_TEST
 
 START_TEST(test_tokens)
@@ -101,7 +105,11 @@ START_TEST(test_tokens)
 	rp_free(token);
 	ck_assert_int_eq(rp_snapresume_token(&r, 16400, &token), 1);
 	ck_assert(rp_snaptoken_parse(token, &tok));
-	/* not done: no dump, no rows, no key (rp_snapshot.c copies it whole, anew) */
+
+	/*
+	 * not done: no dump, no rows, no key (rp_snapshot.c copies it whole,
+	 * anew)
+	 */
 	ck_assert(!tok.done);
 	ck_assert_uint_eq(tok.lsn, 0x5000);
 	ck_assert_str_eq(tok.snapshot_id, "");
@@ -112,6 +120,7 @@ START_TEST(test_tokens)
 	rp_free(token);
 	rp_snapresume_free(&r);
 }
+
 END_TEST
 
 START_TEST(test_file)
@@ -154,9 +163,10 @@ START_TEST(test_file)
 	unlink(path);
 	rmdir(dir);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_snapresume(void)
 {
 	Suite	   *s = suite_create("snapresume");

@@ -83,6 +83,7 @@ START_TEST(test_roundtrip)
 	t.lsn = 0;
 	roundtrip(&t);
 }
+
 END_TEST
 
 START_TEST(test_format)
@@ -99,9 +100,11 @@ START_TEST(test_format)
 	t.keys[0] = "1";
 	t.keys[1] = "a|%";
 	text = rp_snaptoken_format(&t);
+
 	ck_assert_str_eq(text, "v1|1/20|0|42|7|x|1|a%7C%25");
 	free(text);
 }
+
 END_TEST
 
 START_TEST(test_heap)
@@ -119,6 +122,7 @@ START_TEST(test_heap)
 	t.horizon = UINT64_C(0x1FFFFFFFF);
 	roundtrip(&t);				/* no row stored yet */
 	text = rp_snaptoken_format(&t);
+
 	ck_assert_str_eq(text, "v2|1/20|0|3000|7|x|16384|8589934591|");
 	free(text);
 
@@ -126,6 +130,7 @@ START_TEST(test_heap)
 	t.blk = 22;
 	t.off = 8;
 	text = rp_snaptoken_format(&t);
+
 	ck_assert_str_eq(text, "v2|1/20|0|3000|7|x|16384|8589934591|22.8");
 	free(text);
 	roundtrip(&t);
@@ -137,6 +142,7 @@ START_TEST(test_heap)
 	t.done = true;
 	roundtrip(&t);
 }
+
 END_TEST
 
 START_TEST(test_malformed)
@@ -165,9 +171,10 @@ START_TEST(test_malformed)
 	ck_assert(!rp_snaptoken_parse(many.data, &t));
 	rp_buf_free(&many);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_snaptoken(void)
 {
 	Suite	   *s = suite_create("snaptoken");

@@ -122,7 +122,7 @@ START_TEST(test_memory_roundtrip)
 	for (int i = 0; i < 200; i++)
 	{
 		seeds[i] = (uint32_t) i;
-		sizes[i] = (size_t) (i * 37) % 900;	/* includes empty payloads */
+		sizes[i] = (size_t) (i * 37) % 900; /* includes empty payloads */
 		append(&st, seeds[i], sizes[i]);
 		total += RP_RECORD_HEADER_LEN + sizes[i];
 	}
@@ -141,6 +141,7 @@ START_TEST(test_memory_roundtrip)
 	rp_store_free(&st);
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 }
+
 END_TEST
 
 START_TEST(test_memory_truncate)
@@ -173,6 +174,7 @@ START_TEST(test_memory_truncate)
 	expect_records(&st, 0, seeds, sizes);
 	rp_store_free(&st);
 }
+
 END_TEST
 
 /* ---- spill -------------------------------------------------------------------- */
@@ -189,7 +191,7 @@ START_TEST(test_spill_modes_and_readback)
 	uint32_t	seeds[N];
 	size_t		sizes[N];
 	uint64_t	total = 0;
-	mode_t		old = umask(0);	/* modes must not depend on the umask */
+	mode_t		old = umask(0); /* modes must not depend on the umask */
 
 	ck_assert_int_eq(rp_spill_init(&sp, spill_dir, 4096, (uint64_t) 1 << 32), 0);
 	ck_assert_int_eq(stat(spill_dir, &sb), 0);
@@ -241,6 +243,7 @@ START_TEST(test_spill_modes_and_readback)
 	ck_assert_uint_eq(sp.disk_in_use, 0);
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 }
+
 END_TEST
 
 START_TEST(test_spill_record_larger_than_chunk_only)
@@ -258,6 +261,7 @@ START_TEST(test_spill_record_larger_than_chunk_only)
 	expect_records(&st, 3, seeds, sizes);
 	rp_store_free(&st);
 }
+
 END_TEST
 
 START_TEST(test_spill_budget_shared)
@@ -290,11 +294,15 @@ START_TEST(test_spill_budget_shared)
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 	ck_assert_ptr_null(spill_file(0));
 }
+
 END_TEST
 
 START_TEST(test_spill_charge_shared)
 {
-	/* the sink's working state is charged to the same cap: stores spill sooner */
+	/*
+	 * the sink's working state is charged to the same cap: stores spill
+	 * sooner
+	 */
 	RpStore		a;
 	uint32_t	sa[] = {1, 2};
 	size_t		za[] = {600, 600};
@@ -315,6 +323,7 @@ START_TEST(test_spill_charge_shared)
 	ck_assert_uint_eq(sp.sink_in_use, 0);
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 }
+
 END_TEST
 
 START_TEST(test_spill_gives_memory_back)
@@ -343,6 +352,7 @@ START_TEST(test_spill_gives_memory_back)
 	rp_store_free(&a);
 	ck_assert_uint_eq(sp.disk_in_use, 0);
 }
+
 END_TEST
 
 START_TEST(test_spill_truncate_in_file)
@@ -381,6 +391,7 @@ START_TEST(test_spill_truncate_in_file)
 	ck_assert_uint_eq(sp.disk_in_use, 0);
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 }
+
 END_TEST
 
 START_TEST(test_spill_truncate_in_memory_tail)
@@ -412,6 +423,7 @@ START_TEST(test_spill_truncate_in_memory_tail)
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 	ck_assert_uint_eq(sp.disk_in_use, 0);
 }
+
 END_TEST
 
 START_TEST(test_spill_limit)
@@ -452,6 +464,7 @@ START_TEST(test_spill_limit)
 	ck_assert_uint_eq(sp.disk_in_use, 0);
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 }
+
 END_TEST
 
 START_TEST(test_spill_limit_first_spill)
@@ -472,6 +485,7 @@ START_TEST(test_spill_limit_first_spill)
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 	ck_assert_uint_eq(sp.disk_in_use, 0);
 }
+
 END_TEST
 
 START_TEST(test_free_deletes_file)
@@ -494,6 +508,7 @@ START_TEST(test_free_deletes_file)
 	ck_assert_uint_eq(sp.mem_in_use, 0);
 	ck_assert_int_eq(ct_count_entries(spill_dir, ""), 0);
 }
+
 END_TEST
 
 START_TEST(test_init_removes_stale)
@@ -531,6 +546,7 @@ START_TEST(test_init_removes_stale)
 	ck_assert_int_eq(sb.st_mode & 07777, 0700);
 	ck_assert_int_eq(ct_count_entries(spill_dir, ""), 4);
 }
+
 END_TEST
 
 START_TEST(test_init_error)
@@ -541,6 +557,7 @@ START_TEST(test_init_error)
 	ck_assert_int_eq(rp_spill_init(&sp, spill_dir, 1, 1), -1);
 	ck_assert_msg(strstr(rp_error(), "spill") != NULL, "%s", rp_error());
 }
+
 END_TEST
 
 START_TEST(test_iter_corrupt_memory)
@@ -562,9 +579,10 @@ START_TEST(test_iter_corrupt_memory)
 	rp_store_iter_end(&it);
 	rp_store_free(&st);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_store(void)
 {
 	Suite	   *s = suite_create("store");

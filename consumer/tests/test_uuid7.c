@@ -35,8 +35,8 @@ teardown(void)
 static void
 assert_layout(const RpUuid *u, int64_t ms)
 {
-	ck_assert_int_eq(u->b[6] >> 4, 7);				/* version 7 */
-	ck_assert_int_eq(u->b[8] >> 6, 2);				/* variant 10 */
+	ck_assert_int_eq(u->b[6] >> 4, 7);	/* version 7 */
+	ck_assert_int_eq(u->b[8] >> 6, 2);	/* variant 10 */
 	for (int i = 0; i < 6; i++)
 		ck_assert_int_eq(u->b[i], (unsigned char) (ms >> (8 * (5 - i))));
 	ck_assert_int_eq(rp_uuid7_ms(u), ms);
@@ -49,7 +49,7 @@ START_TEST(test_layout)
 		RP_UUID7_MAX_MS,
 	};
 	RpUuid		u;
-	char		text[RP_UUID_TEXT_LEN + 1];
+	char text[	RP_UUID_TEXT_LEN + 1];
 
 	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
 	{
@@ -70,6 +70,7 @@ START_TEST(test_layout)
 	ck_assert(strstr(rp_error(), "out of range") != NULL);
 	ck_assert_int_eq(rp_uuid7_at(&gen, &u, RP_UUID7_MAX_MS + 1), -1);
 }
+
 END_TEST
 
 START_TEST(test_time_order)
@@ -77,7 +78,7 @@ START_TEST(test_time_order)
 	RpUuid		prev,
 				u;
 	char		ptext[RP_UUID_TEXT_LEN + 1],
-				text[RP_UUID_TEXT_LEN + 1];
+	text[		RP_UUID_TEXT_LEN + 1];
 	int64_t		ms = 1796000000000LL;
 
 	ck_assert_int_eq(rp_uuid7_at(&gen, &prev, ms), 0);
@@ -96,6 +97,7 @@ START_TEST(test_time_order)
 		memcpy(ptext, text, sizeof(text));
 	}
 }
+
 END_TEST
 
 START_TEST(test_monotonic_same_ms)
@@ -120,6 +122,7 @@ START_TEST(test_monotonic_same_ms)
 	ck_assert_int_gt(tails_differ, n - 10);
 	free(u);
 }
+
 END_TEST
 
 /* The same ms again later still sorts after everything minted in it. */
@@ -138,6 +141,7 @@ START_TEST(test_same_ms_interleaved)
 	ck_assert_int_eq(rp_uuid7_at(&gen, &a, 4000), 0);
 	assert_layout(&a, 4000);
 }
+
 END_TEST
 
 START_TEST(test_now)
@@ -162,8 +166,8 @@ START_TEST(test_now)
 
 	/*
 	 * The clock path never goes back: after a UUID an hour ahead (as if the
-	 * clock then stepped back an hour), the clock's UUIDs keep that
-	 * timestamp and still sort after it.
+	 * clock then stepped back an hour), the clock's UUIDs keep that timestamp
+	 * and still sort after it.
 	 */
 	ahead = rp_clock_wall_ms() + 3600 * 1000;
 	ck_assert_int_eq(rp_uuid7_at(&gen, &future, ahead), 0);
@@ -174,13 +178,14 @@ START_TEST(test_now)
 	ck_assert_int_eq(rp_uuid7_now(&gen, &u), 0);
 	ck_assert(memcmp(prev.b, u.b, 16) < 0);
 }
+
 END_TEST
 
 START_TEST(test_text)
 {
 	RpUuid		u,
 				back;
-	char		text[RP_UUID_TEXT_LEN + 1];
+	char text[	RP_UUID_TEXT_LEN + 1];
 
 	for (int i = 0; i < 16; i++)
 		u.b[i] = (unsigned char) (i * 17);	/* 00 11 22 ... ff */
@@ -219,6 +224,7 @@ START_TEST(test_text)
 	ck_assert(!rp_uuid_parse("00112233_4455-6677-8899-aabbccddeeff", 36, &back));
 	ck_assert(!rp_uuid_parse("00112233-4455-6677-8899-aabbccdd eef", 36, &back));
 }
+
 END_TEST
 
 /* Threads sharing one generator: each one's mints increase, and all are distinct. */
@@ -278,6 +284,7 @@ START_TEST(test_threads_share)
 	free(all);
 	free(args);
 }
+
 END_TEST
 
 /*
@@ -306,9 +313,10 @@ START_TEST(test_generators_apart)
 	ck_assert(memcmp(a.b, b.b, 16) < 0);
 	rp_uuid7_gen_free(&other);
 }
+
 END_TEST
 
-Suite *
+Suite	   *
 ct_suite_uuid7(void)
 {
 	Suite	   *s = suite_create("uuid7");

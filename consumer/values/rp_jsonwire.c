@@ -433,7 +433,11 @@ jw_tuple(RpBuf *out, RpBuf *scratch, const RpRelation *rel, const RpJrMember *m,
 		else if (is_new)
 			rc = jw_tuple_fail(rel, which, "is missing and not listed in unchanged_toast", i);
 		else
-			/* left out of an old key: not in the identity; of an old row: TOASTed */
+
+			/*
+			 * left out of an old key: not in the identity; of an old row:
+			 * TOASTed
+			 */
 			rp_enc_datum_kind(out, is_key ? RP_DATUM_NOT_IN_KEY : RP_DATUM_UNCHANGED);
 	}
 	rp_free(t.slot);
@@ -526,7 +530,11 @@ jw_message(RpBuf *out, RpBuf *scratch, const RpJrDoc *doc)
 	rp_buf_put_u32(out, 0);
 	if (rp_jr_string(m->val, m->val_len, out) < 0)
 		return rp_fail(RP_HALT_MALFORMED, "a message record whose prefix is not a valid string");
-	/* a prefix is text in PostgreSQL: \u0000 cannot be one's, and the wire decoder refuses it */
+
+	/*
+	 * a prefix is text in PostgreSQL: \u0000 cannot be one's, and the wire
+	 * decoder refuses it
+	 */
 	if (memchr(out->data + len_at + 4, '\0', out->len - len_at - 4) != NULL)
 		return rp_fail(RP_HALT_MALFORMED, "a message record whose prefix holds a NUL character (\\u0000)");
 	rp_buf_set_u32_at(out, len_at, (uint32_t) (out->len - len_at - 4));
@@ -627,7 +635,7 @@ bool
 rp_jsonwire_lossless(const RpRecord *rec)
 {
 	const uint8_t change_flags = RP_CHANGE_OLD_KEY | RP_CHANGE_OLD_FULL |
-		RP_CHANGE_NO_IDENTITY | RP_CHANGE_HAS_XID;
+	RP_CHANGE_NO_IDENTITY | RP_CHANGE_HAS_XID;
 
 	switch (rec->tag)
 	{

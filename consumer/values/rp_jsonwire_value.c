@@ -436,7 +436,7 @@ jw_put_numeric(RpBuf *out, RpBuf *scratch, const RpRelation *rel, int col, const
 	ngroups = a + b;
 #define JW_DIGIT(k) ((k) < int_len ? sc.s[int_start + (k)] - '0' : \
 					 ((k) - int_len < frac_len ? sc.s[frac_start + (k) - int_len] - '0' : 0))
-	/* group g covers decimal digits [4g - pad, 4g - pad + 4) of the int digits */
+	/* group g: decimal digits [4g - pad, 4g - pad + 4) of the int digits */
 	{
 		size_t		pad = a * 4 - int_len;
 		uint16_t   *groups = rp_malloc(sizeof(uint16_t) * (ngroups ? ngroups : 1));

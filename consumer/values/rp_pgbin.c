@@ -100,7 +100,8 @@ rp_pgbin_i32(RpBuf *out, int32_t v)
 void
 rp_pgbin_header(RpBuf *out)
 {
-	static const char sig[11] = "PGCOPY\n\377\r\n";	/* and its terminating zero */
+	static const char sig[11] = "PGCOPY\n\377\r\n"; /* and its terminating
+													 * zero */
 
 	rp_buf_put_bytes(out, sig, 11);
 	rp_pgbin_i32(out, 0);		/* flags: no OIDs */
@@ -177,7 +178,11 @@ rp_pgbin_body(RpBuf *out, RpReader *r, uint8_t enc)
 		case RP_ENC_BYTEA:
 		case RP_ENC_JSON:
 		case RP_ENC_JSONB:
-			/* a length-prefixed body that is the send format itself (jsonb: after a version) */
+
+			/*
+			 * a length-prefixed body that is the send format itself (jsonb:
+			 * after a version)
+			 */
 			len = rp_get_u32(r);
 			p = rp_get_bytes(r, len);
 			if (enc == RP_ENC_JSONB)
@@ -308,7 +313,11 @@ rp_pgbin_value_split(RpBuf *out, uint8_t enc, const unsigned char *data, uint32_
 	p = rp_get_bytes(&r, n);
 	if (!r.ok || (n > 0 && p == NULL) || n > INT32_MAX - 1)
 		return false;
-	/* as rp_pgbin_body: the bytes are the send format (jsonb: after its version) */
+
+	/*
+	 * as rp_pgbin_body: the bytes are the send format (jsonb: after its
+	 * version)
+	 */
 	rp_pgbin_i32(out, (int32_t) (n + (enc == RP_ENC_JSONB ? 1 : 0)));
 	if (enc == RP_ENC_JSONB)
 		rp_buf_put_u8(out, 1);

@@ -26,8 +26,10 @@ extern bool rp_pgbin_column_ok(const RpColumn *c);
 /* COPY binary header and trailer. */
 extern void rp_pgbin_header(RpBuf *out);
 extern void rp_pgbin_trailer(RpBuf *out);
+
 /* A tuple's field count. */
 extern void rp_pgbin_tuple(RpBuf *out, int nfields);
+
 /* A NULL field. */
 extern void rp_pgbin_null(RpBuf *out);
 

@@ -372,7 +372,7 @@ rp_pgtext_value(RpBuf *out, uint8_t encoding, const unsigned char *data, uint32_
 
 /* The bytes COPY's text format escapes (see rp_pgtext_copy_escape). */
 static const unsigned char rp_copy_special[256] = {
-	['\\'] = '\\', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'
+	['\\'] = '\\',['\n'] = 'n',['\r'] = 'r',['\t'] = 't'
 };
 
 void

@@ -15,6 +15,7 @@
  */
 extern RpSink *rp_sink_stdout_open(const RpSinkEnv *env);
 extern RpSink *rp_sink_file_open(const char *path, const RpSinkEnv *env);
+
 /* ack_timeout_s: longest wait for the child to read or acknowledge (0: none) */
 extern RpSink *rp_sink_exec_open(const char *command, int ack_timeout_s, const RpSinkEnv *env);
 

@@ -49,8 +49,10 @@ typedef struct RpExecSink
 	char		reply[256];
 	size_t		reply_len;
 	RpDelivery *dl;				/* for status updates while waiting */
-	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their limits */
-	RpSnapResume resume;		/* a stopped snapshot's progress (state directory) */
+	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their
+								 * limits */
+	RpSnapResume resume;		/* a stopped snapshot's progress (state
+								 * directory) */
 } RpExecSink;
 
 /*
@@ -205,8 +207,8 @@ rp_exec_snapshot(RpSink *s, RpDelivery *dl, const RpSnapshotCtx *ctx)
 	if (ctx->last_chunk)
 	{
 		/*
-		 * A table is done once the child acknowledged its end frame: a
-		 * flush line with no stream position (0/0) asks for that.
+		 * A table is done once the child acknowledged its end frame: a flush
+		 * line with no stream position (0/0) asks for that.
 		 */
 		RpCheckpoint none;
 
@@ -265,7 +267,7 @@ rp_exec_close(RpSink *s)
 	rp_free(s);
 }
 
-RpSink *
+RpSink	   *
 rp_sink_exec_open(const char *command, int ack_timeout_s, const RpSinkEnv *env)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));

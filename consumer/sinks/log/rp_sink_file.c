@@ -42,8 +42,10 @@ typedef struct RpFileSink
 	bool		have_ck;
 	RpCheckpoint ck;
 	off_t		committed;		/* file length up to the last checkpoint line */
-	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their limits */
-	RpSnapResume resume;		/* a stopped snapshot's durable part (state directory) */
+	RpSnapLog	snaplog;		/* snapshot dumps in progress, and their
+								 * limits */
+	RpSnapResume resume;		/* a stopped snapshot's durable part (state
+								 * directory) */
 } RpFileSink;
 
 /*
@@ -233,7 +235,10 @@ rp_file_ckpt_prefix_of(const char *tmpl, const char *line, size_t len)
 static bool
 rp_file_ckpt_prefix(const char *line, size_t len)
 {
-	/* the runs: \001 digits, \002 hex digits, \003 slot, \004 source characters */
+	/*
+	 * the runs: \001 digits, \002 hex digits, \003 slot, \004 source
+	 * characters
+	 */
 #define RP_CKPT_TMPL RP_CKPT_PREFIX "\"system_id\":\"\001\",\"timeline\":\001,\"slot\":\"\003\"," \
 	"\"commit_lsn\":\"\002/\002\",\"end_lsn\":\"\002/\002\""
 	static const char slot_tmpl[] = RP_CKPT_TMPL "}";
@@ -444,6 +449,7 @@ rp_file_recover(RpFileSink *f)
 		if (pos >= size || pos <= start)
 			pos = start;
 	}
+
 	/*
 	 * A stopped snapshot (no checkpoint line since): its frames up to the
 	 * recorded offset were made durable chunk by chunk, and stay.
@@ -481,7 +487,11 @@ rp_file_open_path(RpFileSink *f)
 	f->fd = open(f->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (f->fd < 0)
 		return rp_fail(RP_HALT_SINK, "could not open \"%s\": %s", f->path, strerror(errno));
-	/* before recovery reads or cuts anything: another consumer may be writing it */
+
+	/*
+	 * before recovery reads or cuts anything: another consumer may be writing
+	 * it
+	 */
 	if (rp_lock_fd(f->fd, "file sink log", f->path) < 0)
 	{
 		close(f->fd);
@@ -658,6 +668,7 @@ rp_file_reopen(RpSink *s)
 		return -1;
 	same = same && fstat(f->fd, &after) == 0 && after.st_dev == before.st_dev &&
 		after.st_ino == before.st_ino;
+
 	/*
 	 * A rotated log: a snapshot's frames so far stay in the old file (a
 	 * reader reads both); the new one's durable length counts from 0.
@@ -691,7 +702,7 @@ rp_file_close(RpSink *s)
 	rp_free(s);
 }
 
-RpSink *
+RpSink	   *
 rp_sink_file_open(const char *path, const RpSinkEnv *env)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));

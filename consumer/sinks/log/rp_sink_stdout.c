@@ -30,7 +30,11 @@ typedef struct RpStdoutSink
 	RpBuf		out;
 	/* snapshot dumps as envelope frames */
 	RpSnapLog	snaplog;
-	/* a stopped snapshot's progress, in the state directory (the log is not read back) */
+
+	/*
+	 * a stopped snapshot's progress, in the state directory (the log is not
+	 * read back)
+	 */
 	RpSnapResume resume;
 } RpStdoutSink;
 
@@ -102,7 +106,7 @@ rp_stdout_close(RpSink *s)
 	rp_free(s);
 }
 
-RpSink *
+RpSink	   *
 rp_sink_stdout_open(const RpSinkEnv *env)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));

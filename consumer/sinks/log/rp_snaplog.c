@@ -79,7 +79,7 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 	RpBuf		row,
 				key;
 	int			rc = 0;
-	bool		failed = false;	/* rp_fail() already said why */
+	bool		failed = false; /* rp_fail() already said why */
 
 	snprintf(store, sizeof(store), "%s.%s", ctx->rel->schema, ctx->rel->name);
 	if (ctx->frame == NULL)
@@ -87,8 +87,8 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 	if (env->state != RP_ENV_OPEN)
 	{
 		int			r = ctx->first_chunk
-			? rp_env_begin_id(env, out, store, ctx->snapshot_id, ctx->snapshot_at_ms, ctx->total)
-			: rp_env_resume(env, store, ctx->snapshot_id, ctx->snapshot_at_ms, ctx->first_seq);
+		? rp_env_begin_id(env, out, store, ctx->snapshot_id, ctx->snapshot_at_ms, ctx->total)
+		: rp_env_resume(env, store, ctx->snapshot_id, ctx->snapshot_at_ms, ctx->first_seq);
 
 		if (r < 0)
 			return -1;
@@ -123,7 +123,7 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 		}
 		dropped = env->dropped;
 		if (rp_env_row(env, out, row.data, row.len, key.len ? key.data : NULL, key.len) < 0 ||
-			(out->len >= RP_SNAPLOG_FLUSH && flush && flush(arg, out) < 0))
+			(out->len >= RP_SNAPLOG_FLUSH && flush &&flush(arg, out) < 0))
 		{
 			rc = -1;
 			failed = true;
@@ -140,7 +140,7 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 	if (rc == 0 && ctx->last_chunk)
 		rc = rp_env_end(env, out, rp_clock_wall_ms());
 	if (rc == 0 && ctx->last_chunk)
-		rp_env_free(env);	/* syncs and closes its dead-letter file */
+		rp_env_free(env);		/* syncs and closes its dead-letter file */
 	if (rc < 0)
 		rp_env_abort(env);
 	return rc < 0 ? -1 : 0;

@@ -30,11 +30,13 @@ extern void rp_snaplog_init(RpSnapLog *sl, const RpSinkEnv *env);
 /* Append the chunk's frames to out (flush(arg, out) empties it as it grows). */
 extern int	rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 							 int (*flush) (void *arg, RpBuf *out), void *arg);
+
 /*
  * Drop the dumps (the limits stay): a dump that is still open failed, no
  * end frame (the reader says "open").
  */
 extern void rp_snaplog_reset(RpSnapLog *sl);
+
 /* Drop the dumps and the limits (the sink closes). */
 extern void rp_snaplog_free(RpSnapLog *sl);
 

@@ -22,7 +22,7 @@
 #define RP_SNAPRESUME_HEAD "replicant-snapshot-progress 1\n"
 #define RP_SNAPRESUME_MAX (1024 * 1024)
 
-char *
+char	   *
 rp_snapresume_format(const RpSnapResume *sr)
 {
 	RpBuf		b;
@@ -189,6 +189,7 @@ rp_snapresume_store(RpSnapResume *sr)
 	if (sr->path == NULL)
 		return 0;
 	text = rp_snapresume_format(sr);
+
 	len = strlen(text);
 	tmp = rp_malloc(strlen(sr->path) + 5);
 	sprintf(tmp, "%s.tmp", sr->path);
@@ -227,7 +228,11 @@ rp_snapresume_token(const RpSnapResume *sr, uint32_t relid, char **token)
 	memset(&tok, 0, sizeof(tok));
 	tok.lsn = sr->lsn;
 	tok.done = rp_snapresume_is_done(sr, relid);
-	/* no snapshot_id, no rows, no key: rp_snapshot.c copies the table again whole */
+
+	/*
+	 * no snapshot_id, no rows, no key: rp_snapshot.c copies the table again
+	 * whole
+	 */
 	*token = rp_snaptoken_format(&tok);
 	return 1;
 }

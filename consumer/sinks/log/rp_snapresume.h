@@ -34,22 +34,27 @@ typedef struct RpSnapResume
 
 /* The text of sr's progress; the caller frees it. */
 extern char *rp_snapresume_format(const RpSnapResume *sr);
+
 /* Parse text into sr (path untouched); false when malformed. */
 extern bool rp_snapresume_parse(const char *text, RpSnapResume *sr);
 
 /* Take path (NULL: nothing is kept) and read it when it exists: 0, -1 (rp_fail). */
 extern int	rp_snapresume_open(RpSnapResume *sr, const char *path);
+
 /* Record the consistent point (first) and, when relid != 0, a table done. */
 extern void rp_snapresume_note(RpSnapResume *sr, uint64_t lsn, uint32_t relid);
 extern bool rp_snapresume_is_done(const RpSnapResume *sr, uint32_t relid);
+
 /* Replace the file with sr's progress (atomically): 0, -1 (rp_fail). */
 extern int	rp_snapresume_store(RpSnapResume *sr);
+
 /*
  * The sink's snapshot_progress: with progress known, a token saying the
  * table is done, or (not done) one without a dump that makes it copied
  * again whole (rp_snapshot.c); else 0.
  */
 extern int	rp_snapresume_token(const RpSnapResume *sr, uint32_t relid, char **token);
+
 /* Forget the progress (the snapshot completed): the file is removed. */
 extern int	rp_snapresume_clear(RpSnapResume *sr);
 extern void rp_snapresume_free(RpSnapResume *sr);

@@ -83,7 +83,11 @@ rp_mirror_commit(RpMirror *pg, const RpCheckpoint *ck)
 		return -1;
 	for (int i = 0; i < pg->ntables; i++)
 		pg->tables[i]->txn_dirty = false;	/* what it made is there to stay */
-	/* ---- backfill (rp_mirror_backfill.c): a chunk applied in it is stored ---- */
+
+	/*
+	 * ---- backfill (rp_mirror_backfill.c): a chunk applied in it is stored
+	 * ----
+	 */
 	rp_mirror_backfill_committed(pg);
 	pg->ck = *ck;
 	pg->have_ck = true;
@@ -101,7 +105,11 @@ rp_mirror_abort(RpMirror *pg)
 	}
 	pg->in_txn = false;
 	pg->early = false;
-	/* ---- backfill (rp_mirror_backfill.c): a chunk applied in it is not stored ---- */
+
+	/*
+	 * ---- backfill (rp_mirror_backfill.c): a chunk applied in it is not
+	 * stored ----
+	 */
 	rp_mirror_backfill_aborted(pg);
 	/* pending effects belong to the aborted transaction */
 	for (int i = 0; i < pg->ntables; i++)
@@ -124,7 +132,7 @@ rp_mirror_abort(RpMirror *pg)
  */
 static int
 rp_mirror_route_message(RpMirror *pg, bool transactional, uint64_t lsn, const char *prefix,
-					size_t prefix_len, const unsigned char *content, uint32_t content_len)
+						size_t prefix_len, const unsigned char *content, uint32_t content_len)
 {
 	char	   *pfx = rp_strndup(prefix, prefix_len);
 	char		sysid[24],
@@ -137,7 +145,10 @@ rp_mirror_route_message(RpMirror *pg, bool transactional, uint64_t lsn, const ch
 	PGresult   *res;
 	int			rc = 0;
 
-	/* ---- backfill watermarks (rp_mirror_backfill.c): never routed, never a halt ---- */
+	/*
+	 * ---- backfill watermarks (rp_mirror_backfill.c): never routed, never a
+	 * halt ----
+	 */
 	if ((rc = rp_mirror_backfill_message(pg, transactional, prefix, prefix_len, content, content_len)) != 0)
 	{
 		rp_free(pfx);
@@ -170,7 +181,7 @@ rp_mirror_route_message(RpMirror *pg, bool transactional, uint64_t lsn, const ch
 	vals[6] = (const char *) content;
 	res = PQexecParams(pg->conn,
 					   rp_mirror_bk(pg, "INSERT INTO @bk.messages (system_id, slot, lsn, transactional, commit_lsn, prefix, content)"
-								" VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"),
+									" VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"),
 					   7, NULL, vals, lens, fmts, 0);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = rp_mirror_fail_result(pg, res, "routing a logical message", NULL);
@@ -200,13 +211,14 @@ rp_mirror_apply_txn(RpMirror *pg, RpDelivery *dl, RpTxn *txn, uint64_t skip_byte
 				rc = rp_mirror_apply_change(pg, &rec);
 				break;
 			case RP_TAG_TRUNCATE:
-				rp_mirror_backfill_truncate(pg, &rec);	/* ---- backfill window ---- */
+				rp_mirror_backfill_truncate(pg, &rec);	/* ---- backfill window
+														 * ---- */
 				rc = rp_mirror_apply_truncate(pg, &rec, &dl->dec.rels);
 				break;
 			case RP_TAG_MESSAGE:
 				rc = rp_mirror_route_message(pg, true, rec.u.message.lsn, rec.u.message.prefix,
-										 rec.u.message.prefix_len, rec.u.message.content,
-										 rec.u.message.content_len);
+											 rec.u.message.prefix_len, rec.u.message.content,
+											 rec.u.message.content_len);
 				break;
 			default:
 				rc = 0;
@@ -224,7 +236,7 @@ static int
 rp_mirror_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
 {
 	RpMirror   *pg = s->priv;
-	const RpSinkBatchHook *hook = pg->batch_hook.before_commit ? &pg->batch_hook : NULL;
+	const		RpSinkBatchHook *hook = pg->batch_hook.before_commit ? &pg->batch_hook : NULL;
 	uint64_t	done = 0;
 
 	pg->ck = *ck;
@@ -232,10 +244,17 @@ rp_mirror_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoi
 		goto fail;
 	for (int i = 0; i < n; i++)
 	{
-		/* already in the destination (a replay, or another consumer): no effect */
+		/*
+		 * already in the destination (a replay, or another consumer): no
+		 * effect
+		 */
 		if (txns[i]->commit_lsn <= done)
 			continue;
-		/* ---- the batch hook (live aggregates): --aggregates-only mirrors no table ---- */
+
+		/*
+		 * ---- the batch hook (live aggregates): --aggregates-only mirrors no
+		 * table ----
+		 */
 		if (hook && hook->skip_rows)
 			continue;
 		if (rp_mirror_apply_txn(pg, dl, txns[i], 0) < 0)
@@ -243,7 +262,11 @@ rp_mirror_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoi
 	}
 	if (rp_mirror_apply_flush(pg) < 0)
 		goto fail;
-	/* ---- the batch hook (live aggregates): cells written before the checkpoint ---- */
+
+	/*
+	 * ---- the batch hook (live aggregates): cells written before the
+	 * checkpoint ----
+	 */
 	if (hook && hook->before_commit(hook->arg, pg->conn, dl, txns, n, done) < 0)
 		goto fail;
 	if (rp_mirror_commit(pg, ck) < 0)
@@ -274,7 +297,10 @@ rp_mirror_chunk(RpSink *s, RpDelivery *dl, RpTxn *chunk)
 	RpRecord	rec;
 	int			rc;
 
-	/* ---- backfill: inside a window only committed transactions may count ---- */
+	/*
+	 * ---- backfill: inside a window only committed transactions may count
+	 * ----
+	 */
 	if (!pg->early && rp_mirror_backfill_window_open(pg))
 		return 1;
 	if (!pg->early)
@@ -326,7 +352,7 @@ rp_mirror_drop_chunks(RpSink *s)
 
 static int
 rp_mirror_chunked_commit(RpSink *s, RpDelivery *dl, RpTxn *txn, uint64_t skip_bytes,
-					 const RpCheckpoint *ck)
+						 const RpCheckpoint *ck)
 {
 	RpMirror   *pg = s->priv;
 
@@ -366,7 +392,7 @@ rp_mirror_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 	pg->cur_commit_lsn = 0;
 	if (rp_mirror_begin(pg, ck, &done) < 0 ||
 		rp_mirror_route_message(pg, false, msg->lsn, msg->prefix, strlen(msg->prefix), msg->content,
-							msg->content_len) < 0 ||
+								msg->content_len) < 0 ||
 		rp_mirror_commit(pg, ck) < 0)
 	{
 		rp_mirror_abort(pg);
@@ -377,7 +403,7 @@ rp_mirror_message(RpSink *s, const RpMessage *msg, const RpCheckpoint *ck)
 
 static int
 rp_mirror_schema_change(RpSink *s, const RpRelation *before, const RpRelation *after,
-					RpSchemaChange change)
+						RpSchemaChange change)
 {
 	return rp_mirror_table_schema_change(s->priv, before, after, change);
 }
@@ -401,7 +427,7 @@ rp_mirror_close(RpSink *s)
 {
 	RpMirror   *pg = s->priv;
 
-	rp_mirror_abort(pg);			/* gives the effect maps' memory back too */
+	rp_mirror_abort(pg);		/* gives the effect maps' memory back too */
 	rp_mirror_snapshot_free(pg);
 	rp_mirror_backfill_free(pg);
 	if (pg->conn)
@@ -430,7 +456,7 @@ rp_mirror_close(RpSink *s)
 	rp_free(s);
 }
 
-RpSink *
+RpSink	   *
 rp_mirror_open(const RpMirrorOptions *opts, const RpSinkEnv *env)
 {
 	RpSink	   *s = rp_malloc0(sizeof(RpSink));

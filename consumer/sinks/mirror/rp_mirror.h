@@ -26,19 +26,23 @@ typedef struct RpMirrorOptions
 	const char *slot;
 	bool		create_tables;
 	RpDestructive on_destructive;
-	const char *schema_prefix;	/* destination schema = prefix || source schema */
+	const char *schema_prefix;	/* destination schema = prefix || source
+								 * schema */
 	char	  **history;		/* "schema.table" of tables kept as history */
 	int			nhistory;
 	char	  **route_prefixes; /* messages written to replicant.messages */
 	int			nroute;
 	char	  **ignore_prefixes;	/* messages acknowledged with no effect */
 	int			nignore;
-	const char *bookkeeping_schema; /* the mirror's own tables (NULL: "replicant") */
-	bool		divergence_skip;	/* --on-divergence=skip: count, do not halt */
+	const char *bookkeeping_schema; /* the mirror's own tables (NULL:
+									 * "replicant") */
+	bool		divergence_skip;	/* --on-divergence=skip: count, do not
+									 * halt */
+
 	/*
-	 * session_replication_role of every destination session (NULL:
-	 * "replica", as PostgreSQL's apply worker: foreign keys and ordinary
-	 * triggers do not fire on replicated rows, so they land in any order).
+	 * session_replication_role of every destination session (NULL: "replica",
+	 * as PostgreSQL's apply worker: foreign keys and ordinary triggers do not
+	 * fire on replicated rows, so they land in any order).
 	 */
 	const char *replication_role;
 } RpMirrorOptions;

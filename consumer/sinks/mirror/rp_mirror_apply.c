@@ -148,7 +148,10 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 		PGresult   *res;
 		bool		first = true;
 
-		/* by the key index (RP_MIRROR_BY_INDEX); reset with the next statement */
+		/*
+		 * by the key index (RP_MIRROR_BY_INDEX); reset with the next
+		 * statement
+		 */
 		rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX "UPDATE ");
 		rp_buf_put_text(&sql, t->qrel);
 		rp_buf_put_text(&sql, " d SET ");
@@ -192,9 +195,10 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 	if (updated < staged)
 	{
 		/*
-		 * keys the table lacks (or rows left alone: their keys conflict, nothing is
-		 * done); the source's values of an identity column GENERATED ALWAYS are
-		 * kept, as COPY keeps them (rp_mirror_snap_upsert_sql)
+		 * keys the table lacks (or rows left alone: their keys conflict,
+		 * nothing is done); the source's values of an identity column
+		 * GENERATED ALWAYS are kept, as COPY keeps them
+		 * (rp_mirror_snap_upsert_sql)
 		 */
 		rp_buf_put_text(&sql, "INSERT INTO ");
 		rp_buf_put_text(&sql, t->qname);
@@ -285,7 +289,11 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 		rp_free(qc);
 		n++;
 	}
-	/* a row whose carried values are what it holds is left alone (no new tuple) */
+
+	/*
+	 * a row whose carried values are what it holds is left alone (no new
+	 * tuple)
+	 */
 	if (nset > 0)
 		rp_mirror_sql_changed(pg, &sql, t, set, t->qname, NULL, param);
 	if (extra_where)

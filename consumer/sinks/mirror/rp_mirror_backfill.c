@@ -50,9 +50,11 @@ typedef struct RpMirrorBf
 {
 	bool		open;			/* a window is open */
 	RpBfMsg		low;			/* its low watermark */
-	RpBuf		keys;			/* COPY text lines of the keys the stream changed */
+	RpBuf		keys;			/* COPY text lines of the keys the stream
+								 * changed */
 	uint64_t	nkeys;
-	bool		truncated;		/* the stream truncated the table inside the window */
+	bool		truncated;		/* the stream truncated the table inside the
+								 * window */
 	RpBackfillChunk *applied;	/* applied in the open destination transaction */
 } RpMirrorBf;
 
@@ -88,7 +90,8 @@ rp_mirror_bf_key_line(RpMirrorBf *bf, const RpMirrorTable *t, const RpTuple *tup
 
 	for (int k = 0; k < t->nkey; k++)
 		if (t->keycols[k] >= tup->natts || tup->datums[t->keycols[k]].kind == RP_DATUM_UNCHANGED)
-			return;				/* an unchanged TOAST key: the key did not change, see docs */
+			return;				/* an unchanged TOAST key: the key did not
+								 * change, see docs */
 	rp_buf_init(&v, 64);
 	for (int k = 0; k < t->nkey; k++)
 	{
@@ -156,7 +159,7 @@ rp_mirror_backfill_aborted(RpMirror *pg)
 /* COPY len bytes of text-format lines into into (cols). */
 static int
 rp_mirror_bf_copy(RpMirror *pg, const RpMirrorTable *t, const char *into, const char *cols, const char *data,
-			  size_t len, const char *what)
+				  size_t len, const char *what)
 {
 	PGresult   *res;
 	int			rc = 0;
@@ -207,12 +210,12 @@ rp_mirror_bf_store_token(RpMirror *pg, const RpMirrorTable *t, const RpBackfillC
 	vals[5] = rows;
 	vals[6] = ch->last ? "t" : "f";
 	if (rp_mirror_exec_params(pg,
-						  rp_mirror_bk(pg, "INSERT INTO @bk.backfill_progress AS p (system_id, slot, relid, dest_table, token, rows, done)"
-								   " VALUES ($1, $2, $3::oid, $4, $5, $6::bigint, $7::boolean)"
-								   " ON CONFLICT (system_id, slot, relid) DO UPDATE SET dest_table = EXCLUDED.dest_table,"
-								   " token = EXCLUDED.token, rows = p.rows + EXCLUDED.rows, done = EXCLUDED.done,"
-								   " updated_at = pg_catalog.now()"),
-						  7, vals, "storing backfill progress", t) < 0)
+							  rp_mirror_bk(pg, "INSERT INTO @bk.backfill_progress AS p (system_id, slot, relid, dest_table, token, rows, done)"
+										   " VALUES ($1, $2, $3::oid, $4, $5, $6::bigint, $7::boolean)"
+										   " ON CONFLICT (system_id, slot, relid) DO UPDATE SET dest_table = EXCLUDED.dest_table,"
+										   " token = EXCLUDED.token, rows = p.rows + EXCLUDED.rows, done = EXCLUDED.done,"
+										   " updated_at = pg_catalog.now()"),
+							  7, vals, "storing backfill progress", t) < 0)
 		return -1;
 	return 0;
 }
@@ -298,7 +301,10 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 	snprintf(win, sizeof(win), "pg_temp.rp_bfw_%u", rel->relid);
 	rp_buf_init(&b, 1024);
 
-	/* session tables: the chunk's rows, and the window's keys typed like the table's */
+	/*
+	 * session tables: the chunk's rows, and the window's keys typed like the
+	 * table's
+	 */
 	if (t->history)
 		rp_mirror_history_stage_ddl(pg, &b, t, rel, stage);
 	else
@@ -332,7 +338,7 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 	{
 		if (pg->bf->nkeys > 0 &&
 			rp_mirror_bf_copy(pg, t, win, wcols, pg->bf->keys.data, pg->bf->keys.len,
-						  "loading a backfill window") < 0)
+							  "loading a backfill window") < 0)
 			goto out;
 		if (rp_mirror_bf_copy(pg, t, stage, cols, ch->rows.data, ch->rows.len, "loading a backfill chunk") < 0)
 			goto out;
@@ -349,7 +355,10 @@ rp_mirror_bf_apply(RpMirror *pg, RpBackfillChunk *ch)
 			goto out;
 	}
 
-	/* the token commits with the rows it vouches for, and with the batch's checkpoint */
+	/*
+	 * the token commits with the rows it vouches for, and with the batch's
+	 * checkpoint
+	 */
 	if (rp_mirror_bf_store_token(pg, t, ch, relid) < 0)
 		goto out;
 	rc = 0;
@@ -364,7 +373,7 @@ out:
 
 int
 rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix, size_t prefix_len,
-					   const unsigned char *content, uint32_t len)
+						   const unsigned char *content, uint32_t len)
 {
 	RpBfMsg		m;
 	RpBackfillChunk *ch;
@@ -372,7 +381,11 @@ rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
 
 	if (prefix_len != strlen(RP_BACKFILL_PREFIX) || memcmp(prefix, RP_BACKFILL_PREFIX, prefix_len) != 0)
 		return 0;
-	/* ours are transactional: one written otherwise has no place in commit order */
+
+	/*
+	 * ours are transactional: one written otherwise has no place in commit
+	 * order
+	 */
 	if (!transactional)
 		return 1;
 	if (!rp_bfmsg_parse(content, len, &m))
@@ -387,7 +400,10 @@ rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
 		return 1;
 	if (m.mark == RP_BF_LOW)
 	{
-		/* the same low watermark again (a replay after a rollback): the window goes on */
+		/*
+		 * the same low watermark again (a replay after a rollback): the
+		 * window goes on
+		 */
 		if (pg->bf->open && rp_bfmsg_same_chunk(&pg->bf->low, &m))
 			return 1;
 		if (pg->bf->keys.data == NULL)

@@ -76,7 +76,7 @@ rp_mirror_apply_full_match(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 		rp_buf_put_text(&sql, t->qrel);
 		rp_buf_put_text(&sql, " o WHERE ");
 		nmatch = rp_mirror_collect(t, &rec->u.change.old_tuple, false, datums + nset, encs + nset,
-							which + nset);
+								   which + nset);
 		for (int i = 0; i < nmatch; i++)
 		{
 			if (i)
@@ -91,9 +91,12 @@ rp_mirror_apply_full_match(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 		rc = rp_mirror_exec_datums(pg, t, sql.data, n, datums, encs, "applying a change");
 	else
 	{
-		RpMirrorParams	p;
+		RpMirrorParams p;
 
-		/* the source changed one row: matching none means the destination diverged */
+		/*
+		 * the source changed one row: matching none means the destination
+		 * diverged
+		 */
 		rp_mirror_params_init(&p);
 		for (int i = 0; i < n; i++)
 			rp_mirror_params_datum(&p, encs[i], &datums[i]);
@@ -124,7 +127,7 @@ static PGresult *
 rp_mirror_moved_read(RpMirror *pg, RpMirrorTable *t, const RpTuple *out, const RpBuf *oldkey, const RpTuple *newt)
 {
 	RpBuf		sql;
-	RpMirrorParams	p;
+	RpMirrorParams p;
 	PGresult   *res;
 	const char **vals;
 	char		tmp[32];
@@ -192,7 +195,7 @@ rp_mirror_moved_read(RpMirror *pg, RpMirrorTable *t, const RpTuple *out, const R
  */
 static int
 rp_mirror_fill_moved(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec, const RpBuf *oldkey, RpTuple *out,
-			  RpBuf *hold)
+					 RpBuf *hold)
 {
 	const RpTuple *nt = &rec->u.change.new_tuple;
 	const RpTuple *ot = &rec->u.change.old_tuple;
@@ -225,10 +228,10 @@ rp_mirror_fill_moved(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec, const 
 
 		/*
 		 * The old key is not there: a resumed snapshot can leave it so (the
-		 * row moved before the resumed copy, which then stored its new
-		 * key).  That row was copied after this change, and any later
-		 * change to these columns follows in the stream, so its values
-		 * serve.  Holding neither key is the case that halts.
+		 * row moved before the resumed copy, which then stored its new key).
+		 * That row was copied after this change, and any later change to
+		 * these columns follows in the stream, so its values serve.  Holding
+		 * neither key is the case that halts.
 		 */
 		if (res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 0)
 		{
@@ -327,13 +330,20 @@ rp_mirror_apply_keyed(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 						RpBuf		hold;
 						int			rc;
 
-						/* read the old key's values before its effect becomes a delete */
+						/*
+						 * read the old key's values before its effect becomes
+						 * a delete
+						 */
 						rp_buf_init(&hold, 1024);
 						rc = rp_mirror_fill_moved(pg, t, rec, &key, &filled, &hold);
 						if (rc == 0)
 						{
 							rp_mirror_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
-							/* filled lives in hold, gone before the map is applied */
+
+							/*
+							 * filled lives in hold, gone before the map is
+							 * applied
+							 */
 							rp_mirror_effect_upsert(pg, t, &filled, &key, false, false);
 						}
 						rp_free(filled.datums);
@@ -369,7 +379,11 @@ rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec)
 
 	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 		return -1;
-	/* ---- backfill (rp_mirror_backfill.c): a key changed inside a window ---- */
+
+	/*
+	 * ---- backfill (rp_mirror_backfill.c): a key changed inside a window
+	 * ----
+	 */
 	rp_mirror_backfill_note(pg, t, rec);
 	if (tag != RP_TAG_INSERT && (t->no_identity || (rec->u.change.flags & RP_CHANGE_NO_IDENTITY)))
 		return rp_fail(RP_HALT_SINK, "%s on table %s cannot be applied: the source table has no replica identity (set a primary key or REPLICA IDENTITY FULL)",
@@ -405,7 +419,7 @@ rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels
 			rc = -1;
 		else if (t->history)
 		{
-			RpMirrorParams	p;
+			RpMirrorParams p;
 			RpBuf		q,
 						ts;
 			char		lsn[24];

@@ -133,7 +133,7 @@ rp_mirror_effect_for(RpMirror *pg, RpMirrorTable *t, const RpBuf *key)
 }
 
 /* The batch's effect on key, or NULL. */
-RpEffect *
+RpEffect   *
 rp_mirror_effect_find(RpMirrorTable *t, const RpBuf *key)
 {
 	uint64_t	h = rp_mirror_hash((const unsigned char *) key->data, key->len);
@@ -215,7 +215,10 @@ rp_mirror_effect_put(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, const R
 	{
 		RpDatum		d = tup->datums[i];
 
-		/* an unchanged TOAST value the batch already holds: take it from there */
+		/*
+		 * an unchanged TOAST value the batch already holds: take it from
+		 * there
+		 */
 		if (d.kind == RP_DATUM_UNCHANGED && prev.op == RP_EFFECT_UPSERT && prev.row_len > 0)
 			rp_mirror_row_get(&t->arena, prev.row_off, i, &d);
 		if (may_ref && d.kind == RP_DATUM_VALUE && d.len >= RP_ROW_REF_MIN)
@@ -304,7 +307,8 @@ rp_mirror_effects_clear(RpMirrorTable *t)
  * get the rest.  A row holding a large value by reference (rp_mirror_row_put_ref)
  * is applied at once, before the record it points into goes.
  */
-#define RP_MIRROR_BOUND_DEFAULT ((size_t) 64 << 20)	/* no budget: the default's quarter */
+#define RP_MIRROR_BOUND_DEFAULT ((size_t) 64 << 20) /* no budget: the
+													 * default's quarter */
 #define RP_MIRROR_ARENA_INITIAL (64 * 1024)
 
 size_t
@@ -320,7 +324,8 @@ void
 rp_mirror_effects_account(RpMirror *pg, RpMirrorTable *t)
 {
 	size_t		now = t->arena.cap + sizeof(RpEffect) * (size_t) t->capeffects +
-		sizeof(int) * (size_t) t->nslots;
+	sizeof(int) * (size_t) t->nslots;
+
 	if (now == t->held)
 		return;
 	/* what was charged goes back to where it was charged */

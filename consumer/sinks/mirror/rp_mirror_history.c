@@ -48,7 +48,7 @@ static int
 rp_mirror_history_revise(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, const char *lsn, const char *ts)
 {
 	RpBuf		sql;
-	RpMirrorParams	p;
+	RpMirrorParams p;
 	char		tmp[64];
 	int			n;
 

@@ -88,7 +88,11 @@ rp_mirror_history_snap_time(RpMirror *pg, const RpSnapshotCtx *ctx, int64_t *at_
 	vals[1] = pg->opts.slot;
 	vals[2] = tli;
 	vals[3] = mark;
-	/* the first history table of this consistent point sets it; a stale one is replaced */
+
+	/*
+	 * the first history table of this consistent point sets it; a stale one
+	 * is replaced
+	 */
 	res = PQexecParams(pg->conn,
 					   rp_mirror_bk(pg, "INSERT INTO @bk.snapshot_progress AS p (system_id, slot, relid, timeline,"
 									" dest_table, mode, token, rows) VALUES ($1, $2, 0, $3::int, '', 'history', $4, 0)"
@@ -141,7 +145,10 @@ void
 rp_mirror_history_merge_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, const RpRelation *rel,
 							const char *stage, const char *lsn, const char *time_sql)
 {
-	/* a changed row: its open version closes (one opened here already is the same row) */
+	/*
+	 * a changed row: its open version closes (one opened here already is the
+	 * same row)
+	 */
 	rp_buf_put_text(b, "UPDATE ");
 	rp_buf_put_text(b, t->qrel);
 	rp_buf_put_text(b, " o SET valid_to_lsn = '");
@@ -201,7 +208,10 @@ void
 rp_mirror_history_stage_ddl(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, const RpRelation *rel,
 							const char *stage)
 {
-	/* the source columns only: LIKE would bring the versions' NOT NULL columns */
+	/*
+	 * the source columns only: LIKE would bring the versions' NOT NULL
+	 * columns
+	 */
 	rp_buf_put_text(b, "CREATE TEMP TABLE IF NOT EXISTS ");
 	rp_buf_put_text(b, stage);
 	rp_buf_put_text(b, " AS SELECT ");

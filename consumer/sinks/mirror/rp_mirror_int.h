@@ -40,8 +40,10 @@ typedef enum RpEffectOp
 typedef struct RpEffect
 {
 	uint8_t		op;				/* RpEffectOp */
-	bool		partial;		/* some column is unchanged TOAST: keep its value */
-	bool		fresh;			/* the batch's first change of the key was an INSERT */
+	bool		partial;		/* some column is unchanged TOAST: keep its
+								 * value */
+	bool		fresh;			/* the batch's first change of the key was an
+								 * INSERT */
 	uint32_t	key_len;		/* a key is an index entry's columns: small */
 	size_t		key_off;		/* serialized key in the table's arena */
 	size_t		row_off;		/* serialized row in the table's arena */
@@ -54,11 +56,12 @@ typedef struct RpMirrorTable
 	uint32_t	relid;
 	RpRelation *rel;			/* the description we apply with */
 	char	   *qname;			/* quoted destination name */
+
 	/*
 	 * What UPDATE, DELETE, TRUNCATE and SELECT name: "ONLY qname", so a
 	 * destination inheritance parent (a schema from pg_dump) never reaches
-	 * its children, which are tables of their own in the mirror; qname for
-	 * a partitioned table (routed to its partitions).
+	 * its children, which are tables of their own in the mirror; qname for a
+	 * partitioned table (routed to its partitions).
 	 */
 	char	   *qrel;
 	char	   *dest_schema;
@@ -67,6 +70,7 @@ typedef struct RpMirrorTable
 	int			nkey;
 	bool		full_match;		/* REPLICA IDENTITY FULL without a key */
 	bool		no_identity;	/* updates and deletes cannot be applied */
+
 	/*
 	 * no_identity: the batch's inserts are a multiset, each its own effect
 	 * under a key of its own (this count), never folded into one.
@@ -74,15 +78,26 @@ typedef struct RpMirrorTable
 	uint64_t	appended;
 	bool		history;
 	bool		resolved;
-	bool		txn_dirty;		/* resolved (created, altered) or staged in the open transaction */
-	bool		binary;			/* COPY in binary: every column qualifies (rp_pgbin.h) */
-	/* full_match: per column, the destination's send function and type (rp_mirror_table.c) */
+	bool		txn_dirty;		/* resolved (created, altered) or staged in
+								 * the open transaction */
+	bool		binary;			/* COPY in binary: every column qualifies
+								 * (rp_pgbin.h) */
+
+	/*
+	 * full_match: per column, the destination's send function and type
+	 * (rp_mirror_table.c)
+	 */
 	char	  **match_send;		/* quoted, qualified; NULL: the type has none */
 	char	  **match_type;		/* format_type() of the destination column */
-	/* the destination's constraint and index names: errors name only these (G4) */
+
+	/*
+	 * the destination's constraint and index names: errors name only these
+	 * (G4)
+	 */
 	char	  **constraints;
 	int			nconstraints;
-	bool		text_datums;	/* the pending effects hold values read back as text */
+	bool		text_datums;	/* the pending effects hold values read back
+								 * as text */
 	char	   *stage_ups;		/* temporary staging tables, quoted */
 	char	   *stage_del;
 	/* net effects of the pending batch */
@@ -93,7 +108,8 @@ typedef struct RpMirrorTable
 	int			nslots;
 	RpBuf		arena;
 	int			order;			/* first touch in the batch (apply order) */
-	size_t		held;			/* bytes of the above, as charged (rp_mirror_apply.c) */
+	size_t		held;			/* bytes of the above, as charged
+								 * (rp_mirror_apply.c) */
 } RpMirrorTable;
 
 /* Changes the destination had no row for, by destination table (rp_mirror.c). */
@@ -101,7 +117,7 @@ typedef struct RpMirrorDivergences
 {
 	pthread_mutex_t lock;		/* the metrics thread reads them */
 	int			n;
-	char	   *table[RP_MIRROR_DIVERGENCE_TABLES];	/* "schema.name" */
+	char	   *table[RP_MIRROR_DIVERGENCE_TABLES]; /* "schema.name" */
 	uint64_t	count[RP_MIRROR_DIVERGENCE_TABLES];
 } RpMirrorDivergences;
 
@@ -130,7 +146,8 @@ typedef struct RpMirror
 	bool		early;
 	uint64_t	early_done;		/* the checkpoint's commit LSN when it began */
 	RpBuf		scratch;
-	bool		slot_locked;	/* a session held the slot's advisory lock (rp_mirror.c) */
+	bool		slot_locked;	/* a session held the slot's advisory lock
+								 * (rp_mirror.c) */
 	/* a stop's cancel request comes from another thread (RpSink.interrupt) */
 	pthread_mutex_t cancel_lock;
 	PGcancel   *cancel;			/* of conn, or NULL */
@@ -142,13 +159,19 @@ typedef struct RpMirror
 	char	  **bk_sql;
 	int			nbk;
 	int			capbk;
-	size_t		held;			/* every table's effect map (arena, effects, slots) */
-	struct RpSpill *budget;		/* where held is charged (sink->spill when it began) */
-	uint64_t	bound_flushes;	/* effect maps applied early to stay in the budget (atomic: the metrics thread reads it) */
+	size_t		held;			/* every table's effect map (arena, effects,
+								 * slots) */
+	struct RpSpill *budget;		/* where held is charged (sink->spill when it
+								 * began) */
+	uint64_t	bound_flushes;	/* effect maps applied early to stay in the
+								 * budget (atomic: the metrics thread reads
+								 * it) */
 	bool		refs;			/* a row points into the record being applied */
 	RpMirrorDivergences div;
-	struct RpMirrorSnap *snap;	/* the initial snapshot's state (rp_mirror_snapshot.c) */
-	struct RpMirrorBf *bf;		/* the open backfill window (rp_mirror_backfill.c) */
+	struct RpMirrorSnap *snap;	/* the initial snapshot's state
+								 * (rp_mirror_snapshot.c) */
+	struct RpMirrorBf *bf;		/* the open backfill window
+								 * (rp_mirror_backfill.c) */
 } RpMirror;
 
 /* Query parameters as text, built up one by one. */
@@ -164,10 +187,10 @@ typedef struct RpMirrorParams
 /* Which effects a COPY takes. */
 typedef enum RpMirrorStageWhich
 {
-	RP_MIRROR_STAGE_DELETES,			/* keys of deletes */
-	RP_MIRROR_STAGE_UPSERTS,			/* full rows of upserts that are not fresh */
-	RP_MIRROR_STAGE_FRESH,				/* full rows of fresh upserts */
-	RP_MIRROR_STAGE_ALL_UPSERTS			/* full rows of every upsert */
+	RP_MIRROR_STAGE_DELETES,	/* keys of deletes */
+	RP_MIRROR_STAGE_UPSERTS,	/* full rows of upserts that are not fresh */
+	RP_MIRROR_STAGE_FRESH,		/* full rows of fresh upserts */
+	RP_MIRROR_STAGE_ALL_UPSERTS /* full rows of every upsert */
 } RpMirrorStageWhich;
 
 /* Columns that are applied: generated columns are the destination's business. */
@@ -232,16 +255,18 @@ rp_mirror_stage_wants(const RpEffect *ef, RpMirrorStageWhich which)
 /* rp_mirror_snapshot.c: the initial snapshot's callbacks */
 /* Set the snapshot callbacks of a mirror sink (s->priv is its RpMirror). */
 extern void rp_mirror_snapshot_install(RpSink *s);
+
 /* Free what the snapshot kept (its sessions, its tables' plans): at close. */
 extern void rp_mirror_snapshot_free(RpMirror *pg);
 
 /* rp_mirror_schema.c */
 /* RpSink.handle_schema_change, inside the open destination transaction. */
 extern int	rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRelation *after,
-									  RpSchemaChange change);
+										  RpSchemaChange change);
 
 /* A row change of the transaction being applied. */
 extern int	rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec);
+
 /* A TRUNCATE: a barrier; history tables close their versions instead. */
 extern int	rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpRelMap *rels);
 
@@ -254,18 +279,23 @@ extern int	rp_mirror_apply_truncate(RpMirror *pg, const RpRecord *rec, const RpR
 /* The mirror's backfill state (pg->bf), made at open and freed at close. */
 extern void rp_mirror_backfill_init(RpMirror *pg);
 extern void rp_mirror_backfill_free(RpMirror *pg);
+
 /*
  * A logical message: 1 when it is a backfill watermark (handled, no other
  * routing), 0 when it is not, -1 after rp_fail().
  */
 extern int	rp_mirror_backfill_message(RpMirror *pg, bool transactional, const char *prefix,
-								   size_t prefix_len, const unsigned char *content, uint32_t len);
+									   size_t prefix_len, const unsigned char *content, uint32_t len);
+
 /* A row change of t is being applied: remember its key if t has an open window. */
 extern void rp_mirror_backfill_note(RpMirror *pg, const RpMirrorTable *t, const RpRecord *rec);
+
 /* A TRUNCATE is being applied: a window on one of its tables keeps none of its chunk. */
 extern void rp_mirror_backfill_truncate(RpMirror *pg, const RpRecord *rec);
+
 /* Is a window open (early apply declines then: an aborted transaction's keys must not count)? */
 extern bool rp_mirror_backfill_window_open(const RpMirror *pg);
+
 /* The destination transaction committed / rolled back. */
 extern void rp_mirror_backfill_committed(RpMirror *pg);
 extern void rp_mirror_backfill_aborted(RpMirror *pg);
@@ -273,6 +303,7 @@ extern void rp_mirror_backfill_aborted(RpMirror *pg);
 /* rp_mirror_apply.c */
 /* History tables apply per source transaction. */
 extern int	rp_mirror_apply_end_txn(RpMirror *pg);
+
 /* Apply every pending net effect (end of batch, or a barrier). */
 extern int	rp_mirror_apply_flush(RpMirror *pg);
 
@@ -287,44 +318,60 @@ extern int	rp_mirror_apply_history(RpMirror *pg, RpMirrorTable *t);
  * clears it).
  */
 extern int	rp_mirror_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res);
+
 /* End a COPY started so: 0, or -1 with *res the first result (the caller reports and clears). */
 extern int	rp_mirror_copy_end(PGconn *conn, PGresult **res);
+
 /* t's staging tables (temporary, one pair per session), made when missing. */
 extern int	rp_mirror_stage_ensure(RpMirror *pg, RpMirrorTable *t);
+
 /* COPY t's pending effects of kind which into the staging table stage. */
 extern int	rp_mirror_stage_effects(RpMirror *pg, RpMirrorTable *t, const char *stage, RpMirrorStageWhich which);
 
 /* rp_mirror_effect.c */
 /* The pending effect of key in t, or NULL. */
 extern RpEffect *rp_mirror_effect_find(RpMirrorTable *t, const RpBuf *key);
+
 /* t's key columns of tup, serialized into key. */
 extern void rp_mirror_key_of(const RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
+
 /* Fold a delete of tup's key into t's map (key: scratch). */
 extern void rp_mirror_effect_delete(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
+
 /* Fold an insert or update into t's map; may_ref: a large value may stay in the record. */
 extern void rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key, bool insert, bool may_ref);
+
 /* An insert into a table without a replica identity: an effect of its own (a multiset). */
 extern void rp_mirror_effect_append(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
+
 /* Forget t's pending effects (applied), keeping the memory. */
 extern void rp_mirror_effects_clear(RpMirrorTable *t);
+
 /* What the effect maps may hold before they are applied early (G5). */
 extern size_t rp_mirror_effects_limit(const RpMirror *pg);
+
 /* Charge what t's map holds now to the memory budget. */
 extern void rp_mirror_effects_account(RpMirror *pg, RpMirrorTable *t);
+
 /* Give back every effect map's memory (nothing pending: after a flush, an abort, at close). */
 extern void rp_mirror_effects_release(RpMirror *pg);
 
 /* rp_mirror_table.c */
 /* Forget t's staging tables (the session that had them is gone). */
 extern void rp_mirror_table_reset_stage(RpMirrorTable *t);
+
 /* After a rollback: what the open transaction made for t (staging, the table) is gone. */
 extern void rp_mirror_table_forget(RpMirrorTable *t);
+
 /* Take rel as t's description (its key, its history mode). */
 extern void rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel);
+
 /* The mapping of rel, made on first use (not yet resolved). */
 extern RpMirrorTable *rp_mirror_table_get(RpMirror *pg, const RpRelation *rel);
+
 /* Free t and everything it holds. */
 extern void rp_mirror_table_free(RpMirrorTable *t);
+
 /* Check (or create, --create-tables) t's destination table and read its catalog facts. */
 extern int	rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t);
 
@@ -335,13 +382,17 @@ extern int	rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t);
  * (or NULL) prefixes each ("s.").
  */
 extern int	rp_mirror_sql_cols(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *idx, int n,
-						   const char *qual);	/* returns how many it wrote */
+							   const char *qual);	/* returns how many it
+													 * wrote */
+
 /* "a.k1 = b.k1 AND a.k2 = b.k2": the key columns matched between two aliases */
 extern void rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
-								int nkey, const char *a, const char *b);
+									int nkey, const char *a, const char *b);
+
 /* " ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, ..." (DO NOTHING for a table of keys only) */
 extern void rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
-								  int nkey);
+									  int nkey);
+
 /* Statement parameters as text (RpMirrorParams): build, run, free. */
 extern void rp_mirror_params_init(RpMirrorParams *p);
 extern int	rp_mirror_params_datum(RpMirrorParams *p, uint8_t enc, const RpDatum *d);
@@ -349,6 +400,7 @@ extern int	rp_mirror_params_text(RpMirrorParams *p, const char *s);
 extern int	rp_mirror_params_exec(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what);
 extern int	rp_mirror_params_exec_count(RpMirror *pg, RpMirrorTable *t, const char *sql, RpMirrorParams *p, const char *what);
 extern void rp_mirror_params_free(RpMirrorParams *p);
+
 /*
  * " AND (a.c IS DISTINCT FROM b.c OR ...)" over the columns cols[i] marks,
  * comparing exact images (send forms: numeric 1.0 and 1.00 differ), so an
@@ -358,17 +410,21 @@ extern void rp_mirror_params_free(RpMirrorParams *p);
  */
 extern void rp_mirror_sql_changed(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const bool *cols,
 								  const char *a, const char *b, const int *params);
+
 /* "alias.col IS NOT DISTINCT FROM $param", as the type compares (full_match tables). */
 extern void rp_mirror_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, int param, const char *alias);
+
 /* Run sql with n datums as its parameters. */
 extern int	rp_mirror_exec_datums(RpMirror *pg, RpMirrorTable *t, const char *sql, int n, const RpDatum *datums,
-			   const uint8_t *encs, const char *what);
+								  const uint8_t *encs, const char *what);
+
 /* The columns of tup to write (skip_unchanged: not unchanged TOAST): how many. */
 extern int	rp_mirror_collect(const RpMirrorTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
-		   uint8_t *encs, int *which);
+							  uint8_t *encs, int *which);
+
 /* "INSERT INTO t (cols) VALUES ($1, ...)" for the columns which. */
 extern void rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const int *which, int n,
-					 const char *extra_cols, const char *extra_vals);
+										const char *extra_cols, const char *extra_vals);
 
 /* rp_mirror_divergence.c */
 /* A change that matched no destination row: halts, or is counted (--on-divergence). */
@@ -387,15 +443,19 @@ extern int	rp_mirror_divergence(RpMirror *pg, const RpMirrorTable *t, const char
  */
 extern PGconn *rp_mirror_session_open(const char *conninfo, const char *appname,
 									  bool synchronous_commit, const char *role, const char *who);
+
 /* rp_mirror_fail_result for a session other than pg->conn */
 extern int	rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirrorTable *t);
+
 /*
  * tmpl with every "@bk" replaced by the quoted bookkeeping schema; the
  * string lives as long as the sink (tmpl must be a literal).  Thread-safe.
  */
 extern const char *rp_mirror_bk(RpMirror *pg, const char *tmpl);
+
 /* name is one of the destination table's constraints or indexes (read at resolve) */
 extern bool rp_mirror_known_constraint(const RpMirrorTable *t, const char *name);
+
 /*
  * " on table T column "c" constraint "k"": the names of an error that the
  * consumer knows itself (t's table, columns and constraints); a name the
@@ -406,15 +466,20 @@ extern void rp_mirror_diag_where(const PGresult *res, const RpMirrorTable *t, ch
 extern int	rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMirrorTable *t);
 extern int	rp_mirror_exec(RpMirror *pg, const char *sql, const char *what, const RpMirrorTable *t);
 extern int	rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *vals,
-							  const char *what, const RpMirrorTable *t);
+								  const char *what, const RpMirrorTable *t);
+
 /* Keep the cancel handle of the session now open (RpSink.interrupt). */
 extern void rp_mirror_set_cancel(RpMirror *pg);
+
 /* The session, opened (again) when it is not: slot locked, bookkeeping tables there. */
 extern int	rp_mirror_connect(RpMirror *pg);
+
 /* The checkpoint stored for our slot: 1 with *ck, 0 when none. */
 extern int	rp_mirror_read_checkpoint(RpMirror *pg, RpCheckpoint *ck);
+
 /* BEGIN and lock the checkpoint row; *done gets the commit LSN it holds. */
 extern int	rp_mirror_begin(RpMirror *pg, const RpCheckpoint *ck, uint64_t *done);
+
 /* Advance the checkpoint (never backwards) and COMMIT. */
 extern int	rp_mirror_session_commit(RpMirror *pg, const RpCheckpoint *ck);
 

@@ -57,7 +57,7 @@ rp_mirror_col(const RpRelation *rel, int16_t attnum)
  */
 int
 rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRelation *after,
-						  RpSchemaChange change)
+							  RpSchemaChange change)
 {
 	RpMirrorTable *t;
 	char		what[256];

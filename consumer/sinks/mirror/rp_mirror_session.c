@@ -127,7 +127,8 @@ rp_mirror_diag_where(const PGresult *res, const RpMirrorTable *t, char *where, s
 
 	where[0] = '\0';
 	if (t == NULL)
-		return;					/* no table of ours to check the server's names against: none shown */
+		return;					/* no table of ours to check the server's
+								 * names against: none shown */
 	for (uint16_t i = 0; column && t->rel && i < t->rel->natts && !known_column; i++)
 		known_column = strcmp(t->rel->cols[i].name, column) == 0;
 	snprintf(where, len, " on table %s", t->qname);
@@ -143,8 +144,8 @@ rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, const RpMir
 	return rp_mirror_fail_conn(pg->conn, res, what, t);
 }
 
-static int rp_mirror_fail_status(bool connected, PGresult *res, const char *what,
-								 const RpMirrorTable *t);
+static int	rp_mirror_fail_status(bool connected, PGresult *res, const char *what,
+								  const RpMirrorTable *t);
 
 int
 rp_mirror_fail_conn(PGconn *conn, PGresult *res, const char *what, const RpMirrorTable *t)
@@ -162,10 +163,10 @@ rp_mirror_fail_status(bool connected, PGresult *res, const char *what, const RpM
 	/*
 	 * A lost destination is retried after reconnecting, and so are the
 	 * transient conditions (serialization failure, deadlock, lock timeout,
-	 * cancel, out of resources); anything else halts.  Only the SQLSTATE
-	 * and names the consumer knows are shown: the server's message, and
-	 * libpq's, which repeats it, can quote values, and so can the table,
-	 * column and constraint fields a trigger sets (G4).
+	 * cancel, out of resources); anything else halts.  Only the SQLSTATE and
+	 * names the consumer knows are shown: the server's message, and libpq's,
+	 * which repeats it, can quote values, and so can the table, column and
+	 * constraint fields a trigger sets (G4).
 	 */
 	if (state && (strncmp(state, "40", 2) == 0 || strcmp(state, "55P03") == 0 ||
 				  strcmp(state, "57014") == 0 || strncmp(state, "53", 2) == 0))
@@ -201,7 +202,7 @@ rp_mirror_exec(RpMirror *pg, const char *sql, const char *what, const RpMirrorTa
 
 int
 rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *vals, const char *what,
-				  const RpMirrorTable *t)
+					  const RpMirrorTable *t)
 {
 	PGresult   *res = PQexecParams(pg->conn, sql, n, NULL, vals, NULL, NULL, 0);
 	ExecStatusType st = PQresultStatus(res);
@@ -251,7 +252,7 @@ rp_mirror_session_role(PGconn *conn, const char *role, const char *who)
 	return -1;
 }
 
-PGconn *
+PGconn	   *
 rp_mirror_session_open(const char *conninfo, const char *appname, bool synchronous_commit,
 					   const char *role, const char *who)
 {
@@ -260,7 +261,10 @@ rp_mirror_session_open(const char *conninfo, const char *appname, bool synchrono
 	PGconn	   *conn;
 	PGresult   *res;
 
-	/* search_path pinned first (rp_session.h): every name we send is schema-qualified and quoted */
+	/*
+	 * search_path pinned first (rp_session.h): every name we send is
+	 * schema-qualified and quoted
+	 */
 	memset(&spec, 0, sizeof(spec));
 	spec.conninfo = conninfo;
 	spec.fallback_application_name = appname;
@@ -277,6 +281,7 @@ rp_mirror_session_open(const char *conninfo, const char *appname, bool synchrono
 		PQclear(err.result);
 		return NULL;
 	}
+
 	/*
 	 * A statement running for a consumer that died ends within a second
 	 * (PostgreSQL 14+), so the session and its slot lock go with it.
@@ -304,8 +309,9 @@ rp_mirror_session_open(const char *conninfo, const char *appname, bool synchrono
  * before it reads or writes anything; on a reconnect the lock may still be
  * held by our own lost session (or taken meanwhile): that is retried.
  */
-#define RP_MIRROR_LOCK_CLASS "1380994115"	/* 'RPLC': our advisory locks' first key */
-#define RP_MIRROR_LOCK_WAIT_MS 30000		/* how long a held lock is waited for */
+#define RP_MIRROR_LOCK_CLASS "1380994115"	/* 'RPLC': our advisory locks'
+											 * first key */
+#define RP_MIRROR_LOCK_WAIT_MS 30000	/* how long a held lock is waited for */
 #define RP_MIRROR_LOCK_POLL_MS 500
 
 static int
@@ -417,8 +423,8 @@ rp_mirror_checkpoint_columns(RpMirror *pg)
 	if (have)
 		return 0;
 	return rp_mirror_exec(pg, rp_mirror_bk(pg, "ALTER TABLE @bk.checkpoint"
-									   " ADD COLUMN IF NOT EXISTS source text NOT NULL DEFAULT 'slot',"
-									   " ADD COLUMN IF NOT EXISTS source_seq bigint"),
+										   " ADD COLUMN IF NOT EXISTS source text NOT NULL DEFAULT 'slot',"
+										   " ADD COLUMN IF NOT EXISTS source_seq bigint"),
 						  "adding the checkpoint table's source columns", NULL);
 }
 
@@ -471,7 +477,7 @@ rp_mirror_read_checkpoint(RpMirror *pg, RpCheckpoint *ck)
 		return -1;
 	res = PQexecParams(pg->conn,
 					   rp_mirror_bk(pg, "SELECT system_id, timeline, commit_lsn::text, end_lsn::text, "
-								"source, source_seq FROM @bk.checkpoint WHERE slot = $1 ORDER BY updated_at DESC"),
+									"source, source_seq FROM @bk.checkpoint WHERE slot = $1 ORDER BY updated_at DESC"),
 					   1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		rc = rp_mirror_fail_result(pg, res, "reading the checkpoint", NULL);
@@ -495,7 +501,7 @@ rp_mirror_read_checkpoint(RpMirror *pg, RpCheckpoint *ck)
 
 static void
 rp_mirror_ck_params(const RpCheckpoint *ck, char sysid[24], char tli[16], char commit[24],
-				char end[24])
+					char end[24])
 {
 	snprintf(sysid, 24, "%" PRIu64, ck->system_id);
 	snprintf(tli, 16, "%u", ck->timeline);
@@ -529,12 +535,12 @@ rp_mirror_begin(RpMirror *pg, const RpCheckpoint *ck, uint64_t *done)
 	vals[2] = tli;
 	vals[3] = rp_ckpt_source_name(ck->source);
 	if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "INSERT INTO @bk.checkpoint (system_id, slot, timeline, commit_lsn, end_lsn, source) "
-										   "VALUES ($1, $2, $3, '0/0', '0/0', $4) ON CONFLICT DO NOTHING"),
-						  4, vals, "creating the checkpoint row", NULL) < 0)
+											   "VALUES ($1, $2, $3, '0/0', '0/0', $4) ON CONFLICT DO NOTHING"),
+							  4, vals, "creating the checkpoint row", NULL) < 0)
 		return -1;
 	res = PQexecParams(pg->conn,
 					   rp_mirror_bk(pg, "SELECT commit_lsn::text FROM @bk.checkpoint "
-								"WHERE system_id = $1 AND slot = $2 FOR UPDATE"),
+									"WHERE system_id = $1 AND slot = $2 FOR UPDATE"),
 					   2, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		rc = rp_mirror_fail_result(pg, res, "locking the checkpoint", NULL);
@@ -565,11 +571,11 @@ rp_mirror_session_commit(RpMirror *pg, const RpCheckpoint *ck)
 	vals[5] = rp_ckpt_source_name(ck->source);
 	vals[6] = ck->source[0] ? seq : NULL;
 	if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "UPDATE @bk.checkpoint SET timeline = $3,"
-										   " commit_lsn = GREATEST(commit_lsn, $4::pg_lsn),"
-										   " end_lsn = GREATEST(end_lsn, $5::pg_lsn), source = $6,"
-										   " source_seq = GREATEST(source_seq, $7::bigint), updated_at = now()"
-										   " WHERE system_id = $1 AND slot = $2"),
-						  7, vals, "advancing the checkpoint", NULL) < 0)
+											   " commit_lsn = GREATEST(commit_lsn, $4::pg_lsn),"
+											   " end_lsn = GREATEST(end_lsn, $5::pg_lsn), source = $6,"
+											   " source_seq = GREATEST(source_seq, $7::bigint), updated_at = now()"
+											   " WHERE system_id = $1 AND slot = $2"),
+							  7, vals, "advancing the checkpoint", NULL) < 0)
 		return -1;
 	if (rp_mirror_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
 		return -1;

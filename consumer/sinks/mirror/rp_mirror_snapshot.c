@@ -46,18 +46,24 @@ static const char *const rp_mirror_snap_setup_sql =
 typedef struct RpMirrorSnapTable
 {
 	uint32_t	relid;
-	const RpMirrorTable *t;			/* the mirror's table (its names, for errors) */
+	const RpMirrorTable *t;		/* the mirror's table (its names, for errors) */
 	char	   *qname;			/* destination, quoted */
 	char	   *cols;			/* applied columns, quoted, comma-separated */
 	char	   *mode;			/* "copy", "merge" or "replace" */
-	char	   *into;			/* where chunk rows are COPYed: qname, stage or snapnew */
-	char	   *after;			/* SQL after each chunk's COPY (merge), or NULL */
-	char	   *stage;			/* keyed: the session's staging table of upserted chunks */
-	char	   *stage_ddl;		/* creates the session staging table (merge), or NULL */
-	char	   *upsert_ddl;		/* copy mode, keyed: the staging table of may_repeat chunks */
+	char	   *into;			/* where chunk rows are COPYed: qname, stage
+								 * or snapnew */
+	char	   *after;			/* SQL after each chunk's COPY (merge), or
+								 * NULL */
+	char	   *stage;			/* keyed: the session's staging table of
+								 * upserted chunks */
+	char	   *stage_ddl;		/* creates the session staging table (merge),
+								 * or NULL */
+	char	   *upsert_ddl;		/* copy mode, keyed: the staging table of
+								 * may_repeat chunks */
 	char	   *upsert_after;	/* ... and their upsert from it */
 	char	   *retire_sql;		/* run at completion, or NULL */
-	bool		staged[RP_MIRROR_SNAP_MAX_WORKERS];	/* stage_ddl done on that session */
+	bool		staged[RP_MIRROR_SNAP_MAX_WORKERS]; /* stage_ddl done on that
+													 * session */
 } RpMirrorSnapTable;
 
 typedef struct RpMirrorSnap
@@ -75,16 +81,20 @@ static int
 rp_mirror_snap_fail(PGresult *res, const char *what, const RpMirrorTable *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	/* a lost or transient destination is retried by running again; the rest halts */
+
+	/*
+	 * a lost or transient destination is retried by running again; the rest
+	 * halts
+	 */
 	RpHalt		halt = state && (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
 								 strncmp(state, "40", 2) == 0 || strncmp(state, "53", 2) == 0)
-		? RP_HALT_NONE : RP_HALT_SINK;
+	? RP_HALT_NONE : RP_HALT_SINK;
 	char		where[512];
 
 	/*
 	 * SQLSTATE and the names we know only: the message, DETAIL and CONTEXT
-	 * can quote values, and a trigger can put anything in the table,
-	 * column and constraint fields (G4).
+	 * can quote values, and a trigger can put anything in the table, column
+	 * and constraint fields (G4).
 	 */
 	rp_mirror_diag_where(res, t, where, sizeof(where));
 	return rp_fail(halt, "destination %s failed: SQLSTATE %s%s", what,
@@ -108,7 +118,7 @@ rp_mirror_snap_fail_sql(void *arg, PGconn *conn, PGresult *res)
 
 static int
 rp_mirror_snap_exec(PGconn *conn, const char *sql, int n, const char *const *vals, const char *what,
-				const RpMirrorTable *t)
+					const RpMirrorTable *t)
 {
 	RpMirrorSnapStmt s = {what, t};
 
@@ -130,7 +140,11 @@ rp_mirror_snap_conn(RpMirrorSnap *s, int worker)
 	if (s->conns[worker])
 		PQfinish(s->conns[worker]);
 	s->conns[worker] = NULL;
-	/* chunks commit asynchronously: the completion's commit is synchronous (see above) */
+
+	/*
+	 * chunks commit asynchronously: the completion's commit is synchronous
+	 * (see above)
+	 */
 	conn = rp_mirror_session_open(s->pg->opts.conninfo, "replicant snapshot", false,
 								  s->pg->opts.replication_role, "");
 	if (conn == NULL)
@@ -270,7 +284,11 @@ rp_mirror_snap_plan_replace(RpMirror *pg, RpMirrorSnapTable *st, RpBuf *bp)
 	rp_buf_put_text(bp, st->qname);
 	rp_buf_put_text(bp, " (");
 	rp_buf_put_text(bp, st->cols);
-	/* identity columns GENERATED ALWAYS keep the source's values (rp_mirror_snap_upsert_sql) */
+
+	/*
+	 * identity columns GENERATED ALWAYS keep the source's values
+	 * (rp_mirror_snap_upsert_sql)
+	 */
 	rp_buf_put_text(bp, ") OVERRIDING SYSTEM VALUE SELECT ");
 	rp_buf_put_text(bp, st->cols);
 	rp_buf_put_text(bp, " FROM ");
@@ -419,7 +437,10 @@ rp_mirror_snap_plan(RpMirrorSnap *s, const RpSnapshotCtx *ctx)
 	}
 	snprintf(relid, sizeof(relid), "%u", rel->relid);
 
-	/* a history table always merges its rows as versions (rp_mirror_history_copy.c) */
+	/*
+	 * a history table always merges its rows as versions
+	 * (rp_mirror_history_copy.c)
+	 */
 	if (t->history)
 		mode = rp_strndup("history", 7);
 	else if ((mode = rp_mirror_snap_mode(pg, ctx, t, relid)) == NULL)
@@ -649,11 +670,11 @@ rp_mirror_snap_chunk(RpSink *sink, RpDelivery *dl, const RpSnapshotCtx *ctx)
 	vals[8] = rows;
 	/* the token commits with the rows it vouches for */
 	if (rp_mirror_snap_exec(conn,
-						rp_mirror_bk(s->pg, "INSERT INTO @bk.snapshot_progress AS p (system_id, slot, relid, timeline,"
-								 " dest_table, mode, retire_sql, token, rows) VALUES ($1, $2, $3::oid, $4::int, $5, $6, $7, $8, $9::bigint)"
-								 " ON CONFLICT (system_id, slot, relid) DO UPDATE SET token = EXCLUDED.token,"
-								 " rows = EXCLUDED.rows, updated_at = pg_catalog.now()"),
-						9, vals, "storing snapshot progress", st->t) < 0)
+							rp_mirror_bk(s->pg, "INSERT INTO @bk.snapshot_progress AS p (system_id, slot, relid, timeline,"
+										 " dest_table, mode, retire_sql, token, rows) VALUES ($1, $2, $3::oid, $4::int, $5, $6, $7, $8, $9::bigint)"
+										 " ON CONFLICT (system_id, slot, relid) DO UPDATE SET token = EXCLUDED.token,"
+										 " rows = EXCLUDED.rows, updated_at = pg_catalog.now()"),
+							9, vals, "storing snapshot progress", st->t) < 0)
 		goto fail;
 	if (rp_mirror_snap_exec(conn, "COMMIT", 0, NULL, "COMMIT", st->t) < 0)
 		goto fail;
@@ -728,7 +749,7 @@ rp_mirror_snap_complete(RpSink *sink, const RpCheckpoint *ck)
 	vals[0] = pg->opts.slot;
 	res = PQexecParams(pg->conn,
 					   rp_mirror_bk(pg, "SELECT retire_sql, dest_table, system_id, timeline FROM @bk.snapshot_progress"
-								" WHERE slot = $1 ORDER BY relid FOR UPDATE"), 1, NULL, vals, NULL, NULL, 0);
+									" WHERE slot = $1 ORDER BY relid FOR UPDATE"), 1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		rp_mirror_snap_fail(res, "reading snapshot progress", NULL);
@@ -744,7 +765,10 @@ rp_mirror_snap_complete(RpSink *sink, const RpCheckpoint *ck)
 			goto fail;
 		}
 	{
-		/* no progress rows: nothing was selected, the origin is the running snapshot's */
+		/*
+		 * no progress rows: nothing was selected, the origin is the running
+		 * snapshot's
+		 */
 		char		sysid[24],
 					tli[16];
 
@@ -758,11 +782,11 @@ rp_mirror_snap_complete(RpSink *sink, const RpCheckpoint *ck)
 		vals[3] = commit;
 		vals[4] = end;
 		if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "INSERT INTO @bk.checkpoint AS c (system_id, slot, timeline, commit_lsn, end_lsn)"
-											   " VALUES ($1, $2, $3::int, $4::pg_lsn, $5::pg_lsn)"
-											   " ON CONFLICT (system_id, slot) DO UPDATE SET timeline = EXCLUDED.timeline,"
-											   " commit_lsn = GREATEST(c.commit_lsn, EXCLUDED.commit_lsn),"
-											   " end_lsn = GREATEST(c.end_lsn, EXCLUDED.end_lsn), updated_at = pg_catalog.now()"),
-							  5, vals, "setting the checkpoint", NULL) < 0)
+												   " VALUES ($1, $2, $3::int, $4::pg_lsn, $5::pg_lsn)"
+												   " ON CONFLICT (system_id, slot) DO UPDATE SET timeline = EXCLUDED.timeline,"
+												   " commit_lsn = GREATEST(c.commit_lsn, EXCLUDED.commit_lsn),"
+												   " end_lsn = GREATEST(c.end_lsn, EXCLUDED.end_lsn), updated_at = pg_catalog.now()"),
+								  5, vals, "setting the checkpoint", NULL) < 0)
 		{
 			PQclear(res);
 			goto fail;
@@ -771,7 +795,7 @@ rp_mirror_snap_complete(RpSink *sink, const RpCheckpoint *ck)
 	PQclear(res);
 	vals[0] = pg->opts.slot;
 	if (rp_mirror_exec_params(pg, rp_mirror_bk(pg, "DELETE FROM @bk.snapshot_progress WHERE slot = $1"), 1, vals,
-						  "clearing snapshot progress", NULL) < 0)
+							  "clearing snapshot progress", NULL) < 0)
 		goto fail;
 	if (rp_mirror_exec(pg, "COMMIT", "COMMIT", NULL) < 0)
 		goto fail;

@@ -41,7 +41,7 @@ rp_mirror_sql_cols(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *i
 
 void
 rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey,
-					const char *a, const char *b)
+						const char *a, const char *b)
 {
 	for (int k = 0; k < nkey; k++)
 	{
@@ -288,9 +288,9 @@ rp_mirror_match_expr(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, int col, 
 /* Execute sql with datums as its text parameters ($1..$n). */
 int
 rp_mirror_exec_datums(RpMirror *pg, RpMirrorTable *t, const char *sql, int n, const RpDatum *datums,
-			   const uint8_t *encs, const char *what)
+					  const uint8_t *encs, const char *what)
 {
-	RpMirrorParams	p;
+	RpMirrorParams p;
 	int			rc;
 
 	rp_mirror_params_init(&p);
@@ -304,7 +304,7 @@ rp_mirror_exec_datums(RpMirror *pg, RpMirrorTable *t, const char *sql, int n, co
 /* Columns of tup as datums/encodings for the applied columns (skip_unchanged). */
 int
 rp_mirror_collect(const RpMirrorTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
-		   uint8_t *encs, int *which)
+				  uint8_t *encs, int *which)
 {
 	int			n = 0;
 
@@ -326,7 +326,7 @@ rp_mirror_collect(const RpMirrorTable *t, const RpTuple *tup, bool skip_unchange
 
 void
 rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const int *which, int n,
-					 const char *extra_cols, const char *extra_vals)
+							const char *extra_cols, const char *extra_vals)
 {
 	char		tmp[32];
 
@@ -344,7 +344,11 @@ rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, co
 	}
 	if (extra_cols)
 		rp_buf_put_text(sql, extra_cols);
-	/* identity columns GENERATED ALWAYS keep the source's values, as COPY keeps them */
+
+	/*
+	 * identity columns GENERATED ALWAYS keep the source's values, as COPY
+	 * keeps them
+	 */
 	rp_buf_put_text(sql, ") OVERRIDING SYSTEM VALUE VALUES (");
 	for (int i = 0; i < n; i++)
 	{

@@ -16,7 +16,8 @@
 #include "base/rp_status.h"
 
 #define RP_COPY_CHUNK (1024 * 1024)
-#define RP_COPY_DIRECT (256 * 1024)	/* a value this large is sent from where it lies */
+#define RP_COPY_DIRECT (256 * 1024) /* a value this large is sent from where
+									 * it lies */
 
 int
 rp_mirror_copy_start(PGconn *conn, const char *into, const char *cols, bool binary, PGresult **res)
@@ -210,7 +211,7 @@ rp_mirror_stage_direct(RpMirror *pg, RpBuf *out, const RpMirrorTable *t, uint8_t
  */
 static int
 rp_mirror_stage_row_binary(RpMirror *pg, RpBuf *out, const RpMirrorTable *t, const RpEffect *ef, bool keys_only,
-				   int nfields)
+						   int nfields)
 {
 	int			direct;
 

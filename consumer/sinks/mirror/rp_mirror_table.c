@@ -97,7 +97,8 @@ void
 rp_mirror_table_forget(RpMirrorTable *t)
 {
 	if (!t->txn_dirty)
-		return;					/* nothing of it was made in the rolled-back transaction */
+		return;					/* nothing of it was made in the rolled-back
+								 * transaction */
 	rp_mirror_table_reset_stage(t);
 	t->resolved = false;
 	t->txn_dirty = false;

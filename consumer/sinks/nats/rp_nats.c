@@ -51,7 +51,7 @@ rp_nats_available(void)
 	return false;
 }
 
-RpSink *
+RpSink	   *
 rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
 {
 	rp_fail(RP_HALT_CONFIG, "this replicant was built without the NATS sink (libnats)");
@@ -86,7 +86,8 @@ read_tail(RpNatsSink *ns, bool fence)
 	uint64_t	last_seq;
 	RpNatsHead	last;
 	RpNatsHead	data;
-	RpCheckpoint bound = ns->ck;	/* the source this run streams (set by handle_batch) */
+	RpCheckpoint bound = ns->ck;	/* the source this run streams (set by
+									 * handle_batch) */
 
 	if (rp_nats_tail_read(&ns->link, ns->stream, &last_seq, &last, &data) < 0)
 		return -1;
@@ -95,17 +96,16 @@ read_tail(RpNatsSink *ns, bool fence)
 					   ns->stream, last.writer, ns->writer);
 
 	/*
-	 * A stream whose end went back lost messages it had acknowledged, and
-	 * the slot has been confirmed past them: resuming after the older tail
-	 * would write the next changes behind a hole no reader can see.  Seen
-	 * with nats-server 2.9.10 when the leader and a follower were killed
-	 * together while the third node caught up (a restarted node reset its
-	 * copy and voted the stale one leader), and when the whole cluster was
-	 * stopped while one node's copy still caught up.  A stream restored
-	 * from a backup or re-created looks the same.  A leader just elected
-	 * might answer before it has applied what it holds, so the tail is
-	 * asked again for RP_NATS_BEHIND_S before this halts: what a stream
-	 * lost stays lost.
+	 * A stream whose end went back lost messages it had acknowledged, and the
+	 * slot has been confirmed past them: resuming after the older tail would
+	 * write the next changes behind a hole no reader can see.  Seen with
+	 * nats-server 2.9.10 when the leader and a follower were killed together
+	 * while the third node caught up (a restarted node reset its copy and
+	 * voted the stale one leader), and when the whole cluster was stopped
+	 * while one node's copy still caught up.  A stream restored from a backup
+	 * or re-created looks the same.  A leader just elected might answer
+	 * before it has applied what it holds, so the tail is asked again for
+	 * RP_NATS_BEHIND_S before this halts: what a stream lost stays lost.
 	 */
 	if (fence && last_seq < ns->known_seq)
 	{
@@ -144,7 +144,11 @@ read_tail(RpNatsSink *ns, bool fence)
 		ns->resume_prev_end = data.prev_end_lsn;
 		ns->have_ck = 1;
 	}
-	/* descriptions are published again: which ones the stream holds is not known */
+
+	/*
+	 * descriptions are published again: which ones the stream holds is not
+	 * known
+	 */
 	ns->nrels = 0;
 	ns->need_tail = false;
 	return 0;
@@ -255,6 +259,7 @@ publish_unit(RpNatsSink *ns, RpDelivery *dl, const RpNatsUnit *u, const RpCheckp
 							   ns->stream, w.err_code);
 			failure_note(ns, &w);
 			ns->need_tail = true;
+
 			/*
 			 * A schema change inside the batch: the decoder's view is already
 			 * past the batch's first transactions, so they cannot be read
@@ -389,7 +394,7 @@ dup_or(const char *s, const char *fmt, const char *slot)
 	return rp_strndup(buf, strlen(buf));
 }
 
-RpSink *
+RpSink	   *
 rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
 {
 	RpSink	   *s;

@@ -20,7 +20,8 @@
 
 typedef struct RpNatsOptions
 {
-	const char *url;			/* nats://[user:pass@]HOST:PORT[,HOST:PORT...] or tls://... */
+	const char *url;			/* nats://[user:pass@]HOST:PORT[,HOST:PORT...]
+								 * or tls://... */
 	const char *slot;			/* names the defaults below */
 	const char *stream;			/* NULL: REPLICANT_<slot> */
 	const char *subject_prefix; /* NULL: replicant.<slot> */
@@ -36,10 +37,13 @@ typedef struct RpNatsOptions
 } RpNatsOptions;
 
 extern void rp_nats_options_init(RpNatsOptions *o);
+
 /* Is this build able to open the sink (libnats)? */
 extern bool rp_nats_available(void);
+
 /* NULL after rp_fail() on error (retryable unless a config or identity halt). */
 extern RpSink *rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env);
+
 /* Is s a NATS sink?  (Its metrics come through RpSink.metrics.) */
 extern bool rp_nats_is(const RpSink *s);
 

@@ -22,7 +22,11 @@ rp_nats_connect(RpNatsLink *l, const RpNatsOptions *o)
 	l->max_payload = natsConnection_GetMaxPayload(l->nc);
 	jsOptions_Init(&jo);
 	jo.Wait = l->ack_timeout_ms;
-	/* the window is ours (rp_nats_pub.c); libnats' limit only must never stall it */
+
+	/*
+	 * the window is ours (rp_nats_pub.c); libnats' limit only must never
+	 * stall it
+	 */
 	jo.PublishAsync.MaxPending = 2 * (int64_t) o->window + 64;
 	jo.PublishAsync.AckHandler = rp_nats_pub_ack;
 	jo.PublishAsync.AckHandlerClosure = l;

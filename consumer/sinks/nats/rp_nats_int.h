@@ -18,9 +18,11 @@
 
 /* name with every byte outside [A-Za-z0-9_-] as %XX (uppercase hex), appended to out */
 extern void rp_nats_subject_escape(RpBuf *out, const char *name);
+
 /* <prefix>.<schema>.<table>, escaped, NUL-terminated; out is reset first */
 extern void rp_nats_data_subject(RpBuf *out, const char *prefix, const char *schema,
 								 const char *table);
+
 /* <prefix>._control, NUL-terminated; out is reset first */
 extern void rp_nats_control_subject(RpBuf *out, const char *prefix);
 
@@ -51,7 +53,8 @@ typedef struct RpNatsPlace
 {
 	uint64_t	commit_lsn;
 	uint64_t	end_lsn;
-	uint64_t	prev_end_lsn;	/* end LSN of what the stream held before the transaction */
+	uint64_t	prev_end_lsn;	/* end LSN of what the stream held before the
+								 * transaction */
 	uint32_t	xid;
 	int64_t		commit_time;
 	uint64_t	index;
@@ -61,19 +64,23 @@ typedef struct RpNatsPlace
 extern void rp_nats_hdrs_init(RpNatsHdrs *h);
 extern void rp_nats_hdrs_free(RpNatsHdrs *h);
 extern void rp_nats_hdrs_reset(RpNatsHdrs *h);
+
 /* Open a value for key; append its text to h->buf, then rp_nats_hdrs_end. */
 extern void rp_nats_hdrs_begin(RpNatsHdrs *h, const char *key);
 extern void rp_nats_hdrs_end(RpNatsHdrs *h);
 extern void rp_nats_hdrs_add(RpNatsHdrs *h, const char *key, const char *value);
 extern const char *rp_nats_hdrs_value(const RpNatsHdrs *h, int i);
+
 /* The value of key, or NULL. */
 extern const char *rp_nats_hdrs_get(const RpNatsHdrs *h, const char *key);
 
 /* <system_id>:<slot>:<commit_lsn>:<index> */
 extern void rp_nats_msg_id(RpBuf *out, uint64_t system_id, const char *slot, uint64_t commit_lsn,
 						   uint64_t index);
+
 /* The identity headers (system id, timeline, slot, writer). */
 extern void rp_nats_hdrs_ident(RpNatsHdrs *h, const RpNatsIdent *id);
+
 /*
  * A data message's headers (all but Nats-Expected-Last-Sequence, set at
  * publish, and those of its record: op, table, key, relation seq).
@@ -84,8 +91,10 @@ extern void rp_nats_hdrs_place(RpNatsHdrs *h, const RpNatsIdent *id, const RpNat
 
 /* The record at raw (tag, length, payload), without a streamed change's xid, into out. */
 extern void rp_nats_wire_record(RpBuf *out, const unsigned char *raw);
+
 /* Its base64 as the Replicant-Wire header (tmp: work buffer). */
 extern void rp_nats_hdrs_wire(RpNatsHdrs *h, RpBuf *tmp, const unsigned char *raw);
+
 /* The bytes that header's value takes (base64 of the record), before it is built. */
 extern size_t rp_nats_wire_header_len(const unsigned char *raw);
 
@@ -110,8 +119,10 @@ typedef struct RpNatsResume
  * confirmed to PostgreSQL).
  */
 extern void rp_nats_resume_from_head(const RpNatsHead *head, RpNatsResume *r, RpCheckpoint *ck);
+
 /* Is the data message (commit_lsn, index) in the stream already? */
 extern bool rp_nats_resume_covers(const RpNatsResume *r, uint64_t commit_lsn, uint64_t index);
+
 /* Is the whole transaction at commit_lsn in the stream already? */
 extern bool rp_nats_resume_covers_txn(const RpNatsResume *r, uint64_t commit_lsn);
 
@@ -120,9 +131,12 @@ extern bool rp_nats_resume_covers_txn(const RpNatsResume *r, uint64_t commit_lsn
 typedef enum RpNatsFailure
 {
 	RP_NATS_FAIL_NONE,
-	RP_NATS_FAIL_SEQUENCE,		/* wrong last sequence (10071): re-read the tail */
-	RP_NATS_FAIL_RETRY,			/* timeout, no responders, leader change: retry */
-	RP_NATS_FAIL_FULL,			/* the stream is full (discard new): back-pressure */
+	RP_NATS_FAIL_SEQUENCE,		/* wrong last sequence (10071): re-read the
+								 * tail */
+	RP_NATS_FAIL_RETRY,			/* timeout, no responders, leader change:
+								 * retry */
+	RP_NATS_FAIL_FULL,			/* the stream is full (discard new):
+								 * back-pressure */
 	RP_NATS_FAIL_FATAL			/* a refusal retrying cannot change */
 } RpNatsFailure;
 
@@ -135,17 +149,18 @@ typedef struct RpNatsWin
 {
 	int			size;			/* most in flight */
 	int			in_flight;
-	uint64_t	last_seq;		/* the stream's last sequence as intended (the last publish's) */
+	uint64_t	last_seq;		/* the stream's last sequence as intended (the
+								 * last publish's) */
 	uint64_t	acked_seq;		/* highest sequence acknowledged as intended */
 	uint64_t	acked;			/* acks of this window as intended */
 	RpNatsFailure failure;		/* the worst one seen since the last reset */
 	int			err_code;		/* its JetStream error code, or 0 */
 	int			status;			/* its libnats status */
+
 	/*
-	 * Bytes of the messages in flight (payload, subject, headers) and
-	 * their bound (<= 0: none): the count alone would let a window of
-	 * large rows be held at once (G5).  One message always goes, whatever
-	 * its size.
+	 * Bytes of the messages in flight (payload, subject, headers) and their
+	 * bound (<= 0: none): the count alone would let a window of large rows be
+	 * held at once (G5).  One message always goes, whatever its size.
 	 */
 	int64_t		bytes;
 	int64_t		max_bytes;
@@ -156,21 +171,30 @@ typedef struct RpNatsWin
 
 extern void rp_nats_win_reset(RpNatsWin *w, int size, uint64_t last_seq);
 extern bool rp_nats_win_full(const RpNatsWin *w);
+
 /* Room for one more publish of `bytes` (by count and by bytes)? */
 extern bool rp_nats_win_room(const RpNatsWin *w, int64_t bytes);
+
 /* Bytes go into flight (delta > 0) or come back (< 0; never below 0). */
 extern void rp_nats_win_charge(RpNatsWin *w, int64_t delta);
+
 /* A publish goes out: the expected last sequence it must carry. */
 extern uint64_t rp_nats_win_send(RpNatsWin *w);
+
 /* Its publish call failed: it is not in flight. */
 extern void rp_nats_win_unsend(RpNatsWin *w, RpNatsFailure f, int status);
+
 /* An ack for the publish that expected `expected`: stored as seq (dup: a duplicate). */
 extern void rp_nats_win_ack(RpNatsWin *w, uint64_t expected, uint64_t seq, bool dup);
+
 /* An error answer (or a timeout) for a publish. */
 extern void rp_nats_win_nak(RpNatsWin *w, int status, int err_code, const char *text);
+
 /* status of rp_nats_win_nak and rp_nats_classify: how the publish ended */
-#define RP_NATS_ST_ANSWER	0	/* the server answered with an error (err_code) */
-#define RP_NATS_ST_LOST		1	/* no answer: timeout, no responders, connection */
+#define RP_NATS_ST_ANSWER	0	/* the server answered with an error
+								 * (err_code) */
+#define RP_NATS_ST_LOST		1	/* no answer: timeout, no responders,
+								 * connection */
 #define RP_NATS_ST_REFUSED	2	/* the client refused it (too large) */
 
 /* How an error is handled (the ordering of RpNatsFailure: the worst one wins). */
@@ -222,8 +246,10 @@ extern int	rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_s
 extern void rp_nats_pub_start(RpNatsLink *l, int size, uint64_t last_seq);
 extern bool rp_nats_pub_send(RpNatsLink *l, natsMsg *m);
 extern void rp_nats_pub_drain(RpNatsLink *l);
+
 /* the window's state once drained */
 extern RpNatsWin rp_nats_pub_result(RpNatsLink *l);
+
 /* the handler libnats calls for every ack (set in jsOptions) */
 extern void rp_nats_pub_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure);
 
@@ -260,14 +286,20 @@ typedef struct RpNatsSink
 	/* what the stream holds, as this writer knows it */
 	uint64_t	known_seq;		/* its last sequence */
 	RpNatsResume resume;		/* its last data (or position) message */
-	uint64_t	stream_end;		/* the end LSN its last complete transaction or position holds */
-	uint64_t	resume_prev_end;	/* mid-transaction: what the stream held before it */
+	uint64_t	stream_end;		/* the end LSN its last complete transaction
+								 * or position holds */
+	uint64_t	resume_prev_end;	/* mid-transaction: what the stream held
+									 * before it */
 	bool		need_tail;		/* read it again before publishing */
-	int64_t		behind_since_us;	/* a tail below known_seq first read then (0: none) */
+	int64_t		behind_since_us;	/* a tail below known_seq first read then
+									 * (0: none) */
 	int			have_ck;		/* checkpoint(): 1 found, 0 none */
 	RpCheckpoint ck;
 
-	/* relations described in this session: relid -> the description's sequence */
+	/*
+	 * relations described in this session: relid -> the description's
+	 * sequence
+	 */
 	RpNatsRelSeq *rels;
 	int			nrels;
 	int			caprels;
@@ -291,6 +323,7 @@ typedef struct RpNatsSink
 extern int	rp_nats_pass_batch(RpNatsSink *ns, RpDelivery *dl, RpTxn **txns, int n,
 							   const RpCheckpoint *ck);
 extern int	rp_nats_pass_message(RpNatsSink *ns, const RpMessage *msg, const RpCheckpoint *ck);
+
 /* a relation to describe again before its next change */
 extern void rp_nats_rel_forget(RpNatsSink *ns, uint32_t relid);
 

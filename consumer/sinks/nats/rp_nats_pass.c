@@ -418,7 +418,10 @@ pass_txn(RpNatsSink *ns, RpDelivery *dl, RpTxn *txn, const RpNatsIdent *id)
 		txn->commit_lsn == ns->resume.commit_lsn ? ns->resume_prev_end : ns->intended_end;
 	rp_lines_txn_fields(&ns->extra, txn);
 
-	/* read even when covered: its relation records keep the decoder's view current */
+	/*
+	 * read even when covered: its relation records keep the decoder's view
+	 * current
+	 */
 	if (rp_cursor_open(&c, dl, txn) < 0)
 		return -1;
 	while ((rc = rp_cursor_next(&c, &rec)) > 0)
@@ -473,7 +476,11 @@ rp_nats_pass_batch(RpNatsSink *ns, RpDelivery *dl, RpTxn **txns, int n, const Rp
 			return rc;
 		}
 	}
-	/* the batch ends with transactions that published nothing: record their end */
+
+	/*
+	 * the batch ends with transactions that published nothing: record their
+	 * end
+	 */
 	if (ck->end_lsn > ns->intended_end)
 	{
 		if (!send_position(ns, &id, ck))

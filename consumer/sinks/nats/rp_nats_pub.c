@@ -126,7 +126,10 @@ rp_nats_pub_send(RpNatsLink *l, natsMsg *m)
 	pthread_mutex_lock(&l->mu);
 	if (l->win.failure != RP_NATS_FAIL_NONE)
 	{
-		/* every later publish would be refused anyway (its expectation is wrong) */
+		/*
+		 * every later publish would be refused anyway (its expectation is
+		 * wrong)
+		 */
 		pthread_mutex_unlock(&l->mu);
 		natsMsg_Destroy(m);
 		return false;

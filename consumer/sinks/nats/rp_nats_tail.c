@@ -92,7 +92,11 @@ rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_seq, RpNatsH
 		case 0:
 			break;
 		case 1:
-			/* a replica's store may end before the stream: the tail would be an old one */
+
+			/*
+			 * a replica's store may end before the stream: the tail would be
+			 * an old one
+			 */
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\" has no leader: a replica answered with its own state; asking again",
 						   stream);
 		default:

@@ -112,7 +112,8 @@ rp_nats_classify(int status, int err_code, const char *text)
 		case 10071:
 			return RP_NATS_FAIL_SEQUENCE;
 		case 10077:
-			return text && strstr(text, "maximum") ? RP_NATS_FAIL_FULL : RP_NATS_FAIL_RETRY;
+			return text &&strstr(text, "maximum") ? RP_NATS_FAIL_FULL : RP_NATS_FAIL_RETRY;
+
 		case 10054:
 			return RP_NATS_FAIL_FATAL;
 		default:
