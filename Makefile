@@ -54,7 +54,12 @@ $(OBJS): $(wildcard plugin/*.h common/*.h)
 
 # Common objects are compiled twice: into the plugin (RP_BACKEND, palloc) here, and
 # into the consumer (malloc) by consumer/Makefile, in its own object directory.
+# PLUGIN_ONLY=1: the plugin alone, for another server's PGXS (the version matrix,
+# regress/pg_versions.sh): the consumer is built once, against the system's libpq.
+ifndef PLUGIN_ONLY
 all: consumer
+install: install-consumer
+endif
 consumer:
 	$(RP_ENV_FLAGS) $(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG)
 
@@ -67,7 +72,6 @@ unitcheck:
 	$(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) unitcheck
 	sh tools/pgindent/pgindent.sh --check
 
-install: install-consumer
 install-consumer:
 	$(RP_ENV_FLAGS) $(MAKE) -C consumer PG_CONFIG=$(PG_CONFIG) install
 

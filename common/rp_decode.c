@@ -375,6 +375,16 @@ rp_decoder_free(RpDecoder *dec)
 	dec->datum_cap = 0;
 }
 
+/*
+ * In the plugin vsnprintf is PostgreSQL's, declared gnu_printf since 16:
+ * say the same, or -Wmissing-format-attribute complains.
+ */
+#ifdef RP_BACKEND
+static int	rp_fail(RpDecoder *dec, const char *fmt,...) pg_attribute_printf(2, 3);
+#else
+static int	rp_fail(RpDecoder *dec, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+#endif
+
 static int
 rp_fail(RpDecoder *dec, const char *fmt,...)
 {

@@ -28,6 +28,16 @@
 
 PG_MODULE_MAGIC;
 
+/*
+ * A change's old and new rows: 17 removed ReorderBufferTupleBuf, they are
+ * plain HeapTuples since.
+ */
+#if PG_VERSION_NUM >= 170000
+#define RP_CHANGE_TUPLE(t) (t)
+#else
+#define RP_CHANGE_TUPLE(t) (&(t)->tuple)
+#endif
+
 extern void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 
 /* Keepalive opportunity every this many changes, as pgoutput does. */
@@ -416,9 +426,9 @@ rp_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 	}
 
 	if (change->data.tp.oldtuple)
-		oldtup = &change->data.tp.oldtuple->tuple;
+		oldtup = RP_CHANGE_TUPLE(change->data.tp.oldtuple);
 	if (change->data.tp.newtuple)
-		newtup = &change->data.tp.newtuple->tuple;
+		newtup = RP_CHANGE_TUPLE(change->data.tp.newtuple);
 
 	/*
 	 * A partition whose replica identity does not cover its root's logs old

@@ -238,7 +238,13 @@ rp_encode_array(RpBuf *buf, const RpTypeConv *conv, Datum value)
 static void
 rp_encode_composite(RpBuf *buf, Datum value)
 {
-	HeapTupleHeader td = DatumGetHeapTupleHeader(value);
+	/*
+	 * Not DatumGetHeapTupleHeader: the minor releases of November 2026 made
+	 * it an exported function, so a plugin built on their headers would not
+	 * load into an older server of the same major version. This is what it
+	 * does.
+	 */
+	HeapTupleHeader td = (HeapTupleHeader) PG_DETOAST_DATUM(value);
 	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(td),
 											  HeapTupleHeaderGetTypMod(td));
 	HeapTupleData tmp;

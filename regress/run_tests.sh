@@ -22,7 +22,16 @@
 #                                                                               (not with --quick)
 #   fuzz/TARGET      each libFuzzer target of consumer/fuzz/ for FUZZ_SECONDS (default 60)
 #                    from its seed corpus: a crash, leak or timeout fails       (not with --quick)
-# --quick skips test/t/, tsan/ and fuzz/. --only GLOB runs only the suites whose name
+#   pgV/installcheck, pgV/test/t/NNN_NAME.pl
+#                    for each installation V of RP_PG_VERSIONS (default "15.18 17 18"; "" for
+#                    none), which regress/pg_versions.sh assembles (npm's servers, Debian's
+#                    headers; cached in RP_PG_VERSIONS_DIR): the plugin built and installed
+#                    into it, its pg_regress suite, and for 17 and 18 the end-to-end tests of
+#                    VERSION_TESTS (in this file) against servers of that major, with the
+#                    consumer and client tools of 15. 15.18 is an older minor than the
+#                    system's 15 with the system's headers: the plugin must load into it
+#                                                                               (not with --quick)
+# --quick skips test/t/, tsan/, fuzz/ and pgV/. --only GLOB runs only the suites whose name
 # (as printed) matches GLOB, e.g. --only 'tsan/*', --only 'test/t/600_*' or
 # --only 'test/t/010_*'; the build and install always run. -h, --help prints this.
 # Each suite's output goes to regress/log/ and is shown when the suite fails. The last line
@@ -46,6 +55,16 @@ usage() {
 TSAN_SCRIPTS=(test/t/420_snapshot_mirror.pl test/t/400_snapshot_resume.pl test/t/410_snapshot_heap_resume.pl test/t/460_backfill.pl test/t/070_mirror_stream.pl)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 
+# The other majors, and the end-to-end tests each runs (those that need no client tool of
+# that major: the system's pg_dump 15 refuses a newer server, so 500, 510 and 600, which copy
+# a schema with it, are left to 15): mirror kill -9 rounds, the file sink's kill rounds, a
+# snapshot under a workload and the stream after it, a backfill, logical messages, a NATS
+# writer and reader, verify, a migration's wait, sync-sequences and verify.
+RP_PG_VERSIONS=${RP_PG_VERSIONS-15.18 17 18}
+VERSION_TESTS=(test/t/050_file_sink_kill9.pl test/t/070_mirror_stream.pl test/t/200_mirror_messages.pl
+	test/t/351_nats_source_memory.pl test/t/420_snapshot_mirror.pl test/t/460_backfill.pl
+	test/t/720_verify_truth.pl test/t/730_migration.pl)
+
 quick=0
 only='*'
 phase=all
@@ -64,8 +83,48 @@ while (($#)); do
 	shift
 done
 
+# version_build: regress/pg_versions.sh, then the plugin built and installed into each
+# major's installation (in a copy of the plugin's sources: the tree keeps 15's objects);
+# exports RP_PG_CONFIGS ("V=PG_CONFIG ..."), which the suites read
+version_build() {
+	local log=$RP_ROOT/regress/log/pg_versions.log v pgc dir
+	RP_PG_CONFIGS=''
+	[[ -n $RP_PG_VERSIONS ]] && ((!quick)) || return 0
+	if ((EUID == 0)); then
+		export RP_PG_VERSIONS_DIR=${RP_PG_VERSIONS_DIR:-/var/cache/replicant-pg}
+	else
+		export RP_PG_VERSIONS_DIR=${RP_PG_VERSIONS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/replicant-pg}
+	fi
+	rp_say "PostgreSQL $RP_PG_VERSIONS: regress/pg_versions.sh (log: regress/log/pg_versions.log)"
+	# shellcheck disable=SC2086 # the labels are words
+	bash "$RP_ROOT/regress/pg_versions.sh" "$RP_PG_VERSIONS_DIR" $RP_PG_VERSIONS >"$log.out" 2>"$log" || {
+		tail -n 20 "$log"
+		printf 'error: regress/pg_versions.sh failed (full log: %s)\n' "$log" >&2
+		return 1
+	}
+	while read -r v _ pgc; do
+		dir=$(mktemp -d /tmp/rp-plugin-"$v".XXXXXX)
+		# the sources only: the tree's objects are 15's
+		tar -C "$RP_ROOT" --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - \
+			Makefile replicant.control plugin common sql expected regress/logical.conf | tar -C "$dir" -xf -
+		rp_say "PostgreSQL $v: the plugin built and installed into $(dirname "$(dirname "$pgc")")"
+		if ! { make -C "$dir" PLUGIN_ONLY=1 PG_CONFIG="$pgc" && make -C "$dir" PLUGIN_ONLY=1 PG_CONFIG="$pgc" install; } >>"$log" 2>&1; then
+			tail -n 40 "$log"
+			printf 'error: the plugin did not build for PostgreSQL %s (full log: %s)\n' "$v" "$log" >&2
+			return 1
+		fi
+		if grep -q 'warning:' "$log"; then
+			printf 'compiler warnings (PostgreSQL %s):\n' "$v"
+			grep 'warning:' "$log"
+		fi
+		rm -rf "$dir"
+		RP_PG_CONFIGS+="${RP_PG_CONFIGS:+ }$v=$pgc"
+	done <"$log.out"
+	export RP_PG_CONFIGS
+}
+
 if [[ $phase == all ]]; then
-	if ! rp_build_install; then
+	if ! rp_build_install || ! version_build; then
 		printf '0 passed, 1 failed\n'
 		exit 1
 	fi
@@ -266,11 +325,12 @@ fi
 # test/tmp_check/log/regress_log_NAME.
 # tap_run LOG TREE TEST: prove -v TREE/TEST with what PostgreSQL::Test::Cluster needs (its
 # modules from the installation's PGXS, pg_regress, TESTDIR = TREE/test); sets "took"
+# (TAP_PG_CONFIG: another major's installation for the servers; the Perl modules stay 15's)
 tap_run() {
-	local log=$1 tree=$2 test=$3 pkglib
+	local log=$1 tree=$2 test=$3 pkglib pgc=${TAP_PG_CONFIG:-$PG_CONFIG}
 	pkglib=$("$PG_CONFIG" --pkglibdir)
 	PERL5LIB="$pkglib/pgxs/src/test/perl:$tree/test/perl${PERL5LIB:+:$PERL5LIB}" TESTDIR="$tree/test" \
-		PG_REGRESS="$pkglib/pgxs/src/test/regress/pg_regress" \
+		PG_REGRESS="$("$pgc" --pkglibdir)/pgxs/src/test/regress/pg_regress" PG_CONFIG="$pgc" \
 		run "$log" prove -v "$tree/$test"
 }
 tap_suites() {
@@ -290,15 +350,51 @@ tap_suites() {
 	done
 }
 
-# (c) the TAP tests, (d) the ThreadSanitizer runs of some, (e) fuzzing
+# (f) the other majors: the pg_regress suite and VERSION_TESTS against each one's servers
+version_suites() {
+	local pair v pgc t base log
+	for pair in ${RP_PG_CONFIGS:-}; do
+		v=${pair%%=*}
+		pgc=${pair#*=}
+		log=$logdir/pg$v-installcheck.log
+		if wanted "pg$v/installcheck"; then
+			rm -f regression.diffs
+			if run "$log" make installcheck PLUGIN_ONLY=1 PG_CONFIG="$pgc"; then
+				pass "pg$v/installcheck" "$took"
+				grep -E 'tests passed' "$log" | sed 's/^ */  /; s/ *$//' || true
+			else
+				fail "pg$v/installcheck" "$took"
+				if [[ -s regression.diffs ]]; then cat regression.diffs; else show "$log" 40; fi
+			fi
+		fi
+		[[ $v == *.* ]] && continue    # a minor of 15: the pg_regress suite only
+		for t in "${VERSION_TESTS[@]}"; do
+			wanted "pg$v/$t" || continue
+			base=$(basename "$t" .pl)
+			log=$logdir/pg$v-tap-$base.log
+			if TAP_PG_CONFIG=$pgc tap_run "$log" "$RP_ROOT" "$t"; then
+				pass "pg$v/$t" "$took"
+				printf '  %s checks passed (PostgreSQL %s)\n' "$(grep -cE '^ok [0-9]+' "$log" || true)" \
+					"$(sed -n 's/.*starting PostgreSQL \([0-9.]*\) .*/\1/p' test/tmp_check/log/"${base}"_*.log 2>/dev/null | sort -u | paste -sd ' ' -)"
+			else
+				fail "pg$v/$t" "$took"
+				show "$log" 60
+				[[ ! -f test/tmp_check/log/regress_log_$base ]] || show "test/tmp_check/log/regress_log_$base" 60
+			fi
+		done
+	done
+}
+
+# (c) the TAP tests, (d) the ThreadSanitizer runs of some, (e) fuzzing, (f) other majors
 if ((quick)); then
-	printf 'skipped test/t/, tsan/, fuzz/ (--quick)\n'
+	printf 'skipped test/t/, tsan/, fuzz/, pgV/ (--quick)\n'
 else
 	shopt -s nullglob
 	tap_suites
 
 	tsan_suites
 	fuzz_suites
+	version_suites
 fi
 
 ((failed == 0)) || printf 'failed: %s\n' "${failures[*]}"
