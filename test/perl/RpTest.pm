@@ -82,7 +82,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(
-  rp_root rp_timeout rp_work rp_fixture slurp
+  rp_root rp_timeout rp_work rp_fixture rp_fixture_section slurp
   rp_cluster rp_psql rp_psql_bg rp_session rp_conninfo
   rp_replicant rp_replicant_ok rp_consumer rp_run
   rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
@@ -117,6 +117,18 @@ sub rp_fixture
 {
 	my ($name) = @_;
 	return slurp("$ROOT/test/fixtures/$name");
+}
+
+# rp_fixture_section(FILE, NAME): the section of test/fixtures/FILE headed
+# "-- == NAME ==" (to the next such line), without its whole-line comments; dies when
+# there is none
+sub rp_fixture_section
+{
+	my ($file, $name) = @_;
+	my ($text) = rp_fixture($file) =~ /^-- == \Q$name\E ==\n(.*?)(?=^-- == |\z)/ms;
+	die "no section $name in test/fixtures/$file\n" unless defined $text;
+	$text =~ s/^--.*\n//mg;
+	return $text;
 }
 
 # ---------------------------------------------------------------- clusters

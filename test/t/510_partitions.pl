@@ -30,15 +30,7 @@ use Test::More;
 
 my $work = rp_work();
 
-# section(NAME): the section "-- == NAME ==" of test/fixtures/partitions.sql
-my $fixture = rp_fixture('partitions.sql');
-sub section
-{
-	my ($name) = @_;
-	my ($text) = $fixture =~ /^-- == \Q$name\E ==\n(.*?)(?=^-- == |\z)/ms;
-	die "no section $name in partitions.sql\n" unless defined $text;
-	return $text;
-}
+sub section { return rp_fixture_section('partitions.sql', $_[0]); }
 
 my $src = rp_cluster('src');
 my $dst = rp_cluster('dst');

@@ -34,16 +34,7 @@ use Test::More;
 my $SLOT = 'verify_mirror';
 my $work = rp_work();
 
-# section(NAME): the section "-- == NAME ==" of test/fixtures/verify_mirror.sql
-my $fixture = rp_fixture('verify_mirror.sql');
-sub section
-{
-	my ($name) = @_;
-	my ($text) = $fixture =~ /^-- == \Q$name\E ==\n(.*?)(?=^-- == |\z)/ms;
-	die "no section $name in verify_mirror.sql\n" unless defined $text;
-	$text =~ s/^--.*\n//mg;
-	return $text;
-}
+sub section { return rp_fixture_section('verify_mirror.sql', $_[0]); }
 
 my $src = rp_cluster('src');
 my $dst = rp_cluster('dst');

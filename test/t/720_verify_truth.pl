@@ -35,15 +35,7 @@ use Test::More;
 my $SLOT = 'verify_truth';
 my $work = rp_work();
 
-# section(NAME): the section "-- == NAME ==" of test/fixtures/verify_truth.sql
-my $fixture = rp_fixture('verify_truth.sql');
-sub section
-{
-	my ($name) = @_;
-	my ($text) = $fixture =~ /^-- == \Q$name\E ==\n(.*?)(?=^-- == |\z)/ms;
-	die "no section $name in verify_truth.sql\n" unless defined $text;
-	return $text;
-}
+sub section { return rp_fixture_section('verify_truth.sql', $_[0]); }
 
 my $src = rp_cluster('src');
 my $dst = rp_cluster('dst');
