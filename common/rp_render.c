@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-static void rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding, RpRenderOut * fo);
+static void rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding, RpRenderOut *fo);
 
 const char *
 rp_identity_name(char identity)
@@ -33,7 +33,7 @@ rp_identity_name(char identity)
  * passes fo->at.  False once a write failed (the caller stops rendering).
  */
 static inline bool
-rp_render_spill(RpBuf *buf, RpRenderOut * fo)
+rp_render_spill(RpBuf *buf, RpRenderOut *fo)
 {
 	if (fo == NULL)
 		return true;
@@ -44,7 +44,7 @@ rp_render_spill(RpBuf *buf, RpRenderOut * fo)
 
 /* A JSON string of len bytes at s, slice by slice when fo writes as it goes. */
 static void
-rp_render_string(RpBuf *buf, const char *s, size_t len, RpRenderOut * fo)
+rp_render_string(RpBuf *buf, const char *s, size_t len, RpRenderOut *fo)
 {
 	if (fo == NULL || len <= RP_RENDER_SLICE)
 	{
@@ -65,7 +65,7 @@ rp_render_string(RpBuf *buf, const char *s, size_t len, RpRenderOut * fo)
 
 /* Bytes as a base64 JSON string; slices of whole 3-byte groups encode alike. */
 static void
-rp_render_base64(RpBuf *buf, const unsigned char *p, size_t len, RpRenderOut * fo)
+rp_render_base64(RpBuf *buf, const unsigned char *p, size_t len, RpRenderOut *fo)
 {
 	const size_t slice = RP_RENDER_SLICE / 3 * 3;
 
@@ -127,7 +127,7 @@ rp_render_float(RpBuf *buf, double v, bool single)
 /* Elements of dimension dim, nested one JSON array per dimension. */
 static void
 rp_render_array_dim(RpBuf *buf, RpReader *r, uint8_t enc, const uint32_t *dims,
-					uint32_t ndim, uint32_t dim, RpRenderOut * fo)
+					uint32_t ndim, uint32_t dim, RpRenderOut *fo)
 {
 	rp_buf_put_char(buf, '[');
 	for (uint32_t i = 0; i < dims[dim] && rp_render_spill(buf, fo); i++)
@@ -145,7 +145,7 @@ rp_render_array_dim(RpBuf *buf, RpReader *r, uint8_t enc, const uint32_t *dims,
 }
 
 static void
-rp_render_array(RpBuf *buf, RpReader *r, RpRenderOut * fo)
+rp_render_array(RpBuf *buf, RpReader *r, RpRenderOut *fo)
 {
 	uint8_t		enc = rp_get_u8(r);
 	uint32_t	ndim;
@@ -187,7 +187,7 @@ rp_render_array(RpBuf *buf, RpReader *r, RpRenderOut * fo)
 }
 
 static void
-rp_render_composite(RpBuf *buf, RpReader *r, RpRenderOut * fo)
+rp_render_composite(RpBuf *buf, RpReader *r, RpRenderOut *fo)
 {
 	uint16_t	natts = rp_get_u16(r);
 
@@ -213,7 +213,7 @@ rp_render_composite(RpBuf *buf, RpReader *r, RpRenderOut * fo)
 }
 
 static void
-rp_render_range(RpBuf *buf, RpReader *r, RpRenderOut * fo)
+rp_render_range(RpBuf *buf, RpReader *r, RpRenderOut *fo)
 {
 	uint8_t		flags = rp_get_u8(r);
 	uint8_t		enc;
@@ -254,7 +254,7 @@ rp_render_range(RpBuf *buf, RpReader *r, RpRenderOut * fo)
  * escaped), so a space in its place means the same document.
  */
 static void
-rp_render_json_text(RpBuf *buf, const char *s, uint32_t len, RpRenderOut * fo)
+rp_render_json_text(RpBuf *buf, const char *s, uint32_t len, RpRenderOut *fo)
 {
 	if (s == NULL)
 		return;
@@ -273,7 +273,7 @@ rp_render_json_text(RpBuf *buf, const char *s, uint32_t len, RpRenderOut * fo)
 }
 
 static void
-rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding, RpRenderOut * fo)
+rp_render_reader_value(RpBuf *buf, RpReader *r, uint8_t encoding, RpRenderOut *fo)
 {
 	uint32_t	len;
 	const char *s;
@@ -396,7 +396,7 @@ rp_render_value(RpBuf *buf, uint8_t encoding, const unsigned char *data, uint32_
 }
 
 static void
-rp_render_tuple_out(RpBuf *buf, const RpRelation *rel, const RpTuple *tup, RpRenderOut * fo)
+rp_render_tuple_out(RpBuf *buf, const RpRelation *rel, const RpTuple *tup, RpRenderOut *fo)
 {
 	bool		first = true;
 
@@ -548,7 +548,7 @@ rp_render_relation(RpBuf *buf, const RpRelation *rel)
 }
 
 static void
-rp_render_change(RpBuf *buf, const RpRecord *rec, RpRenderOut * fo)
+rp_render_change(RpBuf *buf, const RpRecord *rec, RpRenderOut *fo)
 {
 	const RpRelation *rel = rec->u.change.rel;
 	uint8_t		flags = rec->u.change.flags;
@@ -582,7 +582,7 @@ rp_render_record(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels, const ch
 
 void
 rp_render_record_out(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels, const char *extra,
-					 RpRenderOut * fo)
+					 RpRenderOut *fo)
 {
 	rp_buf_put_text(buf, "{\"kind\":");
 	rp_json_cstring(buf, rp_tag_name(rec->tag));

@@ -35,12 +35,12 @@ typedef struct RpRenderOut
 	int			(*flush) (void *arg, RpBuf *buf);
 	void	   *arg;
 	bool		failed;
-}			RpRenderOut;
+} RpRenderOut;
 
 #define RP_RENDER_SLICE (64 * 1024)
 
 extern void rp_render_record_out(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels,
-								 const char *extra, RpRenderOut * fo);
+								 const char *extra, RpRenderOut *fo);
 
 /* One value of the given encoding (bytes as validated by the decoder). */
 extern void rp_render_value(RpBuf *buf, uint8_t encoding, const unsigned char *data,

@@ -33,7 +33,7 @@ rp_agg_hook_after(void *arg)
 }
 
 void
-rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook * hook)
+rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook *hook)
 {
 	memset(hook, 0, sizeof(*hook));
 	hook->before_commit = rp_agg_hook_before;

@@ -62,6 +62,6 @@ extern int	rp_agg_committed(RpAgg *agg);
  * (RpSinkEnv.batch_hook); only: --aggregates-only, the sink applies no
  * row itself.  agg must outlive the sink.
  */
-extern void rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook * hook);
+extern void rp_agg_batch_hook(RpAgg *agg, bool only, RpSinkBatchHook *hook);
 
 #endif							/* RP_AGG_H */

@@ -52,7 +52,7 @@ typedef struct RpBackfillOptions
 	int			(*progress) (void *arg, uint32_t relid, char **token);
 	void	   *progress_arg;
 	bool		verbose;
-}			RpBackfillOptions;
+} RpBackfillOptions;
 
 /*
  * One chunk, owned by the backfill thread; the sink reads it between
@@ -80,7 +80,7 @@ extern RpBackfill *rp_backfill_new(void);
 extern void rp_backfill_free(RpBackfill *bf);
 
 /* Start the thread; -1 after rp_fail() (nothing started). */
-extern int	rp_backfill_start(RpBackfill *bf, const RpBackfillOptions * opts);
+extern int	rp_backfill_start(RpBackfill *bf, const RpBackfillOptions *opts);
 
 /* Ask the thread to stop and wait for it (no-op when none runs, or bf NULL). */
 extern void rp_backfill_stop(RpBackfill *bf);

@@ -8,9 +8,9 @@
 #include "cli/rp_cli.h"
 
 int
-main		(int argc, char **argv)
+main(int argc, char **argv)
 {
-	const		RpCliCommand *cmd = argc > 1 ? rp_cli_command(argv[1]) : NULL;
+	const RpCliCommand *cmd = argc > 1 ? rp_cli_command(argv[1]) : NULL;
 
 	if (cmd)
 		return cmd->main(argc - 1, argv + 1);

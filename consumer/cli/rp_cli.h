@@ -92,7 +92,7 @@ typedef struct RpCli
 	char	   *state_dir;
 	char	   *spill_dir;
 	RpBatchLimits limits;
-	bool progress;				/* --progress: the stream's line for the whole
+	bool		progress;		/* --progress: the stream's line for the whole
 								 * run */
 	bool		no_progress;	/* --no-progress: no progress display at all */
 	int			metrics_port;
@@ -132,7 +132,7 @@ typedef struct RpCliCommand
 													 * exit status */
 	const char *synopsis;		/* after the name, for --help */
 	const char *summary;
-}			RpCliCommand;
+} RpCliCommand;
 
 /* NULL-terminated; --help lists them in this order. */
 extern const RpCliCommand rp_cli_commands[];

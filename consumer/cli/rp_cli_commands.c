@@ -11,7 +11,7 @@
 
 #include "cli/rp_cli.h"
 
-const		RpCliCommand rp_cli_commands[] = {
+const RpCliCommand rp_cli_commands[] = {
 	/* needs no server */
 	{"verify-snapshot", rp_verify_snapshot_main,
 	"[--rows ID] [--quiet] FILE...", "check snapshot dumps; --help for details"},
@@ -25,10 +25,10 @@ const		RpCliCommand rp_cli_commands[] = {
 	{NULL, NULL, NULL, NULL}
 };
 
-const		RpCliCommand *
+const RpCliCommand *
 rp_cli_command(const char *name)
 {
-	for (const RpCliCommand * c = rp_cli_commands; c->name; c++)
+	for (const RpCliCommand *c = rp_cli_commands; c->name; c++)
 		if (strcmp(c->name, name) == 0)
 			return c;
 	return NULL;

@@ -133,7 +133,7 @@ rp_cli_usage(void)
 	printf("%s receives a replicant logical decoding stream and applies it to a sink.\n\n", progname);
 	printf("Usage:\n  %s [OPTION]...\n", progname);
 	/* the commands, from the table main dispatches from */
-	for (const RpCliCommand * c = rp_cli_commands; c->name; c++)
+	for (const RpCliCommand *c = rp_cli_commands; c->name; c++)
 		printf("  %s %s %s   (%s)\n", progname, c->name, c->synopsis, c->summary);
 	usage_general();
 	usage_sinks();

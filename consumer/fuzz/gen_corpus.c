@@ -192,7 +192,7 @@ json_seeds(void)
 }
 
 int
-main		(int argc, char **argv)
+main(int argc, char **argv)
 {
 	RpBuf		b;
 	size_t		at;

@@ -30,7 +30,7 @@ extern int	rp_lines_txn(RpBuf *out, RpDelivery *dl, RpTxn *txn, size_t flush_at,
  */
 extern void rp_lines_txn_fields(RpBuf *extra, const RpTxn *txn);
 extern void rp_lines_record(RpBuf *out, RpDelivery *dl, RpRecord *rec, const char *extra,
-							RpRenderOut * fo);
+							RpRenderOut *fo);
 
 /* Append msg's line to out, flushing alike; -1 when a flush failed. */
 extern int	rp_lines_message(RpBuf *out, const RpMessage *msg, size_t flush_at,

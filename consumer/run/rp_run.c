@@ -17,7 +17,7 @@
 #define RP_BACKOFF_MAX_S 30
 
 void
-rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks * h)
+rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks *h)
 {
 	memset(run, 0, sizeof(*run));
 	run->o = *o;

@@ -96,7 +96,7 @@ typedef struct RpRunHooks
 	 */
 	int			(*started) (void *arg, RpSink *sink);
 	void	   *arg;			/* for the callbacks */
-}			RpRunHooks;
+} RpRunHooks;
 
 typedef struct RpRun
 {
@@ -119,7 +119,7 @@ typedef struct RpRun
 } RpRun;
 
 /* The run's options and hooks (copied; the strings they point to are the caller's). */
-extern void rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks * h);
+extern void rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks *h);
 
 /*
  * Stream from src into sink (open; the caller closes it after) until

@@ -140,10 +140,10 @@ typedef struct RpSlotSourceOptions
 	int			status_interval_ms;
 	void		(*log_info) (void *arg, const char *line);	/* -v lines, or NULL */
 	void	   *log_arg;
-}			RpSlotSourceOptions;
+} RpSlotSourceOptions;
 
 /* The options are copied (not the strings they point to); NULL after rp_fail. */
-extern RpSource *rp_source_slot_new(const RpSlotSourceOptions * o);
+extern RpSource *rp_source_slot_new(const RpSlotSourceOptions *o);
 
 /* ---- a JetStream stream (rp_source_nats.c) ---- */
 

@@ -82,7 +82,7 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck)
 }
 
 static char **
-plugin_options(const RpSlotSourceOptions * so)
+plugin_options(const RpSlotSourceOptions *so)
 {
 	char	  **o = rp_malloc0(sizeof(char *) * (size_t) (so->noptions * 2 + 5));
 	int			n = 0;
@@ -339,7 +339,7 @@ slot_free(RpSource *src)
 }
 
 RpSource   *
-rp_source_slot_new(const RpSlotSourceOptions * o)
+rp_source_slot_new(const RpSlotSourceOptions *o)
 {
 	RpSlotSource *s = rp_malloc0(sizeof(*s));
 

@@ -53,7 +53,7 @@ rp_snap_progress(RpSnapRun *run, int64_t started_us, bool final)
 }
 
 void
-rp_snap_say(const RpSnapOptions * o, const char *fmt,...)
+rp_snap_say(const RpSnapOptions *o, const char *fmt,...)
 {
 	char		line[1024];
 	int			n = snprintf(line, sizeof(line), "%s: ", o->progname);
@@ -90,7 +90,7 @@ rp_snap_report(RpSnapRun *run, bool final)
 
 /* CREATE_REPLICATION_SLOT ... with an exported snapshot: lsn and name. */
 static int
-rp_snap_create_slot(RpConn *rc, const RpSnapOptions * o, uint64_t *lsn, char *snapname, size_t len)
+rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *snapname, size_t len)
 {
 	char	   *id = rp_sql_ident_dup(o->slot);
 	char		cmd[512];
@@ -186,7 +186,7 @@ rp_snap_stats_free(RpSnapStats *st)
  * consistent point of the copy that stopped.  0, or -1 after rp_fail().
  */
 static int
-rp_snap_find_resume(PGconn *coord, const RpSnapOptions * o, RpSink *sink, bool *resume,
+rp_snap_find_resume(PGconn *coord, const RpSnapOptions *o, RpSink *sink, bool *resume,
 					uint64_t *resume_lsn)
 {
 	RpSnapTable *tables = NULL;
@@ -243,7 +243,7 @@ out:
 static int
 rp_snap_begin(RpSnapRun *run, RpConn *repl, PGconn *coord, bool resume, uint64_t resume_lsn)
 {
-	const		RpSnapOptions *o = run->opts;
+	const RpSnapOptions *o = run->opts;
 
 	if (resume)
 	{
@@ -506,7 +506,7 @@ rp_snap_sink_done(RpSink *sink)
 static int
 rp_snap_workers_open(RpSnapRun *run, RpSnapWorker **workers, int *nworkers)
 {
-	const		RpSnapOptions *o = run->opts;
+	const RpSnapOptions *o = run->opts;
 
 	*nworkers = o->workers < run->njobs ? o->workers : run->njobs;
 	*workers = rp_malloc0(sizeof(RpSnapWorker) * (size_t) (*nworkers + 1));
@@ -554,7 +554,7 @@ rp_snap_complete(RpSnapRun *run, int64_t started, RpCheckpoint *ck)
  * planned, the workers opened, the copy, the completion.
  */
 int
-rp_snapshot_run(const RpSnapOptions * o, RpSink *sink, RpCheckpoint *ck)
+rp_snapshot_run(const RpSnapOptions *o, RpSink *sink, RpCheckpoint *ck)
 {
 	RpSnapRun	run;
 	RpConn		repl;
@@ -568,7 +568,7 @@ rp_snapshot_run(const RpSnapOptions * o, RpSink *sink, RpCheckpoint *ck)
 	uint64_t	resume_lsn = 0;
 	int64_t		started = rp_clock_wall_us();
 	int			rc = -1;
-	bool		tty = o->progress &&isatty(STDERR_FILENO);
+	bool		tty = o->progress && isatty(STDERR_FILENO);
 	RpSnapStats uncounted;		/* the counters when the caller keeps none */
 	RpUuid7Gen	ids = RP_UUID7_GEN_INIT;	/* the run's snapshot_ids */
 	int			sink_done;

@@ -84,7 +84,7 @@ typedef struct RpSnapOptions
 	uint64_t	chunk_rows;		/* rows per chunk */
 	uint64_t	chunk_bytes;	/* bytes per chunk */
 	bool		create_slot;	/* a fresh snapshot may create the slot */
-	bool progress;				/* progress line when stderr is a terminal */
+	bool		progress;		/* progress line when stderr is a terminal */
 	RpSnapProgressFn progress_fn;	/* instead of the line: the figures (the
 									 * program's display) */
 	void	   *progress_arg;
@@ -99,7 +99,7 @@ typedef struct RpSnapOptions
 	 * thread-safe), SNAPSHOT_COMPLETE
 	 */
 	RpEventHook events;
-}			RpSnapOptions;
+} RpSnapOptions;
 
 /*
  * Copy or resume.  1: done, ck holds the consistent point (commit_lsn just
@@ -107,6 +107,6 @@ typedef struct RpSnapOptions
  * handle_snapshot_complete got it; 0: the sink already holds a checkpoint,
  * nothing to copy; -1: error (rp_error()).
  */
-extern int	rp_snapshot_run(const RpSnapOptions * opts, RpSink *sink, RpCheckpoint *ck);
+extern int	rp_snapshot_run(const RpSnapOptions *opts, RpSink *sink, RpCheckpoint *ck);
 
 #endif							/* RP_SNAPSHOT_H */

@@ -49,7 +49,7 @@ rp_snap_exec(PGconn *conn, const char *sql, const char *what, const RpSnapTable 
 }
 
 PGconn	   *
-rp_snap_connect(const RpSnapOptions * o)
+rp_snap_connect(const RpSnapOptions *o)
 {
 	/*
 	 * Pinned output settings (G6) for the columns read as text (the session

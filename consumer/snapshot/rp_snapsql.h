@@ -16,7 +16,7 @@
 #include "snapshot/rp_snapshot.h"
 
 /* A source session with the output settings pinned (G6); NULL after rp_fail(). */
-extern PGconn *rp_snap_connect(const RpSnapOptions * o);
+extern PGconn *rp_snap_connect(const RpSnapOptions *o);
 
 /* " FROM ONLY schema.table AS rp_t" (a partition root: without ONLY, its partitions' rows) */
 extern void rp_snap_sql_from(RpBuf *sql, PGconn *conn, const RpSnapTable *t);

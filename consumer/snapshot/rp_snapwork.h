@@ -37,7 +37,7 @@ typedef struct RpSnapJob
 
 typedef struct RpSnapRun
 {
-	const		RpSnapOptions *opts;
+	const RpSnapOptions *opts;
 	RpSink	   *sink;
 	RpSnapStats *stats;			/* opts->stats, or the run's own */
 	RpCheckpoint origin;
@@ -67,7 +67,7 @@ typedef struct RpSnapWorker
 } RpSnapWorker;
 
 /* A -v notice: "PROGNAME: ..." through opts->log_fn, else on stderr. */
-extern void rp_snap_say(const RpSnapOptions * o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern void rp_snap_say(const RpSnapOptions *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
 /* A worker thread: copies jobs until none is left or one failed. */
 extern void *rp_snap_worker_main(void *arg);

@@ -59,7 +59,7 @@ typedef struct RpSinkBatchHook
 	int			(*after_commit) (void *arg);
 	void	   *arg;
 	bool		skip_rows;
-}			RpSinkBatchHook;
+} RpSinkBatchHook;
 
 /*
  * What a sink is given when it is opened, besides its own options.  The

@@ -22,7 +22,7 @@ typedef struct CtSuiteEntry
 {
 	const char *name;			/* test file's: test_NAME.c */
 	Suite	   *(*build) (void);
-}			CtSuiteEntry;
+} CtSuiteEntry;
 
 static const CtSuiteEntry ct_suites[] = {
 #define CT_SUITE(name) {#name, ct_suite_##name},
@@ -43,7 +43,7 @@ typedef struct CtTotals
 
 /* Run one suite in an SRunner of its own and add to the totals. */
 static void
-ct_run_suite(const CtSuiteEntry * e, CtTotals *tot)
+ct_run_suite(const CtSuiteEntry *e, CtTotals *tot)
 {
 	SRunner    *sr = srunner_create(e->build());
 	int			ran,
@@ -75,7 +75,7 @@ ct_find(const char *name)
 }
 
 int
-main		(int argc, char **argv)
+main(int argc, char **argv)
 {
 	CtTotals	tot = {0, 0, 0, 0};
 	int			unknown = 0;

@@ -304,7 +304,7 @@ two_mirrors_suite(void)
  * by test/t/001_two_mirrors.pl.  Non-zero unless every test ran and passed.
  */
 int
-main		(void)
+main(void)
 {
 	SRunner    *sr = srunner_create(two_mirrors_suite());
 	int			ran,

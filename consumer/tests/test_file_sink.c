@@ -515,7 +515,7 @@ START_TEST(test_snapshot_progress_kept)
 	"{\"kind\":\"begin\",\"snapshot_id\":\"01900000-0000-7000-8000-000000000001\",\"seq\":0}\n"
 	"{\"kind\":\"row\",\"snapshot_id\":\"01900000-0000-7000-8000-000000000001\",\"seq\":0}\n";
 	static const char torn[] = "{\"kind\":\"row\",\"snapshot_id\":\"0190";
-	char progress[256];
+	char		progress[256];
 	char		ppath[512];
 	RpSinkEnv	env;
 	RpSink	   *s;

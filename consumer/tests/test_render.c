@@ -277,7 +277,7 @@ typedef struct ValueCase
 	uint8_t		enc;
 	void		(*build) (RpBuf *b);
 	const char *json;
-}			ValueCase;
+} ValueCase;
 
 #define X_ROW(name, enc, json, ...) {#name, enc, build_##name, json},
 static const ValueCase value_cases[] = {VALUE_CASES(X_ROW)};
@@ -287,7 +287,7 @@ static const ValueCase value_cases[] = {VALUE_CASES(X_ROW)};
 /* One case per loop iteration: walk, render, compare. */
 START_TEST(test_value)
 {
-	const		ValueCase *vc = &value_cases[_i];
+	const ValueCase *vc = &value_cases[_i];
 	RpBuf		v;
 	char	   *json;
 

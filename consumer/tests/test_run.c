@@ -145,7 +145,7 @@ typedef struct Told
 {
 	int			ups;
 	int			losts;
-	int progress;
+	int			progress;
 	int			errors;
 	char		last_error[256];
 } Told;
@@ -164,7 +164,7 @@ told_event(const RpEvent *ev, void *arg)
 static void
 told_progress(void *arg, const RpRunProgress *p)
 {
-	((Told *) arg)->progress ++;
+	((Told *) arg)->progress++;
 }
 
 static void

@@ -10,20 +10,26 @@ pg_config=${PG_CONFIG:-pg_config}
 server=$("$pg_config" --includedir-server)
 inc=$("$pg_config" --includedir)
 cd "$root"
+# the files, each without its comments (a "typedef" in prose is not one)
 {
-	find plugin common consumer \( -name 'obj*' -o -name corpus \) -prune -o -name '*.[ch]' -print | sort | xargs cat
-	find "$server" -name '*.h' | sort | xargs cat
+	find plugin common consumer \( -name 'obj*' -o -name corpus \) -prune -o -name '*.[ch]' -print | sort
+	find "$server" -name '*.h' | sort
 	for h in "$inc/libpq-fe.h" "$inc/postgres_ext.h" /usr/include/nats/nats.h /usr/include/check.h /usr/include/microhttpd.h; do
-		[ -f "$h" ] && cat "$h"
+		[ -f "$h" ] && echo "$h"
 	done
-} | perl -0777 -ne '
-	# "typedef ... NAME;", "typedef struct X { ... } NAME;", "typedef RET (*NAME)(...);"
-	while (/\btypedef\b([^;{]*(\{(?:[^{}]|(?2))*\})?[^;]*);/g)
-	{
-		my $t = $1;
-		if ($t =~ /\(\s*\*\s*(\w+)\s*\)/) { print "$1\n"; }
-		elsif ($t =~ /(\w+)\s*(?:\[[^\]]*\])?\s*$/) { print "$1\n"; }
-	}' >"$here/typedefs.list.tmp"
+} | while read -r f; do
+	gcc -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null | perl -0777 -ne '
+		# no preprocessor lines: a macro may hold half a brace pair
+		s/^[ \t]*#(?:[^\n]*\\\n)*[^\n]*\n//mg;
+		# "typedef ... NAME;", "typedef struct X { ... } NAME;", "typedef RET (*NAME)(...);"
+		while (/\btypedef\b([^;{]*)(\{(?:[^{}]|(?2))*\})?([^;]*);/g)
+		{
+			my ($head, $body, $tail) = ($1, $2, $3);
+			if (defined $body) { print "$1\n" if $tail =~ /(\w+)\s*(?:\[[^\]]*\])?\s*$/; }
+			elsif ("$head$tail" =~ /\(\s*\*\s*(\w+)\s*\)/) { print "$1\n"; }
+			elsif ("$head$tail" =~ /(\w+)\s*(?:\[[^\]]*\])?\s*$/) { print "$1\n"; }
+		}'
+done >"$here/typedefs.list.tmp"
 printf '%s\n' FILE DIR bool size_t ssize_t off_t pid_t mode_t time_t socklen_t sig_atomic_t va_list \
 	int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t \
 	pthread_t pthread_mutex_t pthread_cond_t pthread_once_t >>"$here/typedefs.list.tmp"

@@ -123,7 +123,7 @@ rp_snaplog_chunk(RpSnapLog *sl, const RpSnapshotCtx *ctx, RpBuf *out,
 		}
 		dropped = env->dropped;
 		if (rp_env_row(env, out, row.data, row.len, key.len ? key.data : NULL, key.len) < 0 ||
-			(out->len >= RP_SNAPLOG_FLUSH && flush &&flush(arg, out) < 0))
+			(out->len >= RP_SNAPLOG_FLUSH && flush && flush(arg, out) < 0))
 		{
 			rc = -1;
 			failed = true;

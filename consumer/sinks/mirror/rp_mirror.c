@@ -236,7 +236,7 @@ static int
 rp_mirror_batch(RpSink *s, RpDelivery *dl, RpTxn **txns, int n, const RpCheckpoint *ck)
 {
 	RpMirror   *pg = s->priv;
-	const		RpSinkBatchHook *hook = pg->batch_hook.before_commit ? &pg->batch_hook : NULL;
+	const RpSinkBatchHook *hook = pg->batch_hook.before_commit ? &pg->batch_hook : NULL;
 	uint64_t	done = 0;
 
 	pg->ck = *ck;
