@@ -90,6 +90,14 @@ run_resume_point(RpRun *run, RpCheckpoint *durable, bool *lost_sink)
 	}
 
 	/*
+	 * The delivery thread failed too. A fail-closed halt (a refused change,
+	 * another writer's fence) ends the run, even when the source's trouble
+	 * came first: the main loop had not looked at the delivery thread yet.
+	 */
+	if (rp_error_halt() != RP_HALT_NONE)
+		return -1;
+
+	/*
 	 * The delivery thread lost its sink (a destination restart): start
 	 * delivery over from what is durable.  The relation view is reloaded too,
 	 * so a schema change rolled back with the failed batch is seen (and
@@ -159,7 +167,11 @@ run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
 		snprintf(why, sizeof(why), "%s", rp_error());
 		disconnect(run);
 		if (run_resume_point(run, &durable, &lost_sink) < 0)
+		{
+			/* the delivery thread's halt, seen only now */
+			RP_COUNT_ADD(run->h.metrics->halts[rp_error_halt()], 1);
 			return -1;
+		}
 
 		/*
 		 * The backoff starts over after progress (the durable position

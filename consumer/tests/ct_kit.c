@@ -351,7 +351,11 @@ ct_string(const RpTuple *t, int col)
 int
 ct_sink_one(CtSink *f, RpDelivery *dl, RpTxn *txn)
 {
-	int			idx = f->ntxns++;
+	int			idx;
+
+	while (f->hold && !__atomic_load_n(f->hold, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	idx = f->ntxns++;
 
 	if (idx < CT_MAX_SEEN)
 	{

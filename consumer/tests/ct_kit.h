@@ -232,6 +232,8 @@ typedef struct CtSink
 	const char *fail_sqlstate;	/* and say a server gave this SQLSTATE; NULL:
 								 * none */
 	bool		fail_message;
+	bool	   *hold;			/* while it points to false, a transaction
+								 * waits (a test orders the two threads) */
 	bool		read_records;	/* walk every transaction with a cursor */
 	int			schema_verdict; /* what handle_schema_change returns */
 	const char *ckpt_path;		/* library-owned file to look at during calls */

@@ -7,9 +7,13 @@
  *    progress figures through the hooks (a subscriber set, the counting is
  *    its own: rp_dl_count_event); a source whose first open fails
  *    is retried (CONN_LOST, the log line); a stream's positions carry its
- *    sequence into the checkpoint, and --endpos N ends at sequence N.
+ *    sequence into the checkpoint, and --endpos N ends at sequence N; a
+ *    sink's fail-closed halt ends the run even when the source's connection
+ *    broke before the main loop saw it (it was taken for a lost sink).
  */
 #include "ct_kit.h"
+
+#include <unistd.h>
 
 #include "run/rp_run.h"
 
@@ -31,6 +35,11 @@ typedef struct FakeSource
 	uint64_t	finish_lsn;
 	int			nfeedback;
 	uint64_t	max_feedback;
+	RpRun	   *lose_after_halt;	/* once the script is read: let the sink
+									 * go (release), wait until this run's
+									 * delivery thread failed, then lose the
+									 * connection */
+	bool		release;
 } FakeSource;
 
 static int
@@ -40,6 +49,9 @@ fake_open(RpSource *src, RpSourceOpen *o)
 
 	if (f->opens++ < f->fail_opens)
 		return rp_fail(RP_HALT_NONE, "could not connect: the fake source is down");
+	/* a run that goes on after its sink halted ends here, not in a hang */
+	if (f->lose_after_halt && f->opens > 1)
+		return rp_fail(RP_HALT_GAP, "the run went on after its sink halted");
 	o->bind = ct_ck(0, 0);
 	/* a stream's checkpoint names it (and then keeps its sequence) */
 	if (!src->keepalives)
@@ -56,6 +68,19 @@ fake_read(RpSource *src, RpSourceRead *r, int timeout_ms)
 	memset(r, 0, sizeof(*r));
 	if (f->next < f->n)
 		*r = f->script[f->next++];
+	else if (f->lose_after_halt)
+	{
+		RpCheckpoint ck;
+
+		/*
+		 * the delivery thread halts while the main loop waits here (it has
+		 * not seen the halt)
+		 */
+		__atomic_store_n(&f->release, true, __ATOMIC_RELEASE);
+		while (rp_pipe_durable(&f->lose_after_halt->pipe, &ck) == 0)
+			usleep(1000);
+		return rp_fail(RP_HALT_NONE, "the fake source lost its connection");
+	}
 	return 0;
 }
 
@@ -315,6 +340,40 @@ START_TEST(test_no_loop_fails)
 
 END_TEST
 
+/*
+ * The sink refuses a transaction (a fail-closed halt, as the NATS sink's
+ * fence) and the source's connection breaks before the main loop looked at
+ * the delivery thread (the walsender ended as another writer took the slot
+ * over): the run ends with the sink's halt. It was taken for a lost sink,
+ * delivery started over and the run went on, to halt later for another
+ * reason ("gap") or not at all.
+ */
+START_TEST(test_sink_halt_beside_lost_source)
+{
+	FakeSource	src;
+	CtSink		sink;
+	RpRun	   *run = ct_keep(rp_malloc0(sizeof(RpRun)));
+	Told		t;
+
+	fake_init(&src, true);
+	fake_txn(&src, true, 1, 0x100, 1, 0);
+	ct_sink_init(&sink);
+	sink.fail_on_txn = 1;
+	sink.hold = &src.release;
+	run_setup(run, &t, 0x1000, 0);	/* past the transaction: the loop reads on */
+	src.lose_after_halt = run;
+
+	ck_assert_int_eq(rp_run(run, &src.base, &sink.s), -1);
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
+	ck_assert_str_eq(rp_error(), "fake sink refused transaction 1");
+	ck_assert_int_eq(src.opens, 1);
+	rp_error_clear();
+	rp_run_free(run);
+	fake_free(&src);
+}
+
+END_TEST
+
 START_TEST(test_stream_to_seq)
 {
 	FakeSource	src;
@@ -359,6 +418,7 @@ ct_suite_run(void)
 	tcase_add_test(tc, test_retry_after_trouble);
 	tcase_add_test(tc, test_no_loop_fails);
 	tcase_add_test(tc, test_stream_to_seq);
+	tcase_add_test(tc, test_sink_halt_beside_lost_source);
 	suite_add_tcase(s, tc);
 	return s;
 }
