@@ -209,6 +209,7 @@ rp_relcache_build_partition(RpRelEntry *e, Relation rel, Oid root)
 	e->pub_relid = root;
 	e->root_gen = re->gen;
 	e->selected = re->selected;
+	/* 16 added the missing_ok argument (generated columns may differ) */
 #if PG_VERSION_NUM >= 160000
 	map = build_attrmap_by_name(RelationGetDescr(rel), RelationGetDescr(rootrel), false);
 #else
@@ -239,6 +240,24 @@ rp_relcache_build_partition(RpRelEntry *e, Relation rel, Oid root)
 	}
 	free_attrmap(map);
 	RelationClose(rootrel);
+}
+
+/*
+ * PostgreSQL 18's virtual generated columns are computed when read: the WAL
+ * holds no value for them, and pgoutput never publishes them.  They are left
+ * out of the description and of every tuple, as dropped columns are; a stored
+ * generated column is published with its value and flagged (what pgoutput does
+ * under publish_generated_columns = stored).  Before 18 attgenerated is never
+ * 'v', so the test needs no version conditional.
+ */
+#ifndef ATTRIBUTE_GENERATED_VIRTUAL
+#define ATTRIBUTE_GENERATED_VIRTUAL 'v'
+#endif
+
+static bool
+rp_relcache_published_column(Form_pg_attribute att)
+{
+	return !att->attisdropped && att->attgenerated != ATTRIBUTE_GENERATED_VIRTUAL;
 }
 
 /*
@@ -282,7 +301,7 @@ rp_relcache_build(RpRelEntry *e, Relation rel)
 		rp_relcache_tree(e, RelationGetRelid(rel));
 
 	for (int i = 0; i < desc->natts; i++)
-		if (!TupleDescAttr(desc, i)->attisdropped)
+		if (rp_relcache_published_column(TupleDescAttr(desc, i)))
 			e->ncols++;
 	e->cols = MemoryContextAllocZero(rp_rel_cxt, sizeof(RpColumnConv) * Max(e->ncols, 1));
 
@@ -296,7 +315,7 @@ rp_relcache_build(RpRelEntry *e, Relation rel)
 		RpColumnConv *c;
 		uint8		flags = 0;
 
-		if (att->attisdropped)
+		if (!rp_relcache_published_column(att))
 			continue;
 		c = &e->cols[n++];
 		c->attnum = att->attnum;

@@ -28,7 +28,8 @@
 #                    headers; cached in RP_PG_VERSIONS_DIR): the plugin built and installed
 #                    into it, its pg_regress suite, and for 17 and 18 the end-to-end tests of
 #                    VERSION_TESTS (in this file) against servers of that major, with the
-#                    consumer and client tools of 15. 15.18 is an older minor than the
+#                    consumer and client tools of 15, and the tests of MAJOR_TESTS that
+#                    need that major (on no other). 15.18 is an older minor than the
 #                    system's 15 with the system's headers: the plugin must load into it
 #                                                                               (not with --quick)
 # --quick skips test/t/, tsan/, fuzz/ and pgV/. --only GLOB runs only the suites whose name
@@ -64,6 +65,9 @@ RP_PG_VERSIONS=${RP_PG_VERSIONS-15.18 17 18}
 VERSION_TESTS=(test/t/050_file_sink_kill9.pl test/t/070_mirror_stream.pl test/t/200_mirror_messages.pl
 	test/t/351_nats_source_memory.pl test/t/420_snapshot_mirror.pl test/t/460_backfill.pl
 	test/t/720_verify_truth.pl test/t/730_migration.pl)
+# Tests that need one major of the matrix (run with its servers, and only there): 540 checks
+# 18's virtual generated columns, 750 mirrors 18 into 15 and 15 into 18.
+declare -A MAJOR_TESTS=([test/t/540_virtual_generated.pl]=18 [test/t/750_cross_version.pl]=18)
 
 quick=0
 only='*'
@@ -329,7 +333,9 @@ fi
 tap_run() {
 	local log=$1 tree=$2 test=$3 pkglib pgc=${TAP_PG_CONFIG:-$PG_CONFIG}
 	pkglib=$("$PG_CONFIG" --pkglibdir)
-	PERL5LIB="$pkglib/pgxs/src/test/perl:$tree/test/perl${PERL5LIB:+:$PERL5LIB}" TESTDIR="$tree/test" \
+	# RP_BASE_PG_CONFIG first: the later assignments of this line would see PG_CONFIG=$pgc
+	RP_BASE_PG_CONFIG="$PG_CONFIG" \
+		PERL5LIB="$pkglib/pgxs/src/test/perl:$tree/test/perl${PERL5LIB:+:$PERL5LIB}" TESTDIR="$tree/test" \
 		PG_REGRESS="$("$pgc" --pkglibdir)/pgxs/src/test/regress/pg_regress" PG_CONFIG="$pgc" \
 		run "$log" prove -v "$tree/$test"
 }
@@ -337,6 +343,7 @@ tap_suites() {
 	local t base log
 	for t in test/t/*.pl; do
 		wanted "$t" || continue
+		[[ -z ${MAJOR_TESTS[$t]:-} ]] || continue    # version_suites runs it
 		base=$(basename "$t" .pl)
 		log=$logdir/tap-$base.log
 		if tap_run "$log" "$RP_ROOT" "$t"; then
@@ -368,7 +375,8 @@ version_suites() {
 			fi
 		fi
 		[[ $v == *.* ]] && continue    # a minor of 15: the pg_regress suite only
-		for t in "${VERSION_TESTS[@]}"; do
+		for t in "${VERSION_TESTS[@]}" $(printf '%s\n' "${!MAJOR_TESTS[@]}" | sort); do
+			[[ -z ${MAJOR_TESTS[$t]:-} || ${MAJOR_TESTS[$t]} == "$v" ]] || continue
 			wanted "pg$v/$t" || continue
 			base=$(basename "$t" .pl)
 			log=$logdir/pg$v-tap-$base.log
@@ -387,6 +395,17 @@ version_suites() {
 	done
 }
 
+# the tests of MAJOR_TESTS whose major this run has not: named, not passed
+major_tests_not_run() {
+	local t
+	for t in $(printf '%s\n' "${!MAJOR_TESTS[@]}" | sort); do
+		wanted "pg${MAJOR_TESTS[$t]}/$t" || continue
+		[[ " ${RP_PG_CONFIGS:-} " != *" ${MAJOR_TESTS[$t]}="* ]] || continue
+		printf 'skipped pg%s/%s (needs PostgreSQL %s: RP_PG_VERSIONS="%s")\n' "${MAJOR_TESTS[$t]}" "$t" \
+			"${MAJOR_TESTS[$t]}" "$RP_PG_VERSIONS"
+	done
+}
+
 # (c) the TAP tests, (d) the ThreadSanitizer runs of some, (e) fuzzing, (f) other majors
 if ((quick)); then
 	printf 'skipped test/t/, tsan/, fuzz/, pgV/ (--quick)\n'
@@ -397,6 +416,7 @@ else
 	tsan_suites
 	fuzz_suites
 	version_suites
+	major_tests_not_run
 fi
 
 ((failed == 0)) || printf 'failed: %s\n' "${failures[*]}"

@@ -587,7 +587,8 @@ rp_snapcat_columns(PGconn *conn, const RpTypeMap *types, RpSnapTable *t)
 					   "   AND i.indisreplident AND a.attnum = ANY (i.indkey::int2[]))"
 					   "  ELSE false END"
 					   " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
-					   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+					   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped"
+					   " AND a.attgenerated <> 'v' ORDER BY a.attnum",
 					   1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{

@@ -83,7 +83,7 @@ use Test::More;
 
 our @EXPORT = qw(
   rp_root rp_timeout rp_work rp_fixture rp_fixture_section slurp
-  rp_cluster rp_psql rp_psql_bg rp_session rp_conninfo
+  rp_cluster rp_pg_config rp_psql rp_psql_bg rp_session rp_conninfo
   rp_replicant rp_replicant_ok rp_consumer rp_run
   rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
   rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
@@ -148,19 +148,52 @@ sub server_conf
 	return $conf;
 }
 
-# rp_cluster(NAME, SETTING...): a started cluster with logical decoding on; each
-# SETTING a postgresql.conf line. Cluster.pm's conservative settings for streaming
-# (shared_buffers = 1MB, max_connections = 10) are put back to the server's defaults:
-# the workloads, consumers and their destination sessions need more.
+# rp_pg_config(MAJOR): the pg_config of an installation of that major (a label of
+# RP_PG_CONFIGS, "V=PG_CONFIG ..." as regress/run_tests.sh exports it, or the major of
+# PG_CONFIG or RP_BASE_PG_CONFIG); dies naming what is missing: a test written for two
+# majors does not pass quietly on one.
+sub rp_pg_config
+{
+	my ($want) = @_;
+	my %have;
+	for my $pgc (grep { defined && $_ ne '' } $ENV{PG_CONFIG}, $ENV{RP_BASE_PG_CONFIG})
+	{
+		my $v = `$pgc --version 2>/dev/null`;
+		$have{$1} //= $pgc if $v =~ /PostgreSQL (\d+)/;
+	}
+	for (split ' ', $ENV{RP_PG_CONFIGS} // '')
+	{
+		my ($label, $pgc) = split /=/, $_, 2;
+		$have{$label} //= $pgc;
+	}
+	return $have{$want} if defined $have{$want};
+	die "RpTest: this test needs PostgreSQL $want, which neither PG_CONFIG, RP_BASE_PG_CONFIG nor "
+	  . "RP_PG_CONFIGS names (have: " . join(', ', sort keys %have) . "; regress/run_tests.sh sets them)\n";
+}
+
+# rp_cluster(NAME, [{pg_config => PG_CONFIG},] SETTING...): a started cluster with
+# logical decoding on, of the installation PG_CONFIG names (default: PG_CONFIG's);
+# each SETTING a postgresql.conf line. Cluster.pm's conservative settings for
+# streaming (shared_buffers = 1MB, max_connections = 10) are put back to the server's
+# defaults: the workloads, consumers and their destination sessions need more.
 sub rp_cluster
 {
 	my ($name, @settings) = @_;
+	my %o = ref $settings[0] eq 'HASH' ? %{ shift @settings } : ();
+	my $install = $INSTALL_PATH;
+	if (defined $o{pg_config})
+	{
+		my $bindir = `$o{pg_config} --bindir`;
+		die "RpTest: could not run $o{pg_config} --bindir\n" if $? != 0;
+		chomp $bindir;
+		$install = dirname($bindir);
+	}
 	# a directory a failed run kept
 	my $test = basename($0);
 	$test =~ s/\.[^.]+$//;
 	rmtree("$PostgreSQL::Test::Utils::tmp_check/t_${test}_${name}_data");
 	my $node = PostgreSQL::Test::Cluster->new($name,
-		install_path => $INSTALL_PATH);
+		install_path => $install);
 	# as regress/lib.sh: UTF8 and the C locale whatever the environment says (the tests
 	# write non-ASCII identifiers and values)
 	$node->init(allows_streaming => 'logical', extra => [ '-E', 'UTF8', '--locale=C' ]);
