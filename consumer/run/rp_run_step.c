@@ -367,7 +367,13 @@ rp_run_once(RpRun *run, bool have_ck)
 		if (rp_stop_requested())
 			return stop_stream(run);
 		take_reopen(run);
-		if (run->src->feedback && send_feedback(run, false, false) < 0)
+
+		/*
+		 * Every turn, whatever the source: a failed delivery thread ends the
+		 * connection's life here (a stream reader has no feedback to send,
+		 * and without this look it waited on an idle stream for ever).
+		 */
+		if (send_feedback(run, false, false) < 0)
 			return -1;
 		run->read_seq = t.read_seq;
 		show_progress(run);

@@ -40,6 +40,10 @@ typedef struct FakeSource
 									 * delivery thread failed, then lose the
 									 * connection */
 	bool		release;
+	RpRun	   *idle_after_halt;	/* once the script is read: wait until
+									 * this run's delivery thread failed, then
+									 * read nothing (an idle stream) */
+	int			idle_reads;
 } FakeSource;
 
 static int
@@ -80,6 +84,21 @@ fake_read(RpSource *src, RpSourceRead *r, int timeout_ms)
 		while (rp_pipe_durable(&f->lose_after_halt->pipe, &ck) == 0)
 			usleep(1000);
 		return rp_fail(RP_HALT_NONE, "the fake source lost its connection");
+	}
+	else if (f->idle_after_halt)
+	{
+		RpCheckpoint ck;
+
+		while (rp_pipe_durable(&f->idle_after_halt->pipe, &ck) == 0)
+			usleep(1000);
+		rp_error_clear();
+
+		/*
+		 * a run that does not look at its delivery thread would read on for
+		 * ever
+		 */
+		if (++f->idle_reads > 100)
+			return rp_fail(RP_HALT_GAP, "the run read on after its sink halted");
 	}
 	return 0;
 }
@@ -374,6 +393,38 @@ START_TEST(test_sink_halt_beside_lost_source)
 
 END_TEST
 
+/*
+ * A stream reader (a source without feedback) whose sink refuses a
+ * transaction while the stream then stays idle: the run ends with the
+ * sink's halt.  The main loop looked at the delivery thread only when it
+ * had feedback to send, so a reader waited on an idle stream for ever
+ * (test/t/380_nats_reader_sink_fail.pl).
+ */
+START_TEST(test_stream_sink_halt_idle)
+{
+	FakeSource	src;
+	CtSink		sink;
+	RpRun	   *run = ct_keep(rp_malloc0(sizeof(RpRun)));
+	Told		t;
+
+	fake_init(&src, false);
+	fake_txn(&src, true, 1, 0x100, 1, 5);
+	ct_sink_init(&sink);
+	sink.fail_on_txn = 1;
+	run_setup(run, &t, 0, 0);	/* no end: a service */
+	src.idle_after_halt = run;
+
+	ck_assert_int_eq(rp_run(run, &src.base, &sink.s), -1);
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
+	ck_assert_str_eq(rp_error(), "fake sink refused transaction 1");
+	ck_assert_int_le(src.idle_reads, 1);
+	rp_error_clear();
+	rp_run_free(run);
+	fake_free(&src);
+}
+
+END_TEST
+
 START_TEST(test_stream_to_seq)
 {
 	FakeSource	src;
@@ -419,6 +470,7 @@ ct_suite_run(void)
 	tcase_add_test(tc, test_no_loop_fails);
 	tcase_add_test(tc, test_stream_to_seq);
 	tcase_add_test(tc, test_sink_halt_beside_lost_source);
+	tcase_add_test(tc, test_stream_sink_halt_idle);
 	suite_add_tcase(s, tc);
 	return s;
 }
