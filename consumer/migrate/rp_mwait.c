@@ -101,6 +101,39 @@ rp_mwait_source(const RpMwaitOptions *o, char *sysid, size_t len, uint64_t *targ
 	return rc;
 }
 
+/*
+ * No checkpoint row of the slot named: 0 (not yet: the mirror may still be
+ * starting), or -1 when the destination holds checkpoints of other slots of
+ * this source, which a misspelt -S would otherwise wait for ever.
+ */
+static int
+rp_mwait_other_slots(PGconn *dst, const RpMwaitOptions *o, const char *sysid)
+{
+	const char *vals[1] = {sysid};
+	char	   *qbk = rp_sql_ident_dup(o->bookkeeping_schema ? o->bookkeeping_schema : "replicant");
+	char		sql[300];
+	PGresult   *res;
+	int			rc = 0;
+
+	if (o->slot == NULL)
+	{
+		rp_free(qbk);
+		return 0;
+	}
+	snprintf(sql, sizeof(sql),
+			 "SELECT pg_catalog.string_agg(pg_catalog.quote_literal(slot), ', ' ORDER BY slot)"
+			 " FROM %s.checkpoint WHERE system_id = $1", qbk);
+	rp_free(qbk);
+	res = PQexecParams(dst, sql, 1, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		return rp_mwait_fail_res(dst, res, "destination", "reading the checkpoint");
+	if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+		rc = rp_fail(RP_HALT_NONE, "the destination holds no checkpoint of slot \"%s\" of this source, only of %s: check -S/--slot",
+					 o->slot, PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return rc;
+}
+
 /* The checkpoint's end_lsn: 1 read, 0 no row yet, -1 an error. */
 static int
 rp_mwait_checkpoint(PGconn *dst, const char *sql, const RpMwaitOptions *o, const char *sysid,
@@ -113,7 +146,10 @@ rp_mwait_checkpoint(PGconn *dst, const char *sql, const RpMwaitOptions *o, const
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		return rp_mwait_fail_res(dst, res, "destination", "reading the checkpoint");
 	if (PQntuples(res) == 0)
-		rc = 0;
+	{
+		PQclear(res);
+		return rp_mwait_other_slots(dst, o, sysid);
+	}
 	else if (PQntuples(res) > 1)
 		rc = rp_fail(RP_HALT_NONE, "the destination holds checkpoints of %d slots of this source: name one with -S/--slot",
 					 PQntuples(res));

@@ -58,6 +58,15 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck)
 
 	if (rp_conn_slot_info(&s->conn, slot, &info) < 0)
 		return -1;
+
+	/*
+	 * With no checkpoint nothing was received from the slot, so nothing can
+	 * be lost: a misspelt -S or a first run without --create-slot, which no
+	 * retry mends.  With one, the slot that held its position is gone (G3).
+	 */
+	if (!info.exists && !have_ck)
+		return rp_fail(RP_HALT_CONFIG, "replication slot \"%s\" does not exist: create it with --create-slot, or name another with -S/--slot",
+					   slot);
 	if (!info.exists)
 		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" does not exist", slot);
 	if (!info.logical || strcmp(info.plugin, "replicant") != 0)
