@@ -184,6 +184,29 @@ parse_line(RpCliConfig *cfg, int lineno, char *line, const struct option *longop
 	return 1;
 }
 
+/* Options a file may give more than once, as the command line may. */
+static const char *const repeatable[] = {
+	"option", "verbose", "history", "message-route", "message-ignore", "backfill",
+	"aggregate", "aggregates",
+};
+
+/*
+ * The line of an earlier mention of opt among the file's n lines seen, when
+ * opt takes one value: a second one would silently replace the first (the
+ * last wins); 0 when none.
+ */
+static int
+earlier_line(const RpCliConfigLine *seen, int n, const struct option *opt)
+{
+	for (size_t i = 0; i < sizeof(repeatable) / sizeof(repeatable[0]); i++)
+		if (strcmp(opt->name, repeatable[i]) == 0)
+			return 0;
+	for (int i = 0; i < n; i++)
+		if (seen[i].opt == opt)
+			return seen[i].line;
+	return 0;
+}
+
 /*
  * Read the file into cfg->words (after argv[0]) and cfg->lines, leaving
  * out the options given[] says the command line has.
@@ -197,6 +220,9 @@ read_file(RpCliConfig *cfg, const struct option *longopts, const bool *given)
 	ssize_t		len;
 	int			lineno = 0;
 	int			rc = RP_CLI_RUN;
+	RpCliConfigLine *seen = NULL;	/* every option line, the command line's
+									 * included */
+	int			nseen = 0;
 
 	if (f == NULL)
 		return rp_cli_usage_error("could not open configuration file \"%s\": %s", cfg->path, strerror(errno));
@@ -222,6 +248,15 @@ read_file(RpCliConfig *cfg, const struct option *longopts, const bool *given)
 			rc = r;
 			break;
 		}
+		if ((r = earlier_line(seen, nseen, opt)) > 0)
+		{
+			rc = file_error(cfg, lineno, "option \"%s\" is given again (first on line %d); it takes one value",
+							opt->name, r);
+			break;
+		}
+		seen = rp_realloc(seen, sizeof(RpCliConfigLine) * (size_t) (nseen + 1));
+		seen[nseen].opt = opt;
+		seen[nseen++].line = lineno;
 		if (opt->val >= 0 && opt->val < RP_CONFIG_MAX_CODE && given[opt->val])
 			continue;
 		wlen = strlen(opt->name) + (value ? strlen(value) + 1 : 0) + 3;
@@ -236,6 +271,7 @@ read_file(RpCliConfig *cfg, const struct option *longopts, const bool *given)
 	if (rc == RP_CLI_RUN && ferror(f))
 		rc = rp_cli_usage_error("could not read configuration file \"%s\": %s", cfg->path, strerror(errno));
 	free(line);
+	rp_free(seen);
 	fclose(f);
 	return rc;
 }

@@ -158,6 +158,9 @@ START_TEST(test_config_errors)
 		{"config = /etc/other.conf\n", 1, "option \"config\" belongs on the command line"},
 		{"\n\nhelp\n", 3, "option \"help\" belongs on the command line"},
 		{"version\n", 1, "option \"version\" belongs on the command line"},
+		/* a second value would replace the first without a word */
+		{"slot = a\nstart\nslot = b\n", 3, "option \"slot\" is given again (first on line 1); it takes one value"},
+		{"start\n\nstart\n", 3, "option \"start\" is given again (first on line 1)"},
 		/* the handlers' own checks, with the line they came from */
 		{"slot = s\nstart\n# c\nbatch-txns = 0\n", 4,
 		", option \"batch-txns\": invalid value \"0\" for option --batch-txns (1 to 1000000)"},
