@@ -50,9 +50,18 @@ rp_natsrc_chain_step(RpNatsChain *c, uint64_t seq, const RpNatsHead *h)
 
 	c->why[0] = '\0';
 	c->next_seq = seq + 1;
+	/* name the missing sequences themselves, not the one read after them */
+	if (expected != 0 && seq > expected + 1)
+		return refuse(c, RP_NATS_STEP_HOLE,
+					  "hole before sequence %" PRIu64 ": sequences %" PRIu64 " to %" PRIu64 " are missing (deleted or expired)",
+					  seq, expected, seq - 1);
+	if (expected != 0 && seq == expected + 1)
+		return refuse(c, RP_NATS_STEP_HOLE,
+					  "hole before sequence %" PRIu64 ": sequence %" PRIu64 " is missing (deleted or expired)",
+					  seq, expected);
 	if (expected != 0 && seq != expected)
 		return refuse(c, RP_NATS_STEP_HOLE,
-					  "hole at sequence %" PRIu64 ": the messages from sequence %" PRIu64 " on are missing (deleted or expired)",
+					  "sequence %" PRIu64 " read where sequence %" PRIu64 " was expected (the stream went back)",
 					  seq, expected);
 	if (h->kind == RP_NATS_KIND_OTHER || h->bad)
 		return refuse(c, RP_NATS_STEP_HOLE,
