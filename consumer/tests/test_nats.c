@@ -374,6 +374,33 @@ START_TEST(test_classify)
 
 END_TEST
 
+/*
+ * Fencing: a tail that moved since the writer knew it halts the writer when
+ * another writer wrote it, except the messages of the writer it found at
+ * its start (a predecessor killed with publishes in flight: they land
+ * late; test/t/600_differential.pl seed 697467 halted on them).
+ */
+START_TEST(test_fence_verdict)
+{
+	/* the tail where this writer knew it, empty, or its own */
+	ck_assert_int_eq(rp_nats_fence_verdict(7, 7, "w1", "w2", "w1"), RP_NATS_FENCE_NONE);
+	ck_assert_int_eq(rp_nats_fence_verdict(0, 7, "", "w2", "w1"), RP_NATS_FENCE_NONE);
+	ck_assert_int_eq(rp_nats_fence_verdict(9, 7, "w2", "w2", "w1"), RP_NATS_FENCE_NONE);
+	/* the predecessor's late messages: resume after them */
+	ck_assert_int_eq(rp_nats_fence_verdict(9, 7, "w1", "w2", "w1"), RP_NATS_FENCE_LATE);
+
+	/*
+	 * anyone else's: fenced; a writer that found an empty stream has no
+	 * predecessor
+	 */
+	ck_assert_int_eq(rp_nats_fence_verdict(9, 7, "w3", "w2", "w1"), RP_NATS_FENCE_OTHER);
+	ck_assert_int_eq(rp_nats_fence_verdict(9, 7, "w1", "w2", ""), RP_NATS_FENCE_OTHER);
+	/* the zombie predecessor meets its successor's messages: fenced */
+	ck_assert_int_eq(rp_nats_fence_verdict(12, 9, "w2", "w1", "w0"), RP_NATS_FENCE_OTHER);
+}
+
+END_TEST
+
 Suite	   *
 ct_suite_nats(void)
 {
@@ -391,6 +418,7 @@ ct_suite_nats(void)
 	tcase_add_test(tc, test_window_bytes);
 	tcase_add_test(tc, test_window_failures);
 	tcase_add_test(tc, test_classify);
+	tcase_add_test(tc, test_fence_verdict);
 	suite_add_tcase(s, tc);
 	return s;
 }

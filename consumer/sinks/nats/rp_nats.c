@@ -91,9 +91,24 @@ read_tail(RpNatsSink *ns, bool fence)
 
 	if (rp_nats_tail_read(&ns->link, ns->stream, &last_seq, &last, &data) < 0)
 		return -1;
-	if (fence && last_seq != ns->known_seq && last_seq > 0 && strcmp(last.writer, ns->writer) != 0)
-		return rp_fail(RP_HALT_SINK, "NATS stream \"%s\" was appended to by writer %s while this writer (%s) was writing it: fenced (another replicant writes this slot's stream)",
-					   ns->stream, last.writer, ns->writer);
+	if (!fence && last_seq > 0)
+		snprintf(ns->predecessor, sizeof(ns->predecessor), "%s", last.writer);
+	if (fence)
+	{
+		switch (rp_nats_fence_verdict(last_seq, ns->known_seq, last.writer, ns->writer,
+									  ns->predecessor))
+		{
+			case RP_NATS_FENCE_NONE:
+				break;
+			case RP_NATS_FENCE_LATE:
+				fprintf(stderr, "replicant: NATS stream \"%s\": the previous writer's last messages (%s) landed after this writer started; resuming after them\n",
+						ns->stream, last.writer);
+				break;
+			case RP_NATS_FENCE_OTHER:
+				return rp_fail(RP_HALT_SINK, "NATS stream \"%s\" was appended to by writer %s while this writer (%s) was writing it: fenced (another replicant writes this slot's stream)",
+							   ns->stream, last.writer, ns->writer);
+		}
+	}
 
 	/*
 	 * A stream whose end went back lost messages it had acknowledged, and the

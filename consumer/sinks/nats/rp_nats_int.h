@@ -126,6 +126,25 @@ extern bool rp_nats_resume_covers(const RpNatsResume *r, uint64_t commit_lsn, ui
 /* Is the whole transaction at commit_lsn in the stream already? */
 extern bool rp_nats_resume_covers_txn(const RpNatsResume *r, uint64_t commit_lsn);
 
+/* What a tail read again while writing says about other writers. */
+typedef enum RpNatsFence
+{
+	RP_NATS_FENCE_NONE,			/* the tail is this writer's, or where it knew
+								 * it */
+	RP_NATS_FENCE_LATE,			/* the previous writer's messages landed after
+								 * this writer read the tail at its start */
+	RP_NATS_FENCE_OTHER			/* another writer appended: fenced */
+}			RpNatsFence;
+
+/*
+ * The verdict on a tail at last_seq written by last_writer, for the writer
+ * self that knew the stream up to known_seq and found it written by
+ * predecessor at its start ("" for none).
+ */
+extern RpNatsFence rp_nats_fence_verdict(uint64_t last_seq, uint64_t known_seq,
+										 const char *last_writer, const char *self,
+										 const char *predecessor);
+
 /* ---- the publish window (rp_nats_pub.c) ---- */
 
 typedef enum RpNatsFailure
@@ -281,6 +300,8 @@ typedef struct RpNatsSink
 	char	   *prefix;
 	char		slot[RP_SLOT_NAME_MAX];
 	char		writer[40];
+	char		predecessor[64];	/* the writer of the tail this one found
+									 * at its start */
 	RpNatsLink	link;
 
 	/* what the stream holds, as this writer knows it */

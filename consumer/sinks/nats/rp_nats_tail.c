@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sinks/nats/rp_nats_int.h"
 
@@ -44,6 +45,29 @@ rp_nats_resume_from_head(const RpNatsHead *head, RpNatsResume *r, RpCheckpoint *
 		ck->commit_lsn = head->commit_lsn > 0 ? head->commit_lsn - 1 : 0;
 		ck->end_lsn = head->prev_end_lsn;
 	}
+}
+
+/*
+ * A writer killed with SIGKILL leaves publishes the server has read but not
+ * yet stored: they land at the stream's end after its successor read the
+ * tail at its start (seen with three replicas: the successor's first window
+ * failed on a wrong last sequence, and the tail named the dead writer).
+ * They continue the dead writer's chain of expected sequences, so they are
+ * an exact prefix of what the slot sent: the successor reads the tail again
+ * and resumes after them.  Any other writer's messages fence it, and so does
+ * its predecessor's when that one lives on as a zombie: its own next window
+ * meets the successor's messages, whose writer is not its predecessor, and
+ * halts it.
+ */
+RpNatsFence
+rp_nats_fence_verdict(uint64_t last_seq, uint64_t known_seq, const char *last_writer,
+					  const char *self, const char *predecessor)
+{
+	if (last_seq == known_seq || last_seq == 0 || strcmp(last_writer, self) == 0)
+		return RP_NATS_FENCE_NONE;
+	if (predecessor[0] != '\0' && strcmp(last_writer, predecessor) == 0)
+		return RP_NATS_FENCE_LATE;
+	return RP_NATS_FENCE_OTHER;
 }
 
 bool
