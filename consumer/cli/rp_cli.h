@@ -73,6 +73,9 @@ typedef struct RpCli
 	bool		create_slot;
 	bool		if_not_exists;
 	bool		drop_slot;
+	bool		alter_slot;		/* --alter-slot: set the slot's failover */
+	bool		failover_given; /* --failover or --no-failover (the last wins) */
+	bool		failover;
 	bool		start;
 	char	  **options;		/* name, value pairs, NULL-terminated */
 	int			noptions;

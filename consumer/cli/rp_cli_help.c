@@ -19,6 +19,10 @@ usage_general(void)
 	printf("      --drop-slot        drop the replication slot\n");
 	printf("      --start            start streaming in a replication slot\n");
 	printf("      --if-not-exists    do not error if the slot already exists when creating it\n");
+	printf("      --alter-slot       change an existing slot: its --failover or --no-failover\n");
+	printf("      --failover         with --create-slot or --alter-slot: a failover slot, synchronized to\n"
+		   "                         physical standbys (PostgreSQL 17+; docs/operations.md)\n");
+	printf("      --no-failover      with --alter-slot: no longer a failover slot\n");
 	printf("\nOptions:\n");
 	printf("  -E, --endpos=LSN|SEQ   stop at the first transaction boundary at or after LSN (with\n"
 		   "                         --source: or once stream sequence SEQ is read and delivered)\n");

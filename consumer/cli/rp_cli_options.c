@@ -81,6 +81,9 @@ typedef enum RpCliOpt
 	RP_OPT_DROP_SLOT,
 	RP_OPT_START,
 	RP_OPT_IF_NOT_EXISTS,
+	RP_OPT_ALTER_SLOT,
+	RP_OPT_FAILOVER,
+	RP_OPT_NO_FAILOVER,
 	/* sinks */
 	RP_OPT_SINK,
 	RP_OPT_EXEC_ACK_TIMEOUT,
@@ -156,6 +159,9 @@ static const struct option long_options[] = {
 	{"drop-slot", no_argument, NULL, RP_OPT_DROP_SLOT},
 	{"start", no_argument, NULL, RP_OPT_START},
 	{"if-not-exists", no_argument, NULL, RP_OPT_IF_NOT_EXISTS},
+	{"alter-slot", no_argument, NULL, RP_OPT_ALTER_SLOT},
+	{"failover", no_argument, NULL, RP_OPT_FAILOVER},
+	{"no-failover", no_argument, NULL, RP_OPT_NO_FAILOVER},
 	/* sinks */
 	{"sink", required_argument, NULL, RP_OPT_SINK},
 	{"exec-ack-timeout", required_argument, NULL, RP_OPT_EXEC_ACK_TIMEOUT},
@@ -422,6 +428,14 @@ opt_connection(RpCli *cli, int c, const char *arg)
 			return OPT_TAKEN;
 		case RP_OPT_IF_NOT_EXISTS:
 			cli->if_not_exists = true;
+			return OPT_TAKEN;
+		case RP_OPT_ALTER_SLOT:
+			cli->alter_slot = true;
+			return OPT_TAKEN;
+		case RP_OPT_FAILOVER:
+		case RP_OPT_NO_FAILOVER:
+			cli->failover_given = true;
+			cli->failover = c == RP_OPT_FAILOVER;
 			return OPT_TAKEN;
 	}
 	return OPT_OTHER;
@@ -707,6 +721,26 @@ check_backfill(const RpCli *cli)
 	return RP_CLI_RUN;
 }
 
+/*
+ * --failover and --no-failover set a slot's property when it is created or
+ * altered; --alter-slot has nothing else to change.  Whether the server
+ * knows the option is checked once connected (rp_conn_need_failover).
+ */
+static int
+check_failover(const RpCli *cli)
+{
+	if (cli->failover_given && !cli->create_slot && !cli->alter_slot)
+		return rp_cli_usage_error("%s needs --create-slot or --alter-slot",
+								  cli->failover ? "--failover" : "--no-failover");
+	if (!cli->alter_slot)
+		return RP_CLI_RUN;
+	if (cli->create_slot || cli->drop_slot)
+		return rp_cli_usage_error("cannot use --alter-slot together with --create-slot or --drop-slot");
+	if (!cli->failover_given)
+		return rp_cli_usage_error("--alter-slot needs --failover or --no-failover (what to change)");
+	return RP_CLI_RUN;
+}
+
 /* --source nats://: what a stream reader takes. */
 static int
 check_source(const RpCli *cli)
@@ -719,8 +753,8 @@ check_source(const RpCli *cli)
 			return rp_cli_usage_error("--nats-subjects needs --source nats://...");
 		return RP_CLI_RUN;
 	}
-	if (!cli->start || cli->create_slot || cli->drop_slot)
-		return rp_cli_usage_error("--source nats://... needs --start, and no --create-slot or --drop-slot (a stream has no slot)");
+	if (!cli->start || cli->create_slot || cli->drop_slot || cli->alter_slot)
+		return rp_cli_usage_error("--source nats://... needs --start, and no --create-slot, --alter-slot or --drop-slot (a stream has no slot)");
 	if (cli->nats.stream == NULL)
 		return rp_cli_usage_error("--source nats://... needs --nats-stream NAME");
 	if (cli->snapshot || cli->nbackfill > 0)
@@ -749,8 +783,10 @@ check_options(const RpCli *cli, int argc, char **argv)
 		return rp_cli_usage_error("too many command-line arguments (first is \"%s\")", argv[optind]);
 	if (cli->slot == NULL)
 		return rp_cli_usage_error(cli->source ? "no reader name specified (-S NAME: the name this reader's position is kept under)" : "no slot specified");
-	if (!cli->create_slot && !cli->drop_slot && !cli->start)
+	if (!cli->create_slot && !cli->drop_slot && !cli->start && !cli->alter_slot)
 		return rp_cli_usage_error("at least one action needs to be specified");
+	if (check_failover(cli) != RP_CLI_RUN)
+		return RP_EXIT_USAGE;
 	if (cli->drop_slot && (cli->create_slot || cli->start))
 		return rp_cli_usage_error("cannot use --create-slot or --start together with --drop-slot");
 	if (cli->snapshot && !cli->start)

@@ -489,7 +489,7 @@ rp_cli_stream_main(int argc, char **argv)
 	rp_cli_signals_install();
 
 	/* --snapshot creates the slot itself, with an exported snapshot */
-	if ((cli.create_slot && !cli.snapshot) || cli.drop_slot)
+	if ((cli.create_slot && !cli.snapshot) || cli.drop_slot || cli.alter_slot)
 	{
 		rc = rp_cli_slot_action(&cli);
 		if (rc != RP_EXIT_OK || !cli.start)
@@ -525,7 +525,14 @@ rp_cli_slot_action(RpCli *cli)
 	if (rc == 0 && cli->create_slot)
 	{
 		pg_log_info("creating replication slot \"%s\"", cli->slot);
-		rc = rp_conn_create_slot(&conn, cli->slot, "replicant", cli->if_not_exists);
+		rc = rp_conn_create_slot(&conn, cli->slot, "replicant", cli->if_not_exists,
+								 cli->failover);
+	}
+	if (rc == 0 && cli->alter_slot)
+	{
+		pg_log_info("altering replication slot \"%s\": failover %s", cli->slot,
+					cli->failover ? "on" : "off");
+		rc = rp_conn_alter_slot(&conn, cli->slot, cli->failover);
 	}
 	rp_conn_close(&conn);
 	if (rc < 0)

@@ -90,6 +90,7 @@ rp_cli_snapshot(RpCli *cli, RpSink *sink, const char *ckpt_path, RpSnapStats *st
 	so.chunk_rows = cli->snapshot_chunk_rows;
 	so.chunk_bytes = (uint64_t) 64 << 20;
 	so.create_slot = cli->create_slot;
+	so.failover = cli->failover;
 	so.progress = !cli->no_progress;	/* shown when stderr is a terminal */
 
 	/*

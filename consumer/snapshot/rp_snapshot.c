@@ -14,7 +14,6 @@
 
 #include "base/rp_clock.h"
 #include "base/rp_counter.h"
-#include "base/rp_sql.h"
 #include "stream/rp_conn.h"
 #include "snapshot/rp_snapwork.h"
 
@@ -92,16 +91,16 @@ rp_snap_report(RpSnapRun *run, bool final)
 static int
 rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *snapname, size_t len)
 {
-	char	   *id = rp_sql_ident_dup(o->slot);
 	char		cmd[512];
 	PGresult   *res;
 	int			r = 0;
 
-	/* the option list form is PostgreSQL 15's; older servers know the keyword */
-	snprintf(cmd, sizeof(cmd), PQserverVersion(rc->pg) >= 150000
-			 ? "CREATE_REPLICATION_SLOT %s LOGICAL replicant (SNAPSHOT 'export')"
-			 : "CREATE_REPLICATION_SLOT %s LOGICAL replicant EXPORT_SNAPSHOT", id);
-	rp_free(id);
+	/* refused before anything is created: the copy would need a new slot */
+	if (o->failover && rp_conn_need_failover(rc, "--failover") < 0)
+		return -1;
+	if (!rp_conn_create_command(cmd, sizeof(cmd), o->slot, "replicant", "export", o->failover,
+								PQserverVersion(rc->pg)))
+		return rp_fail(RP_HALT_NONE, "snapshot: CREATE_REPLICATION_SLOT: the slot name is too long");
 	res = PQexec(rc->pg, cmd);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 3)
 	{

@@ -84,6 +84,7 @@ typedef struct RpSnapOptions
 	uint64_t	chunk_rows;		/* rows per chunk */
 	uint64_t	chunk_bytes;	/* bytes per chunk */
 	bool		create_slot;	/* a fresh snapshot may create the slot */
+	bool		failover;		/* ... as a failover slot (17+) */
 	bool		progress;		/* progress line when stderr is a terminal */
 	RpSnapProgressFn progress_fn;	/* instead of the line: the figures (the
 									 * program's display) */

@@ -230,18 +230,63 @@ rp_conn_command(RpConn *c, const char *cmd, const char *what, bool tolerate_dupl
 }
 
 int
-rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists)
+rp_conn_need_failover(RpConn *c, const char *option)
+{
+	int			v = PQserverVersion(c->pg);
+
+	if (v >= RP_CONN_FAILOVER_MIN_VERSION)
+		return 0;
+	return rp_fail(RP_HALT_CONFIG, "%s needs PostgreSQL 17 or later (failover slots); the server is PostgreSQL %d.%d",
+				   option, v / 10000, v % 10000);
+}
+
+bool
+rp_conn_create_command(char *cmd, size_t len, const char *slot, const char *plugin,
+					   const char *snapshot, bool failover, int server_version)
 {
 	char	   *id = rp_sql_ident_dup(slot);
 	char	   *pl = rp_sql_ident_dup(plugin);
-	char		cmd[512];
-	int			rc;
+	bool		exported = strcmp(snapshot, "export") == 0;
+	int			n;
 
-	snprintf(cmd, sizeof(cmd), "CREATE_REPLICATION_SLOT %s LOGICAL %s NOEXPORT_SNAPSHOT", id, pl);
+	if (server_version >= 150000)
+		n = snprintf(cmd, len, "CREATE_REPLICATION_SLOT %s LOGICAL %s (SNAPSHOT '%s'%s)", id, pl,
+					 exported ? "export" : "nothing", failover ? ", FAILOVER" : "");
+	else
+		n = snprintf(cmd, len, "CREATE_REPLICATION_SLOT %s LOGICAL %s %s", id, pl,
+					 exported ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
 	rp_free(id);
 	rp_free(pl);
-	rc = rp_conn_command(c, cmd, "CREATE_REPLICATION_SLOT", if_not_exists);
-	return rc;
+	return n >= 0 && (size_t) n < len;
+}
+
+int
+rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists,
+					bool failover)
+{
+	char		cmd[512];
+
+	if (failover && rp_conn_need_failover(c, "--failover") < 0)
+		return -1;
+	if (!rp_conn_create_command(cmd, sizeof(cmd), slot, plugin, "nothing", failover,
+								PQserverVersion(c->pg)))
+		return rp_fail(RP_HALT_NONE, "CREATE_REPLICATION_SLOT: the slot name is too long");
+	return rp_conn_command(c, cmd, "CREATE_REPLICATION_SLOT", if_not_exists);
+}
+
+int
+rp_conn_alter_slot(RpConn *c, const char *slot, bool failover)
+{
+	char	   *id;
+	char		cmd[512];
+
+	if (rp_conn_need_failover(c, failover ? "--failover" : "--no-failover") < 0)
+		return -1;
+	id = rp_sql_ident_dup(slot);
+	snprintf(cmd, sizeof(cmd), "ALTER_REPLICATION_SLOT %s (FAILOVER %s)", id,
+			 failover ? "true" : "false");
+	rp_free(id);
+	return rp_conn_command(c, cmd, "ALTER_REPLICATION_SLOT", false);
 }
 
 int

@@ -70,8 +70,35 @@ extern void rp_conn_close(RpConn *c);
 extern void rp_conn_finish(RpConn *c, int timeout_ms);
 extern int	rp_conn_identify(RpConn *c);
 extern int	rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info);
-extern int	rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists);
+extern int	rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists,
+								bool failover);
 extern int	rp_conn_drop_slot(RpConn *c, const char *slot);
+
+/*
+ * Failover slots (PostgreSQL 17+): a logical slot created or altered with
+ * FAILOVER is synchronized to physical standbys that ask for it
+ * (docs/operations.md, "Failover slots").
+ */
+#define RP_CONN_FAILOVER_MIN_VERSION 170000
+
+/*
+ * 0 when the server knows the FAILOVER option; else -1 after rp_fail
+ * (RP_HALT_CONFIG) naming option (the program's word for it) and the
+ * server's version.
+ */
+extern int	rp_conn_need_failover(RpConn *c, const char *option);
+
+/*
+ * CREATE_REPLICATION_SLOT of a logical slot into cmd: snapshot is "export"
+ * or "nothing", failover adds FAILOVER.  The option list is PostgreSQL
+ * 15's; an older server_version gets the keywords (and never failover: the
+ * caller checked).  false when it does not fit.
+ */
+extern bool rp_conn_create_command(char *cmd, size_t len, const char *slot, const char *plugin,
+								   const char *snapshot, bool failover, int server_version);
+
+/* ALTER_REPLICATION_SLOT slot (FAILOVER true|false) (17+). */
+extern int	rp_conn_alter_slot(RpConn *c, const char *slot, bool failover);
 
 /* options: NULL-terminated "name", "value" pairs, quoted here. */
 extern int	rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *options);

@@ -9,6 +9,8 @@
  *    The command line (rp_cli_options.c, rp_cli_conninfo.c): -h, -p and -U override what -d
  *    says, as pg_recvlogical's do, and every usage error says
  *    "replicant: error: ..." and then the "Try --help" line, exit 2.
+ *    --failover and --no-failover go with --create-slot or --alter-slot
+ *    alone, and the slot commands carry FAILOVER only when asked.
  */
 #include "ct_kit.h"
 
@@ -16,6 +18,7 @@
 
 #include "cli/rp_cli.h"
 #include "cli/rp_cliparse.h"
+#include "stream/rp_conn.h"
 
 #define BIG ((uint64_t) 1 << 50)
 
@@ -342,6 +345,18 @@ START_TEST(test_usage_errors)
 		{{"-S", "s", NULL}, "at least one action needs to be specified"},
 		{{"-S", "s", "--drop-slot", "--start", NULL}, "cannot use --create-slot or --start together with --drop-slot"},
 		{{"-S", "s", "--create-slot", "--snapshot", NULL}, "--snapshot needs --start"},
+		/* failover slots */
+		{{"-S", "s", "--start", "--failover", NULL}, "--failover needs --create-slot or --alter-slot"},
+		{{"-S", "s", "--drop-slot", "--failover", NULL}, "--failover needs --create-slot or --alter-slot"},
+		{{"-S", "s", "--start", "--no-failover", NULL}, "--no-failover needs --create-slot or --alter-slot"},
+		{{"-S", "s", "--alter-slot", NULL}, "--alter-slot needs --failover or --no-failover"},
+		{{"-S", "s", "--alter-slot", "--start", NULL}, "--alter-slot needs --failover or --no-failover"},
+		{{"-S", "s", "--alter-slot", "--create-slot", "--failover", NULL}, "cannot use --alter-slot together with --create-slot"},
+		{{"-S", "s", "--alter-slot", "--drop-slot", "--failover", NULL}, "cannot use --alter-slot together with --create-slot or --drop-slot"},
+		{{"-S", "s", "--failover", "--no-failover", NULL}, "at least one action needs to be specified"},
+		{{"-S", "s", "--failover=on", "--create-slot", NULL}, "option \"--failover\" does not take an argument"},
+		{{"-S", "s", "--start", "--alter-slot", "--failover", "--source", "nats://h:1", "--nats-stream", "S", NULL},
+		"no --create-slot, --alter-slot or --drop-slot"},
 		{{"-S", "s", "--start", "-o", "format=json", NULL}, "plugin option \"format=json\" is set by replicant itself"},
 		{{"-S", "s", "--start", "-o", "proto_version", NULL}, "plugin option \"proto_version\" is set by replicant itself"},
 		{{"-S", "s", "--start", "-I", "x", NULL}, "could not parse start position \"x\""},
@@ -414,6 +429,68 @@ START_TEST(test_usage_errors)
 
 END_TEST
 
+/* The forms that go: the action and the setting as given, the last of the two flags winning. */
+START_TEST(test_parse_failover)
+{
+	static const struct
+	{
+		const char *args[8];
+		bool		create,
+					alter,
+					given,
+					failover;
+	}			cases[] = {
+		{{"-S", "s", "--create-slot", NULL}, true, false, false, false},
+		{{"-S", "s", "--create-slot", "--failover", NULL}, true, false, true, true},
+		{{"-S", "s", "--create-slot", "--failover", "--snapshot", "--start", NULL}, true, false, true, true},
+		{{"-S", "s", "--create-slot", "--no-failover", NULL}, true, false, true, false},
+		{{"-S", "s", "--alter-slot", "--failover", NULL}, false, true, true, true},
+		{{"-S", "s", "--alter-slot", "--no-failover", NULL}, false, true, true, false},
+		{{"-S", "s", "--alter-slot", "--failover", "--no-failover", NULL}, false, true, true, false},
+		{{"-S", "s", "--alter-slot", "--no-failover", "--failover", "--start", NULL}, false, true, true, true},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		RpCli		cli;
+		char	   *err;
+
+		ck_assert_msg(ct_cli_parse(&cli, &err, cases[i].args) == RP_CLI_RUN, "case %zu: %s", i, err);
+		ck_assert_str_eq(err, "");
+		ck_assert_msg(cli.create_slot == cases[i].create && cli.alter_slot == cases[i].alter &&
+					  cli.failover_given == cases[i].given && cli.failover == cases[i].failover,
+					  "case %zu: create %d alter %d given %d failover %d", i, cli.create_slot,
+					  cli.alter_slot, cli.failover_given, cli.failover);
+		free(err);
+		rp_cli_free(&cli);
+	}
+}
+
+END_TEST
+
+/* FAILOVER only when asked; the option list from 15 on, the keywords before it. */
+START_TEST(test_create_command)
+{
+	char		cmd[512];
+
+	ck_assert(rp_conn_create_command(cmd, sizeof(cmd), "s", "replicant", "nothing", false, 170010));
+	ck_assert_str_eq(cmd, "CREATE_REPLICATION_SLOT \"s\" LOGICAL \"replicant\" (SNAPSHOT 'nothing')");
+	ck_assert(rp_conn_create_command(cmd, sizeof(cmd), "s", "replicant", "nothing", true, 170010));
+	ck_assert_str_eq(cmd, "CREATE_REPLICATION_SLOT \"s\" LOGICAL \"replicant\" (SNAPSHOT 'nothing', FAILOVER)");
+	ck_assert(rp_conn_create_command(cmd, sizeof(cmd), "My Slot", "replicant", "export", true, 180004));
+	ck_assert_str_eq(cmd, "CREATE_REPLICATION_SLOT \"My Slot\" LOGICAL \"replicant\" (SNAPSHOT 'export', FAILOVER)");
+	ck_assert(rp_conn_create_command(cmd, sizeof(cmd), "s", "replicant", "export", false, 150020));
+	ck_assert_str_eq(cmd, "CREATE_REPLICATION_SLOT \"s\" LOGICAL \"replicant\" (SNAPSHOT 'export')");
+	ck_assert(rp_conn_create_command(cmd, sizeof(cmd), "s", "replicant", "export", false, 140010));
+	ck_assert_str_eq(cmd, "CREATE_REPLICATION_SLOT \"s\" LOGICAL \"replicant\" EXPORT_SNAPSHOT");
+	ck_assert(rp_conn_create_command(cmd, sizeof(cmd), "s", "replicant", "nothing", false, 140010));
+	ck_assert_str_eq(cmd, "CREATE_REPLICATION_SLOT \"s\" LOGICAL \"replicant\" NOEXPORT_SNAPSHOT");
+	/* too small a buffer is said, never sent cut */
+	ck_assert(!rp_conn_create_command(cmd, 20, "s", "replicant", "nothing", false, 170010));
+}
+
+END_TEST
+
 START_TEST(test_help_version)
 {
 	static const char *const help[] = {"--help", NULL};
@@ -430,6 +507,9 @@ START_TEST(test_help_version)
 	ck_assert_ptr_nonnull(strstr(out, "\nConnection options:\n"));
 	ck_assert_ptr_nonnull(strstr(out, "  -h, --host=HOSTNAME"));
 	ck_assert_ptr_nonnull(strstr(out, "  -W, --password"));
+	ck_assert_ptr_nonnull(strstr(out, "      --alter-slot "));
+	ck_assert_ptr_nonnull(strstr(out, "      --failover "));
+	ck_assert_ptr_nonnull(strstr(out, "      --no-failover "));
 	ck_assert_ptr_nonnull(strstr(out, "\nSink options:\n"));
 	ck_assert_ptr_nonnull(strstr(out, "\nSnapshot and backfill options:\n"));
 	ck_assert_ptr_nonnull(strstr(out, "\nLive aggregates"));
@@ -583,6 +663,8 @@ ct_suite_cliparse(void)
 	tcase_add_test(tc, test_conninfo);
 	tcase_add_test(tc, test_parse_connection);
 	tcase_add_test(tc, test_usage_errors);
+	tcase_add_test(tc, test_parse_failover);
+	tcase_add_test(tc, test_create_command);
 	tcase_add_test(tc, test_help_version);
 	tcase_add_test(tc, test_log);
 	tcase_add_test(tc, test_verify_usage_errors);
