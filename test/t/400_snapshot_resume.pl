@@ -96,6 +96,10 @@ for my $round (1, 2)
 }
 ok(rp_wait_until(sub { dst_ck() ne '' }, $consumer), 'the resumed snapshot completes (a checkpoint)')
   or diag(slurp("$work/c$runs.err"));
+# the checkpoint commits before the consumer prints its summary line: wait for the line too
+# (under ThreadSanitizer the line came after the check had read stderr: "copied ? rows")
+ok(rp_wait_file_match("$work/c$runs.err", qr/snapshot complete: \d+ rows/, $consumer),
+	'the last run reports the snapshot complete') or diag(slurp("$work/c$runs.err"));
 my $err = slurp("$work/c$runs.err");
 like($err, qr/resuming the snapshot of consistent point/, 'the last run resumed');
 my ($copied) = $err =~ /snapshot complete: (\d+) rows/;
