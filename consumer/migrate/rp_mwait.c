@@ -102,60 +102,49 @@ rp_mwait_source(const RpMwaitOptions *o, char *sysid, size_t len, uint64_t *targ
 }
 
 /*
- * No checkpoint row of the slot named: 0 (not yet: the mirror may still be
- * starting), or -1 when the destination holds checkpoints of other slots of
- * this source, which a misspelt -S would otherwise wait for ever.
+ * The checkpoint's end_lsn: 1 read, 0 no row yet, -1 an error.  The rows
+ * of every slot of this source are read, so that a -S naming none of them
+ * (a misspelt one, which would be waited for for ever) ends at once naming
+ * them; with no row at all the mirror may still be starting.
  */
-static int
-rp_mwait_other_slots(PGconn *dst, const RpMwaitOptions *o, const char *sysid)
-{
-	const char *vals[1] = {sysid};
-	char	   *qbk = rp_sql_ident_dup(o->bookkeeping_schema ? o->bookkeeping_schema : "replicant");
-	char		sql[300];
-	PGresult   *res;
-	int			rc = 0;
-
-	if (o->slot == NULL)
-	{
-		rp_free(qbk);
-		return 0;
-	}
-	snprintf(sql, sizeof(sql),
-			 "SELECT pg_catalog.string_agg(pg_catalog.quote_literal(slot), ', ' ORDER BY slot)"
-			 " FROM %s.checkpoint WHERE system_id = $1", qbk);
-	rp_free(qbk);
-	res = PQexecParams(dst, sql, 1, NULL, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return rp_mwait_fail_res(dst, res, "destination", "reading the checkpoint");
-	if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
-		rc = rp_fail(RP_HALT_NONE, "the destination holds no checkpoint of slot \"%s\" of this source, only of %s: check -S/--slot",
-					 o->slot, PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return rc;
-}
-
-/* The checkpoint's end_lsn: 1 read, 0 no row yet, -1 an error. */
 static int
 rp_mwait_checkpoint(PGconn *dst, const char *sql, const RpMwaitOptions *o, const char *sysid,
 					uint64_t *reached)
 {
-	const char *vals[2] = {sysid, o->slot};
-	PGresult   *res = PQexecParams(dst, sql, 2, NULL, vals, NULL, NULL, 0);
+	const char *vals[1] = {sysid};
+	PGresult   *res = PQexecParams(dst, sql, 1, NULL, vals, NULL, NULL, 0);
+	int			n;
+	int			row = -1;
 	int			rc;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		return rp_mwait_fail_res(dst, res, "destination", "reading the checkpoint");
-	if (PQntuples(res) == 0)
-	{
-		PQclear(res);
-		return rp_mwait_other_slots(dst, o, sysid);
-	}
-	else if (PQntuples(res) > 1)
+	n = PQntuples(res);
+	for (int i = 0; i < n && o->slot; i++)
+		if (strcmp(PQgetvalue(res, i, 0), o->slot) == 0)
+			row = i;
+	if (o->slot == NULL && n == 1)
+		row = 0;
+	if (n == 0)
+		rc = 0;
+	else if (o->slot == NULL && n > 1)
 		rc = rp_fail(RP_HALT_NONE, "the destination holds checkpoints of %d slots of this source: name one with -S/--slot",
-					 PQntuples(res));
-	else if (!rp_lsn_parse(PQgetvalue(res, 0, 1), reached))
+					 n);
+	else if (row < 0)
+	{
+		char		slots[512] = "";
+		size_t		used = 0;
+
+		/* slot names are [a-z0-9_]: quoted as they are */
+		for (int i = 0; i < n && used < sizeof(slots); i++)
+			used += (size_t) snprintf(slots + used, sizeof(slots) - used, "%s'%s'", i ? ", " : "",
+									  PQgetvalue(res, i, 0));
+		rc = rp_fail(RP_HALT_NONE, "the destination holds no checkpoint of slot \"%s\" of this source, only of %s: check -S/--slot",
+					 o->slot, slots);
+	}
+	else if (!rp_lsn_parse(PQgetvalue(res, row, 1), reached))
 		rc = rp_fail(RP_HALT_NONE, "the checkpoint of slot \"%s\" does not parse",
-					 PQgetvalue(res, 0, 0));
+					 PQgetvalue(res, row, 0));
 	else
 		rc = 1;
 	PQclear(res);
@@ -196,8 +185,7 @@ rp_mwait_run(const RpMwaitOptions *o, RpMwaitResult *r)
 		return RP_MWAIT_UNREADABLE;
 	qbk = rp_sql_ident_dup(bk);
 	snprintf(sql, sizeof(sql),
-			 "SELECT slot, end_lsn::text FROM %s.checkpoint WHERE system_id = $1"
-			 " AND ($2::text IS NULL OR slot = $2)", qbk);
+			 "SELECT slot, end_lsn::text FROM %s.checkpoint WHERE system_id = $1 ORDER BY slot", qbk);
 	rp_free(qbk);
 	for (;;)
 	{
