@@ -129,17 +129,12 @@ rp_ckpt_write(const char *path, const RpCheckpoint *ck)
 }
 
 int
-rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint32_t timeline,
-					 const char *slot)
+rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, const char *slot)
 {
 	if (ck->system_id != system_id)
 		return rp_fail(RP_HALT_IDENTITY,
 					   "checkpoint belongs to system %" PRIu64 ", but the source is system %" PRIu64,
 					   ck->system_id, system_id);
-	if (ck->timeline != timeline)
-		return rp_fail(RP_HALT_IDENTITY,
-					   "checkpoint was taken on timeline %u, but the source is on timeline %u",
-					   ck->timeline, timeline);
 	if (strcmp(ck->slot, slot) != 0)
 		return rp_fail(RP_HALT_IDENTITY, "checkpoint belongs to slot \"%s\", not \"%s\"",
 					   ck->slot, slot);

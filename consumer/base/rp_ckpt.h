@@ -4,7 +4,8 @@
  *
  * commit_lsn is the dedup watermark (transactions committed at or before
  * it are done); end_lsn is what may be acknowledged to the server (G2).
- * A checkpoint is bound to the source's system id, timeline and slot.
+ * A checkpoint is bound to the source's system id, timeline and slot
+ * (a failover moves it to the promoted server's timeline).
  * The library-owned form is a small text file replaced atomically (temp
  * file, fsync, rename, fsync of the folder); sink-owned forms live with
  * the sink's data.
@@ -51,9 +52,12 @@ extern bool rp_ckpt_parse(const char *line, RpCheckpoint *ck);
 extern int	rp_ckpt_read(const char *path, RpCheckpoint *ck);
 extern int	rp_ckpt_write(const char *path, const RpCheckpoint *ck);
 
-/* Is ck bound to this source?  Halts (G3) with a named reason if not. */
-extern int	rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, uint32_t timeline,
-								 const char *slot);
+/*
+ * Is ck bound to this source (its system and slot)?  Halts (G3) with a
+ * named reason if not.  The timeline is the caller's to judge: a promoted
+ * standby goes on from its ancestor's checkpoint (base/rp_tlhist.h).
+ */
+extern int	rp_ckpt_check_source(const RpCheckpoint *ck, uint64_t system_id, const char *slot);
 
 /*
  * Was ck taken from this kind of source (source: "" a slot, or

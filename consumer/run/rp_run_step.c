@@ -212,8 +212,17 @@ connect_source(RpRun *run, bool have_ck, RpSourceOpen *o)
 		o->ck = run->dl.ck;
 	else if (rp_pipe_durable(&run->pipe, &o->ck) < 0)
 		return -1;
+	/* a timeline switch must not cut what is still on its way to the sink */
+	o->held_end = run->pipe.last_pushed_end > o->ck.end_lsn ? run->pipe.last_pushed_end : o->ck.end_lsn;
 	if (run->src->open(run->src, o) < 0)
 		return -1;
+	if (have_ck && o->bind.timeline != 0 && o->bind.timeline != o->ck.timeline)
+	{
+		if (o->first)
+			run->dl.ck.timeline = o->bind.timeline;
+		else
+			rp_pipe_set_timeline(&run->pipe, o->bind.timeline);
+	}
 	if (o->first)
 	{
 		if (!have_ck)

@@ -16,6 +16,7 @@
 
 #include "base/rp_clock.h"
 #include "base/rp_status.h"
+#include "base/rp_tlhist.h"
 #include "rp_lsn.h"
 #include "rp_wire.h"
 #include "run/rp_source.h"
@@ -49,7 +50,7 @@ typedef struct RpSlotSource
  * checkpoint: a missing, invalidated or advanced slot is a gap (G3).
  */
 static int
-check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck)
+check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, bool switched)
 {
 	RpSlotInfo	info;
 	const char *slot = s->o.slot;
@@ -67,6 +68,14 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck)
 	if (!info.exists && !have_ck)
 		return rp_fail(RP_HALT_CONFIG, "replication slot \"%s\" does not exist: create it with --create-slot, or name another with -S/--slot",
 					   slot);
+
+	/*
+	 * slot sync drops a copy that was still temporary when the standby was
+	 * promoted
+	 */
+	if (!info.exists && switched)
+		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" does not exist on the promoted server: it was not synchronized, or its copy was still temporary at the promotion; see \"Failover slots\" in docs/operations.md",
+					   slot);
 	if (!info.exists)
 		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" does not exist", slot);
 	if (!info.logical || strcmp(info.plugin, "replicant") != 0)
@@ -74,6 +83,16 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck)
 					   slot);
 	if (info.lost)
 		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" has been invalidated (wal_status lost)",
+					   slot);
+
+	/*
+	 * After a promotion the slot must be the copy slot synchronization kept
+	 * of the old primary's: one made on the new primary afterwards starts at
+	 * its creation, and what was committed between the checkpoint and then
+	 * would never come.
+	 */
+	if (switched && !info.synced)
+		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" on the promoted server was not synchronized from the old primary (pg_replication_slots.synced is false): it does not hold the changes after the checkpoint; see \"Failover slots\" in docs/operations.md",
 					   slot);
 
 	/*
@@ -203,6 +222,79 @@ set_decoding_work_mem(RpSlotSource *s, bool early)
 }
 
 /*
+ * A checkpoint taken on another timeline than the server's: the server was
+ * promoted (or restored) since.  It goes on only when the server's history
+ * holds the checkpoint's timeline and left it after everything this run
+ * holds (base/rp_tlhist.h); *switched then says the slot must be a
+ * synchronized one.  Anything else halts naming what did not match (G3).
+ */
+static int
+check_timeline(RpSlotSource *s, const RpSourceOpen *o, bool *switched)
+{
+	uint32_t	tli = s->conn.timeline;
+	uint64_t	held = o->held_end > o->ck.end_lsn ? o->held_end : o->ck.end_lsn;
+	RpTlHistEntry *e = NULL;
+	int			n = 0;
+	char	   *text;
+	size_t		len;
+	uint64_t	sw;
+	char		a[24],
+				b[24];
+	int			rc;
+
+	*switched = false;
+	if (o->ck.timeline == tli)
+		return 0;
+	if (o->ck.timeline > tli)
+		return rp_fail(RP_HALT_IDENTITY,
+					   "checkpoint was taken on timeline %u, but the source is on timeline %u, an earlier one: it is not this server's history (restored from a backup, or another branch)",
+					   o->ck.timeline, tli);
+	if (rp_conn_timeline_history(&s->conn, tli, &text, &len) < 0)
+		return -1;
+	rc = rp_tlhist_parse(text, len, &e, &n);
+	rp_free(text);
+	if (rc < 0)
+		return rp_fail(RP_HALT_IDENTITY, "the history file of timeline %u does not read", tli);
+	rc = 0;
+	rp_lsn_format(held, b);
+	switch (rp_tlhist_judge(e, n, o->ck.timeline, held, tli, &sw))
+	{
+		case RP_TL_SAME:
+			break;
+		case RP_TL_FOLLOWS:
+			*switched = true;
+			if (s->o.log_info)
+			{
+				char		line[256];
+
+				rp_lsn_format(sw, a);
+				snprintf(line, sizeof(line),
+						 "the source left timeline %u for timeline %u at %s, after everything held (up to %s): going on on timeline %u",
+						 o->ck.timeline, tli, a, b, tli);
+				s->o.log_info(s->o.log_arg, line);
+			}
+			break;
+		case RP_TL_PAST_SWITCH:
+			rp_lsn_format(sw, a);
+			rc = rp_fail(RP_HALT_GAP,
+						 "the source left timeline %u for timeline %u at %s, but this consumer holds changes up to %s: the promoted server never had the ones after %s (it was behind; synchronized_standby_slots prevents this, see docs/operations.md)",
+						 o->ck.timeline, tli, a, b, a);
+			break;
+		case RP_TL_NOT_ANCESTOR:
+			rc = rp_fail(RP_HALT_IDENTITY,
+						 "checkpoint was taken on timeline %u, which the history of the source's timeline %u does not contain: the server was promoted from another branch",
+						 o->ck.timeline, tli);
+			break;
+		case RP_TL_NEWER:
+			rc = rp_fail(RP_HALT_IDENTITY, "checkpoint timeline %u is after the source's %u", o->ck.timeline, tli);
+			break;
+	}
+	if (e)
+		rp_free(e);
+	return rc;
+}
+
+/*
  * Connect, check the checkpoint and the slot against the source, and start
  * replication from the durable position (or the start position given).
  */
@@ -212,6 +304,7 @@ slot_open(RpSource *src, RpSourceOpen *o)
 	RpSlotSource *s = (RpSlotSource *) src;
 	char	  **opts;
 	uint64_t	start;
+	bool		switched = false;
 	int			rc;
 
 	if (rp_conn_open(&s->conn, s->o.conninfo, s->o.progname) < 0)
@@ -233,14 +326,16 @@ slot_open(RpSource *src, RpSourceOpen *o)
 	 */
 	if (o->have_ck && o->first && rp_ckpt_check_kind(&o->ck, "") < 0)
 		return -1;
-	if (o->have_ck && rp_ckpt_check_source(&o->ck, s->conn.system_id, s->conn.timeline, s->o.slot) < 0)
+	if (o->have_ck && rp_ckpt_check_source(&o->ck, s->conn.system_id, s->o.slot) < 0)
+		return -1;
+	if (o->have_ck && check_timeline(s, o, &switched) < 0)
 		return -1;
 	memset(&o->bind, 0, sizeof(o->bind));
 	o->bind.system_id = s->conn.system_id;
 	o->bind.timeline = s->conn.timeline;
 	if (rp_ckpt_check_position(&o->ck, s->conn.flush_lsn) < 0)
 		return -1;
-	if (check_slot(s, o->have_ck, &o->ck) < 0)
+	if (check_slot(s, o->have_ck, &o->ck, switched) < 0)
 		return -1;
 	start = s->o.startpos ? s->o.startpos : o->ck.end_lsn;
 

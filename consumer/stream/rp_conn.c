@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rp_buf.h"
 #include "base/rp_ckpt.h"
@@ -190,10 +191,15 @@ rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info)
 	memset(info, 0, sizeof(*info));
 	if (lit == NULL)
 		return rp_conn_fail(c, RP_HALT_NONE, "quoting the slot name", NULL);
+
+	/*
+	 * synced: 17's slot synchronization; before it no slot was ever
+	 * synchronized
+	 */
 	snprintf(sql, sizeof(sql),
 			 "SELECT slot_type, coalesce(plugin, ''), coalesce(confirmed_flush_lsn::text, ''), "
-			 "coalesce(wal_status, '') FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
-			 lit);
+			 "coalesce(wal_status, ''), %s FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+			 PQserverVersion(c->pg) >= RP_CONN_FAILOVER_MIN_VERSION ? "synced" : "false", lit);
 	PQfreemem(lit);
 	res = PQexec(c->pg, sql);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
@@ -206,6 +212,32 @@ rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info)
 		if (!rp_lsn_parse(PQgetvalue(res, 0, 2), &info->confirmed_flush))
 			info->confirmed_flush = 0;
 		info->lost = strcmp(PQgetvalue(res, 0, 3), "lost") == 0;
+		info->synced = strcmp(PQgetvalue(res, 0, 4), "t") == 0;
+	}
+	PQclear(res);
+	return rc;
+}
+
+int
+rp_conn_timeline_history(RpConn *c, uint32_t tli, char **text, size_t *len)
+{
+	char		cmd[48];
+	PGresult   *res;
+	int			rc = 0;
+
+	*text = NULL;
+	*len = 0;
+	snprintf(cmd, sizeof(cmd), "TIMELINE_HISTORY %u", tli);
+	res = PQexec(c->pg, cmd);
+	/* filename, content: the walsender sends the file's bytes as they are */
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) != 2)
+		rc = rp_conn_fail(c, RP_HALT_NONE, cmd, res);
+	else
+	{
+		*len = (size_t) PQgetlength(res, 0, 1);
+		*text = rp_malloc(*len + 1);
+		memcpy(*text, PQgetvalue(res, 0, 1), *len);
+		(*text)[*len] = '\0';
 	}
 	PQclear(res);
 	return rc;

@@ -37,6 +37,8 @@ typedef struct RpSlotInfo
 	bool		lost;			/* wal_status = 'lost' or invalidated */
 	char		plugin[64];
 	uint64_t	confirmed_flush;
+	bool		synced;			/* 17+: copied from a primary by slot sync
+								 * (and still so on the promoted standby) */
 } RpSlotInfo;
 
 typedef enum RpMsgKind
@@ -70,6 +72,9 @@ extern void rp_conn_close(RpConn *c);
 extern void rp_conn_finish(RpConn *c, int timeout_ms);
 extern int	rp_conn_identify(RpConn *c);
 extern int	rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info);
+
+/* TIMELINE_HISTORY tli: the history file's text into *text (caller frees with rp_free). */
+extern int	rp_conn_timeline_history(RpConn *c, uint32_t tli, char **text, size_t *len);
 extern int	rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists,
 								bool failover);
 extern int	rp_conn_drop_slot(RpConn *c, const char *slot);

@@ -85,6 +85,10 @@ rp_pipe_main(void *arg)
 		int			rc = 0;
 		uint64_t	batches;
 
+		/* the source moved to a new timeline: later checkpoints are on it */
+		if (p->timeline != 0 && p->timeline != p->dl->ck.timeline)
+			p->dl->ck.timeline = p->timeline;
+
 		if (p->reopen_requested)
 		{
 			RpSink	   *sink = p->dl->sink;
@@ -232,6 +236,10 @@ rp_pipe_push(RpPipe *p, RpItem *item, void (*tick) (void *), void *arg)
 	}
 	if (item->kind == RP_ITEM_TXN)
 		p->last_pushed_commit = item->txn->commit_lsn;
+	if (item->kind == RP_ITEM_TXN && item->txn->end_lsn > p->last_pushed_end)
+		p->last_pushed_end = item->txn->end_lsn;
+	if (item->kind == RP_ITEM_MESSAGE && item->msg.lsn > p->last_pushed_end)
+		p->last_pushed_end = item->msg.lsn;
 	item->next = NULL;
 	if (p->tail)
 		p->tail->next = item;
@@ -285,6 +293,15 @@ rp_pipe_reopen(RpPipe *p)
 {
 	pthread_mutex_lock(&p->lock);
 	p->reopen_requested = true;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+rp_pipe_set_timeline(RpPipe *p, uint32_t timeline)
+{
+	pthread_mutex_lock(&p->lock);
+	p->timeline = timeline;
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 }

@@ -48,6 +48,10 @@ typedef struct RpPipe
 	RpCheckpoint durable;		/* what the sink holds */
 	uint64_t	last_pushed_commit; /* commit LSN of the newest transaction
 									 * handed over */
+	uint64_t	last_pushed_end;	/* highest end LSN handed over (the
+									 * receiving thread's) */
+	uint32_t	timeline;		/* the source's timeline, once it moved (0:
+								 * the checkpoint's) */
 	bool		started;
 } RpPipe;
 
@@ -68,6 +72,13 @@ extern bool rp_pipe_idle(RpPipe *p);
 
 /* Ask the sink to reopen its output (SIGHUP), between two units. */
 extern void rp_pipe_reopen(RpPipe *p);
+
+/*
+ * The source is now on this timeline (a promotion, judged by the source):
+ * checkpoints written after this call carry it.  Every position handed
+ * over before lies below the switch point, so it is right on both.
+ */
+extern void rp_pipe_set_timeline(RpPipe *p, uint32_t timeline);
 
 /* Ask for an idle advance to lsn (state sinks; see rp_deliver_advance). */
 extern void rp_pipe_advance(RpPipe *p, uint64_t lsn, uint64_t source_seq);

@@ -2,8 +2,8 @@
  * test_ckpt.c
  *    Checkpoints (consumer/base/rp_ckpt.c): the checkpoint line format, the
  *    library-owned file written atomically (G1/G2), the binding of a
- *    checkpoint to its source (G3: another system id, timeline or slot
- *    halts with both values named), a checkpoint ahead of the server's WAL
+ *    checkpoint to its source (G3: another system id or slot halts with
+ *    both values named; timelines are test_tlhist.c's), a checkpoint ahead of the server's WAL
  *    (G3: halts naming both positions), the status update that never
  *    reports a position past what the server sent (G2), and LSN text.
  */
@@ -266,28 +266,22 @@ START_TEST(test_check_source)
 	RpCheckpoint ck = mk(7412345678901234567ULL, 2, "replicant", 0x10, 0x20);
 
 	rp_error_clear();
-	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234567ULL, 2, "replicant"), 0);
+	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234567ULL, "replicant"), 0);
 
-	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234999ULL, 2, "replicant"), -1);
+	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234999ULL, "replicant"), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_IDENTITY);
 	ck_assert_msg(strstr(rp_error(), "7412345678901234567") && strstr(rp_error(), "7412345678901234999"),
 				  "both system ids must be named: %s", rp_error());
 
 	rp_error_clear();
-	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234567ULL, 3, "replicant"), -1);
-	ck_assert_int_eq(rp_error_halt(), RP_HALT_IDENTITY);
-	ck_assert_msg(strstr(rp_error(), "timeline 2") && strstr(rp_error(), "timeline 3"),
-				  "both timelines must be named: %s", rp_error());
-
-	rp_error_clear();
-	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234567ULL, 2, "other_slot"), -1);
+	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234567ULL, "other_slot"), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_IDENTITY);
 	ck_assert_msg(strstr(rp_error(), "\"replicant\"") && strstr(rp_error(), "\"other_slot\""),
 				  "both slots must be named: %s", rp_error());
 
 	/* a slot name that only shares a prefix is another slot */
 	rp_error_clear();
-	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234567ULL, 2, "replicant2"), -1);
+	ck_assert_int_eq(rp_ckpt_check_source(&ck, 7412345678901234567ULL, "replicant2"), -1);
 	ck_assert_int_eq(rp_error_halt(), RP_HALT_IDENTITY);
 }
 

@@ -150,8 +150,13 @@ read_tail(RpNatsSink *ns, bool fence)
 		if (strcmp(data.slot, ns->slot) != 0)
 			return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\" holds the changes of slot \"%s\", not of slot \"%s\"",
 						   ns->stream, data.slot, ns->slot);
+
+		/*
+		 * a later timeline than this writer's is another source; an earlier
+		 * one is this source before a promotion the run judged
+		 */
 		if (fence && bound.system_id != 0 &&
-			(data.system_id != bound.system_id || data.timeline != bound.timeline))
+			(data.system_id != bound.system_id || data.timeline > bound.timeline))
 			return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\" holds changes of another source (system id or timeline)",
 						   ns->stream);
 		rp_nats_resume_from_head(&data, &ns->resume, &ns->ck);
