@@ -67,10 +67,10 @@ VERSION_TESTS=(test/t/050_file_sink_kill9.pl test/t/070_mirror_stream.pl test/t/
 	test/t/720_verify_truth.pl test/t/730_migration.pl)
 # Tests that need one major of the matrix (run with its servers, and only there): 540 checks
 # 18's virtual generated columns, 545 17's failover slots (and their refusal on 15), 546 a
-# resume on a promoted 17 standby, 750
-# mirrors 18 into 15 and 15 into 18.
+# resume on a promoted 17 standby, 547 decoding from a 17 standby, 750 mirrors 18 into 15
+# and 15 into 18.
 declare -A MAJOR_TESTS=([test/t/540_virtual_generated.pl]=18 [test/t/545_failover_slot.pl]=17
-	[test/t/546_failover_resume.pl]=17
+	[test/t/546_failover_resume.pl]=17 [test/t/547_standby_decoding.pl]=17
 	[test/t/750_cross_version.pl]=18)
 
 quick=0

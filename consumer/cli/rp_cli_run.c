@@ -525,6 +525,9 @@ rp_cli_slot_action(RpCli *cli)
 	if (rc == 0 && cli->create_slot)
 	{
 		pg_log_info("creating replication slot \"%s\"", cli->slot);
+		/* said without -v: the command seems to hang otherwise */
+		if (rp_conn_in_recovery(&conn))
+			rp_cli_log_line("replicant: the source is a standby: the slot is ready once the primary logs its running transactions (SELECT pg_log_standby_snapshot() on the primary does it now; its checkpointer does it every 15 s)");
 		rc = rp_conn_create_slot(&conn, cli->slot, "replicant", cli->if_not_exists,
 								 cli->failover);
 	}

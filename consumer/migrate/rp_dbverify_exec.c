@@ -106,7 +106,10 @@ rp_dbverify_pace(RpDbvRun *r, int64_t rows)
 int
 rp_dbverify_source_lsn(RpDbvRun *r, uint64_t *lsn)
 {
-	PGresult   *res = rp_dbverify_exec(r, r->src, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0, NULL,
+	/* on a standby, what it replayed: at or past every commit its reads saw */
+	PGresult   *res = rp_dbverify_exec(r, r->src,
+									   "SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn()"
+									   " ELSE pg_catalog.pg_current_wal_insert_lsn() END::text", 0, NULL,
 									   "reading the WAL position", NULL);
 
 	if (res == NULL)

@@ -84,7 +84,13 @@ rp_mwait_source(const RpMwaitOptions *o, char *sysid, size_t len, uint64_t *targ
 
 	if (src == NULL)
 		return -1;
-	res = PQexec(src, "SELECT system_identifier::text, pg_catalog.pg_current_wal_lsn()::text"
+
+	/*
+	 * a standby has no WAL of its own to write: what it replayed is what
+	 * decodes there
+	 */
+	res = PQexec(src, "SELECT system_identifier::text, CASE WHEN pg_catalog.pg_is_in_recovery()"
+				 " THEN pg_catalog.pg_last_wal_replay_lsn() ELSE pg_catalog.pg_current_wal_lsn() END::text"
 				 " FROM pg_catalog.pg_control_system()");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		rc = rp_mwait_fail_res(src, res, "source", "reading the system id and WAL position");

@@ -50,7 +50,7 @@ typedef struct RpSlotSource
  * checkpoint: a missing, invalidated or advanced slot is a gap (G3).
  */
 static int
-check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, bool switched)
+check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, uint64_t switchpoint)
 {
 	RpSlotInfo	info;
 	const char *slot = s->o.slot;
@@ -73,7 +73,7 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, bool switched)
 	 * slot sync drops a copy that was still temporary when the standby was
 	 * promoted
 	 */
-	if (!info.exists && switched)
+	if (!info.exists && switchpoint != 0)
 		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" does not exist on the promoted server: it was not synchronized, or its copy was still temporary at the promotion; see \"Failover slots\" in docs/operations.md",
 					   slot);
 	if (!info.exists)
@@ -86,14 +86,19 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, bool switched)
 					   slot);
 
 	/*
-	 * After a promotion the slot must be the copy slot synchronization kept
-	 * of the old primary's: one made on the new primary afterwards starts at
-	 * its creation, and what was committed between the checkpoint and then
-	 * would never come.
+	 * After a promotion the slot must be one that existed before it: the copy
+	 * slot synchronization kept of the old primary's, or a slot made on this
+	 * server while it was a standby.  One made after the promotion starts at
+	 * its creation, past the switch point, and what was committed between the
+	 * checkpoint and then would never come.
 	 */
-	if (switched && !info.synced)
-		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" on the promoted server was not synchronized from the old primary (pg_replication_slots.synced is false): it does not hold the changes after the checkpoint; see \"Failover slots\" in docs/operations.md",
-					   slot);
+	if (switchpoint != 0 && info.confirmed_flush > switchpoint)
+	{
+		rp_lsn_format(info.confirmed_flush, a);
+		rp_lsn_format(switchpoint, b);
+		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" on the promoted server starts at %s, past the switch point %s: it was made after the promotion (%s), and does not hold the changes after the checkpoint; see \"Failover slots\" in docs/operations.md",
+					   slot, a, b, info.synced ? "synchronized" : "not synchronized from the old primary");
+	}
 
 	/*
 	 * a checkpoint that never held a position (nothing delivered yet) has no
@@ -225,11 +230,12 @@ set_decoding_work_mem(RpSlotSource *s, bool early)
  * A checkpoint taken on another timeline than the server's: the server was
  * promoted (or restored) since.  It goes on only when the server's history
  * holds the checkpoint's timeline and left it after everything this run
- * holds (base/rp_tlhist.h); *switched then says the slot must be a
- * synchronized one.  Anything else halts naming what did not match (G3).
+ * holds (base/rp_tlhist.h); *switchpoint then says where it left it, which
+ * the slot must not be past.  Anything else halts naming what did not match
+ * (G3).
  */
 static int
-check_timeline(RpSlotSource *s, const RpSourceOpen *o, bool *switched)
+check_timeline(RpSlotSource *s, const RpSourceOpen *o, uint64_t *switchpoint)
 {
 	uint32_t	tli = s->conn.timeline;
 	uint64_t	held = o->held_end > o->ck.end_lsn ? o->held_end : o->ck.end_lsn;
@@ -242,7 +248,7 @@ check_timeline(RpSlotSource *s, const RpSourceOpen *o, bool *switched)
 				b[24];
 	int			rc;
 
-	*switched = false;
+	*switchpoint = 0;
 	if (o->ck.timeline == tli)
 		return 0;
 	if (o->ck.timeline > tli)
@@ -262,7 +268,7 @@ check_timeline(RpSlotSource *s, const RpSourceOpen *o, bool *switched)
 		case RP_TL_SAME:
 			break;
 		case RP_TL_FOLLOWS:
-			*switched = true;
+			*switchpoint = sw;
 			if (s->o.log_info)
 			{
 				char		line[256];
@@ -304,7 +310,7 @@ slot_open(RpSource *src, RpSourceOpen *o)
 	RpSlotSource *s = (RpSlotSource *) src;
 	char	  **opts;
 	uint64_t	start;
-	bool		switched = false;
+	uint64_t	switchpoint = 0;
 	int			rc;
 
 	if (rp_conn_open(&s->conn, s->o.conninfo, s->o.progname) < 0)
@@ -328,14 +334,14 @@ slot_open(RpSource *src, RpSourceOpen *o)
 		return -1;
 	if (o->have_ck && rp_ckpt_check_source(&o->ck, s->conn.system_id, s->o.slot) < 0)
 		return -1;
-	if (o->have_ck && check_timeline(s, o, &switched) < 0)
+	if (o->have_ck && check_timeline(s, o, &switchpoint) < 0)
 		return -1;
 	memset(&o->bind, 0, sizeof(o->bind));
 	o->bind.system_id = s->conn.system_id;
 	o->bind.timeline = s->conn.timeline;
 	if (rp_ckpt_check_position(&o->ck, s->conn.flush_lsn) < 0)
 		return -1;
-	if (check_slot(s, o->have_ck, &o->ck, switched) < 0)
+	if (check_slot(s, o->have_ck, &o->ck, switchpoint) < 0)
 		return -1;
 	start = s->o.startpos ? s->o.startpos : o->ck.end_lsn;
 

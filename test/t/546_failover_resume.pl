@@ -24,8 +24,7 @@
 #
 # Each refusal halts with exit 3 and its reason, before anything is delivered:
 #   - a slot missing on the new primary (an idle slot's copy stays temporary, and a
-#     promotion drops those), and one made again there: pg_replication_slots.synced is
-#     false;
+#     promotion drops those), and one made again there: it starts past the switch point;
 #   - the second standby, stopped before the probe's last changes and promoted without
 #     catching up: the checkpoint is past its switch point;
 #   - the same second standby, which took timeline 3 from a history that went 1 -> 3 (it
@@ -234,9 +233,10 @@ like(slurp("$work/x-gone.err"), qr/replication slot "fo_x" does not exist on the
 	'... saying why it may be missing');
 rp_psql($stb{1}, "SELECT pg_create_logical_replication_slot('fo_x', 'replicant')");
 is(rp_replicant('x-resync', -d => $multi, -S => 'fo_x', '--start', '--sink', "file:$work/x.jsonl",
-		'--state-dir', "$work/state-x", '-n'), 3, 'a slot that was not synchronized halts (exit 3)');
-like(slurp("$work/x-resync.err"), qr/replication slot "fo_x" on the promoted server was not synchronized/,
-	'... saying the slot was not synchronized');
+		'--state-dir', "$work/state-x", '-n'), 3, 'a slot made after the promotion halts (exit 3)');
+like(slurp("$work/x-resync.err"),
+	qr/replication slot "fo_x" on the promoted server starts at [0-9A-F]+\/[0-9A-F]+, past the switch point [0-9A-F]+\/[0-9A-F]+: it was made after the promotion \(not synchronized from the old primary\)/,
+	'... saying the slot was made after the promotion');
 
 # the second standby, promoted behind probe y, from a history that skips timeline 2
 copy($stb{1}->data_dir . '/pg_wal/00000002.history', $stb{2}->data_dir . '/pg_wal/00000002.history')
