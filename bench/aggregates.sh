@@ -21,6 +21,8 @@
 #   lag        the agg consumer streams live while 2,000 more 100-row update transactions run at full
 #              speed; every 0.5 s a probe notes the source's WAL insert position and waits until
 #              the destination's checkpoint (committed with the cells) passes it.
+#   distinct   count_distinct over DISTINCT_ROWS (default 1,000,000) distinct values in one cell:
+#              the seed, then DISTINCT_NEW (100,000) new values in random order through the stream.
 # The report is printed and written to bench/out/aggregates-<timestamp>.txt.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -203,3 +205,58 @@ wait "$live" 2>/dev/null || true
 printf 'lag while %d live %d-row update transactions ran (%s s): %d probes, median %s s, max %s s\n' \
 	"$live_txns" "$PER_TXN" "$load_secs" "${#lags[@]}" "$(printf '%s\n' "${lags[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')" \
 	"$(printf '%s\n' "${lags[@]}" | sort -n | tail -n 1)"
+
+# ---- count_distinct over a million distinct values in one cell: the seed, then new values
+# in random order streamed (a sorted array moved half of its entries for each new value;
+# the fold now finds them by hash: consumer/agg/rp_fold.c)
+DISTINCT_ROWS=${DISTINCT_ROWS:-1000000}
+DISTINCT_NEW=${DISTINCT_NEW:-100000}
+src >/dev/null <<SQL
+CREATE TABLE distinct_t (id bigint PRIMARY KEY, g int NOT NULL, v bigint);
+ALTER TABLE distinct_t REPLICA IDENTITY FULL;
+INSERT INTO distinct_t SELECT i, 0, i * 2 FROM generate_series(1, $DISTINCT_ROWS) i;
+SQL
+replicant -d "$SRC" -S b_distinct --create-slot >/dev/null
+dst -c "CREATE DATABASE d_distinct" >/dev/null
+/usr/bin/time -f '%U %S %M' -o "$WORK/time.distinct" \
+	replicant -d "$SRC" -S b_distinct --start -s 1 --sink "postgres:$(rp_conninfo dst d_distinct)" \
+	--state-dir "$WORK/state-distinct" --aggregates-only -v \
+	--aggregate "name=cd source=public.distinct_t dims=g measure=v agg=count_distinct output=table:agg.cd" \
+	2>"$WORK/consumer-distinct.err" &
+live=$!
+t0=$(now)
+fence=$(src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
+until [[ $(dst -d d_distinct -Atc "SELECT end_lsn >= '$fence' FROM replicant.checkpoint WHERE slot = 'b_distinct'" 2>/dev/null) == t ]]; do
+	kill -0 "$live" 2>/dev/null || { tail -n 5 "$WORK/consumer-distinct.err"; rp_die "the count_distinct consumer exited"; }
+	sleep 0.05
+done
+seed_secs=$(sub "$(now)" "$t0")
+# odd values, none seen before, in an order unrelated to their own, in 1,000-row transactions
+src >/dev/null <<SQL
+DO \$\$
+BEGIN
+	FOR t IN 0 .. $DISTINCT_NEW / 1000 - 1 LOOP
+		INSERT INTO distinct_t SELECT $DISTINCT_ROWS + t * 1000 + j, 0, ((t * 1000 + j) * 7919 % $DISTINCT_NEW) * 2 + 1
+		FROM generate_series(1, 1000) j;
+		COMMIT;
+	END LOOP;
+END \$\$;
+SQL
+t0=$(now)
+fence=$(src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
+until [[ $(dst -d d_distinct -Atc "SELECT end_lsn >= '$fence' FROM replicant.checkpoint WHERE slot = 'b_distinct'") == t ]]; do
+	kill -0 "$live" 2>/dev/null || { tail -n 5 "$WORK/consumer-distinct.err"; rp_die "the count_distinct consumer exited"; }
+	sleep 0.05
+done
+catch_secs=$(sub "$(now)" "$t0")
+pkill -TERM -P "$live" # the consumer under time(1): its report follows
+wait "$live" 2>/dev/null || true
+read -r u s rss <"$WORK/time.distinct"
+want=$(src -Atc 'SELECT count(DISTINCT v) FROM distinct_t')
+got=$(rp_psql dst -d d_distinct -Atc 'SELECT count_distinct_v FROM agg.cd')
+[[ $want == "$got" ]] || rp_die "count_distinct: the output says $got, the source $want"
+printf '\ncount_distinct of %d distinct values in one cell, then %d new ones in random order (1,000-row transactions)\n' \
+	"$DISTINCT_ROWS" "$DISTINCT_NEW"
+printf '  seed and first batch %s s; the new values caught up %s s after their last commit; consumer CPU %s s, peak RSS %d MB\n' \
+	"$seed_secs" "$catch_secs" "$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')" "$((rss / 1024))"
+printf '  the output equals count(DISTINCT) on the source (%s)\n' "$want"

@@ -82,8 +82,10 @@ rp_fold_cell_free(RpFold *f, RpFoldCell *c)
 		rp_fold_entry_free(f, &c->vals[i]);
 	if (c->vals)
 		rp_free(c->vals);
-	f->bytes -= sizeof(RpFoldEntry) * (size_t) c->capvals + sizeof(RpFoldCell) + c->coordlen +
-		c->labellen + 2;
+	if (c->idx)
+		rp_free(c->idx);
+	f->bytes -= sizeof(RpFoldEntry) * (size_t) c->capvals + sizeof(uint32_t) * (size_t) c->idxcap +
+		sizeof(RpFoldCell) + c->coordlen + c->labellen + 2;
 	rp_decimal_free(&c->total);
 	rp_free(c->coord);
 	rp_free(c->label);
@@ -208,47 +210,63 @@ rp_fold_find(const RpFoldCell *c, const char *key, size_t keylen)
 	return -lo - 1;
 }
 
+/* Room for one more entry at the end of the cell's array. */
+static void
+rp_fold_reserve(RpFold *f, RpFoldCell *c)
+{
+	int			cap;
+
+	if (c->nvals < c->capvals)
+		return;
+	cap = c->capvals ? c->capvals * 2 : 4;
+	c->vals = c->vals ? rp_realloc(c->vals, sizeof(RpFoldEntry) * (size_t) cap)
+		: rp_malloc(sizeof(RpFoldEntry) * (size_t) cap);
+	f->bytes += sizeof(RpFoldEntry) * (size_t) (cap - c->capvals);
+	c->capvals = cap;
+}
+
+/* Fill entry e with v's key (and text, unless count_distinct) and k rows. */
+static void
+rp_fold_entry_set(RpFold *f, RpFoldEntry *e, const RpFoldValue *v, int64_t k)
+{
+	/* count_distinct only counts: the text is never written */
+	size_t		textlen = f->agg == RP_FOLD_COUNT_DISTINCT ? 0 : v->textlen;
+	char	   *p;
+
+	e->keylen = (uint32_t) v->keylen;
+	e->textlen = (uint32_t) textlen;
+	e->rows = k;
+	if (v->keylen + textlen <= RP_FOLD_INLINE)
+		p = e->b.inl;
+	else
+	{
+		p = e->b.ptr = rp_malloc(v->keylen + textlen);
+		f->bytes += v->keylen + textlen;
+	}
+	memcpy(p, v->key, v->keylen);
+	if (textlen)
+		memcpy(p + v->keylen, v->text, textlen);
+}
+
+/*
+ * min, max and none: the values in key order, so that the extremes are the
+ * ends.  A new one moves the ones after it (a seed appends: it reads them in
+ * the measure's order).
+ */
 static RpFoldStatus
-rp_fold_count_value(RpFold *f, RpFoldCell *c, const RpFoldValue *v, int64_t k)
+rp_fold_count_sorted(RpFold *f, RpFoldCell *c, const RpFoldValue *v, int64_t k)
 {
 	int			i = rp_fold_find(c, v->key, v->keylen);
 
 	if (i < 0)
 	{
-		RpFoldEntry *e;
-
-		/* count_distinct only counts: the text is never written */
-		size_t		textlen = f->agg == RP_FOLD_COUNT_DISTINCT ? 0 : v->textlen;
-		char	   *p;
-
 		if (k < 0)
 			return RP_FOLD_MISSING;
 		i = -i - 1;
-		if (c->nvals == c->capvals)
-		{
-			int			cap = c->capvals ? c->capvals * 2 : 4;
-
-			c->vals = c->vals ? rp_realloc(c->vals, sizeof(RpFoldEntry) * (size_t) cap)
-				: rp_malloc(sizeof(RpFoldEntry) * (size_t) cap);
-			f->bytes += sizeof(RpFoldEntry) * (size_t) (cap - c->capvals);
-			c->capvals = cap;
-		}
+		rp_fold_reserve(f, c);
 		memmove(&c->vals[i + 1], &c->vals[i], sizeof(RpFoldEntry) * (size_t) (c->nvals - i));
 		c->nvals++;
-		e = &c->vals[i];
-		e->keylen = (uint32_t) v->keylen;
-		e->textlen = (uint32_t) textlen;
-		e->rows = k;
-		if (v->keylen + textlen <= RP_FOLD_INLINE)
-			p = e->b.inl;
-		else
-		{
-			p = e->b.ptr = rp_malloc(v->keylen + textlen);
-			f->bytes += v->keylen + textlen;
-		}
-		memcpy(p, v->key, v->keylen);
-		if (textlen)
-			memcpy(p + v->keylen, v->text, textlen);
+		rp_fold_entry_set(f, &c->vals[i], v, k);
 		return RP_FOLD_OK;
 	}
 	if (c->vals[i].rows + k < 0)
@@ -261,6 +279,134 @@ rp_fold_count_value(RpFold *f, RpFoldCell *c, const RpFoldValue *v, int64_t k)
 		c->nvals--;
 	}
 	return RP_FOLD_OK;
+}
+
+/*
+ * count_distinct: no order is needed, only each value's row count, so the
+ * entries sit unsorted in the array and an open-addressing index of their
+ * positions (linear probing, at most three quarters full) finds them: a new
+ * value costs O(1) whatever order values come in, where a sorted array moved
+ * half of its entries for each (a seed of a million distinct values in
+ * random order took minutes).  An index slot holds position + 1 (0: empty).
+ */
+static uint32_t
+rp_fold_idx_home(const RpFoldCell *c, const char *key, size_t keylen)
+{
+	return (uint32_t) rp_fold_hash(key, keylen) & (c->idxcap - 1);
+}
+
+/* The index slot of key, or of the empty slot where it would go. */
+static uint32_t
+rp_fold_idx_find(const RpFoldCell *c, const char *key, size_t keylen)
+{
+	uint32_t	i = rp_fold_idx_home(c, key, keylen);
+
+	for (;; i = (i + 1) & (c->idxcap - 1))
+	{
+		const RpFoldEntry *e;
+
+		if (c->idx[i] == 0)
+			return i;
+		e = &c->vals[c->idx[i] - 1];
+		if (e->keylen == keylen && memcmp(rp_fold_entry_key(e), key, keylen) == 0)
+			return i;
+	}
+}
+
+static void
+rp_fold_idx_grow(RpFold *f, RpFoldCell *c)
+{
+	uint32_t	cap = c->idxcap ? c->idxcap * 2 : 8;
+
+	if (c->idx)
+		rp_free(c->idx);
+	f->bytes += sizeof(uint32_t) * (size_t) (cap - c->idxcap);
+	c->idxcap = cap;
+	c->idx = rp_malloc0(sizeof(uint32_t) * (size_t) cap);
+	for (int n = 0; n < c->nvals; n++)
+	{
+		const RpFoldEntry *e = &c->vals[n];
+
+		c->idx[rp_fold_idx_find(c, rp_fold_entry_key(e), e->keylen)] = (uint32_t) n + 1;
+	}
+}
+
+/* Empty index slot i, moving later ones of its run back (no tombstones). */
+static void
+rp_fold_idx_delete(RpFoldCell *c, uint32_t i)
+{
+	uint32_t	mask = c->idxcap - 1;
+	uint32_t	j = i;
+
+	c->idx[i] = 0;
+	for (;;)
+	{
+		uint32_t	home;
+		const RpFoldEntry *e;
+
+		j = (j + 1) & mask;
+		if (c->idx[j] == 0)
+			return;
+		e = &c->vals[c->idx[j] - 1];
+		home = rp_fold_idx_home(c, rp_fold_entry_key(e), e->keylen);
+		/* j's entry may fill the hole unless its home lies in (i, j] */
+		if (((j - home) & mask) >= ((j - i) & mask))
+		{
+			c->idx[i] = c->idx[j];
+			c->idx[j] = 0;
+			i = j;
+		}
+	}
+}
+
+static RpFoldStatus
+rp_fold_count_hashed(RpFold *f, RpFoldCell *c, const RpFoldValue *v, int64_t k)
+{
+	uint32_t	slot;
+	int			n;
+
+	if (c->idxcap == 0)
+		rp_fold_idx_grow(f, c);
+	slot = rp_fold_idx_find(c, v->key, v->keylen);
+	if (c->idx[slot] == 0)
+	{
+		if (k < 0)
+			return RP_FOLD_MISSING;
+		if ((uint64_t) (c->nvals + 1) * 4 > (uint64_t) c->idxcap * 3)
+		{
+			rp_fold_idx_grow(f, c);
+			slot = rp_fold_idx_find(c, v->key, v->keylen);
+		}
+		rp_fold_reserve(f, c);
+		rp_fold_entry_set(f, &c->vals[c->nvals], v, k);
+		c->idx[slot] = (uint32_t) ++c->nvals;
+		return RP_FOLD_OK;
+	}
+	n = (int) c->idx[slot] - 1;
+	if (c->vals[n].rows + k < 0)
+		return RP_FOLD_MISSING;
+	c->vals[n].rows += k;
+	if (c->vals[n].rows != 0)
+		return RP_FOLD_OK;
+	/* gone: the last entry takes its place in the array, and its slot follows */
+	rp_fold_entry_free(f, &c->vals[n]);
+	rp_fold_idx_delete(c, slot);
+	if (n != c->nvals - 1)
+	{
+		const RpFoldEntry *last = &c->vals[c->nvals - 1];
+
+		c->idx[rp_fold_idx_find(c, rp_fold_entry_key(last), last->keylen)] = (uint32_t) n + 1;
+		c->vals[n] = *last;
+	}
+	c->nvals--;
+	return RP_FOLD_OK;
+}
+
+static RpFoldStatus
+rp_fold_count_value(RpFold *f, RpFoldCell *c, const RpFoldValue *v, int64_t k)
+{
+	return f->agg == RP_FOLD_COUNT_DISTINCT ? rp_fold_count_hashed(f, c, v, k)
+		: rp_fold_count_sorted(f, c, v, k);
 }
 
 RpFoldStatus

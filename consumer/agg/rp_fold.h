@@ -6,9 +6,9 @@
  * Every cell keeps its row count and its count of non-NULL measures;
  * sum and avg keep an exact total (rp_decimal.h) with NaN, +Infinity and
  * -Infinity counted apart, so removing a NaN row brings a finite sum back;
- * min, max, count_distinct and none keep each distinct value's row count,
- * in key order, so deleting one of two rows that share the maximum keeps
- * it.  A change is a removal of its old row from one cell and an addition
+ * min, max, count_distinct and none keep each distinct value's row count
+ * (in key order, so deleting one of two rows that share the maximum keeps
+ * it; count_distinct, which needs no order, finds them by hash).  A change is a removal of its old row from one cell and an addition
  * of its new row to another (maybe the same); the cells a batch touched
  * are listed so the output writes each once, with its final value.
  *
@@ -79,9 +79,12 @@ typedef struct RpFoldCell
 	int64_t		ninf;
 	RpDecimal	total;			/* finite non-NULL measures */
 	int			dscale;			/* widest display scale seen */
-	RpFoldEntry *vals;			/* sorted by key */
+	RpFoldEntry *vals;			/* sorted by key; count_distinct: unsorted */
 	int			nvals;
 	int			capvals;
+	uint32_t   *idx;			/* count_distinct: position + 1 of each value,
+								 * by hash (0: empty) */
+	uint32_t	idxcap;			/* slots: a power of two, or 0 */
 	bool		touched;
 	struct RpFoldCell *next;	/* hash chain */
 } RpFoldCell;
