@@ -42,3 +42,20 @@ rp_event_kind_name(RpEventKind kind)
 		return "unknown";
 	return names[kind];
 }
+
+const char *
+rp_flush_reason_name(int reason)
+{
+	static const char *const names[RP_FLUSH__COUNT] = {
+		[RP_FLUSH_NONE] = "",
+		[RP_FLUSH_TXNS] = "txns",
+		[RP_FLUSH_BYTES] = "bytes",
+		[RP_FLUSH_TIME] = "time",
+		[RP_FLUSH_BACKLOG] = "backlog",
+		[RP_FLUSH_MESSAGE] = "message",
+		[RP_FLUSH_STREAMED] = "streamed",
+		[RP_FLUSH_DRAIN] = "drain",
+	};
+
+	return reason >= 0 && reason < RP_FLUSH__COUNT ? names[reason] : "unknown";
+}

@@ -40,6 +40,24 @@ typedef enum RpEventKind
 	RP_EVENT__COUNT
 } RpEventKind;
 
+/* Why a batch went to the sink (RpEvent.flush of the batch events). */
+typedef enum RpFlushReason
+{
+	RP_FLUSH_NONE = 0,			/* not a batch event; as an argument: only
+								 * when a limit says so */
+	RP_FLUSH_TXNS,				/* --batch-txns reached */
+	RP_FLUSH_BYTES,				/* --batch-bytes reached */
+	RP_FLUSH_TIME,				/* --batch-ms since its first transaction */
+	RP_FLUSH_BACKLOG,			/* the sink is the slower side: what queued
+								 * while the last batch was applied */
+	RP_FLUSH_MESSAGE,			/* a non-transactional message goes alone */
+	RP_FLUSH_STREAMED,			/* a large transaction applied early, block by
+								 * block: it and what came before */
+	RP_FLUSH_DRAIN,				/* the end position, a stop, a reopen or a
+								 * reconnection */
+	RP_FLUSH__COUNT
+}			RpFlushReason;
+
 typedef struct RpEvent
 {
 	RpEventKind kind;
@@ -57,6 +75,7 @@ typedef struct RpEvent
 	uint64_t	end_lsn;		/* end of the unit; the stored checkpoint's */
 	int64_t		duration_us;	/* how long the unit took; 0 when not measured */
 	int			reason;			/* an RpHalt (rp_status.h); 0: none */
+	int			flush;			/* batch events: an RpFlushReason */
 	char		sqlstate[6];	/* a SQLSTATE code, "" when none */
 } RpEvent;
 
@@ -76,5 +95,8 @@ extern void rp_event_init(RpEvent *ev, RpEventKind kind);
 
 /* "batch_committed" and so on; "unknown" out of range. */
 extern const char *rp_event_kind_name(RpEventKind kind);
+
+/* "txns", "bytes", "time" and so on; "" for none, "unknown" out of range. */
+extern const char *rp_flush_reason_name(int reason);
 
 #endif							/* RP_EVENT_H */

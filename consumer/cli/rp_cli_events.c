@@ -44,8 +44,9 @@ rp_cli_event_say(const RpCliEvents *ce, const RpEvent *ev)
 		case RP_EVENT_BATCH_COMMITTED:
 			if (ce->verbose > 1)
 				pg_log_info("batch committed: %" PRIu64 " transactions, %" PRIu64 " changes, %" PRIu64
-							" bytes, end LSN %s, %" PRId64 " ms",
-							ev->txns, ev->changes, ev->bytes, end, ev->duration_us / 1000);
+							" bytes, end LSN %s, %" PRId64 " ms, flushed by %s",
+							ev->txns, ev->changes, ev->bytes, end, ev->duration_us / 1000,
+							rp_flush_reason_name(ev->flush));
 			break;
 		case RP_EVENT_BATCH_FAILED:
 			pg_log_info("batch failed (%s%s%s): %" PRIu64 " of its transactions kept by the sink",

@@ -159,11 +159,12 @@ rp_ck_for(const RpDelivery *dl, const RpTxn *t, RpCheckpoint *ck)
  * after the sink kept these k), freed; the rest kept.
  */
 static void
-rp_deliver_done(RpDelivery *dl, int k, RpEventKind kind, int64_t started_us)
+rp_deliver_done(RpDelivery *dl, int k, RpEventKind kind, int64_t started_us, RpFlushReason why)
 {
 	RpEvent		ev;
 
 	rp_event_init(&ev, kind);
+	ev.flush = why;
 	ev.txns = (uint64_t) k;
 	for (int i = 0; i < k; i++)
 	{
@@ -193,6 +194,12 @@ rp_deliver_done(RpDelivery *dl, int k, RpEventKind kind, int64_t started_us)
 int
 rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 {
+	return rp_deliver_flush_for(dl, force ? RP_FLUSH_DRAIN : RP_FLUSH_NONE, now_ms);
+}
+
+int
+rp_deliver_flush_for(RpDelivery *dl, RpFlushReason why, int64_t now_ms)
+{
 	RpSink	   *s = dl->sink;
 	RpCheckpoint ck;
 	int			n = dl->nbatch;
@@ -203,9 +210,17 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 
 	if (n == 0)
 		return 0;
-	if (!force && n < dl->limits.max_txns && dl->batch_bytes < dl->limits.max_bytes &&
-		now_ms - dl->batch_started_ms < dl->limits.max_ms)
-		return 0;
+	if (why == RP_FLUSH_NONE)
+	{
+		if (n >= dl->limits.max_txns)
+			why = RP_FLUSH_TXNS;
+		else if (dl->batch_bytes >= dl->limits.max_bytes)
+			why = RP_FLUSH_BYTES;
+		else if (now_ms - dl->batch_started_ms >= dl->limits.max_ms)
+			why = RP_FLUSH_TIME;
+		else
+			return 0;
+	}
 	started_us = rp_clock_mono_us();
 
 	rp_ck_for(dl, dl->batch[n - 1], &ck);
@@ -213,12 +228,12 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 	{
 		if (s->handle_batch(s, dl, dl->batch, n, &ck) < 0)
 		{
-			rp_deliver_done(dl, 0, RP_EVENT_BATCH_FAILED, started_us);
+			rp_deliver_done(dl, 0, RP_EVENT_BATCH_FAILED, started_us, why);
 			return -1;
 		}
 		if (rp_deliver_persist(dl, &ck) < 0)
 		{
-			rp_deliver_done(dl, s->owns_checkpoint ? n : 0, RP_EVENT_BATCH_FAILED, started_us);
+			rp_deliver_done(dl, s->owns_checkpoint ? n : 0, RP_EVENT_BATCH_FAILED, started_us, why);
 			return -1;
 		}
 	}
@@ -252,11 +267,11 @@ rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms)
 			 * retry must not hand them over again (G1).  Library-owned, the
 			 * whole batch is delivered again (at-least-once).
 			 */
-			rp_deliver_done(dl, done, RP_EVENT_BATCH_FAILED, started_us);
+			rp_deliver_done(dl, done, RP_EVENT_BATCH_FAILED, started_us, why);
 			return -1;
 		}
 	}
-	rp_deliver_done(dl, n, RP_EVENT_BATCH_COMMITTED, started_us);
+	rp_deliver_done(dl, n, RP_EVENT_BATCH_COMMITTED, started_us, why);
 	return 0;
 }
 
@@ -356,7 +371,7 @@ rp_deliver_chunk(RpDelivery *dl, RpItem *item, int64_t now_ms)
 		/* a transaction is taken from its first block on, or not at all */
 		if (!item->first)
 			return 0;
-		if (rp_deliver_flush(dl, true, now_ms) < 0)
+		if (rp_deliver_flush_for(dl, RP_FLUSH_STREAMED, now_ms) < 0)
 			return -1;
 		dl->early_refused = 0;
 	}
@@ -395,6 +410,7 @@ rp_deliver_chunked_commit(RpDelivery *dl, RpTxn *txn)
 
 	rp_ck_for(dl, txn, &ck);
 	rp_event_init(&ev, RP_EVENT_BATCH_COMMITTED);
+	ev.flush = RP_FLUSH_STREAMED;
 	ev.lsn = txn->commit_lsn;
 	ev.end_lsn = ck.end_lsn;
 	ev.bytes = rp_store_length(&txn->store);
@@ -469,7 +485,7 @@ rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms)
 	}
 
 	/* a non-transactional message ends the batch, then goes alone */
-	if (rp_deliver_flush(dl, true, now_ms) < 0)
+	if (rp_deliver_flush_for(dl, RP_FLUSH_MESSAGE, now_ms) < 0)
 		rc = -1;
 	else
 	{

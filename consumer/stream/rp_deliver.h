@@ -114,8 +114,14 @@ extern int	rp_deliver_check_sink(const RpSink *sink, bool messages);
 /* Take one assembled item (ownership passes); may deliver a batch. */
 extern int	rp_deliver_item(RpDelivery *dl, RpItem *item, int64_t now_ms);
 
-/* Deliver the pending batch if its time is up (or force). */
+/* Deliver the pending batch if its time is up (or force: a drain). */
 extern int	rp_deliver_flush(RpDelivery *dl, bool force, int64_t now_ms);
+
+/*
+ * The same with the reason the batch events carry: RP_FLUSH_NONE delivers
+ * only when a limit is reached (and names it), any other reason at once.
+ */
+extern int	rp_deliver_flush_for(RpDelivery *dl, RpFlushReason why, int64_t now_ms);
 extern bool rp_deliver_pending(const RpDelivery *dl);
 
 /* A sink waiting on something slow calls this now and then. */

@@ -159,7 +159,7 @@ rp_pipe_main(void *arg)
 			{
 				batches = p->dl->nbatches;
 				pthread_mutex_unlock(&p->lock);
-				rc = rp_deliver_flush(p->dl, now, rp_clock_wall_ms());
+				rc = rp_deliver_flush_for(p->dl, now ? RP_FLUSH_BACKLOG : RP_FLUSH_NONE, rp_clock_wall_ms());
 				pthread_mutex_lock(&p->lock);
 				rp_pipe_note_delivered(p, batches);
 				rp_pipe_publish(p, rc);

@@ -148,6 +148,63 @@ END_TEST
  * each assembled, each batch committed after its checkpoint is stored,
  * with the batch's counts, bytes and LSNs.
  */
+/*
+ * Why each batch went out: the bytes and time limits, a reason given by the
+ * caller (backlog), and each name as the -v line writes it.
+ */
+START_TEST(test_flush_reasons)
+{
+	CtSink		f;
+	RpDelivery	dl;
+	RpCheckpoint ck = ct_ck(0, 0);
+	RpEventHook h = hook();
+
+	/* --batch-bytes 1: the first transaction fills it */
+	{
+		RpBatchLimits l = ct_limits(1000, 1, CT_NEVER_MS);
+
+		ct_sink_init(&f);
+		ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ct_path("a.checkpoint"), NULL, &l), 0);
+		rp_deliver_set_events(&dl, &h);
+		ck_assert_int_eq(rp_deliver_item(&dl, txn(10, 0x1000, 1, 2, true), 0), 0);
+		ck_assert_str_eq(kinds(), "txn_assembled checkpoint_stored batch_committed");
+		ck_assert_int_eq(evlog.ev[2].flush, RP_FLUSH_BYTES);
+		rp_deliver_free(&dl);
+	}
+	/* --batch-ms 100: not at 99 ms, at 100; then a reason the caller gives */
+	{
+		RpBatchLimits l = ct_limits(1000, CT_NEVER_BYTES, 100);
+
+		evlog.n = 0;
+		ct_sink_init(&f);
+		ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, ct_path("b.checkpoint"), NULL, &l), 0);
+		rp_deliver_set_events(&dl, &h);
+		ck_assert_int_eq(rp_deliver_item(&dl, txn(11, 0x2000, 1, 2, true), 0), 0);
+		ck_assert_int_eq(rp_deliver_flush(&dl, false, 99), 0);
+		ck_assert_int_eq(evlog.n, 1);
+		ck_assert_int_eq(rp_deliver_flush(&dl, false, 100), 0);
+		ck_assert_str_eq(kinds(), "txn_assembled checkpoint_stored batch_committed");
+		ck_assert_int_eq(evlog.ev[2].flush, RP_FLUSH_TIME);
+		ck_assert_int_eq(rp_deliver_item(&dl, txn(12, 0x3000, 1, 2, false), 200), 0);
+		ck_assert_int_eq(rp_deliver_flush_for(&dl, RP_FLUSH_BACKLOG, 200), 0);
+		ck_assert_int_eq(evlog.ev[5].kind, RP_EVENT_BATCH_COMMITTED);
+		ck_assert_int_eq(evlog.ev[5].flush, RP_FLUSH_BACKLOG);
+		rp_deliver_free(&dl);
+	}
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH_TXNS), "txns");
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH_BYTES), "bytes");
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH_TIME), "time");
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH_BACKLOG), "backlog");
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH_MESSAGE), "message");
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH_STREAMED), "streamed");
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH_DRAIN), "drain");
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH_NONE), "");
+	ck_assert_str_eq(rp_flush_reason_name(RP_FLUSH__COUNT), "unknown");
+	ck_assert_str_eq(rp_flush_reason_name(-1), "unknown");
+}
+
+END_TEST
+
 START_TEST(test_sequence)
 {
 	CtSink		f;
@@ -195,6 +252,8 @@ START_TEST(test_sequence)
 	ck_assert_int_ge(e->duration_us, 0);
 	ck_assert_str_eq(evlog.slot[3], "evslot");
 	ck_assert_str_eq(evlog.relation[3], "");
+	/* --batch-txns 2 sent it */
+	ck_assert_int_eq(e->flush, RP_FLUSH_TXNS);
 
 	/* the second: the third transaction alone */
 	e = &evlog.ev[6];
@@ -203,6 +262,9 @@ START_TEST(test_sequence)
 	ck_assert_uint_eq(e->bytes, bytes[2]);
 	ck_assert_uint_eq(e->end_lsn, 0x3028);
 	ck_assert_uint_eq(evlog.ev[5].end_lsn, 0x3028);
+	/* the forced flush at the end: a drain */
+	ck_assert_int_eq(e->flush, RP_FLUSH_DRAIN);
+	ck_assert_int_eq(evlog.ev[1].flush, RP_FLUSH_NONE);
 
 	/*
 	 * a subscriber set: the delivery's own counters are the subscriber's
@@ -468,6 +530,7 @@ ct_suite_event(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_kind_names);
 	tcase_add_test(tc, test_sequence);
+	tcase_add_test(tc, test_flush_reasons);
 	tcase_add_test(tc, test_batch_failed);
 	tcase_add_test(tc, test_checkpoint_failed);
 	tcase_add_test(tc, test_schema_events);

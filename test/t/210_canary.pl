@@ -119,7 +119,8 @@ is($c->wait_exit, 0, 'the consumer stopped by SIGTERM exits 0') or diag(slurp("$
 like(slurp($metrics), qr/^replicant_transactions_total [1-9]/m, 'the metrics show transactions');
 # the event lines of -vv were written (and are searched below with the other logs)
 my $merr = slurp("$work/run-metrics.err");
-like($merr, qr/^replicant: batch committed: [1-9]/m, '-vv said a batch committed');
+like($merr, qr/^replicant: batch committed: [1-9][^\n]*, flushed by (txns|bytes|time|backlog|drain)$/m,
+	'-vv said a batch committed, and what flushed it');
 like($merr, qr/^replicant: checkpoint stored: end LSN /m, '-vv said a checkpoint stored');
 like(slurp($LOG), qr/\Q$CANARY\E/, "the canary is in the file sink's log (the search below proves something)");
 is(scalar(() = slurp($LOG) =~ /"table":"canary_t"/g), 2904, 'the clean run logged all 2904 canary_t rows');
