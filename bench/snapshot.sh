@@ -32,7 +32,10 @@
 # the psql pipes), and the row counts and content checksums of source and destination (md5 of
 # every row's text in key order; the exit status is 1 when they differ).
 #
-# Environment: CONFIGS="1 4" (tables per configuration), MODES="native replicant floor",
+#   resnapshot (after the three) 1% of the source's rows updated, then a second replicant
+#              snapshot into the populated destination tables (the "merge" mode): the rows it
+#              wrote there (pg_stat_user_tables n_tup_upd + n_tup_ins) and the destination WAL.
+# Environment: CONFIGS="1 4" (tables per configuration), MODES="native replicant floor resnapshot",
 # PERF=1 records the consumer with perf -g and prints the top of its report,
 # SESSIONS=N the floor's pipes (give --snapshot-workers N in REPLICANT_OPTS alike),
 # REPLICANT_OPTS="..." extra consumer options, SETTINGS="line;line" more postgresql.conf lines
@@ -51,7 +54,7 @@ if [[ ${1:-} != --phase-run ]]; then
 		case $arg in
 		--build) build=1 ;;
 		--quick) rows=400000 ;;
-		-h | --help) printf 'usage: [CONFIGS="1 4"] [MODES="native replicant floor"] [SESSIONS=2] bash bench/snapshot.sh [--build] [--quick] [ROWS]\n'; exit 0 ;;
+		-h | --help) printf 'usage: [CONFIGS="1 4"] [MODES="native replicant floor resnapshot"] [SESSIONS=2] bash bench/snapshot.sh [--build] [--quick] [ROWS]\n'; exit 0 ;;
 		*[!0-9]* | '') printf 'usage: bash bench/snapshot.sh [--build] [--quick] [ROWS]\n' >&2; exit 2 ;;
 		*) rows=$arg ;;
 		esac
@@ -63,7 +66,7 @@ if [[ ${1:-} != --phase-run ]]; then
 	[[ ${FLOOR_CLIENT:-copy_floor} == copy_floor || $FLOOR_CLIENT == psql ]] ||
 		{ printf 'FLOOR_CLIENT is copy_floor or psql: %s\n' "$FLOOR_CLIENT" >&2; exit 2; }
 	[[ ${SESSIONS:-2} =~ ^[1-9][0-9]*$ ]] || { printf 'SESSIONS is a count: %s\n' "$SESSIONS" >&2; exit 2; }
-	rp_run_unprivileged bench/snapshot.sh --phase-run "$rows" "${CONFIGS:-1 4}" "${MODES:-native replicant floor}" \
+	rp_run_unprivileged bench/snapshot.sh --phase-run "$rows" "${CONFIGS:-1 4}" "${MODES:-native replicant floor resnapshot}" \
 		"${SETTINGS-autovacuum = off}" "${REPLICANT_OPTS:-}" "${SESSIONS:-2}" "${PERF:-0}" "${FLOOR_CLIENT:-copy_floor}" | tee "$out" || rc=$?
 	printf 'report: %s\n' "$out"
 	exit "$rc"
@@ -276,6 +279,37 @@ for ntab in "${CONFIGS[@]}"; do
 		printf '  %-9s %8s s  (%s rows checked; destination WAL %s MB)\n' "$mode" "${secs[$mode]}" "$ROWS" "$wal"
 		printf '  %-9s cpu: client %s s, servers %s s: %s\n' "$mode" "${cli[$mode]}" "$srv" "$split"
 	done
+	# a second snapshot into the populated mirror ("merge" mode) after 1% of the source's rows
+	# changed: what it writes on the destination (rows updated or inserted, WAL)
+	if has_mode resnapshot; then
+		for t in "${tables[@]}"; do src -c "UPDATE $t SET a = a + 1 WHERE id % 100 = 0" >/dev/null; done
+		dst -c "DROP SCHEMA IF EXISTS replicant CASCADE" -c "CHECKPOINT" >/dev/null
+		stat_sql="SELECT coalesce(sum(n_tup_upd + n_tup_ins), 0) FROM pg_stat_user_tables WHERE relname LIKE 'sbench%'"
+		r0=$(dst -Atc "$stat_sql")
+		w0=$(dst -Atc "SELECT pg_current_wal_insert_lsn()")
+		t0=$(now)
+		replicant -d "$SRC" -S sbench --create-slot --snapshot --start "${ROPTS[@]}" \
+			--sink "postgres:$DST" --state-dir "$src_DIR/state" >"$src_DIR/resnapshot.log" 2>&1 &
+		consumer_pid=$!
+		until [[ $(dst -Atc "SELECT public.bench_wait('replicant', $ntab)") == t ]]; do
+			kill -0 "$consumer_pid" 2>/dev/null || { cat "$src_DIR/resnapshot.log"; rp_die "the consumer exited"; }
+		done
+		t1=$(now)
+		kill -TERM "$consumer_pid"
+		wait "$consumer_pid" || true # its sessions end: their statistics are flushed
+		consumer_pid=
+		src -c "SELECT pg_drop_replication_slot('sbench')" >/dev/null
+		rm -rf "$src_DIR/state"
+		sleep 1
+		written=$(($(dst -Atc "$stat_sql") - r0))
+		wal=$(dst -Atc "SELECT round((pg_current_wal_insert_lsn() - '$w0') / 1048576)")
+		changed=$(for t in "${tables[@]}"; do src -Atc "SELECT count(*) FROM $t WHERE id % 100 = 0"; done | awk '{ s += $1 } END { print s }')
+		for t in "${tables[@]}"; do
+			[[ $(digest src "$t") == "$(digest dst "$t")" ]] || { printf '  resnapshot: %s differs\n' "$t"; bad=1; }
+		done
+		printf '  %-9s %8s s  into the populated mirror, %d of %d rows changed on the source: %d rows written, destination WAL %s MB\n' \
+			resnapshot "$(sub "$t1" "$t0")" "$changed" "$ROWS" "$written" "$wal"
+	fi
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) printf "-"; else printf "%.2f", a / b }'; }
 	nr=$(ratio "${secs[native]:-}" "${secs[replicant]:-}")
 	rf=$(ratio "${secs[replicant]:-}" "${secs[floor]:-}")

@@ -230,7 +230,7 @@ rp_mirror_bf_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, const Rp
 {
 	rp_buf_put_text(b, "INSERT INTO ");
 	rp_buf_put_text(b, t->qname);
-	rp_buf_put_text(b, " (");
+	rp_buf_put_text(b, " AS rp_t (");
 	rp_buf_put_text(b, cols);
 	rp_buf_put_text(b, ") OVERRIDING SYSTEM VALUE SELECT ");
 	rp_mirror_sql_cols(pg, b, rel, NULL, 0, "s.");
@@ -241,7 +241,7 @@ rp_mirror_bf_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorTable *t, const Rp
 	rp_buf_put_text(b, " w WHERE ");
 	rp_mirror_sql_key_match(pg, b, t->rel, t->keycols, t->nkey, "w", "s");
 	rp_buf_put_char(b, ')');
-	rp_mirror_sql_on_conflict(pg, b, rel, ch->keycols, ch->nkey);
+	rp_mirror_sql_on_conflict(pg, b, rel, ch->keycols, ch->nkey, "rp_t");
 }
 
 /*

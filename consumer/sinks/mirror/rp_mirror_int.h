@@ -389,9 +389,23 @@ extern int	rp_mirror_sql_cols(RpMirror *pg, RpBuf *sql, const RpRelation *rel, c
 extern void rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
 									int nkey, const char *a, const char *b);
 
-/* " ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, ..." (DO NOTHING for a table of keys only) */
+/*
+ * "ROW(a.c::text, ...) IS [NOT] DISTINCT FROM ROW(b.c::text, ...)" over the
+ * columns an upsert sets (not the key, not generated): do two rows read the
+ * same?  Compared as text: every type has an output function, where json
+ * or point have no equality, and text tells 1.0 from 1.00, which numeric
+ * equality would not.
+ */
+extern void rp_mirror_sql_same_row(RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey,
+								   const char *a, const char *b, bool same);
+
+/*
+ * " ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, ..." (DO NOTHING for a
+ * table of keys only); with alias (the target's, "INSERT INTO t AS alias"),
+ * only rows that differ are updated.
+ */
 extern void rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols,
-									  int nkey);
+									  int nkey, const char *alias);
 
 /* Statement parameters as text (RpMirrorParams): build, run, free. */
 extern void rp_mirror_params_init(RpMirrorParams *p);

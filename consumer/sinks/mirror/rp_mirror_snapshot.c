@@ -187,23 +187,37 @@ rp_mirror_snap_stage_ddl(RpBuf *b, const RpMirrorSnapTable *st)
 }
 
 /*
- * "INSERT INTO table (cols) OVERRIDING SYSTEM VALUE SELECT cols FROM <the session stage>
- * ON CONFLICT (key) DO UPDATE ...": the source's values of an identity column GENERATED
- * ALWAYS are kept, as COPY keeps them in "copy" mode (without the clause the insert fails,
- * SQLSTATE 428C9; PostgreSQL ignores it for a table without such a column).
+ * "INSERT INTO table AS rp_t (cols) OVERRIDING SYSTEM VALUE SELECT cols FROM <the session
+ * stage> ON CONFLICT (key) DO UPDATE ... WHERE <the row differs>": the source's values of an
+ * identity column GENERATED ALWAYS are kept, as COPY keeps them in "copy" mode (without the
+ * clause the insert fails, SQLSTATE 428C9; PostgreSQL ignores it for a table without such a
+ * column).
  */
 static void
 rp_mirror_snap_upsert_sql(RpMirror *pg, RpBuf *b, const RpMirrorSnapTable *st, const RpRelation *rel, const RpMirrorTable *t)
 {
 	rp_buf_put_text(b, "INSERT INTO ");
 	rp_buf_put_text(b, st->qname);
-	rp_buf_put_text(b, " (");
+	rp_buf_put_text(b, " AS rp_t (");
 	rp_buf_put_text(b, st->cols);
 	rp_buf_put_text(b, ") OVERRIDING SYSTEM VALUE SELECT ");
 	rp_buf_put_text(b, st->cols);
 	rp_buf_put_text(b, " FROM ");
 	rp_buf_put_text(b, st->stage);
-	rp_mirror_sql_on_conflict(pg, b, rel, t->keycols, t->nkey);
+
+	/*
+	 * A re-snapshot rewrites no row that is already right: such rows do not
+	 * even reach ON CONFLICT, whose DO UPDATE ... WHERE would still lock (and
+	 * log) each one.  Nothing else writes the table while its copy runs.
+	 */
+	rp_buf_put_text(b, " rp_s WHERE NOT EXISTS (SELECT 1 FROM ");
+	rp_buf_put_text(b, st->qname);
+	rp_buf_put_text(b, " rp_d WHERE ");
+	rp_mirror_sql_key_match(pg, b, rel, t->keycols, t->nkey, "rp_d", "rp_s");
+	rp_buf_put_text(b, " AND ");
+	rp_mirror_sql_same_row(b, rel, t->keycols, t->nkey, "rp_d", "rp_s", true);
+	rp_buf_put_char(b, ')');
+	rp_mirror_sql_on_conflict(pg, b, rel, t->keycols, t->nkey, "rp_t");
 }
 
 /*

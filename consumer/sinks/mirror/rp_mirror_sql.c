@@ -60,8 +60,48 @@ rp_mirror_sql_key_match(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const i
 	}
 }
 
+/* Is column i one that DO UPDATE sets (not a key, not generated)? */
+static bool
+rp_mirror_sql_updated(const RpRelation *rel, const int *keycols, int nkey, int i)
+{
+	for (int k = 0; k < nkey; k++)
+		if (keycols[k] == i)
+			return false;
+	return (rel->cols[i].flags & RP_COL_GENERATED) == 0;
+}
+
 void
-rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey)
+rp_mirror_sql_same_row(RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey, const char *a,
+					   const char *b, bool same)
+{
+	for (int side = 0; side < 2; side++)
+	{
+		bool		first = true;
+
+		rp_buf_put_text(sql, side == 0 ? "ROW(" : same ? ") IS NOT DISTINCT FROM ROW(" : ") IS DISTINCT FROM ROW(");
+		for (int i = 0; i < rel->natts; i++)
+		{
+			char	   *q;
+
+			if (!rp_mirror_sql_updated(rel, keycols, nkey, i))
+				continue;
+			q = rp_sql_ident_dup(rel->cols[i].name);
+			if (!first)
+				rp_buf_put_text(sql, ", ");
+			rp_buf_put_text(sql, side == 0 ? a : b);
+			rp_buf_put_char(sql, '.');
+			rp_buf_put_text(sql, q);
+			rp_buf_put_text(sql, "::pg_catalog.text");
+			rp_free(q);
+			first = false;
+		}
+	}
+	rp_buf_put_char(sql, ')');
+}
+
+void
+rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const int *keycols, int nkey,
+						  const char *alias)
 {
 	bool		any = false;
 
@@ -70,12 +110,9 @@ rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const
 	rp_buf_put_text(sql, ") DO ");
 	for (int i = 0; i < rel->natts; i++)
 	{
-		bool		key = false;
 		char	   *q;
 
-		for (int k = 0; k < nkey; k++)
-			key |= keycols[k] == i;
-		if (key || (rel->cols[i].flags & RP_COL_GENERATED))
+		if (!rp_mirror_sql_updated(rel, keycols, nkey, i))
 			continue;
 		q = rp_sql_ident_dup(rel->cols[i].name);
 		rp_buf_put_text(sql, any ? ", " : "UPDATE SET ");
@@ -87,6 +124,11 @@ rp_mirror_sql_on_conflict(RpMirror *pg, RpBuf *sql, const RpRelation *rel, const
 	}
 	if (!any)
 		rp_buf_put_text(sql, "NOTHING");
+	else if (alias)
+	{
+		rp_buf_put_text(sql, " WHERE ");
+		rp_mirror_sql_same_row(sql, rel, keycols, nkey, alias, "EXCLUDED", false);
+	}
 }
 
 /* ---- statements with parameters ------------------------------------------------ */
