@@ -169,17 +169,24 @@ check d_agg
 check d_both
 printf '  outputs of agg and both equal GROUP BY on the source (%s groups)\n\n' "$(src -Atc 'SELECT count(DISTINCT grp) FROM bench_t')"
 
+# wait_fence DB SLOT PID ERRFILE: a fence committed on the source now, then until the
+# consumer PID (its stderr in ERRFILE) has checkpointed it in database DB
+wait_fence() {
+	local fence
+	fence=$(src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
+	until [[ $(dst -d "$1" -Atc "SELECT end_lsn >= '$fence' FROM replicant.checkpoint WHERE slot = '$2'" 2>/dev/null) == t ]]; do
+		kill -0 "$3" 2>/dev/null || { tail -n 5 "$4"; rp_die "the consumer of slot $2 exited"; }
+		sleep 0.05
+	done
+}
+
 # ---- lag while the workload runs live
 replicant -d "$SRC" -S b_agg --start -s 1 --sink "postgres:$(rp_conninfo dst d_agg)" --state-dir "$WORK/state-agg" \
 	--aggregates-only "${BINDINGS[@]}" 2>"$WORK/consumer-live.err" &
 live=$!
 # the live consumer seeds its bindings in its first batch: wait for that, then measure
 t0=$(now)
-fence=$(src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
-until [[ $(dst -d d_agg -Atc "SELECT end_lsn >= '$fence' FROM replicant.checkpoint WHERE slot = 'b_agg'") == t ]]; do
-	kill -0 "$live" 2>/dev/null || { tail -n 5 "$WORK/consumer-live.err"; rp_die "the live consumer exited"; }
-	sleep 0.05
-done
+wait_fence d_agg b_agg "$live" "$WORK/consumer-live.err"
 printf 'live consumer start: the three bindings seeded from the source (%s rows) and the first batch committed in %s s\n' \
 	"$(src -Atc 'SELECT count(*) FROM bench_t')" "$(sub "$(now)" "$t0")"
 grep 'built from the source' "$WORK/consumer-live.err" | sed 's/^/  /'
@@ -225,11 +232,7 @@ dst -c "CREATE DATABASE d_distinct" >/dev/null
 	2>"$WORK/consumer-distinct.err" &
 live=$!
 t0=$(now)
-fence=$(src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
-until [[ $(dst -d d_distinct -Atc "SELECT end_lsn >= '$fence' FROM replicant.checkpoint WHERE slot = 'b_distinct'" 2>/dev/null) == t ]]; do
-	kill -0 "$live" 2>/dev/null || { tail -n 5 "$WORK/consumer-distinct.err"; rp_die "the count_distinct consumer exited"; }
-	sleep 0.05
-done
+wait_fence d_distinct b_distinct "$live" "$WORK/consumer-distinct.err"
 seed_secs=$(sub "$(now)" "$t0")
 # odd values, none seen before, in an order unrelated to their own, in 1,000-row transactions
 src >/dev/null <<SQL
@@ -243,11 +246,7 @@ BEGIN
 END \$\$;
 SQL
 t0=$(now)
-fence=$(src -Atc "INSERT INTO fence VALUES (now())" -c "SELECT pg_current_wal_insert_lsn()")
-until [[ $(dst -d d_distinct -Atc "SELECT end_lsn >= '$fence' FROM replicant.checkpoint WHERE slot = 'b_distinct'") == t ]]; do
-	kill -0 "$live" 2>/dev/null || { tail -n 5 "$WORK/consumer-distinct.err"; rp_die "the count_distinct consumer exited"; }
-	sleep 0.05
-done
+wait_fence d_distinct b_distinct "$live" "$WORK/consumer-distinct.err"
 catch_secs=$(sub "$(now)" "$t0")
 pkill -TERM -P "$live" # the consumer under time(1): its report follows
 wait "$live" 2>/dev/null || true

@@ -88,7 +88,7 @@ our @EXPORT = qw(
   rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
   rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
   rp_dst_checkpoint rp_wait_dst_checkpoint rp_unacked rp_table_digest rp_compare_tables
-  rp_slow_new_tables rp_slow_off);
+  rp_slow_new_tables rp_slow_off rp_cold_backup rp_standby);
 
 sub rp_root    { return $ROOT; }
 sub rp_timeout { return $TIMEOUT; }
@@ -571,6 +571,39 @@ sub rp_slow_off
 	rp_psql($node,
 		'CREATE OR REPLACE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$');
 	return;
+}
+
+# ---------------------------------------------------------------- standbys
+
+# rp_cold_backup(NODE, NAME): a backup NAME of NODE (its backup_dir) copied while NODE is
+# stopped, without its replication slots; NODE is started again. (15's pg_basebackup refuses
+# 17 and 18, and the npm trees of the version matrix have none.)
+sub rp_cold_backup
+{
+	my ($node, $name) = @_;
+	$node->stop;
+	PostgreSQL::Test::RecursiveCopy::copypath($node->data_dir, $node->backup_dir . "/$name",
+		filterfn => sub { my $p = shift; return $p ne 'log' && $p ne 'postmaster.pid' && $p !~ m{(^|/)pg_replslot/.}; });
+	$node->start;
+	return;
+}
+
+# rp_standby(PRIMARY, NAME, BACKUP, SETTING...): a physical standby of PRIMARY made from its
+# backup BACKUP (rp_cold_backup), started: primary_conninfo names a database (slot
+# synchronization needs one) and application_name NAME; each SETTING a postgresql.conf line
+# (primary_slot_name, hot_standby_feedback, sync_replication_slots ...).
+sub rp_standby
+{
+	my ($primary, $name, $backup, @settings) = @_;
+	my $s = PostgreSQL::Test::Cluster->new($name, install_path => $primary->install_path);
+	$s->init_from_backup($primary, $backup);
+	$s->append_conf('postgresql.conf', "primary_conninfo = 'host=" . $primary->host . ' port=' . $primary->port
+		  . " dbname=postgres application_name=$name'
+" . join('', map { "$_
+" } @settings));
+	$s->set_standby_mode;
+	$s->start;
+	return $s;
 }
 
 # ================================================================ processes

@@ -105,16 +105,9 @@ rp_replicant_ok([ -d => $c17, -S => 'nofo', '--create-slot' ], '17: a slot witho
 rp_psql($n17, "SELECT pg_create_physical_replication_slot('stb')");
 rp_psql($n17, "ALTER SYSTEM SET synchronized_standby_slots = 'stb'; SELECT pg_reload_conf()");
 # a cold copy without the slots (15's pg_basebackup does not back up a 17 server)
-$n17->stop;
-PostgreSQL::Test::RecursiveCopy::copypath($n17->data_dir, $n17->backup_dir . '/cold',
-	filterfn => sub { my $p = shift; return $p ne 'log' && $p ne 'postmaster.pid' && $p !~ m{(^|/)pg_replslot/.}; });
-$n17->start;
-my $stb = PostgreSQL::Test::Cluster->new('stb17', install_path => $n17->install_path);
-$stb->init_from_backup($n17, 'cold');
-$stb->append_conf('postgresql.conf', "primary_conninfo = 'host=" . $n17->host . ' port=' . $n17->port
-	  . " dbname=postgres'\nprimary_slot_name = 'stb'\nhot_standby_feedback = on\nsync_replication_slots = on\n");
-$stb->set_standby_mode;
-$stb->start;
+rp_cold_backup($n17, 'cold');
+my $stb = rp_standby($n17, 'stb17', 'cold', "primary_slot_name = 'stb'", 'hot_standby_feedback = on',
+	'sync_replication_slots = on');
 my $synced = "SELECT coalesce(string_agg(slot_name || ':' || failover || ':' || synced, ',' ORDER BY slot_name), '')"
   . ' FROM pg_replication_slots';
 ok(rp_wait_until(sub { rp_psql($stb, $synced) eq 'fo:true:true,fosnap:true:true,plain:true:true' }),

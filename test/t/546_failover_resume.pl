@@ -74,22 +74,11 @@ for my $slot (qw(fo_m fo_f fo_x fo_y))
 rp_psql($pri, "SELECT pg_create_physical_replication_slot('stb1'); SELECT pg_create_physical_replication_slot('stb2')");
 
 # two standbys from a cold copy without the slots (15's pg_basebackup refuses 17)
-$pri->stop;
-PostgreSQL::Test::RecursiveCopy::copypath($pri->data_dir, $pri->backup_dir . '/cold',
-	filterfn => sub { my $p = shift; return $p ne 'log' && $p ne 'postmaster.pid' && $p !~ m{(^|/)pg_replslot/.}; });
-$pri->start;
-my %stb;
-for my $i (1, 2)
-{
-	my $s = PostgreSQL::Test::Cluster->new("stb$i", install_path => $pri->install_path);
-	$s->init_from_backup($pri, 'cold');
-	$s->append_conf('postgresql.conf', "primary_conninfo = 'host=" . $pri->host . ' port=' . $pri->port
-		  . " dbname=postgres application_name=stb$i'\nprimary_slot_name = 'stb$i'\nhot_standby_feedback = on\n"
-		  . "sync_replication_slots = on\n");
-	$s->set_standby_mode;
-	$s->start;
-	$stb{$i} = $s;
-}
+rp_cold_backup($pri, 'cold');
+my %stb = map {
+	$_ => rp_standby($pri, "stb$_", 'cold', "primary_slot_name = 'stb$_'", 'hot_standby_feedback = on',
+		'sync_replication_slots = on')
+} (1, 2);
 my $synced = "SELECT coalesce(string_agg(slot_name || ':' || synced, ',' ORDER BY slot_name), '')"
   . " FROM pg_replication_slots WHERE slot_type = 'logical'";
 for my $i (1, 2)

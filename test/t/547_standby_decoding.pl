@@ -46,16 +46,8 @@ rp_psql($pri, q{SELECT setval(pg_get_serial_sequence('w', 'id'), 100)});
 rp_psql($pri, "SELECT pg_create_physical_replication_slot('stb')");
 
 # the standby: a cold copy without the slots (15's pg_basebackup refuses 17)
-$pri->stop;
-PostgreSQL::Test::RecursiveCopy::copypath($pri->data_dir, $pri->backup_dir . '/cold',
-	filterfn => sub { my $p = shift; return $p ne 'log' && $p ne 'postmaster.pid' && $p !~ m{(^|/)pg_replslot/.}; });
-$pri->start;
-my $stb = PostgreSQL::Test::Cluster->new('stb17', install_path => $pri->install_path);
-$stb->init_from_backup($pri, 'cold');
-$stb->append_conf('postgresql.conf', "primary_conninfo = 'host=" . $pri->host . ' port=' . $pri->port
-	  . " dbname=postgres'\nprimary_slot_name = 'stb'\nhot_standby_feedback = on\n");
-$stb->set_standby_mode;
-$stb->start;
+rp_cold_backup($pri, 'cold');
+my $stb = rp_standby($pri, 'stb17', 'cold', "primary_slot_name = 'stb'", 'hot_standby_feedback = on');
 my $sc = rp_conninfo($stb);
 my $sink = 'postgres:' . rp_conninfo($dst);
 is(rp_psql($stb, 'SELECT pg_is_in_recovery()'), 't', 'the standby is in recovery');
