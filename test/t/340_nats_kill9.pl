@@ -138,11 +138,15 @@ for my $round (1 .. $ROUNDS)
 	my $how = '';
 	if ($round == 3)
 	{
-		# one implicit transaction: the LSN is read before its commit, after its changes
+		# two -c, two transactions: the LSN is read after the INSERT committed. (Read in
+		# the same transaction, before its commit, a workload transaction that committed
+		# between the two, and so was published before the bulk one, looked like "past
+		# the bulk transaction": no kill landed inside it, 0 of the 3 needed, once in
+		# four full runs.)
 		$bulk = RpTest::Proc->start(name => 'bulk',
 			cmd => [ $src->installed_command('psql'), '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1',
-				'-d', $srcconn, '-c',
-				"INSERT INTO bulk SELECT g, md5(g::text) FROM generate_series(1, $BULK) g; SELECT pg_current_wal_lsn()" ],
+				'-d', $srcconn, '-c', "INSERT INTO bulk SELECT g, md5(g::text) FROM generate_series(1, $BULK) g",
+				'-c', 'SELECT pg_current_wal_lsn()' ],
 			stdout => "$work/bulk.lsn", stderr => "$work/bulk.err");
 	}
 	if ($round >= 3 && $round <= 6 && !$bulk_done)
