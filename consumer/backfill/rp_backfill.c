@@ -603,18 +603,6 @@ rp_backfill_free(RpBackfill *bf)
 	rp_free(bf);
 }
 
-/* Is the source a standby?  (A query that fails says no: the backfill's own statements tell.) */
-static bool
-rp_bf_in_recovery(PGconn *conn)
-{
-	PGresult   *res = PQexec(conn, "SELECT pg_catalog.pg_is_in_recovery()");
-	bool		yes = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-
-	PQclear(res);
-	return yes;
-}
-
 /* Every table of opts is one a backfill can copy: else the run fails at start, naming it. */
 static int
 rp_bf_check_all(const RpBackfillOptions *o)
@@ -628,7 +616,7 @@ rp_bf_check_all(const RpBackfillOptions *o)
 	so.progname = o->progname;
 	if ((conn = rp_snap_connect(&so)) == NULL)
 		return -1;
-	if (rp_bf_in_recovery(conn))
+	if (rp_sql_in_recovery(conn))
 		rc = rp_fail(RP_HALT_CONFIG, "--backfill cannot run on a standby: its watermarks are logical messages, which a server in recovery cannot write (pg_logical_emit_message); backfill from the primary, or copy the table with a new slot and --snapshot");
 	for (int i = 0; i < o->ntables && rc == 0; i++)
 	{

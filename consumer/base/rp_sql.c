@@ -60,3 +60,14 @@ rp_sql_exec(PGconn *conn, const char *sql, int n, const char *const *vals, RpSql
 	PQclear(res);
 	return 0;
 }
+
+bool
+rp_sql_in_recovery(PGconn *conn)
+{
+	PGresult   *res = PQexec(conn, "SELECT pg_catalog.pg_is_in_recovery()");
+	bool		yes = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+
+	PQclear(res);
+	return yes;
+}

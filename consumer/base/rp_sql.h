@@ -12,6 +12,8 @@
 #ifndef RP_SQL_H
 #define RP_SQL_H
 
+#include <stdbool.h>
+
 #include <libpq-fe.h>
 
 #include "rp_buf.h"
@@ -49,5 +51,11 @@ extern PGresult *rp_sql_run(PGconn *conn, const char *sql, int n, const char *co
 /* rp_sql_run for a statement whose result is not wanted: 0, or -1. */
 extern int	rp_sql_exec(PGconn *conn, const char *sql, int n, const char *const *vals,
 						RpSqlFailFn fail, void *arg);
+
+/*
+ * Is the server a standby (pg_is_in_recovery)?  false when the query
+ * fails: the caller's own statements then say what is wrong.
+ */
+extern bool rp_sql_in_recovery(PGconn *conn);
 
 #endif							/* RP_SQL_H */

@@ -18,6 +18,7 @@
 
 #include "base/rp_lock.h"
 #include "base/rp_metrics.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "backfill/rp_backfill.h"
 #include "cli/rp_cli.h"
@@ -526,7 +527,7 @@ rp_cli_slot_action(RpCli *cli)
 	{
 		pg_log_info("creating replication slot \"%s\"", cli->slot);
 		/* said without -v: the command seems to hang otherwise */
-		if (rp_conn_in_recovery(&conn))
+		if (rp_sql_in_recovery(conn.pg))
 			rp_cli_log_line("replicant: the source is a standby: the slot is ready once the primary logs its running transactions (SELECT pg_log_standby_snapshot() on the primary does it now; its checkpointer does it every 15 s)");
 		rc = rp_conn_create_slot(&conn, cli->slot, "replicant", cli->if_not_exists,
 								 cli->failover);

@@ -54,8 +54,9 @@ typedef struct RpSourceOpen
 								 * checkpoint read) */
 	bool		have_ck;		/* ck is a checkpoint (not an empty start) */
 	uint64_t	held_end;		/* in: the highest end LSN this run holds,
-								 * durable or still on its way to the sink
-								 * (what a timeline switch must not cut) */
+								 * durable or still on its way to the sink, at
+								 * least ck.end_lsn (what a timeline switch
+								 * must not cut) */
 	bool		first;			/* the run's first connection: it binds the
 								 * checkpoint */
 	bool		early;			/* the sink applies streamed transactions

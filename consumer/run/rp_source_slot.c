@@ -238,7 +238,7 @@ static int
 check_timeline(RpSlotSource *s, const RpSourceOpen *o, uint64_t *switchpoint)
 {
 	uint32_t	tli = s->conn.timeline;
-	uint64_t	held = o->held_end > o->ck.end_lsn ? o->held_end : o->ck.end_lsn;
+	uint64_t	held = o->held_end;
 	RpTlHistEntry *e = NULL;
 	int			n = 0;
 	char	   *text;

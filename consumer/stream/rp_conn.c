@@ -218,17 +218,6 @@ rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info)
 	return rc;
 }
 
-bool
-rp_conn_in_recovery(RpConn *c)
-{
-	PGresult   *res = PQexec(c->pg, "SELECT pg_catalog.pg_is_in_recovery()");
-	bool		yes = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-	strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-
-	PQclear(res);
-	return yes;
-}
-
 int
 rp_conn_timeline_history(RpConn *c, uint32_t tli, char **text, size_t *len)
 {

@@ -73,9 +73,6 @@ extern void rp_conn_finish(RpConn *c, int timeout_ms);
 extern int	rp_conn_identify(RpConn *c);
 extern int	rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info);
 
-/* Is the server a standby (pg_is_in_recovery)?  false when the query fails. */
-extern bool rp_conn_in_recovery(RpConn *c);
-
 /* TIMELINE_HISTORY tli: the history file's text into *text (caller frees with rp_free). */
 extern int	rp_conn_timeline_history(RpConn *c, uint32_t tli, char **text, size_t *len);
 extern int	rp_conn_create_slot(RpConn *c, const char *slot, const char *plugin, bool if_not_exists,
