@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Backlog catch-up of the mirror beside PostgreSQL's own subscription:
 #   bash bench/mirror.sh [--build] [--quick] [ROWS [ROWS_PER_TXN]]
+#   bash bench/mirror.sh --tables [NT ...]     many-table backlogs: bench/mirror_tables.sh
 #
 # Starts two throwaway clusters with the same settings, a source and a destination
 # (regress/lib.sh; as root, the run continues as the postgres user through rp_run_unprivileged;
@@ -91,6 +92,10 @@ usage() {
 }
 
 # ---------------------------------------------------------------- entry: as the caller
+if [[ ${1:-} == --tables ]]; then
+	shift
+	exec bash "$here/mirror_tables.sh" "$@"
+fi
 if [[ ${1:-} != --phase-run ]]; then
 	build=0
 	quick=0
@@ -171,23 +176,7 @@ POSTMASTERS=("$(head -n 1 "$src_DATA/postmaster.pid")" "$(head -n 1 "$dst_DATA/p
 WORK=$src_DIR
 src() { PGOPTIONS='-c client_min_messages=warning' rp_psql src "$@"; }
 dst() { PGOPTIONS='-c client_min_messages=warning' rp_psql dst "$@"; }
-# true once SLOT's confirmed_flush_lsn reaches TARGET; looks every 10 ms for up to 0.5 s
-src >/dev/null <<'SQL'
-CREATE FUNCTION public.bench_caught_up(slot text, target pg_lsn) RETURNS bool LANGUAGE plpgsql AS $$
-DECLARE
-	t0 timestamptz := clock_timestamp();
-	ok bool;
-BEGIN
-	LOOP
-		SELECT coalesce(confirmed_flush_lsn >= target, false) INTO ok
-		  FROM pg_replication_slots WHERE slot_name = slot;
-		IF coalesce(ok, false) OR clock_timestamp() - t0 > interval '0.5 s' THEN
-			RETURN coalesce(ok, false);
-		END IF;
-		PERFORM pg_sleep(0.01);
-	END LOOP;
-END $$;
-SQL
+src -f "$here/tools/caught_up.sql" >/dev/null  # bench_caught_up(SLOT, TARGET)
 now() { printf '%s' "$EPOCHREALTIME"; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; } # kB to MB
