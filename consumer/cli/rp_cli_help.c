@@ -101,6 +101,9 @@ usage_sinks(void)
 		   "                         no source table may map into it (default: replicant)\n");
 	printf("      --on-divergence=halt|skip  an update or delete of a REPLICA IDENTITY FULL table that\n"
 		   "                         matches no destination row halts (default) or is counted and skipped\n");
+	printf("      --pipeline-max=N   a table with at most N net effects in a batch is applied by\n"
+		   "                         prepared statements in one pipeline, more through staging\n"
+		   "                         tables (default: 16; 0: always staging)\n");
 	printf("      --session-replication-role=replica|origin|local  the destination sessions' role:\n"
 		   "                         replica (default) fires no foreign key or ordinary trigger on\n"
 		   "                         replicated rows, as PostgreSQL's apply worker; needs superuser or\n"

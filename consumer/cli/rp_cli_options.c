@@ -110,6 +110,7 @@ typedef enum RpCliOpt
 	RP_OPT_SCHEMA_PREFIX,
 	RP_OPT_BOOKKEEPING_SCHEMA,
 	RP_OPT_ON_DIVERGENCE,
+	RP_OPT_PIPELINE_MAX,
 	RP_OPT_REPLICATION_ROLE,
 	RP_OPT_HISTORY,
 	RP_OPT_MESSAGE_ROUTE,
@@ -186,6 +187,7 @@ static const struct option long_options[] = {
 	{"schema-prefix", required_argument, NULL, RP_OPT_SCHEMA_PREFIX},
 	{"bookkeeping-schema", required_argument, NULL, RP_OPT_BOOKKEEPING_SCHEMA},
 	{"on-divergence", required_argument, NULL, RP_OPT_ON_DIVERGENCE},
+	{"pipeline-max", required_argument, NULL, RP_OPT_PIPELINE_MAX},
 	{"session-replication-role", required_argument, NULL, RP_OPT_REPLICATION_ROLE},
 	{"history", required_argument, NULL, RP_OPT_HISTORY},
 	{"message-route", required_argument, NULL, RP_OPT_MESSAGE_ROUTE},
@@ -576,6 +578,13 @@ opt_mirror(RpCli *cli, int c, const char *arg)
 			if (strcmp(arg, "halt") != 0 && strcmp(arg, "skip") != 0)
 				return rp_cli_usage_error("invalid value \"%s\" for --on-divergence (halt or skip)", arg);
 			cli->pg.divergence_skip = strcmp(arg, "skip") == 0;
+			return OPT_TAKEN;
+		case RP_OPT_PIPELINE_MAX:
+			if (!rp_parse_int(arg, 0, RP_MIRROR_PIPELINE_LIMIT, &cli->pg.pipeline_max))
+				return bad_value("pipeline-max", arg, "0 to 100000");
+			if (cli->pg.pipeline_max == 0)
+				cli->pg.pipeline_max = -1;	/* off: every table through
+											 * staging */
 			return OPT_TAKEN;
 		case RP_OPT_REPLICATION_ROLE:
 			if (strcmp(arg, "replica") != 0 && strcmp(arg, "origin") != 0 && strcmp(arg, "local") != 0)

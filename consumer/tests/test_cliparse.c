@@ -309,6 +309,23 @@ START_TEST(test_parse_connection)
 		rp_cli_free(&cli);
 	}
 	{
+		/*
+		 * --pipeline-max: a bound, or 0 for none (every table through
+		 * staging)
+		 */
+		const char *const args[] = {"-S", "s", "--start", "--sink", "postgres:", "--pipeline-max", "7", NULL};
+		const char *const off[] = {"-S", "s", "--start", "--sink", "postgres:", "--pipeline-max", "0", NULL};
+
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, args), RP_CLI_RUN);
+		ck_assert_int_eq(cli.pg.pipeline_max, 7);
+		free(err);
+		rp_cli_free(&cli);
+		ck_assert_int_eq(ct_cli_parse(&cli, &err, off), RP_CLI_RUN);
+		ck_assert_int_eq(cli.pg.pipeline_max, -1);
+		free(err);
+		rp_cli_free(&cli);
+	}
+	{
 		/* -d alone is passed on as written: nothing composed */
 		const char *const args[] = {"-d", "postgresql:///src?host=/tmp", "-S", "s", "--start", NULL};
 
@@ -378,6 +395,8 @@ START_TEST(test_usage_errors)
 		{{"-S", "s", "--start", "--on-destructive", "x", NULL}, "invalid value \"x\" for --on-destructive (halt, skip or apply)"},
 		{{"-S", "s", "--start", "--bookkeeping-schema", "", NULL}, "invalid value \"\" for --bookkeeping-schema"},
 		{{"-S", "s", "--start", "--on-divergence", "x", NULL}, "invalid value \"x\" for --on-divergence (halt or skip)"},
+		{{"-S", "s", "--start", "--pipeline-max", "-1", NULL}, "invalid value \"-1\" for option --pipeline-max (0 to 100000)"},
+		{{"-S", "s", "--start", "--pipeline-max", "100001", NULL}, "invalid value \"100001\" for option --pipeline-max"},
 		{{"-S", "s", "--start", "--aggregate", "bad", NULL}, "aggregate --aggregate: expected KEY=VALUE"},
 		{{"-S", "s", "--start", "--aggregates", "/nonexistent/aggs", NULL}, "/nonexistent/aggs"},
 		{{"-S", "s", "--start", "--aggregates-only", "--sink", "postgres:", NULL}, "--aggregates-only needs at least one --aggregate or --aggregates"},

@@ -29,6 +29,8 @@
 #   trunc_t, trunc2_t  TRUNCATE (alone, both at once, and between other changes)
 # plus rolled-back subtransactions and rolled-back transactions, and ADD COLUMN on types_t
 # and nopk_t in the middle of the stream (applied on the destination, then written to).
+# Odd consumer runs apply each table by the size of its set (small ones by prepared
+# statements in a pipeline), even runs every table through staging (--pipeline-max 0).
 # A background workload of small transactions runs while the consumer streams with
 # --create-tables (no -n: a lost connection is retried in process) and the faults come:
 #   - ROUNDS (22, >= 20) SIGKILLs of the consumer, at random moments or while the
@@ -76,9 +78,10 @@ my $consumer;
 sub start_consumer
 {
 	$runs++;
+	# every other run applies every table through staging: both apply paths meet the faults
 	$consumer = rp_consumer("consumer-$runs", -d => $srcconn, -S => $SLOT, '--start', '-s', '1',
 		'--sink', "postgres:$dstconn", '--create-tables', '--state-dir', $STATE,
-		'--batch-txns', '20', '--batch-ms', '100', @_);
+		'--batch-txns', '20', '--batch-ms', '100', ($runs % 2 ? () : ('--pipeline-max', '0')), @_);
 }
 sub consumer_err { return slurp("$work/consumer-$runs.err"); }
 

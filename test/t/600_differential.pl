@@ -23,7 +23,9 @@
 #           initial copy under the running workload, then the stream);
 #   nats    a writer --sink nats:// (3-node JetStream cluster) and a reader --source nats://
 #           --sink postgres:DST/nats_N (the NATS sink takes no --snapshot: slot made before
-#           the workload);
+#           the workload); the reader applies every table through staging (--pipeline-max 0),
+#           the mirror each table by the size of its set in the batch (most by prepared
+#           statements in a pipeline, the bulk parts through staging): both apply paths;
 #   file    --sink file:LOG (slot made before the workload), checked by
 #           regress/check_difftest_log.py, which replays the log onto a model of each table
 #           (keyed by its key; a multiset without one) and compares it with the source.
@@ -229,7 +231,7 @@ sub run_seed
 		{
 			@a = ('--source', $nats->sink_url, '--nats-stream', "DT_$seed", -S => "dt_r$seed", '--start',
 				'--sink', 'postgres:' . rp_conninfo($dst, "nats_$seed"), '--state-dir', "$dir/st-reader",
-				'--batch-txns', '20', '--batch-ms', '50');
+				'--batch-txns', '20', '--batch-ms', '50', '--pipeline-max', '0');
 		}
 		else
 		{

@@ -11,7 +11,8 @@
  *   rp_mirror_schema.c     schema changes of mapped tables
  *   rp_mirror_change.c     row changes and TRUNCATE, into the effect map
  *   rp_mirror_backfill.c   backfill windows and chunks
- *   rp_mirror_apply.c      bulk apply of the pending effects
+ *   rp_mirror_apply.c      apply of the pending effects, each table by its size
+ *   rp_mirror_pipeline.c   small sets: prepared statements in one pipeline
  *   rp_mirror_history.c    history tables
  *   rp_mirror_history_copy.c  snapshot and backfill rows merged as versions
  *   rp_mirror_stage.c      staging tables and COPY
@@ -82,7 +83,10 @@ rp_mirror_commit(RpMirror *pg, const RpCheckpoint *ck)
 	if (rp_mirror_session_commit(pg, ck) < 0)
 		return -1;
 	for (int i = 0; i < pg->ntables; i++)
+	{
 		pg->tables[i]->txn_dirty = false;	/* what it made is there to stay */
+		pg->tables[i]->stage_used = 0;	/* the commit emptied its staging */
+	}
 
 	/*
 	 * ---- backfill (rp_mirror_backfill.c): a chunk applied in it is stored
@@ -117,12 +121,12 @@ rp_mirror_abort(RpMirror *pg)
 		RpMirrorTable *t = pg->tables[i];
 
 		/* so do staging tables it created, and tables it created or altered */
-		rp_mirror_table_forget(t);
-		t->order = 0;
+		rp_mirror_table_forget(pg, t);
 		t->text_datums = false;
+		t->stage_used = 0;		/* what was staged is rolled back */
 	}
+	rp_mirror_untouch_all(pg);
 	rp_mirror_effects_release(pg);
-	pg->touched = 0;
 }
 
 /*
@@ -436,9 +440,17 @@ rp_mirror_close(RpSink *s)
 	rp_mirror_set_cancel(pg);
 	pthread_mutex_destroy(&pg->cancel_lock);
 	for (int i = 0; i < pg->ntables; i++)
-		rp_mirror_table_free(pg->tables[i]);
+		rp_mirror_table_free(pg, pg->tables[i]);
 	if (pg->tables)
 		rp_free(pg->tables);
+	if (pg->tabidx)
+		rp_free(pg->tabidx);
+	if (pg->touched)
+		rp_free(pg->touched);
+	for (int i = 0; i < pg->nstale; i++)
+		rp_free(pg->stale[i]);
+	if (pg->stale)
+		rp_free(pg->stale);
 	rp_buf_free(&pg->scratch);
 	for (int i = 0; i < pg->nbk; i++)
 		rp_free(pg->bk_sql[i]);

@@ -1,9 +1,14 @@
 /*
  * rp_mirror_apply.c
- *    Bulk apply of the mirror's pending net effects (rp_mirror_effect.c).
+ *    Apply of the mirror's pending net effects (rp_mirror_effect.c).
  *
- * At the end of the batch, or at a barrier (TRUNCATE, a schema change), each
- * table's effects are applied in bulk: keys to delete and full rows are
+ * At the end of the batch, or at a barrier (TRUNCATE, a schema change),
+ * every table the batch touched is resolved (one catalog query), then each
+ * table's effects are applied, in the order the batch first touched the
+ * tables, one of two ways by their number.  A run of tables with small sets
+ * goes down one pipeline of prepared statements (rp_mirror_pipeline.c): a
+ * batch over a thousand tables with a few rows each pays no per-table round
+ * trip.  A larger set is applied in bulk: keys to delete and full rows are
  * COPYed into temporary staging tables (rp_mirror_stage.c), then one
  * DELETE ... USING, one UPDATE ... FROM (rows that differ) and, for keys
  * the table lacks, one INSERT ... ON CONFLICT DO NOTHING per table; keys
@@ -54,7 +59,8 @@ rp_mirror_apply_deletes(RpMirror *pg, RpMirrorTable *t)
 	RpBuf		sql;
 	int			rc;
 
-	if (rp_mirror_stage_effects(pg, t, t->stage_del, RP_MIRROR_STAGE_DELETES) < 0)
+	if (rp_mirror_stage_ensure(pg, t) < 0 ||
+		rp_mirror_stage_effects(pg, t, t->stage_del, RP_MIRROR_STAGE_DELETES) < 0)
 		return -1;
 	rp_buf_init(&sql, 512);
 	/* by the key index (RP_MIRROR_BY_INDEX) */
@@ -64,8 +70,7 @@ rp_mirror_apply_deletes(RpMirror *pg, RpMirrorTable *t)
 	rp_buf_put_text(&sql, t->stage_del);
 	rp_buf_put_text(&sql, " s WHERE ");
 	rp_mirror_sql_key_match(pg, &sql, t->rel, t->keycols, t->nkey, "d", "s");
-	rp_buf_put_text(&sql, "; " RP_MIRROR_BY_INDEX_END "TRUNCATE ");
-	rp_buf_put_text(&sql, t->stage_del);
+	rp_buf_put_text(&sql, "; " RP_MIRROR_BY_INDEX_END);
 	rp_buf_put_char(&sql, '\0');
 	rc = rp_mirror_exec(pg, sql.data, "applying deletes", t);
 	rp_buf_free(&sql);
@@ -99,25 +104,6 @@ rp_mirror_apply_fresh(RpMirror *pg, RpMirrorTable *t)
 	return rc;
 }
 
-/* Per column of t: is it written by an upsert (applied, not a key column)? */
-static bool *
-rp_mirror_apply_value_cols(const RpMirrorTable *t, int *n)
-{
-	bool	   *cols = rp_malloc0(sizeof(bool) * (size_t) (t->rel->natts ? t->rel->natts : 1));
-
-	*n = 0;
-	for (int i = 0; i < t->rel->natts; i++)
-	{
-		bool		key = false;
-
-		for (int k = 0; k < t->nkey; k++)
-			key |= t->keycols[k] == i;
-		cols[i] = !key && rp_mirror_applied(&t->rel->cols[i]);
-		*n += cols[i];
-	}
-	return cols;
-}
-
 /*
  * Staged upserts: one UPDATE ... FROM the staging table for the keys the
  * table holds, writing only rows whose values differ (an identical row
@@ -139,14 +125,13 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 
 	for (int e = 0; e < t->neffects; e++)
 		staged += rp_mirror_stage_wants(&t->effects[e], which);
-	if (rp_mirror_stage_effects(pg, t, t->stage_ups, which) < 0)
+	if (rp_mirror_stage_ensure(pg, t) < 0 || rp_mirror_stage_effects(pg, t, t->stage_ups, which) < 0)
 		return -1;
-	cols = rp_mirror_apply_value_cols(t, &nvals);
+	cols = rp_mirror_value_cols(t, &nvals);
 	rp_buf_init(&sql, 1024);
 	if (nvals > 0)
 	{
 		PGresult   *res;
-		bool		first = true;
 
 		/*
 		 * by the key index (RP_MIRROR_BY_INDEX); reset with the next
@@ -155,21 +140,7 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 		rp_buf_put_text(&sql, RP_MIRROR_BY_INDEX "UPDATE ");
 		rp_buf_put_text(&sql, t->qrel);
 		rp_buf_put_text(&sql, " d SET ");
-		for (int i = 0; i < t->rel->natts; i++)
-		{
-			char	   *qc;
-
-			if (!cols[i])
-				continue;
-			qc = rp_sql_ident_dup(t->rel->cols[i].name);
-			if (!first)
-				rp_buf_put_text(&sql, ", ");
-			first = false;
-			rp_buf_put_text(&sql, qc);
-			rp_buf_put_text(&sql, " = s.");
-			rp_buf_put_text(&sql, qc);
-			rp_free(qc);
-		}
+		rp_mirror_sql_set(&sql, t, cols, "s");
 		rp_buf_put_text(&sql, " FROM ");
 		rp_buf_put_text(&sql, t->stage_ups);
 		rp_buf_put_text(&sql, " s WHERE ");
@@ -210,12 +181,10 @@ rp_mirror_apply_upserts(RpMirror *pg, RpMirrorTable *t, RpMirrorStageWhich which
 		rp_buf_put_text(&sql, t->stage_ups);
 		rp_buf_put_text(&sql, " ON CONFLICT (");
 		rp_mirror_sql_cols(pg, &sql, t->rel, t->keycols, t->nkey, NULL);
-		rp_buf_put_text(&sql, ") DO NOTHING; ");
+		rp_buf_put_text(&sql, ") DO NOTHING");
 	}
-	rp_buf_put_text(&sql, "TRUNCATE ");
-	rp_buf_put_text(&sql, t->stage_ups);
 	rp_buf_put_char(&sql, '\0');
-	rc = rp_mirror_exec(pg, sql.data, "applying upserts", t);
+	rc = sql.len > 1 ? rp_mirror_exec(pg, sql.data, "applying upserts", t) : 0;
 	rp_buf_free(&sql);
 	rp_free(cols);
 	return rc;
@@ -308,12 +277,36 @@ rp_mirror_apply_partial(RpMirror *pg, RpMirrorTable *t, const RpEffect *ef, cons
 	return rc;
 }
 
+/* Every table the batch touched that is not resolved yet, in one catalog query. */
+static int
+rp_mirror_resolve_touched(RpMirror *pg)
+{
+	RpMirrorTable **ts = rp_malloc(sizeof(RpMirrorTable *) * (size_t) (pg->ntouched ? pg->ntouched : 1));
+	int			n = 0,
+				rc;
+
+	for (int i = 0; i < pg->ntouched; i++)
+		if (!pg->touched[i]->resolved && pg->touched[i]->neffects > 0)
+			ts[n++] = pg->touched[i];
+	rc = n ? rp_mirror_tables_resolve(pg, ts, n) : 0;
+	rp_free(ts);
+	return rc;
+}
+
 int
 rp_mirror_apply_end_txn(RpMirror *pg)
 {
-	for (int i = 0; i < pg->ntables; i++)
+	/*
+	 * the batch's tables, not every table, and only with a history table
+	 * among them: this runs at each source commit
+	 */
+	if (!pg->touched_history)
+		return 0;
+	if (rp_mirror_resolve_touched(pg) < 0)
+		return -1;
+	for (int i = 0; i < pg->ntouched; i++)
 	{
-		RpMirrorTable *t = pg->tables[i];
+		RpMirrorTable *t = pg->touched[i];
 
 		if (!t->history || t->neffects == 0)
 			continue;
@@ -321,6 +314,17 @@ rp_mirror_apply_end_txn(RpMirror *pg)
 			return -1;
 		rp_mirror_effects_clear(t);
 	}
+	return 0;
+}
+
+/* t's rows with unchanged TOAST columns, one by one. */
+static int
+rp_mirror_apply_partials(RpMirror *pg, RpMirrorTable *t)
+{
+	for (int e = 0; e < t->neffects; e++)
+		if (t->effects[e].op == RP_EFFECT_UPSERT && t->effects[e].partial &&
+			rp_mirror_apply_partial(pg, t, &t->effects[e], NULL) < 0)
+			return -1;
 	return 0;
 }
 
@@ -354,8 +358,6 @@ rp_mirror_apply_table(RpMirror *pg, RpMirrorTable *t)
 		any_full |= rp_mirror_stage_wants(&t->effects[e], RP_MIRROR_STAGE_UPSERTS);
 		any_fresh |= rp_mirror_stage_wants(&t->effects[e], RP_MIRROR_STAGE_FRESH);
 	}
-	if ((any_del || any_full || any_fresh) && rp_mirror_stage_ensure(pg, t) < 0)
-		return -1;
 	if (any_del && rp_mirror_apply_deletes(pg, t) < 0)
 		return -1;
 	if (any_fresh && (fresh = rp_mirror_apply_fresh(pg, t)) < 0)
@@ -365,32 +367,72 @@ rp_mirror_apply_table(RpMirror *pg, RpMirrorTable *t)
 		rp_mirror_apply_upserts(pg, t, fresh == 1 || !any_fresh ? RP_MIRROR_STAGE_UPSERTS
 								: RP_MIRROR_STAGE_ALL_UPSERTS) < 0)
 		return -1;
-	for (int e = 0; e < t->neffects; e++)
-		if (t->effects[e].op == RP_EFFECT_UPSERT && t->effects[e].partial &&
-			rp_mirror_apply_partial(pg, t, &t->effects[e], NULL) < 0)
-			return -1;
+	if (rp_mirror_apply_partials(pg, t) < 0)
+		return -1;
 	rp_mirror_effects_clear(t);
 	return 0;
+}
+
+/*
+ * The small sets of tables[0..n), together in one pipeline
+ * (rp_mirror_pipeline.c), then their rows with unchanged TOAST; statements
+ * no table wants any more are deallocated with them.
+ */
+static int
+rp_mirror_apply_small(RpMirror *pg, RpMirrorTable **tables, int n)
+{
+	int			rc = rp_mirror_pipeline_apply(pg, tables, n);
+
+	for (int i = 0; i < n && rc == 0; i++)
+	{
+		rc = rp_mirror_apply_partials(pg, tables[i]);
+		rp_mirror_effects_clear(tables[i]);
+	}
+	return rc;
 }
 
 int
 rp_mirror_apply_flush(RpMirror *pg)
 {
 	bool		history = false;
+	RpMirrorTable **small;
+	int			nsmall = 0,
+				rc = 0;
 
-	for (int i = 0; i < pg->ntables; i++)
-		history |= pg->tables[i]->history && pg->tables[i]->neffects > 0;
+	for (int i = 0; i < pg->ntouched; i++)
+		history |= pg->touched[i]->history && pg->touched[i]->neffects > 0;
 	if (rp_mirror_apply_end_txn(pg) < 0)
 		return -1;
 	/* versions of a transaction not ended yet: a barrier inside it */
 	if (history)
 		pg->history_barrier_lsn = pg->cur_commit_lsn;
-	/* tables in the order the batch first touched them */
-	for (int ord = 1; ord <= pg->touched; ord++)
-		for (int i = 0; i < pg->ntables; i++)
-			if (pg->tables[i]->order == ord && pg->tables[i]->neffects > 0 &&
-				rp_mirror_apply_table(pg, pg->tables[i]) < 0)
-				return -1;
-	pg->touched = 0;
-	return 0;
+	if (rp_mirror_resolve_touched(pg) < 0)
+		return -1;
+
+	/*
+	 * Tables in the order the batch first touched them: a run of small sets
+	 * goes down one pipeline, a larger set through staging.
+	 */
+	small = rp_malloc(sizeof(RpMirrorTable *) * (size_t) (pg->ntouched ? pg->ntouched : 1));
+	for (int i = 0; i <= pg->ntouched && rc == 0; i++)
+	{
+		RpMirrorTable *t = i < pg->ntouched ? pg->touched[i] : NULL;
+
+		if (t && t->neffects == 0)
+			continue;
+		if (t && rp_mirror_pipeline_wants(pg, t))
+		{
+			small[nsmall++] = t;
+			continue;
+		}
+		if (nsmall > 0 || (t == NULL && pg->nstale > 0))
+			rc = rp_mirror_apply_small(pg, small, nsmall);
+		nsmall = 0;
+		if (t && rc == 0)
+			rc = rp_mirror_apply_table(pg, t);
+	}
+	rp_free(small);
+	if (rc == 0)
+		rp_mirror_untouch_all(pg);
+	return rc;
 }

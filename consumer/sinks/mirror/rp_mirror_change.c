@@ -335,7 +335,15 @@ rp_mirror_apply_keyed(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 						 * a delete
 						 */
 						rp_buf_init(&hold, 1024);
-						rc = rp_mirror_fill_moved(pg, t, rec, &key, &filled, &hold);
+						filled.datums = NULL;
+
+						/*
+						 * it reads the destination: the table must be known
+						 * now
+						 */
+						rc = t->resolved ? 0 : rp_mirror_table_resolve(pg, t);
+						if (rc == 0)
+							rc = rp_mirror_fill_moved(pg, t, rec, &key, &filled, &hold);
 						if (rc == 0)
 						{
 							rp_mirror_effect_delete(pg, t, &rec->u.change.old_tuple, &key);
@@ -346,7 +354,8 @@ rp_mirror_apply_keyed(RpMirror *pg, RpMirrorTable *t, const RpRecord *rec)
 							 */
 							rp_mirror_effect_upsert(pg, t, &filled, &key, false, false);
 						}
-						rp_free(filled.datums);
+						if (filled.datums)
+							rp_free(filled.datums);
 						rp_buf_free(&hold);
 						rp_buf_free(&newkey);
 						rp_buf_free(&key);
@@ -377,7 +386,12 @@ rp_mirror_apply_change(RpMirror *pg, const RpRecord *rec)
 	RpMirrorTable *t = rp_mirror_table_get(pg, rec->u.change.rel);
 	uint8_t		tag = rec->tag;
 
-	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
+	/*
+	 * A table is resolved when its effects are applied, with every other
+	 * table the batch touched first, in one catalog query
+	 * (rp_mirror_apply_flush); a full match applies each change at once.
+	 */
+	if (t->full_match && !t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 		return -1;
 
 	/*

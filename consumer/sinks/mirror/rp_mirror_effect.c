@@ -74,9 +74,13 @@ rp_mirror_hash(const unsigned char *p, size_t n)
  * array far past the cache, a miss per change.  Measured on the 1M-row
  * backlog of bench/mirror.sh: the array stayed at 256K slots (1 MB) while
  * most batches held about 6,000 keys, and the probe was an eighth of the
- * consumer's CPU.
+ * consumer's CPU.  It starts small, as the effect array and the arena do
+ * (rp_mirror_int.h): a batch over many tables touches most with a few rows,
+ * and 116 KB a table touched (what they started at) made a batch over 1,000
+ * tables pass the maps' share of --max-memory, applied early every few
+ * hundred transactions (bench/mirror_tables.sh).
  */
-#define RP_MIRROR_SLOTS_MIN 1024
+#define RP_MIRROR_SLOTS_MIN 16
 
 static void
 rp_mirror_effects_grow(RpMirrorTable *t)
@@ -117,11 +121,11 @@ rp_mirror_effect_for(RpMirror *pg, RpMirrorTable *t, const RpBuf *key)
 	}
 	if (t->neffects == t->capeffects)
 	{
-		t->capeffects = t->capeffects ? t->capeffects * 2 : 1024;
+		t->capeffects = t->capeffects ? t->capeffects * 2 : RP_MIRROR_EFFECTS_MIN;
 		t->effects = rp_realloc(t->effects, sizeof(RpEffect) * (size_t) t->capeffects);
 	}
 	if (t->neffects == 0)
-		t->order = ++pg->touched;
+		rp_mirror_touch(pg, t);
 	e = &t->effects[t->neffects++];
 	memset(e, 0, sizeof(*e));
 	e->hash = h;
@@ -225,6 +229,7 @@ rp_mirror_effect_put(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, const R
 		{
 			rp_mirror_row_put_ref(&t->arena, &d);
 			pg->refs = true;
+			t->has_refs = true;
 		}
 		else
 			rp_mirror_row_put(&t->arena, &d);
@@ -281,7 +286,7 @@ rp_mirror_effects_clear(RpMirrorTable *t)
 		want *= 2;
 	t->neffects = 0;
 	t->text_datums = false;
-	t->order = 0;
+	t->has_refs = false;
 	rp_buf_reset(&t->arena);
 	if (t->slots && t->nslots > 2 * want)
 	{
@@ -292,6 +297,15 @@ rp_mirror_effects_clear(RpMirrorTable *t)
 	}
 	else if (t->slots)
 		memset(t->slots, 0, sizeof(int) * (size_t) t->nslots);
+}
+
+void
+rp_mirror_untouch_all(RpMirror *pg)
+{
+	for (int i = 0; i < pg->ntouched; i++)
+		pg->touched[i]->order = 0;
+	pg->ntouched = 0;
+	pg->touched_history = false;
 }
 
 /* ---- the memory bound (G5) ------------------------------------------------------ */
@@ -309,7 +323,7 @@ rp_mirror_effects_clear(RpMirrorTable *t)
  */
 #define RP_MIRROR_BOUND_DEFAULT ((size_t) 64 << 20) /* no budget: the
 													 * default's quarter */
-#define RP_MIRROR_ARENA_INITIAL (64 * 1024)
+#define RP_MIRROR_ARENA_INITIAL RP_MIRROR_ARENA_MIN
 
 size_t
 rp_mirror_effects_limit(const RpMirror *pg)
@@ -351,6 +365,7 @@ rp_mirror_effects_release(RpMirror *pg)
 		t->effects = NULL;
 		t->slots = NULL;
 		t->neffects = t->capeffects = t->nslots = 0;
+		t->has_refs = false;
 		pg->refs = false;
 		if (t->arena.cap > RP_MIRROR_ARENA_INITIAL)
 		{

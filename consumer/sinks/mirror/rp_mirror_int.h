@@ -10,6 +10,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 
+#include "rp_alloc.h"
 #include "rp_buf.h"
 #include "rp_decode.h"
 #include "rp_read.h"
@@ -50,6 +51,16 @@ typedef struct RpEffect
 	size_t		row_len;
 	uint64_t	hash;
 } RpEffect;
+
+/* The statements a table may have prepared (rp_mirror_pipeline.c). */
+typedef enum RpMirrorStmt
+{
+	RP_MIRROR_STMT_UPSERT,
+	RP_MIRROR_STMT_DELETE,
+	RP_MIRROR_STMT_INSERT,		/* a table without identity */
+	RP_MIRROR_STMT_FRESH,		/* a key first seen as an INSERT */
+	RP_MIRROR_NSTMTS
+}			RpMirrorStmt;
 
 typedef struct RpMirrorTable
 {
@@ -100,6 +111,16 @@ typedef struct RpMirrorTable
 								 * as text */
 	char	   *stage_ups;		/* temporary staging tables, quoted */
 	char	   *stage_del;
+
+	/*
+	 * staging tables that hold rows of an earlier flush of the open
+	 * transaction (1: stage_ups, 2: stage_del): emptied before they are used
+	 * again (a commit empties them: ON COMMIT DELETE ROWS)
+	 */
+	uint8_t		stage_used;
+	char	   *stmts[RP_MIRROR_NSTMTS];	/* prepared on the session, or
+											 * NULL */
+	bool		has_refs;		/* a pending row holds a value by reference */
 	/* net effects of the pending batch */
 	RpEffect   *effects;
 	int			neffects;
@@ -107,10 +128,19 @@ typedef struct RpMirrorTable
 	int		   *slots;			/* open addressing: effect index + 1 */
 	int			nslots;
 	RpBuf		arena;
-	int			order;			/* first touch in the batch (apply order) */
+	int			order;			/* place in the batch's touched list + 1
+								 * (rp_mirror_touch), 0: not in it */
 	size_t		held;			/* bytes of the above, as charged
 								 * (rp_mirror_apply.c) */
 } RpMirrorTable;
+
+/*
+ * What a table's effect map starts at, and keeps after a batch: small, since
+ * a batch over many tables touches most of them with a few rows (the map
+ * grows by doubling for the ones it touches more).
+ */
+#define RP_MIRROR_ARENA_MIN 1024
+#define RP_MIRROR_EFFECTS_MIN 16
 
 /* Changes the destination had no row for, by destination table (rp_mirror.c). */
 typedef struct RpMirrorDivergences
@@ -132,8 +162,19 @@ typedef struct RpMirror
 	RpMirrorTable **tables;
 	int			ntables;
 	int			captables;
-	int			touched;		/* tables with pending effects */
+	int		   *tabidx;			/* open addressing by relid: index + 1 */
+	int			ntabidx;
+	/* tables with pending effects, in the order the batch first touched them */
+	RpMirrorTable **touched;
+	int			ntouched;
+	int			captouched;
+	bool		touched_history;	/* a history table among them */
 	uint64_t	stage_seq;
+	uint64_t	stmt_seq;
+	/* prepared statements no table wants, deallocated by the next pipeline */
+	char	  **stale;
+	int			nstale;
+	int			capstale;
 	RpCheckpoint ck;			/* as read from the destination */
 	bool		have_ck;
 	bool		in_txn;
@@ -252,6 +293,22 @@ rp_mirror_stage_wants(const RpEffect *ef, RpMirrorStageWhich which)
 	return false;
 }
 
+/* The batch touches t for the first time: it is applied in that order. */
+static inline void
+rp_mirror_touch(RpMirror *pg, RpMirrorTable *t)
+{
+	if (t->order > 0)
+		return;
+	if (pg->ntouched == pg->captouched)
+	{
+		pg->captouched = pg->captouched ? pg->captouched * 2 : 64;
+		pg->touched = rp_realloc(pg->touched, sizeof(RpMirrorTable *) * (size_t) pg->captouched);
+	}
+	pg->touched[pg->ntouched++] = t;
+	t->order = pg->ntouched;
+	pg->touched_history |= t->history;
+}
+
 /* rp_mirror_snapshot.c: the initial snapshot's callbacks */
 /* Set the snapshot callbacks of a mirror sink (s->priv is its RpMirror). */
 extern void rp_mirror_snapshot_install(RpSink *s);
@@ -311,6 +368,17 @@ extern int	rp_mirror_apply_flush(RpMirror *pg);
 /* One source transaction's effects on history table t: versions closed and opened. */
 extern int	rp_mirror_apply_history(RpMirror *pg, RpMirrorTable *t);
 
+/* rp_mirror_pipeline.c */
+/* Does t's pending set go the short way (small: prepared statements in a pipeline)? */
+extern bool rp_mirror_pipeline_wants(const RpMirror *pg, const RpMirrorTable *t);
+
+/*
+ * The pending effects of tables[0..n) (each one rp_mirror_pipeline_wants)
+ * in one pipeline, but those with unchanged TOAST (the caller's); stale
+ * statements are deallocated first.  The effects are not cleared.
+ */
+extern int	rp_mirror_pipeline_apply(RpMirror *pg, RpMirrorTable **tables, int n);
+
 /* rp_mirror_stage.c */
 /*
  * COPY into (cols) FROM STDIN [(FORMAT binary)] on conn: 0 once the server
@@ -344,8 +412,11 @@ extern void rp_mirror_effect_upsert(RpMirror *pg, RpMirrorTable *t, const RpTupl
 /* An insert into a table without a replica identity: an effect of its own (a multiset). */
 extern void rp_mirror_effect_append(RpMirror *pg, RpMirrorTable *t, const RpTuple *tup, RpBuf *key);
 
-/* Forget t's pending effects (applied), keeping the memory. */
+/* Forget t's pending effects (applied), keeping the memory (t stays touched). */
 extern void rp_mirror_effects_clear(RpMirrorTable *t);
+
+/* The batch's touched list emptied: every pending effect was applied or dropped. */
+extern void rp_mirror_untouch_all(RpMirror *pg);
 
 /* What the effect maps may hold before they are applied early (G5). */
 extern size_t rp_mirror_effects_limit(const RpMirror *pg);
@@ -357,11 +428,16 @@ extern void rp_mirror_effects_account(RpMirror *pg, RpMirrorTable *t);
 extern void rp_mirror_effects_release(RpMirror *pg);
 
 /* rp_mirror_table.c */
-/* Forget t's staging tables (the session that had them is gone). */
-extern void rp_mirror_table_reset_stage(RpMirrorTable *t);
-
 /* After a rollback: what the open transaction made for t (staging, the table) is gone. */
-extern void rp_mirror_table_forget(RpMirrorTable *t);
+extern void rp_mirror_table_forget(RpMirror *pg, RpMirrorTable *t);
+
+/*
+ * Check (or create, --create-tables) the destination tables of ts[0..n) that
+ * are not resolved yet and read their catalog facts, in one catalog query
+ * (two when some are created); the first that fails halts, as
+ * rp_mirror_table_resolve would.
+ */
+extern int	rp_mirror_tables_resolve(RpMirror *pg, RpMirrorTable **ts, int n);
 
 /* Take rel as t's description (its key, its history mode). */
 extern void rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel);
@@ -369,8 +445,8 @@ extern void rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRel
 /* The mapping of rel, made on first use (not yet resolved). */
 extern RpMirrorTable *rp_mirror_table_get(RpMirror *pg, const RpRelation *rel);
 
-/* Free t and everything it holds. */
-extern void rp_mirror_table_free(RpMirrorTable *t);
+/* Free t and everything it holds (at close: the session's objects go with it). */
+extern void rp_mirror_table_free(RpMirror *pg, RpMirrorTable *t);
 
 /* Check (or create, --create-tables) t's destination table and read its catalog facts. */
 extern int	rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t);
@@ -436,6 +512,15 @@ extern int	rp_mirror_exec_datums(RpMirror *pg, RpMirrorTable *t, const char *sql
 extern int	rp_mirror_collect(const RpMirrorTable *t, const RpTuple *tup, bool skip_unchanged, RpDatum *datums,
 							  uint8_t *encs, int *which);
 
+/*
+ * Per column of t: does an upsert write it (applied, not a key column)?  *n
+ * gets how many do; the caller frees the array.
+ */
+extern bool *rp_mirror_value_cols(const RpMirrorTable *t, int *n);
+
+/* "c = from.c, ..." over the columns cols marks (an UPDATE's or ON CONFLICT's SET list). */
+extern void rp_mirror_sql_set(RpBuf *sql, const RpMirrorTable *t, const bool *cols, const char *from);
+
 /* "INSERT INTO t (cols) VALUES ($1, ...)" for the columns which. */
 extern void rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, const int *which, int n,
 										const char *extra_cols, const char *extra_vals);
@@ -481,6 +566,13 @@ extern int	rp_mirror_fail_result(RpMirror *pg, PGresult *res, const char *what, 
 extern int	rp_mirror_exec(RpMirror *pg, const char *sql, const char *what, const RpMirrorTable *t);
 extern int	rp_mirror_exec_params(RpMirror *pg, const char *sql, int n, const char *const *vals,
 								  const char *what, const RpMirrorTable *t);
+
+/*
+ * What the session holds for t (staging tables, prepared statements) is no
+ * longer t's: on a live session the statements are deallocated by the next
+ * pipeline, on a session that is gone they are forgotten.
+ */
+extern void rp_mirror_session_drop_objects(RpMirror *pg, RpMirrorTable *t, bool session_alive);
 
 /* Keep the cancel handle of the session now open (RpSink.interrupt). */
 extern void rp_mirror_set_cancel(RpMirror *pg);

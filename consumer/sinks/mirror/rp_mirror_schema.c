@@ -64,13 +64,16 @@ rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRe
 
 	if (change == RP_SCHEMA_SAME)
 		return 0;
-	if (!pg->in_txn)
-		return 0;				/* tables are resolved when their rows come */
+
+	/*
+	 * tables are resolved when their rows are applied, all those of a batch
+	 * at once (rp_mirror_apply_flush)
+	 */
+	if (!pg->in_txn || change == RP_SCHEMA_NEW)
+		return 0;
 	t = rp_mirror_table_get(pg, before ? before : after);
 	if (!t->resolved && rp_mirror_table_resolve(pg, t) < 0)
 		return -1;
-	if (change == RP_SCHEMA_NEW)
-		return 0;
 
 	/* a schema change is a barrier: what came before is applied first */
 	if (rp_mirror_apply_flush(pg) < 0)

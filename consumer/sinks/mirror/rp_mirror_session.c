@@ -428,6 +428,34 @@ rp_mirror_checkpoint_columns(RpMirror *pg)
 						  "adding the checkpoint table's source columns", NULL);
 }
 
+void
+rp_mirror_session_drop_objects(RpMirror *pg, RpMirrorTable *t, bool session_alive)
+{
+	if (t->stage_ups)
+		rp_free(t->stage_ups);
+	if (t->stage_del)
+		rp_free(t->stage_del);
+	t->stage_ups = t->stage_del = NULL;
+	t->stage_used = 0;
+	for (int k = 0; k < RP_MIRROR_NSTMTS; k++)
+	{
+		if (t->stmts[k] == NULL)
+			continue;
+		if (!session_alive)
+			rp_free(t->stmts[k]);
+		else
+		{
+			if (pg->nstale == pg->capstale)
+			{
+				pg->capstale = pg->capstale ? pg->capstale * 2 : 16;
+				pg->stale = rp_realloc(pg->stale, sizeof(char *) * (size_t) pg->capstale);
+			}
+			pg->stale[pg->nstale++] = t->stmts[k];
+		}
+		t->stmts[k] = NULL;
+	}
+}
+
 int
 rp_mirror_connect(RpMirror *pg)
 {
@@ -443,12 +471,11 @@ rp_mirror_connect(RpMirror *pg)
 	for (int i = 0; i < pg->ntables; i++)
 	{
 		pg->tables[i]->resolved = false;
-		if (pg->tables[i]->stage_ups)
-			rp_free(pg->tables[i]->stage_ups);
-		if (pg->tables[i]->stage_del)
-			rp_free(pg->tables[i]->stage_del);
-		pg->tables[i]->stage_ups = pg->tables[i]->stage_del = NULL;
+		rp_mirror_session_drop_objects(pg, pg->tables[i], false);
 	}
+	for (int i = 0; i < pg->nstale; i++)
+		rp_free(pg->stale[i]);
+	pg->nstale = 0;
 	pg->in_txn = false;
 	pg->conn = rp_mirror_session_open(pg->opts.conninfo, "replicant", true, pg->opts.replication_role, "");
 	if (pg->conn == NULL)

@@ -401,3 +401,45 @@ rp_mirror_sql_insert_values(RpMirror *pg, RpBuf *sql, const RpMirrorTable *t, co
 		rp_buf_put_text(sql, extra_vals);
 	rp_buf_put_char(sql, ')');
 }
+
+bool	   *
+rp_mirror_value_cols(const RpMirrorTable *t, int *n)
+{
+	bool	   *cols = rp_malloc0(sizeof(bool) * (size_t) (t->rel->natts ? t->rel->natts : 1));
+
+	*n = 0;
+	for (int i = 0; i < t->rel->natts; i++)
+	{
+		bool		key = false;
+
+		for (int k = 0; k < t->nkey; k++)
+			key |= t->keycols[k] == i;
+		cols[i] = !key && rp_mirror_applied(&t->rel->cols[i]);
+		*n += cols[i];
+	}
+	return cols;
+}
+
+void
+rp_mirror_sql_set(RpBuf *sql, const RpMirrorTable *t, const bool *cols, const char *from)
+{
+	bool		first = true;
+
+	for (int i = 0; i < t->rel->natts; i++)
+	{
+		char	   *qc;
+
+		if (!cols[i])
+			continue;
+		qc = rp_sql_ident_dup(t->rel->cols[i].name);
+		if (!first)
+			rp_buf_put_text(sql, ", ");
+		first = false;
+		rp_buf_put_text(sql, qc);
+		rp_buf_put_text(sql, " = ");
+		rp_buf_put_text(sql, from);
+		rp_buf_put_char(sql, '.');
+		rp_buf_put_text(sql, qc);
+		rp_free(qc);
+	}
+}

@@ -91,7 +91,7 @@ rp_mirror_stage_ensure(RpMirror *pg, RpMirrorTable *t)
 	}
 	rp_buf_free(&sql);
 	if (rc < 0)
-		rp_mirror_table_reset_stage(t);
+		rp_mirror_session_drop_objects(pg, t, true);
 	return rc;
 }
 
@@ -251,6 +251,38 @@ rp_mirror_stage_row_binary(RpMirror *pg, RpBuf *out, const RpMirrorTable *t, con
 	return 0;
 }
 
+/*
+ * A staging table used earlier in this transaction (a barrier, the memory
+ * bound, a streamed transaction applied block by block) still holds those
+ * rows: they would be applied again.  TRUNCATE, not DELETE: the rows are
+ * gone in place (a transaction's second TRUNCATE of a table makes no new
+ * file), where deleted ones would be scanned by every later join.  The
+ * first use in a transaction needs none: the last commit emptied it.
+ */
+static int
+rp_mirror_stage_clear(RpMirror *pg, RpMirrorTable *t, const char *stage)
+{
+	uint8_t		bit;
+	RpBuf		sql;
+	int			rc;
+
+	if (stage == NULL || (stage != t->stage_ups && stage != t->stage_del))
+		return 0;				/* the table itself (fresh rows) */
+	bit = stage == t->stage_ups ? 1 : 2;
+	if ((t->stage_used & bit) == 0)
+	{
+		t->stage_used |= bit;
+		return 0;
+	}
+	rp_buf_init(&sql, 128);
+	rp_buf_put_text(&sql, "TRUNCATE ");
+	rp_buf_put_text(&sql, stage);
+	rp_buf_put_char(&sql, '\0');
+	rc = rp_mirror_exec(pg, sql.data, "emptying a staging table", t);
+	rp_buf_free(&sql);
+	return rc;
+}
+
 /* COPY the selected effects into a staging table (or the table itself). */
 int
 rp_mirror_stage_effects(RpMirror *pg, RpMirrorTable *t, const char *stage, RpMirrorStageWhich which)
@@ -263,6 +295,8 @@ rp_mirror_stage_effects(RpMirror *pg, RpMirrorTable *t, const char *stage, RpMir
 	PGresult   *res;
 	int			rc = 0;
 
+	if (rp_mirror_stage_clear(pg, t, stage) < 0)
+		return -1;
 	rp_buf_init(&cols, 256);
 	nfields = rp_mirror_sql_cols(pg, &cols, t->rel, keys_only ? t->keycols : NULL, t->nkey, NULL);
 	rp_buf_put_char(&cols, '\0');

@@ -84,22 +84,12 @@ rp_mirror_table_reset_catalog(RpMirrorTable *t, int natts)
 }
 
 void
-rp_mirror_table_reset_stage(RpMirrorTable *t)
-{
-	if (t->stage_ups)
-		rp_free(t->stage_ups);
-	if (t->stage_del)
-		rp_free(t->stage_del);
-	t->stage_ups = t->stage_del = NULL;
-}
-
-void
-rp_mirror_table_forget(RpMirrorTable *t)
+rp_mirror_table_forget(RpMirror *pg, RpMirrorTable *t)
 {
 	if (!t->txn_dirty)
 		return;					/* nothing of it was made in the rolled-back
 								 * transaction */
-	rp_mirror_table_reset_stage(t);
+	rp_mirror_session_drop_objects(pg, t, pg->conn != NULL && PQstatus(pg->conn) == CONNECTION_OK);
 	t->resolved = false;
 	t->txn_dirty = false;
 }
@@ -141,7 +131,7 @@ rp_mirror_table_describe(RpMirror *pg, RpMirrorTable *t, const RpRelation *rel)
 	}
 	t->history = rp_mirror_is_history(pg, rel);
 	rp_mirror_table_key(t);
-	rp_mirror_table_reset_stage(t);
+	rp_mirror_session_drop_objects(pg, t, pg->conn != NULL && PQstatus(pg->conn) == CONNECTION_OK);
 	t->resolved = false;
 }
 
@@ -158,17 +148,50 @@ rp_mirror_same_layout(const RpRelation *a, const RpRelation *b)
 		a->identity == b->identity;
 }
 
+/* The slot of relid in pg->tabidx: where it is, or the free one it would take. */
+static int
+rp_mirror_table_slot(const RpMirror *pg, uint32_t relid)
+{
+	int			mask = pg->ntabidx - 1;
+	int			s = (int) ((relid * UINT32_C(2654435761)) & (uint32_t) mask);
+
+	while (pg->tabidx[s] && pg->tables[pg->tabidx[s] - 1]->relid != relid)
+		s = (s + 1) & mask;
+	return s;
+}
+
+/*
+ * The tables by relid: looked up for every change, so a hash, not a walk
+ * over every table mapped so far (10,000 tables made that the consumer's
+ * largest cost).
+ */
+static void
+rp_mirror_table_index(RpMirror *pg)
+{
+	if (pg->ntabidx >= 2 * pg->ntables)
+		return;
+	if (pg->tabidx)
+		rp_free(pg->tabidx);
+	pg->ntabidx = pg->ntabidx ? pg->ntabidx * 2 : 64;
+	while (pg->ntabidx < 2 * pg->ntables)
+		pg->ntabidx *= 2;
+	pg->tabidx = rp_malloc0(sizeof(int) * (size_t) pg->ntabidx);
+	for (int i = 0; i < pg->ntables; i++)
+		pg->tabidx[rp_mirror_table_slot(pg, pg->tables[i]->relid)] = i + 1;
+}
+
 RpMirrorTable *
 rp_mirror_table_get(RpMirror *pg, const RpRelation *rel)
 {
 	RpMirrorTable *t = NULL;
+	int			s = 0;
 
-	for (int i = 0; i < pg->ntables; i++)
-		if (pg->tables[i]->relid == rel->relid)
-		{
-			t = pg->tables[i];
-			break;
-		}
+	if (pg->ntabidx > 0)
+	{
+		s = rp_mirror_table_slot(pg, rel->relid);
+		if (pg->tabidx[s])
+			t = pg->tables[pg->tabidx[s] - 1];
+	}
 	if (t == NULL)
 	{
 		if (pg->ntables == pg->captables)
@@ -178,8 +201,12 @@ rp_mirror_table_get(RpMirror *pg, const RpRelation *rel)
 		}
 		t = rp_malloc0(sizeof(RpMirrorTable));
 		t->relid = rel->relid;
-		rp_buf_init(&t->arena, 64 * 1024);
+		rp_buf_init(&t->arena, RP_MIRROR_ARENA_MIN);
 		pg->tables[pg->ntables++] = t;
+		if (pg->ntabidx < 2 * pg->ntables)
+			rp_mirror_table_index(pg);
+		else
+			pg->tabidx[s] = pg->ntables;
 		rp_mirror_table_describe(pg, t, rel);
 	}
 	else if (!rp_mirror_same_layout(t->rel, rel))
@@ -188,7 +215,7 @@ rp_mirror_table_get(RpMirror *pg, const RpRelation *rel)
 }
 
 void
-rp_mirror_table_free(RpMirrorTable *t)
+rp_mirror_table_free(RpMirror *pg, RpMirrorTable *t)
 {
 	rp_mirror_table_reset_catalog(t, t->rel->natts);
 	rp_relation_free(t->rel);
@@ -198,7 +225,7 @@ rp_mirror_table_free(RpMirrorTable *t)
 	rp_free(t->dest_name);
 	if (t->keycols)
 		rp_free(t->keycols);
-	rp_mirror_table_reset_stage(t);
+	rp_mirror_session_drop_objects(pg, t, false);
 	if (t->effects)
 		rp_free(t->effects);
 	if (t->slots)
@@ -268,36 +295,30 @@ rp_mirror_create_table(RpMirror *pg, RpMirrorTable *t)
 	return rc;
 }
 
-/* '{"a","b"}': names as a text[] parameter. */
+/* One element of an array literal: '"name"' with '"' and '\' escaped. */
 static void
-rp_mirror_name_array(RpBuf *out, const RpMirrorTable *t, bool key_only)
+rp_mirror_array_elem(RpBuf *out, const char *s)
 {
-	bool		first = true;
-
-	rp_buf_put_char(out, '{');
-	for (uint16_t i = 0; i < t->rel->natts; i++)
+	if (out->len > 1)
+		rp_buf_put_char(out, ',');
+	rp_buf_put_char(out, '"');
+	for (; *s; s++)
 	{
-		const char *n = t->rel->cols[i].name;
-		bool		want = !key_only ? rp_mirror_applied(&t->rel->cols[i]) : false;
-
-		for (int k = 0; key_only && k < t->nkey; k++)
-			want |= t->keycols[k] == i;
-		if (!want)
-			continue;
-		if (!first)
-			rp_buf_put_char(out, ',');
-		first = false;
-		rp_buf_put_char(out, '"');
-		for (; *n; n++)
-		{
-			if (*n == '"' || *n == '\\')
-				rp_buf_put_char(out, '\\');
-			rp_buf_put_char(out, *n);
-		}
-		rp_buf_put_char(out, '"');
+		if (*s == '"' || *s == '\\')
+			rp_buf_put_char(out, '\\');
+		rp_buf_put_char(out, *s);
 	}
-	rp_buf_put_char(out, '}');
-	rp_buf_put_char(out, '\0');
+	rp_buf_put_char(out, '"');
+}
+
+/* One element of an int[] literal. */
+static void
+rp_mirror_array_int(RpBuf *out, int v)
+{
+	char		tmp[16];
+
+	snprintf(tmp, sizeof(tmp), "%s%d", out->len > 1 ? "," : "", v);
+	rp_buf_put_text(out, tmp);
 }
 
 /* Every applied column has a binary form (the destination's types aside). */
@@ -308,49 +329,6 @@ rp_mirror_binary_candidate(const RpMirrorTable *t)
 		if (rp_mirror_applied(&t->rel->cols[i]) && !rp_pgbin_column_ok(&t->rel->cols[i]))
 			return false;
 	return true;
-}
-
-/*
- * COPY goes in binary when every applied column has a binary form and the
- * destination column has exactly the source's (built-in) type: binary
- * input does not convert, so a column the user declared differently (int8
- * for int4, text for varchar) keeps the text path, which does.
- */
-static int
-rp_mirror_binary_check(RpMirror *pg, RpMirrorTable *t, const char *oid)
-{
-	const char *vals[1] = {oid};
-	PGresult   *res;
-
-	t->binary = false;
-	if (!rp_mirror_binary_candidate(t))
-		return 0;
-	res = PQexecParams(pg->conn,
-					   "SELECT a.attname, a.atttypid FROM pg_catalog.pg_attribute a"
-					   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped",
-					   1, NULL, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		int			rc = rp_mirror_fail_result(pg, res, "reading the column types", t);
-
-		PQclear(res);
-		return rc;
-	}
-	t->binary = true;
-	for (uint16_t i = 0; i < t->rel->natts && t->binary; i++)
-	{
-		const RpColumn *c = &t->rel->cols[i];
-		bool		same = false;
-
-		if (!rp_mirror_applied(c))
-			continue;
-		for (int r = 0; r < PQntuples(res) && !same; r++)
-			same = strcmp(PQgetvalue(res, r, 0), c->name) == 0 &&
-				strtoul(PQgetvalue(res, r, 1), NULL, 10) == c->type_oid;
-		t->binary = same;
-	}
-	PQclear(res);
-	return 0;
 }
 
 /*
@@ -372,184 +350,257 @@ rp_mirror_table_check_name(RpMirror *pg, const RpMirrorTable *t)
 	return 0;
 }
 
-/* Rows of a one-column query as names (constraint and index names). */
-static int
-rp_mirror_read_constraints(RpMirror *pg, RpMirrorTable *t)
-{
-	const char *vals[1] = {t->qname};
-	PGresult   *res;
-	int			rc = 0;
+/*
+ * Everything resolve needs of the destination's catalog, for many tables at
+ * once: $1/$2 their schemas and names (ordinal = position), $3/$4 (ordinal,
+ * name) pairs of their key columns.  A row per table found ('r': oid,
+ * relkind, whether a unique index is on exactly the key), per column ('a':
+ * name, type, its format_type(), its send function: the caller finds a
+ * replicated column that is missing), and per constraint or index name
+ * ('k').  One query whatever the number of tables: resolving a batch over a
+ * thousand tables one by one took six round trips a table.
+ */
+static const char rp_mirror_resolve_sql[] =
+"WITH keys AS (SELECT k.ord, pg_catalog.array_agg(k.name ORDER BY k.name) AS names"
+" FROM ROWS FROM (pg_catalog.unnest($3::int[]), pg_catalog.unnest($4::text[])) AS k(ord, name) GROUP BY k.ord),"
+" q AS ("
+" SELECT q.ord::int AS ord, c.oid, c.relkind, keys.names AS keys"
+" FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) WITH ORDINALITY AS q(nsp, rel, ord)"
+" JOIN pg_catalog.pg_namespace n ON n.nspname = q.nsp"
+" JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = q.rel AND c.relkind IN ('r', 'p')"
+" LEFT JOIN keys ON keys.ord = q.ord)"
+" SELECT q.ord, 'r', q.oid::text, q.relkind::text, NULL,"
+"  EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = q.oid"
+"    AND i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL"
+"    AND (SELECT pg_catalog.array_agg(a.attname::text ORDER BY a.attname::text)"
+"      FROM pg_catalog.unnest(i.indkey::int2[]) ik(attnum) JOIN pg_catalog.pg_attribute a"
+"      ON a.attrelid = i.indrelid AND a.attnum = ik.attnum)"
+"    = q.keys)::text"
+" FROM q"
+" UNION ALL"
+" SELECT q.ord, 'a', a.attname::text, a.atttypid::text, pg_catalog.format_type(a.atttypid, a.atttypmod),"
+"  CASE WHEN ty.typsend = 0 THEN NULL ELSE pg_catalog.quote_ident(pn.nspname)"
+"   || '.' || pg_catalog.quote_ident(p.proname) END"
+" FROM q JOIN pg_catalog.pg_attribute a ON a.attrelid = q.oid AND a.attnum > 0 AND NOT a.attisdropped"
+" JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid"
+" LEFT JOIN pg_catalog.pg_proc p ON p.oid = ty.typsend"
+" LEFT JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace"
+" UNION ALL"
+" SELECT q.ord, 'k', co.conname::text, NULL, NULL, NULL"
+" FROM q JOIN pg_catalog.pg_constraint co ON co.conrelid = q.oid"
+" UNION ALL"
+" SELECT q.ord, 'k', ic.relname::text, NULL, NULL, NULL"
+" FROM q JOIN pg_catalog.pg_index i ON i.indrelid = q.oid JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid";
 
-	rp_mirror_free_names(&t->constraints, t->nconstraints);
-	t->nconstraints = 0;
-	res = PQexecParams(pg->conn,
-					   "SELECT conname::text FROM pg_catalog.pg_constraint WHERE conrelid = $1::regclass"
-					   " UNION SELECT c.relname::text FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c"
-					   " ON c.oid = i.indexrelid WHERE i.indrelid = $1::regclass",
-					   1, NULL, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		rc = rp_mirror_fail_result(pg, res, "reading the constraint names", t);
-	else if (PQntuples(res) > 0)
+/* What the catalog query said of one table. */
+typedef struct RpResolved
+{
+	bool		found;
+	bool		partitioned;
+	bool		key_ok;
+	bool	   *present;		/* per column: the destination has it */
+	bool	   *same_type;		/* per column: and its type is the source's */
+}			RpResolved;
+
+/* The catalog query's four array parameters for ts[0..n). */
+static void
+rp_mirror_resolve_params(RpMirrorTable **ts, int n, RpBuf *arr)
+{
+	for (int a = 0; a < 4; a++)
 	{
-		t->constraints = rp_malloc0(sizeof(char *) * (size_t) PQntuples(res));
-		for (int r = 0; r < PQntuples(res); r++)
-			t->constraints[t->nconstraints++] = rp_strndup(PQgetvalue(res, r, 0), strlen(PQgetvalue(res, r, 0)));
+		rp_buf_init(&arr[a], 256);
+		rp_buf_put_char(&arr[a], '{');
 	}
-	PQclear(res);
-	return rc;
+	for (int i = 0; i < n; i++)
+	{
+		const RpMirrorTable *t = ts[i];
+
+		rp_mirror_array_elem(&arr[0], t->dest_schema);
+		rp_mirror_array_elem(&arr[1], t->dest_name);
+		for (int k = 0; k < t->nkey; k++)
+		{
+			rp_mirror_array_int(&arr[2], i + 1);
+			rp_mirror_array_elem(&arr[3], t->rel->cols[t->keycols[k]].name);
+		}
+	}
+	for (int a = 0; a < 4; a++)
+	{
+		rp_buf_put_char(&arr[a], '}');
+		rp_buf_put_char(&arr[a], '\0');
+	}
 }
 
-/*
- * REPLICA IDENTITY FULL without a key matches the old row on every column,
- * and must match the very value, not an equal one: numeric 1.0 = 1.00,
- * float8 0 = -0, interval '1 day' = '24 hours', yet they are different
- * rows.  A type's binary send form is its value exactly (receive(send(x))
- * is x), so the match compares those: per column the destination's send
- * function and its type (with typmod) to cast the parameter to.  A type
- * with no send function falls back to its text output.  Keyed tables read
- * them too: an upsert compares the same images to leave a row that would
- * not change alone (rp_mirror_sql_changed).
- */
+/* Run the catalog query for ts[0..n) and take what it says into r and the tables. */
 static int
-rp_mirror_read_match(RpMirror *pg, RpMirrorTable *t)
+rp_mirror_resolve_query(RpMirror *pg, RpMirrorTable **ts, int n, RpResolved * r)
 {
-	const char *vals[1] = {t->qname};
+	RpBuf		arr[4];
+	const char *vals[4];
 	PGresult   *res;
-	int			natts = t->rel->natts;
 	int			rc = 0;
 
-	rp_mirror_free_names(&t->match_send, natts);
-	rp_mirror_free_names(&t->match_type, natts);
-	res = PQexecParams(pg->conn,
-					   "SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod),"
-					   " CASE WHEN ty.typsend = 0 THEN NULL ELSE pg_catalog.quote_ident(n.nspname)"
-					   "  || '.' || pg_catalog.quote_ident(p.proname) END"
-					   " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid"
-					   " LEFT JOIN pg_catalog.pg_proc p ON p.oid = ty.typsend"
-					   " LEFT JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
-					   " WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped",
-					   1, NULL, vals, NULL, NULL, 0);
+	rp_mirror_resolve_params(ts, n, arr);
+	for (int a = 0; a < 4; a++)
+		vals[a] = arr[a].data;
+	res = PQexecParams(pg->conn, rp_mirror_resolve_sql, 4, NULL, vals, NULL, NULL, 0);
+	for (int a = 0; a < 4; a++)
+		rp_buf_free(&arr[a]);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		rc = rp_mirror_fail_result(pg, res, "reading the column types", t);
+		rc = rp_mirror_fail_result(pg, res, "looking up the tables", n == 1 ? ts[0] : NULL);
 		PQclear(res);
 		return rc;
 	}
-	t->match_send = rp_malloc0(sizeof(char *) * (size_t) (natts ? natts : 1));
-	t->match_type = rp_malloc0(sizeof(char *) * (size_t) (natts ? natts : 1));
-	for (int i = 0; i < natts; i++)
-		for (int r = 0; r < PQntuples(res); r++)
-			if (strcmp(PQgetvalue(res, r, 0), t->rel->cols[i].name) == 0)
-			{
-				t->match_type[i] = rp_strndup(PQgetvalue(res, r, 1), strlen(PQgetvalue(res, r, 1)));
-				if (!PQgetisnull(res, r, 2))
-					t->match_send[i] = rp_strndup(PQgetvalue(res, r, 2), strlen(PQgetvalue(res, r, 2)));
-				break;
-			}
+	for (int i = 0; i < n; i++)
+	{
+		RpMirrorTable *t = ts[i];
+		int			natts = t->rel->natts ? t->rel->natts : 1;
+
+		rp_mirror_table_reset_catalog(t, t->rel->natts);
+		t->match_send = rp_malloc0(sizeof(char *) * (size_t) natts);
+		t->match_type = rp_malloc0(sizeof(char *) * (size_t) natts);
+		r[i].same_type = rp_malloc0(sizeof(bool) * (size_t) natts);
+		r[i].present = rp_malloc0(sizeof(bool) * (size_t) natts);
+	}
+	for (int row = 0; row < PQntuples(res); row++)
+	{
+		int			i = atoi(PQgetvalue(res, row, 0)) - 1;
+		char		kind = PQgetvalue(res, row, 1)[0];
+		const char *v2 = PQgetvalue(res, row, 2);
+		RpMirrorTable *t;
+
+		if (i < 0 || i >= n)
+			continue;
+		t = ts[i];
+		if (kind == 'r')
+		{
+			r[i].found = true;
+			r[i].partitioned = PQgetvalue(res, row, 3)[0] == 'p';
+			r[i].key_ok = PQgetvalue(res, row, 5)[0] == 't';
+		}
+		else if (kind == 'a')
+		{
+			for (uint16_t c = 0; c < t->rel->natts; c++)
+				if (strcmp(v2, t->rel->cols[c].name) == 0)
+				{
+					const char *ty = PQgetvalue(res, row, 4);
+
+					r[i].present[c] = true;
+					r[i].same_type[c] = strtoul(PQgetvalue(res, row, 3), NULL, 10) == t->rel->cols[c].type_oid;
+					t->match_type[c] = rp_strndup(ty, strlen(ty));
+					if (!PQgetisnull(res, row, 5))
+						t->match_send[c] = rp_strndup(PQgetvalue(res, row, 5), strlen(PQgetvalue(res, row, 5)));
+					break;
+				}
+		}
+		else if (kind == 'k')
+		{
+			t->constraints = rp_realloc(t->constraints, sizeof(char *) * (size_t) (t->nconstraints + 1));
+			t->constraints[t->nconstraints++] = rp_strndup(v2, strlen(v2));
+		}
+	}
 	PQclear(res);
 	return 0;
 }
 
-/* After the table is there: the catalog facts errors and matching need. */
-static int
-rp_mirror_table_read_catalog(RpMirror *pg, RpMirrorTable *t)
+static void
+rp_mirror_resolved_free(RpResolved * r, int n)
 {
-	if (rp_mirror_read_constraints(pg, t) < 0)
+	for (int i = 0; i < n; i++)
+	{
+		if (r[i].present)
+			rp_free(r[i].present);
+		if (r[i].same_type)
+			rp_free(r[i].same_type);
+	}
+	rp_free(r);
+}
+
+/*
+ * What the query said of t, checked: a table that lacks a replicated column
+ * or a unique index on the key halts.  COPY and the pipeline's parameters
+ * go in binary when every applied column has a binary form and the
+ * destination column has exactly the source's (built-in) type: binary
+ * input does not convert, so a column the user declared differently (int8
+ * for int4, text for varchar) keeps the text path, which does.
+ */
+static int
+rp_mirror_resolve_take(RpMirror *pg, RpMirrorTable *t, const RpResolved * r)
+{
+	for (uint16_t c = 0; c < t->rel->natts; c++)
+		if (rp_mirror_applied(&t->rel->cols[c]) && !r->present[c])
+			return rp_fail(RP_HALT_SINK, "destination table %s has no column \"%s\"", t->qname,
+						   t->rel->cols[c].name);
+	if (t->nkey > 0 && !t->history && !r->key_ok)
+	{
+		RpBuf		names;
+		int			rc;
+
+		rp_buf_init(&names, 128);
+		rp_buf_put_char(&names, '{');
+		for (uint16_t c = 0; c < t->rel->natts; c++)
+			for (int k = 0; k < t->nkey; k++)
+				if (t->keycols[k] == c)
+					rp_mirror_array_elem(&names, t->rel->cols[c].name);
+		rp_buf_put_char(&names, '}');
+		rp_buf_put_char(&names, '\0');
+		rc = rp_fail(RP_HALT_SINK, "destination table %s has no primary key or unique index on the source's key %s",
+					 t->qname, names.data);
+		rp_buf_free(&names);
+		return rc;
+	}
+	/* a partitioned table routes its rows: ONLY would reach none of them */
+	if (r->partitioned)
+		snprintf(t->qrel, strlen(t->qname) + 1, "%s", t->qname);
+	t->binary = rp_mirror_binary_candidate(t);
+	for (uint16_t c = 0; c < t->rel->natts && t->binary; c++)
+		t->binary = !rp_mirror_applied(&t->rel->cols[c]) || r->same_type[c];
+	t->resolved = true;
+	t->txn_dirty = true;
+	return 0;
+}
+
+int
+rp_mirror_tables_resolve(RpMirror *pg, RpMirrorTable **ts, int n)
+{
+	RpResolved *r;
+	RpMirrorTable **created;
+	int			ncreated = 0,
+				rc = 0;
+
+	for (int i = 0; i < n; i++)
+		if (!ts[i]->resolved && rp_mirror_table_check_name(pg, ts[i]) < 0)
+			return -1;
+	r = rp_malloc0(sizeof(RpResolved) * (size_t) (n ? n : 1));
+	if (rp_mirror_resolve_query(pg, ts, n, r) < 0)
+	{
+		rp_mirror_resolved_free(r, n);
 		return -1;
-	return rp_mirror_read_match(pg, t);
+	}
+	created = rp_malloc(sizeof(RpMirrorTable *) * (size_t) (n ? n : 1));
+	for (int i = 0; i < n && rc == 0; i++)
+	{
+		if (r[i].found)
+			rc = rp_mirror_resolve_take(pg, ts[i], &r[i]);
+		else if (!pg->opts.create_tables)
+			rc = rp_fail(RP_HALT_SINK, "destination table %s does not exist (create it, or run with --create-tables)",
+						 ts[i]->qname);
+		else if ((rc = rp_mirror_create_table(pg, ts[i])) == 0)
+		{
+			ts[i]->txn_dirty = true;	/* a rollback takes the table away */
+			created[ncreated++] = ts[i];
+		}
+	}
+	rp_mirror_resolved_free(r, n);
+	/* the tables made now, read back as any other (their facts, their names) */
+	if (rc == 0 && ncreated > 0)
+		rc = rp_mirror_tables_resolve(pg, created, ncreated);
+	rp_free(created);
+	return rc;
 }
 
 int
 rp_mirror_table_resolve(RpMirror *pg, RpMirrorTable *t)
 {
-	const char *vals[3];
-	PGresult   *res;
-	char		oid[16];
-	RpBuf		names;
-	int			rc = 0;
-
-	if (rp_mirror_table_check_name(pg, t) < 0)
-		return -1;
-
-	vals[0] = t->dest_schema;
-	vals[1] = t->dest_name;
-	res = PQexecParams(pg->conn,
-					   "SELECT c.oid, c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
-					   " ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2"
-					   " AND c.relkind IN ('r', 'p')", 2, NULL, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		rc = rp_mirror_fail_result(pg, res, "looking up the table", t);
-		PQclear(res);
-		return rc;
-	}
-	if (PQntuples(res) == 0)
-	{
-		PQclear(res);
-		if (!pg->opts.create_tables)
-			return rp_fail(RP_HALT_SINK, "destination table %s does not exist (create it, or run with --create-tables)",
-						   t->qname);
-		if (rp_mirror_create_table(pg, t) < 0 || rp_mirror_table_read_catalog(pg, t) < 0)
-			return -1;
-		/* created from the description: every column has the source's type */
-		t->binary = rp_mirror_binary_candidate(t);
-		t->resolved = true;
-		t->txn_dirty = true;
-		return 0;
-	}
-	snprintf(oid, sizeof(oid), "%s", PQgetvalue(res, 0, 0));
-	/* a partitioned table routes its rows: ONLY would reach none of them */
-	if (PQgetvalue(res, 0, 1)[0] == 'p')
-		snprintf(t->qrel, strlen(t->qname) + 1, "%s", t->qname);
-	PQclear(res);
-
-	/* every replicated column must be there */
-	rp_buf_init(&names, 256);
-	rp_mirror_name_array(&names, t, false);
-	vals[0] = oid;
-	vals[1] = names.data;
-	res = PQexecParams(pg->conn,
-					   "SELECT x FROM pg_catalog.unnest($2::text[]) x WHERE NOT EXISTS ("
-					   " SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = $1::oid"
-					   " AND a.attname = x AND a.attnum > 0 AND NOT a.attisdropped) LIMIT 1",
-					   2, NULL, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		rc = rp_mirror_fail_result(pg, res, "checking columns", t);
-	else if (PQntuples(res) > 0)
-		rc = rp_fail(RP_HALT_SINK, "destination table %s has no column \"%s\"", t->qname,
-					 PQgetvalue(res, 0, 0));
-	PQclear(res);
-
-	/* and a unique index on exactly the key, for ON CONFLICT and matching */
-	if (rc == 0 && t->nkey > 0 && !t->history)
-	{
-		rp_buf_reset(&names);
-		rp_mirror_name_array(&names, t, true);
-		vals[1] = names.data;
-		res = PQexecParams(pg->conn,
-						   "SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = $1::oid"
-						   " AND i.indisunique AND i.indisvalid AND i.indpred IS NULL"
-						   " AND i.indexprs IS NULL AND (SELECT pg_catalog.array_agg(a.attname::text ORDER BY a.attname::text)"
-						   "  FROM pg_catalog.pg_attribute a WHERE a.attrelid = i.indrelid"
-						   "  AND a.attnum = ANY (i.indkey::int2[]))"
-						   " = (SELECT pg_catalog.array_agg(x ORDER BY x) FROM pg_catalog.unnest($2::text[]) x)",
-						   2, NULL, vals, NULL, NULL, 0);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-			rc = rp_mirror_fail_result(pg, res, "checking the key", t);
-		else if (PQntuples(res) == 0)
-			rc = rp_fail(RP_HALT_SINK, "destination table %s has no primary key or unique index on the source's key %s",
-						 t->qname, names.data);
-		PQclear(res);
-	}
-	rp_buf_free(&names);
-	if (rc == 0)
-		rc = rp_mirror_binary_check(pg, t, oid);
-	if (rc == 0)
-		rc = rp_mirror_table_read_catalog(pg, t);
-	if (rc == 0)
-	{
-		t->resolved = true;
-		t->txn_dirty = true;
-	}
-	return rc;
+	return rp_mirror_tables_resolve(pg, &t, 1);
 }
