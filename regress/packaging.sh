@@ -183,7 +183,7 @@ verify_unit() {
 
 unit() {
 	local u=packaging/replicant@.service line
-	for line in 'User=replicant' 'Restart=on-failure' 'RestartPreventExitStatus=3' \
+	for line in 'User=replicant' 'Restart=on-failure' 'RestartPreventExitStatus=2 3 4' \
 		'ExecReload=/bin/kill -HUP $MAINPID' 'KillSignal=SIGTERM' \
 		'ExecStart=/usr/bin/replicant --config /etc/replicant/%i.conf'; do
 		grep -qxF "$line" "$u" || { echo "$u: no line $line"; return 1; }
@@ -192,6 +192,9 @@ unit() {
 	sed "s#^ExecStart=/usr/bin/replicant #ExecStart=$RP_ROOT/consumer/replicant #" "$u" >"$scratch/unit/replicant@.service"
 	# the man page is not installed yet: deb-run verifies with it
 	verify_unit "$scratch/unit" demo --man=no || return 1
+	# hardened: an exposure of at most 4.5 ("OK"), scored without a running systemd
+	(cd "$scratch/unit" && systemd-analyze security --offline=true --threshold=45 ./replicant@demo.service) \
+		|| { echo "systemd-analyze security: the unit's exposure is above 4.5 (above)"; return 1; }
 	# and the check does fail on a broken unit
 	sed 's/^Type=exec/Type=nonsense/' "$scratch/unit/replicant@.service" >"$scratch/unit/broken@.service"
 	mv "$scratch/unit/broken@.service" "$scratch/unit/replicant@.service"
@@ -225,6 +228,8 @@ pgxn_install() {
 	# libraries left out even where they are installed)
 	(cd "$scratch" && MHD=no NATS=no pgxn install --yes --unstable --pg_config "$(command -v "$PG_CONFIG")" "./$ZIPNAME") || return 1
 	[[ -f $("$PG_CONFIG" --pkglibdir)/replicant.so ]] || { echo "no replicant.so installed"; return 1; }
+	# the man page the README promises, beside PostgreSQL's own
+	man -M "$("$PG_CONFIG" --mandir)" -w replicant || { echo "pgxn install: no man page in $("$PG_CONFIG" --mandir)"; return 1; }
 	if ldd "$RP_BINDIR/replicant" | grep -E 'libnats|libmicrohttpd'; then
 		echo "the PGXN build linked an optional library (above) despite MHD=no NATS=no"
 		return 1

@@ -23,6 +23,7 @@
 #include "base/rp_session.h"
 #include "base/rp_ckpt.h"
 #include "base/rp_sql.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_status.h"
 
 /* lost: the source connection is gone */
@@ -30,14 +31,18 @@ static int
 rp_agg_src_fail_as(RpAggBinding *b, PGresult *res, bool lost, const char *what)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char		code[64],
+				said[256];
 
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_pgerr_said(res, said, sizeof(said));
 	/* a lost or busy source is retried; anything else halts */
 	if (state == NULL || strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
 		strncmp(state, "40", 2) == 0 || strncmp(state, "53", 2) == 0 || lost)
-		return rp_fail(RP_HALT_NONE, "aggregate binding \"%s\": source %s failed (SQLSTATE %s), will retry",
-					   b->name, what, state ? state : "none");
-	return rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": source %s failed: SQLSTATE %s", b->name,
-				   what, state);
+		return rp_fail(RP_HALT_NONE, "aggregate binding \"%s\": source %s failed (%s)%s, will retry",
+					   b->name, what, code, said);
+	return rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": source %s failed: %s%s", b->name,
+				   what, code, said);
 }
 
 static int
@@ -67,11 +72,8 @@ rp_agg_src_connect(RpAgg *agg, RpAggBinding *b)
 	agg->src = rp_session_open(&spec, &err);
 	if (agg->src == NULL && err.result == NULL)
 	{
-		char		line[256];
-
-		rp_error_first_line(line, sizeof(line), err.message);
-		return rp_fail(RP_HALT_NONE, "aggregate binding \"%s\": could not connect to the source to seed: %s",
-					   b->name, line);
+		return rp_fail(rp_session_halt(&err), "aggregate binding \"%s\": could not connect to the source to seed: %s",
+					   b->name, err.message);
 	}
 	if (agg->src == NULL)
 	{

@@ -21,20 +21,25 @@
 
 #include "agg/rp_aggstate.h"
 #include "base/rp_sql.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_status.h"
 
 static int
 rp_agg_table_fail(RpAggBinding *b, PGconn *dest, PGresult *res, const char *what)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char		code[64],
+				said[256];
 
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_pgerr_said(res, said, sizeof(said));
 	if (state == NULL || PQstatus(dest) != CONNECTION_OK || strncmp(state, "08", 2) == 0 ||
 		strncmp(state, "57P", 3) == 0 || strncmp(state, "40", 2) == 0 ||
 		strncmp(state, "53", 2) == 0 || strcmp(state, "55P03") == 0)
-		return rp_fail(RP_HALT_NONE, "aggregate binding \"%s\": destination %s of table %s failed (SQLSTATE %s), will retry",
-					   b->name, what, b->out_qname ? b->out_qname : b->out_table, state ? state : "none");
-	return rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": destination %s of table %s failed: SQLSTATE %s",
-				   b->name, what, b->out_qname ? b->out_qname : b->out_table, state);
+		return rp_fail(RP_HALT_NONE, "aggregate binding \"%s\": destination %s of table %s failed (%s)%s, will retry",
+					   b->name, what, b->out_qname ? b->out_qname : b->out_table, code, said);
+	return rp_fail(RP_HALT_SINK, "aggregate binding \"%s\": destination %s of table %s failed: %s%s",
+				   b->name, what, b->out_qname ? b->out_qname : b->out_table, code, said);
 }
 
 /* What a destination statement was for, for rp_agg_table_fail_sql. */

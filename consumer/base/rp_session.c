@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "base/rp_pgerr.h"
 #include "base/rp_session.h"
 #include "base/rp_status.h"
 
@@ -65,6 +66,46 @@ rp_session_setup(PGconn *conn, const RpSessionSpec *spec, RpSessionError *err)
 	return false;
 }
 
+/*
+ * PQconnectdbParams, with verbose errors: a connection the server refuses
+ * has no result to ask for its SQLSTATE, but libpq words the refusal with
+ * the connection's verbosity, so it is set before the real attempt.  The
+ * started attempt has only opened its socket (nothing sent, nothing in the
+ * server's log); PQreset makes the attempt in full, every host and
+ * connect_timeout as libpq does them, and keeps the verbosity.
+ */
+static PGconn *
+rp_session_connect(const char *const *keys, const char *const *vals)
+{
+	PGconn	   *conn = PQconnectStartParams(keys, vals, 1);
+
+	if (conn == NULL || PQstatus(conn) == CONNECTION_BAD)
+		return conn;
+	PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+	PQreset(conn);
+	PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
+	return conn;
+}
+
+/*
+ * A failed connection: libpq's line (the one with the server's SQLSTATE),
+ * and whether a retry could mend it.  A refusal no retry mends carries its
+ * hint.
+ */
+static void
+rp_session_refused(PGconn *conn, RpSessionError *err)
+{
+	char		line[400];
+	const char *hint;
+
+	rp_pgerr_conn_line(conn ? PQerrorMessage(conn) : "out of memory", line, sizeof(line), err->sqlstate);
+	if (conn && PQconnectionNeedsPassword(conn))
+		snprintf(err->sqlstate, sizeof(err->sqlstate), "28P01");
+	err->permanent = rp_pgerr_conn_permanent(err->sqlstate);
+	hint = err->permanent ? rp_pgerr_conn_hint(err->sqlstate) : NULL;
+	snprintf(err->message, sizeof(err->message), "%s%s%s", line, hint ? "; " : "", hint ? hint : "");
+}
+
 PGconn	   *
 rp_session_open(const RpSessionSpec *spec, RpSessionError *err)
 {
@@ -86,10 +127,10 @@ rp_session_open(const RpSessionSpec *spec, RpSessionError *err)
 	rp_session_key(keys, vals, &n, "fallback_application_name", spec->fallback_application_name);
 	keys[n] = NULL;
 	vals[n] = NULL;
-	conn = PQconnectdbParams(keys, vals, 1);
+	conn = rp_session_connect(keys, vals);
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
-		rp_error_first_line(err->message, sizeof(err->message), PQerrorMessage(conn));
+		rp_session_refused(conn, err);
 		PQfinish(conn);
 		return NULL;
 	}
@@ -112,13 +153,21 @@ rp_session_open_side(const RpSessionSpec *spec, const char *side)
 		return conn;
 	if (err.result)
 	{
-		const char *state = PQresultErrorField(err.result, PG_DIAG_SQLSTATE);
+		char		code[64],
+					said[256];
 
-		rp_fail(RP_HALT_NONE, "the session setup failed on the %s (SQLSTATE %s)",
-				side, state ? state : "none");
+		rp_pgerr_code(PQresultErrorField(err.result, PG_DIAG_SQLSTATE), code, sizeof(code));
+		rp_fail(RP_HALT_NONE, "the session setup failed on the %s (%s)%s",
+				side, code, rp_pgerr_said(err.result, said, sizeof(said)));
 		PQclear(err.result);
 	}
 	else
-		rp_fail(RP_HALT_NONE, "could not connect to the %s: %s", side, err.message);
+		rp_fail(rp_session_halt(&err), "could not connect to the %s: %s", side, err.message);
 	return NULL;
+}
+
+RpHalt
+rp_session_halt(const RpSessionError *err)
+{
+	return err->permanent ? RP_HALT_CONFIG : RP_HALT_NONE;
 }

@@ -16,6 +16,8 @@
 
 #include <libpq-fe.h>
 
+#include "base/rp_status.h"
+
 typedef struct RpSessionSpec
 {
 	const char *conninfo;		/* the user's: keywords or a URI; NULL or "":
@@ -41,6 +43,10 @@ typedef struct RpSessionError
 								 * caller clears it */
 	bool		lost;			/* the connection was gone when the setup
 								 * failed */
+	char		sqlstate[6];	/* the server's refusal of the connection, or
+								 * "" */
+	bool		permanent;		/* refused for good (rp_pgerr.h): the message
+								 * ends with what to do */
 } RpSessionError;
 
 /*
@@ -55,5 +61,12 @@ extern PGconn *rp_session_open(const RpSessionSpec *spec, RpSessionError *err);
  * and libpq's first line or the setup's SQLSTATE (never a value).
  */
 extern PGconn *rp_session_open_side(const RpSessionSpec *spec, const char *side);
+
+/*
+ * The halt a failed connection is reported with: RP_HALT_CONFIG for a
+ * refusal no retry mends (authentication, a missing database or
+ * privilege), RP_HALT_NONE (retried) for anything else.
+ */
+extern RpHalt rp_session_halt(const RpSessionError *err);
 
 #endif							/* RP_SESSION_H */

@@ -24,8 +24,10 @@ typedef enum RpHalt
 	RP_HALT_SINK,				/* the sink refused or failed to apply */
 	RP_HALT_GAP,				/* the slot is gone, invalidated or ahead */
 	RP_HALT_IDENTITY,			/* checkpoint of another system or timeline */
-	RP_HALT_CONFIG,				/* the server refused our options: retrying
-								 * cannot help */
+	RP_HALT_CONFIG,				/* refused for good: the server refused the
+								 * connection (authentication, database,
+								 * privilege), the plugin or our options;
+								 * retrying cannot help */
 	RP_HALT_IN_USE,				/* another consumer holds the state dir, log
 								 * or slot */
 	RP_HALT__COUNT
@@ -36,6 +38,8 @@ typedef enum RpHalt
 #define RP_EXIT_ERROR   1
 #define RP_EXIT_USAGE   2
 #define RP_EXIT_HALT    3
+/* a permanent failure (RP_HALT_CONFIG): no retry mends it, and none is made */
+#define RP_EXIT_REFUSED 4
 
 /* Set the error (printf-style, value-free by construction); returns -1. */
 extern int	rp_fail(RpHalt halt, const char *fmt,...) __attribute__((format(printf, 2, 3)));

@@ -394,7 +394,7 @@ opt_tuning(RpCli *cli, int c, const char *arg)
 			{
 				/* the build lacks it, not the command line: no --help hint */
 				pg_log_error("this replicant was built without metrics (libmicrohttpd)");
-				return RP_EXIT_ERROR;
+				return RP_EXIT_REFUSED;
 			}
 			return OPT_TAKEN;
 	}

@@ -122,12 +122,12 @@ run_prepare(RpCli *cli, RpSinkEnv *env)
 	if (rp_cli_sink_is_nats(cli->sink) && !rp_nats_available())
 	{
 		pg_log_error("this replicant was built without the NATS sink (libnats)");
-		return RP_EXIT_ERROR;
+		return RP_EXIT_REFUSED;
 	}
 	if (cli->source && !rp_natsrc_available())
 	{
 		pg_log_error("this replicant was built without the NATS source (libnats)");
-		return RP_EXIT_ERROR;
+		return RP_EXIT_REFUSED;
 	}
 
 	/*
@@ -185,7 +185,7 @@ open_sink_waiting(RpCli *cli, const RpSinkEnv *env, int *rc)
 		if (rp_error_halt() == RP_HALT_CONFIG || rp_error_halt() == RP_HALT_IN_USE)
 		{
 			pg_log_error("%s", rp_error());
-			*rc = rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_USAGE : RP_EXIT_ERROR;
+			*rc = rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_REFUSED : RP_EXIT_ERROR;
 			return NULL;
 		}
 		if (rp_error_halt() != RP_HALT_NONE || cli->no_loop || rp_stop_requested())
@@ -382,8 +382,8 @@ run_fail(RpCliRun *cr)
 {
 	int			rc;
 
-	rc = rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_CONFIG &&
-		rp_error_halt() != RP_HALT_IN_USE ? RP_EXIT_HALT : RP_EXIT_ERROR;
+	rc = rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_REFUSED :
+		rp_error_halt() != RP_HALT_NONE && rp_error_halt() != RP_HALT_IN_USE ? RP_EXIT_HALT : RP_EXIT_ERROR;
 	pg_log_error("%s", rp_error());
 	if (rc == RP_EXIT_HALT)
 		fprintf(stderr, "%s: halted (%s); nothing past the last durable checkpoint was acknowledged\n",
@@ -516,7 +516,7 @@ rp_cli_slot_action(RpCli *cli)
 	if (rp_conn_open(&conn, cli->dbname, progname) < 0)
 	{
 		pg_log_error("%s", rp_error());
-		return RP_EXIT_ERROR;
+		return rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_REFUSED : RP_EXIT_ERROR;
 	}
 	if (cli->drop_slot)
 	{
@@ -542,7 +542,7 @@ rp_cli_slot_action(RpCli *cli)
 	if (rc < 0)
 	{
 		pg_log_error("%s", rp_error());
-		return RP_EXIT_ERROR;
+		return rp_error_halt() == RP_HALT_CONFIG ? RP_EXIT_REFUSED : RP_EXIT_ERROR;
 	}
 	return RP_EXIT_OK;
 }

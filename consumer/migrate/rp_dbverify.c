@@ -35,6 +35,7 @@
 #include "base/rp_clock.h"
 #include "base/rp_session.h"
 #include "base/rp_sql.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_status.h"
 #include "migrate/rp_dbverify_int.h"
 #include "snapshot/rp_snapcat.h"
@@ -226,11 +227,13 @@ dbv_connect(const char *conninfo, const char *who)
 	conn = rp_session_open(&spec, &err);
 	if (conn == NULL)
 	{
-		const char *state = err.result ? PQresultErrorField(err.result, PG_DIAG_SQLSTATE) : NULL;
+		char		code[64],
+					said[256];
 
+		rp_pgerr_code(err.result ? PQresultErrorField(err.result, PG_DIAG_SQLSTATE) : NULL, code, sizeof(code));
 		if (err.result)
-			fprintf(stderr, "%s: error: setting up the session on the %s failed: SQLSTATE %s\n",
-					RP_DBVERIFY_PROG, who, state ? state : "?");
+			fprintf(stderr, "%s: error: setting up the session on the %s failed: %s%s\n",
+					RP_DBVERIFY_PROG, who, code, rp_pgerr_said(err.result, said, sizeof(said)));
 		else
 			fprintf(stderr, "%s: error: could not connect to the %s: %s\n", RP_DBVERIFY_PROG, who, err.message);
 		PQclear(err.result);

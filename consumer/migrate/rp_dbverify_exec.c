@@ -17,6 +17,7 @@
 #include "rp_lsn.h"
 #include "base/rp_clock.h"
 #include "base/rp_sql.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_status.h"
 #include "migrate/rp_dbverify_int.h"
 
@@ -26,12 +27,15 @@ void
 rp_dbverify_error(RpDbvRun *r, PGconn *conn, PGresult *res, const char *what, const RpDbvTableRun *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char		code[64],
+				said[256];
 
+	rp_pgerr_code(state, code, sizeof(code));
 	fprintf(stderr, "%s: error: %s%s%s%s on the %s failed: %s%s\n", RP_DBVERIFY_PROG,
 			t ? "table " : "", t ? t->qname : "", t ? ": " : "", what,
 			conn == r->src ? "source" : "destination",
-			state ? "SQLSTATE " : "",
-			state ? state : (PQstatus(conn) == CONNECTION_BAD ? "connection lost" : "no result"));
+			state ? code : (PQstatus(conn) == CONNECTION_BAD ? "connection lost" : "no result"),
+			rp_pgerr_said(res, said, sizeof(said)));
 	r->broken = true;
 }
 

@@ -15,6 +15,7 @@
 #include "base/rp_clock.h"
 #include "base/rp_session.h"
 #include "base/rp_sql.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_status.h"
 #include "migrate/rp_mwait.h"
 #include "rp_lsn.h"
@@ -68,8 +69,14 @@ rp_mwait_fail_res(PGconn *conn, PGresult *res, const char *side, const char *wha
 		rp_fail(RP_HALT_NONE, "the destination has no checkpoint table (%s): is this the mirror's destination, with its --bookkeeping-schema?",
 				what);
 	else
-		rp_fail(RP_HALT_NONE, "%s failed on the %s (SQLSTATE %s)", what, side,
-				state ? state : "none");
+	{
+		char		code[64],
+					said[256];
+
+		rp_pgerr_code(state, code, sizeof(code));
+		rp_fail(RP_HALT_NONE, "%s failed on the %s (%s)%s", what, side, code,
+				rp_pgerr_said(res, said, sizeof(said)));
+	}
 	PQclear(res);
 	return -1;
 }

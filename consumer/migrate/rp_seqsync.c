@@ -19,6 +19,7 @@
 
 #include "base/rp_session.h"
 #include "base/rp_sql.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_status.h"
 #include "migrate/rp_seqsync.h"
 
@@ -129,16 +130,19 @@ rp_seq_fail_word(PGconn *conn, PGresult *res, const char *side, const char *what
 				 const RpSeq *q)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char		code[64],
+				said[256];
 
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_pgerr_said(res, said, sizeof(said));
 	if (PQstatus(conn) == CONNECTION_BAD)
 		rp_fail(RP_HALT_NONE, "the connection to the %s was lost (%s%s%s%s)",
 				side, what, q ? " of sequence \"" : "", q ? q->schema : "", q ? "\"" : "");
 	else if (q)
-		rp_fail(RP_HALT_NONE, "%s of sequence \"%s\".\"%s\" failed on the %s (SQLSTATE %s)",
-				what, q->schema, q->name, side, state ? state : "none");
+		rp_fail(RP_HALT_NONE, "%s of sequence \"%s\".\"%s\" failed on the %s (%s)%s",
+				what, q->schema, q->name, side, code, said);
 	else
-		rp_fail(RP_HALT_NONE, "%s failed on the %s (SQLSTATE %s)",
-				what, side, state ? state : "none");
+		rp_fail(RP_HALT_NONE, "%s failed on the %s (%s)%s", what, side, code, said);
 	return -1;
 }
 

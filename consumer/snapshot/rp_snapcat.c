@@ -15,6 +15,7 @@
 #include "rp_glob.h"
 #include "rp_partset.h"
 #include "snapshot/rp_snapcat.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_status.h"
 #include "rp_typeenc.h"
 #include "rp_wire.h"
@@ -104,8 +105,13 @@ static int
 rp_fail_res(PGresult *res, const char *what)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char		code[64],
+				said[256];
 
-	return rp_fail(RP_HALT_NONE, "snapshot: %s failed (SQLSTATE %s)", what, state ? state : "none");
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_fail(RP_HALT_NONE, "snapshot: %s failed (%s)%s", what, code, rp_pgerr_said(res, said, sizeof(said)));
+	rp_error_set_sqlstate(state);
+	return -1;
 }
 
 static int
@@ -481,9 +487,10 @@ rp_snapcat_partset(PGconn *conn, RpRelation *rel)
 					   " WHERE isleaf ORDER BY relid::pg_catalog.oid", 1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		rp_fail(RP_HALT_NONE, "snapshot: reading the partitions of table \"%s\".\"%s\" failed (SQLSTATE %s)",
-				rel->schema, rel->name,
-				PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "none");
+		char		what[300];
+
+		snprintf(what, sizeof(what), "reading the partitions of table \"%s\".\"%s\"", rel->schema, rel->name);
+		rp_fail_res(res, what);
 		PQclear(res);
 		return -1;
 	}
@@ -592,9 +599,10 @@ rp_snapcat_columns(PGconn *conn, const RpTypeMap *types, RpSnapTable *t)
 					   1, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		rp_fail(RP_HALT_NONE, "snapshot: reading the columns of table \"%s\".\"%s\" failed (SQLSTATE %s)",
-				t->rel->schema, t->rel->name,
-				PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "none");
+		char		what[300];
+
+		snprintf(what, sizeof(what), "reading the columns of table \"%s\".\"%s\"", t->rel->schema, t->rel->name);
+		rp_fail_res(res, what);
 		PQclear(res);
 		return -1;
 	}

@@ -14,6 +14,7 @@
 
 #include "base/rp_clock.h"
 #include "base/rp_counter.h"
+#include "base/rp_pgerr.h"
 #include "stream/rp_conn.h"
 #include "snapshot/rp_snapwork.h"
 
@@ -105,12 +106,18 @@ rp_snap_create_slot(RpConn *rc, const RpSnapOptions *o, uint64_t *lsn, char *sna
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 3)
 	{
 		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		bool		exists = state && strcmp(state, "42710") == 0;
+		bool		no_plugin = state && strcmp(state, "58P01") == 0;
+		char		code[64],
+					said[256];
 
-		r = rp_fail(state && strcmp(state, "42710") == 0 ? RP_HALT_CONFIG : RP_HALT_NONE,
-					"snapshot: CREATE_REPLICATION_SLOT \"%s\" failed (SQLSTATE %s)%s", o->slot,
-					state ? state : "none",
-					state && strcmp(state, "42710") == 0
-					? ": the slot exists, and a consistent snapshot needs a new slot (drop it, or start without --snapshot)" : "");
+		rp_pgerr_code(state, code, sizeof(code));
+		r = rp_fail(exists || no_plugin ? RP_HALT_CONFIG : RP_HALT_NONE,
+					"snapshot: CREATE_REPLICATION_SLOT \"%s\" failed (%s)%s%s", o->slot, code,
+					rp_pgerr_said(res, said, sizeof(said)),
+					exists ? ": the slot exists, and a consistent snapshot needs a new slot (drop it, or start without --snapshot)"
+					: no_plugin ? "; install the replicant output plugin on the source server (make install in plugin/, or the package), then start again" : "");
+		rp_error_set_sqlstate(state);
 	}
 	else if (!rp_lsn_parse(PQgetvalue(res, 0, 1), lsn))
 		r = rp_fail(RP_HALT_NONE, "snapshot: CREATE_REPLICATION_SLOT returned no consistent point");

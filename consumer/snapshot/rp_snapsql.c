@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "base/rp_pgerr.h"
 #include "base/rp_session.h"
 #include "base/rp_sql.h"
 #include "base/rp_status.h"
@@ -18,11 +19,18 @@ int
 rp_snap_fail_res(PGresult *res, const char *what, const RpSnapTable *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char		code[64],
+				said[256];
 
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_pgerr_said(res, said, sizeof(said));
 	if (t)
-		return rp_fail(RP_HALT_NONE, "snapshot: %s of table \"%s\".\"%s\" failed (SQLSTATE %s)",
-					   what, t->rel->schema, t->rel->name, state ? state : "none");
-	return rp_fail(RP_HALT_NONE, "snapshot: %s failed (SQLSTATE %s)", what, state ? state : "none");
+		rp_fail(RP_HALT_NONE, "snapshot: %s of table \"%s\".\"%s\" failed (%s)%s",
+				what, t->rel->schema, t->rel->name, code, said);
+	else
+		rp_fail(RP_HALT_NONE, "snapshot: %s failed (%s)%s", what, code, said);
+	rp_error_set_sqlstate(state);
+	return -1;
 }
 
 /* What a statement was for, for rp_snap_fail_sql. */
@@ -70,7 +78,7 @@ rp_snap_connect(const RpSnapOptions *o)
 	PGconn	   *conn = rp_session_open(&spec, &err);
 
 	if (conn == NULL && err.result == NULL)
-		rp_fail(RP_HALT_NONE, "snapshot: could not connect: %s", err.message);
+		rp_fail(rp_session_halt(&err), "snapshot: could not connect: %s", err.message);
 	else if (conn == NULL)
 	{
 		rp_snap_fail_res(err.result, "session setup", NULL);

@@ -17,6 +17,7 @@
 
 #include "rp_buf.h"
 #include "base/rp_ckpt.h"
+#include "base/rp_pgerr.h"
 #include "stream/rp_conn.h"
 #include "rp_read.h"
 #include "base/rp_session.h"
@@ -26,25 +27,56 @@
 
 
 /*
- * The server's message, first line only: DETAIL and CONTEXT may carry
- * values.  conn_msg is the connection's message, for a result without one.
+ * A failed command: its SQLSTATE and, where rp_pgerr.h allows, the server's
+ * primary message (never DETAIL or CONTEXT, which may carry values).
+ * conn_msg, libpq's own message, for a failure with no server error (a lost
+ * connection).
  */
 static int
 rp_conn_fail_result(RpHalt halt, const PGresult *res, const char *what, const char *conn_msg)
 {
-	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	char		line[512];
+	char		line[512],
+				code[64];
 
-	rp_error_first_line(line, sizeof(line), msg ? msg : conn_msg);
-	return rp_fail(halt, "%s failed: %s%s%s%s", what, line, state ? " (SQLSTATE " : "",
-				   state ? state : "", state ? ")" : "");
+	if (state == NULL)
+	{
+		rp_error_first_line(line, sizeof(line), conn_msg);
+		return rp_fail(halt, "%s failed: %s", what, line);
+	}
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_fail(halt, "%s failed: %s%s", what, code, rp_pgerr_said(res, line, sizeof(line)));
+	rp_error_set_sqlstate(state);
+	return -1;
 }
 
 static int
 rp_conn_fail(RpConn *c, RpHalt halt, const char *what, const PGresult *res)
 {
 	return rp_conn_fail_result(halt, res, what, PQerrorMessage(c->pg));
+}
+
+/*
+ * A command that loads the output plugin, failed: a plugin the server does
+ * not have (58P01: its library file is missing) fails every time, and says
+ * what to do.  Anything else as rp_conn_fail, with halt.
+ */
+static int
+rp_conn_fail_plugin(RpConn *c, RpHalt halt, const char *what, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	if (state == NULL || strcmp(state, "58P01") != 0)
+		return rp_conn_fail(c, halt, what, res);
+	char		code[64],
+				said[256];
+
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_fail(RP_HALT_CONFIG, "%s failed: %s%s; install the replicant output plugin on the source server "
+			"(make install in plugin/, or the package), then start again", what, code,
+			rp_pgerr_said(res, said, sizeof(said)));
+	rp_error_set_sqlstate(state);
+	return -1;
 }
 
 int
@@ -60,7 +92,7 @@ rp_conn_open(RpConn *c, const char *conninfo, const char *progname)
 	memset(c, 0, sizeof(*c));
 	c->pg = rp_session_open(&spec, &err);
 	if (c->pg == NULL && err.result == NULL)
-		return rp_fail(RP_HALT_NONE, "could not connect: %s", err.message);
+		return rp_fail(rp_session_halt(&err), "could not connect: %s", err.message);
 	if (c->pg == NULL)
 	{
 		int			rc = rp_conn_fail_result(RP_HALT_NONE, err.result, "session setup", err.message);
@@ -255,7 +287,7 @@ rp_conn_command(RpConn *c, const char *cmd, const char *what, bool tolerate_dupl
 		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
 		if (!(tolerate_duplicate && state && strcmp(state, "42710") == 0))
-			rc = rp_conn_fail(c, RP_HALT_NONE, what, res);
+			rc = rp_conn_fail_plugin(c, RP_HALT_NONE, what, res);
 	}
 	PQclear(res);
 	return rc;
@@ -379,8 +411,8 @@ rp_conn_start(RpConn *c, const char *slot, uint64_t startpos, char *const *optio
 						 RP_PROTO_VERSION, msg);
 		/* a bad plugin option (22xxx, 42xxx) fails the same way every time */
 		else
-			rc = rp_conn_fail(c, state && (strncmp(state, "22", 2) == 0 || strncmp(state, "42", 2) == 0)
-							  ? RP_HALT_CONFIG : RP_HALT_NONE, "START_REPLICATION", res);
+			rc = rp_conn_fail_plugin(c, state && (strncmp(state, "22", 2) == 0 || strncmp(state, "42", 2) == 0)
+									 ? RP_HALT_CONFIG : RP_HALT_NONE, "START_REPLICATION", res);
 	}
 	PQclear(res);
 	rp_buf_free(&cmd);

@@ -5,7 +5,10 @@
  *    there was one (published FNV-1a vectors, the fold's own start value,
  *    the finalizer); the clock's wall and monotonic readings agree with
  *    each other; the LSN formatter fills its whole buffer at the extreme;
- *    the type table maps each built-in as the plugin does.
+ *    the type table maps each built-in as the plugin does; a server
+ *    error's message is shown only for the allowed classes and never when
+ *    a procedural language raised it (issue 46), and a refused
+ *    connection's SQLSTATE is read from libpq's verbose message.
  */
 #include <string.h>
 #include <time.h>
@@ -13,6 +16,7 @@
 #include "ct_kit.h"
 #include "base/rp_clock.h"
 #include "base/rp_hash.h"
+#include "base/rp_pgerr.h"
 #include "rp_lsn.h"
 #include "rp_typeenc.h"
 #include "rp_wire.h"
@@ -117,6 +121,100 @@ START_TEST(test_typeenc)
 
 END_TEST
 
+START_TEST(test_pgerr_allow_list)
+{
+	char		code[64];
+
+	/* the server's words about names, privileges, resources: shown */
+	ck_assert(rp_pgerr_message_shown("42704", "parse_type.c", "typenameType"));
+	ck_assert(rp_pgerr_message_shown("42501", "aclchk.c", "aclcheck_error"));
+	ck_assert(rp_pgerr_message_shown("58P01", "dfmgr.c", "internal_load_library"));
+	ck_assert(rp_pgerr_message_shown("53100", NULL, NULL));
+	ck_assert(rp_pgerr_message_shown("28P01", "auth.c", "auth_failed"));
+	/* about the row: never */
+	ck_assert(!rp_pgerr_message_shown("22P02", "numutils.c", "pg_strtoint32_safe"));
+	ck_assert(!rp_pgerr_message_shown("23505", "nbtinsert.c", "_bt_check_unique"));
+	ck_assert(!rp_pgerr_message_shown("23514", "execMain.c", "ExecConstraints"));
+	ck_assert(!rp_pgerr_message_shown("XX000", "relcache.c", NULL));
+	ck_assert(!rp_pgerr_message_shown("P0001", "pl_exec.c", "exec_stmt_raise"));
+
+	/*
+	 * a RAISE (or a PL's own error) in an allowed state: its text is the
+	 * user's
+	 */
+	ck_assert(!rp_pgerr_message_shown("42704", "pl_exec.c", "exec_stmt_raise"));
+	ck_assert(!rp_pgerr_message_shown("42704", NULL, "exec_stmt_raise"));
+	ck_assert(!rp_pgerr_message_shown("57P01", "plpy_elog.c", "PLy_elog_impl"));
+	ck_assert(!rp_pgerr_message_shown("53000", "plperl.c", "plperl_call_handler"));
+	/* the plugin's option check quotes the run's options, not rows */
+	ck_assert(rp_pgerr_message_shown("22023", "rp_options.c", "rp_options_parse"));
+	ck_assert(!rp_pgerr_message_shown("22023", "varlena.c", NULL));
+	ck_assert(!rp_pgerr_message_shown(NULL, "parse_type.c", NULL));
+	ck_assert(!rp_pgerr_message_shown("427", "parse_type.c", NULL));
+
+	rp_pgerr_code("42704", code, sizeof(code));
+	ck_assert_str_eq(code, "SQLSTATE 42704 (undefined_object)");
+	rp_pgerr_code("2F005", code, sizeof(code));
+	ck_assert_str_eq(code, "SQLSTATE 2F005");
+	rp_pgerr_code(NULL, code, sizeof(code));
+	ck_assert_str_eq(code, "no SQLSTATE");
+
+	ck_assert(rp_pgerr_conn_permanent("28P01"));
+	ck_assert(rp_pgerr_conn_permanent("28000"));
+	ck_assert(rp_pgerr_conn_permanent("3D000"));
+	ck_assert(rp_pgerr_conn_permanent("42501"));
+	ck_assert(!rp_pgerr_conn_permanent("53300"));
+	ck_assert(!rp_pgerr_conn_permanent("57P03"));
+	ck_assert(!rp_pgerr_conn_permanent(""));
+	ck_assert(rp_pgerr_conn_hint("28P01") != NULL);
+	ck_assert(rp_pgerr_conn_hint("57P03") == NULL);
+}
+
+END_TEST
+
+START_TEST(test_pgerr_conn_line)
+{
+	char		line[256],
+				state[6];
+
+	rp_pgerr_conn_line("connection to server on socket \"/tmp/.s.PGSQL.5432\" failed: FATAL:  28P01: password "
+					   "authentication failed for user \"su\"\nLOCATION:  auth_failed, auth.c:334\n",
+					   line, sizeof(line), state);
+	ck_assert_str_eq(state, "28P01");
+	ck_assert_str_eq(line, "connection to server on socket \"/tmp/.s.PGSQL.5432\" failed: FATAL:  password "
+					 "authentication failed for user \"su\" (SQLSTATE 28P01)");
+
+	/* two hosts: the one that answered, whatever its severity's language */
+	rp_pgerr_conn_line("connection to server on socket \"/a/.s.PGSQL.1\" failed: No such file or directory\n"
+					   "\tIs the server running locally?\n"
+					   "connection to server at \"b\" (10.0.0.2), port 5432 failed: SCHWERWIEGEND:  3D000: "
+					   "Datenbank \u00bbx\u00ab existiert nicht\nLOCATION:  InitPostgres\n",
+					   line, sizeof(line), state);
+	ck_assert_str_eq(state, "3D000");
+	ck_assert(strstr(line, "port 5432 failed: SCHWERWIEGEND:  Datenbank") != NULL);
+	ck_assert(strstr(line, "(SQLSTATE 3D000)") != NULL);
+
+	/* no server answered: libpq's first line, no state */
+	rp_pgerr_conn_line("connection to server on socket \"/a/.s.PGSQL.1\" failed: No such file or directory\n"
+					   "\tIs the server running locally and accepting connections on that socket?\n",
+					   line, sizeof(line), state);
+	ck_assert_str_eq(state, "");
+	ck_assert_str_eq(line, "connection to server on socket \"/a/.s.PGSQL.1\" failed: No such file or directory");
+
+	/*
+	 * a client-side message that merely has two blanks after a colon: no
+	 * state
+	 */
+	rp_pgerr_conn_line("x failed: fe_sendauth:  no password supplied\n", line, sizeof(line), state);
+	ck_assert_str_eq(state, "");
+	rp_pgerr_conn_line("", line, sizeof(line), state);
+	ck_assert_str_eq(line, "unknown error");
+	rp_pgerr_conn_line(NULL, line, sizeof(line), state);
+	ck_assert_str_eq(line, "unknown error");
+}
+
+END_TEST
+
 Suite	   *
 ct_suite_base(void)
 {
@@ -127,6 +225,8 @@ ct_suite_base(void)
 	tcase_add_test(tc, test_clock);
 	tcase_add_test(tc, test_lsn_extremes);
 	tcase_add_test(tc, test_typeenc);
+	tcase_add_test(tc, test_pgerr_allow_list);
+	tcase_add_test(tc, test_pgerr_conn_line);
 	suite_add_tcase(s, tc);
 	return s;
 }

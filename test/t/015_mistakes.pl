@@ -3,7 +3,7 @@
 
 # Mistakes a new user makes end at once with one clear line, not in a false halt or a wait
 # for ever (issue 46):
-#   1. a first run (no checkpoint) on a slot that does not exist: exit 1 at once, the line
+#   1. a first run (no checkpoint) on a slot that does not exist: exit 4 at once, the line
 #      names the slot and says to create it with --create-slot; not a fail-closed `gap` halt
 #      (nothing was received, so nothing can be lost). With a checkpoint the same missing
 #      slot is still the `gap` halt (test/t/040_gap_and_identity.pl).
@@ -11,6 +11,15 @@
 #      checkpoint of this source: exit 3 at once naming the slot asked for and the ones
 #      there; it waited for ever (here: until --timeout). With no checkpoint at all it still
 #      waits (a mirror that has not started yet), up to --timeout.
+#   3. refusals no retry mends end the run at once, exit 4, one line with the server's
+#      SQLSTATE, its own words and what to do, no "reconnecting": a wrong password on the
+#      source, a destination database that does not exist, a source whose plugin library
+#      cannot be loaded (dynamic_library_path pointing elsewhere: 58P01). Before, each was
+#      retried for ever, the service looking "running" (the slot case exited 1).
+#   4. the server's own words where they cannot carry a row: a destination without the
+#      source's enum type halts (exit 3) saying 'type ... does not exist', where it said
+#      "SQLSTATE 42704 (error)"; a destination column whose type refuses the row's value
+#      (22P02, a data exception) halts naming the SQLSTATE and never the value.
 use strict;
 use warnings;
 use FindBin;
@@ -32,7 +41,7 @@ for my $sink ("file:$work/first.jsonl", "postgres:$dstconn")
 	my $rc = rp_replicant("first-$kind", -d => $srcconn, -S => 'no_such_slot', '--start',
 		'--sink', $sink, '--state-dir', "$work/st-first-$kind");
 	my $err = slurp("$work/first-$kind.err");
-	is($rc, 1, "1. $kind: a first run on a missing slot exits 1");
+	is($rc, 4, "1. $kind: a first run on a missing slot exits 4 (refused)");
 	like($err, qr/replication slot "no_such_slot" does not exist: create it with --create-slot/,
 		"1. $kind: the line names the slot and the way out");
 	unlike($err, qr/halted|retrying|reconnecting/, "1. $kind: no halt, no retry");
@@ -62,5 +71,63 @@ $rc = rp_replicant('wait-none', 'wait', -d => $srcconn, '--sink', 'postgres:' . 
 	-S => 'real', '--timeout', '2');
 is($rc, 1, '2. with no checkpoint of this source at all, wait waits up to its --timeout (exit 1)');
 like(slurp("$work/wait-none.err"), qr/timed out/, '2. and says it timed out');
+
+# ---- 3. refusals no retry mends: exit 4 at once
+# no_retry(NAME, PATTERN, ARG...): the run ends by itself, exit 4, its stderr matching PATTERN
+sub no_retry
+{
+	my ($name, $pat, @args) = @_;
+	my $rc = rp_replicant($name, @args);
+	my $err = slurp("$work/$name.err");
+	is($rc, 4, "3. $name: exit 4 (refused)") or diag($err);
+	like($err, $pat, "3. $name: the line says what the server said and what to do") or diag($err);
+	unlike($err, qr/reconnecting|retrying|halted/, "3. $name: no retry, no halt");
+	return;
+}
+rp_psql($src, "CREATE ROLE rp_pw LOGIN REPLICATION PASSWORD 'right'");
+# the role alone by password, over the socket (the harness trusts the rest)
+my $hba = $src->data_dir . '/pg_hba.conf';
+my $hba_text = slurp($hba);
+open(my $fh, '>', $hba) or die $!;
+print $fh "local all rp_pw scram-sha-256\n$hba_text";
+close $fh;
+$src->reload;
+no_retry('wrong-password', qr/^replicant: error: could not connect: .*password authentication failed for user "rp_pw" \(SQLSTATE 28P01\); check the user and its password/m,
+	-d => "$srcconn user=rp_pw password=wrong", -S => 'real', '--start', '--sink', "file:$work/pw.jsonl",
+	'--state-dir', "$work/st-pw");
+no_retry('no-database', qr/could not connect to the destination: .*database "no_such_db" does not exist \(SQLSTATE 3D000\); check dbname/,
+	-d => $srcconn, -S => 'real', '--start', '--sink', 'postgres:' . rp_conninfo($dst, 'no_such_db'),
+	'--state-dir', "$work/st-nodb");
+rp_psql($src, "ALTER SYSTEM SET dynamic_library_path = '/nonexistent'; SELECT pg_reload_conf()");
+no_retry('no-plugin', qr/START_REPLICATION failed: SQLSTATE 58P01 \(undefined_file\): could not access file "replicant".*; install the replicant output plugin on the source server/,
+	-d => $srcconn, -S => 'real', '--start', '--sink', "file:$work/np.jsonl", '--state-dir', "$work/st-np");
+rp_psql($src, "ALTER SYSTEM RESET dynamic_library_path; SELECT pg_reload_conf()");
+
+# ---- 4. the server's words, where they hold no row
+my $CANARY = 'CANARY-' . 'b81f0c2e';
+rp_psql($src, "CREATE TYPE mood AS ENUM ('sad', 'ok'); CREATE TABLE e (id int PRIMARY KEY, m mood, v text);
+CREATE TABLE bad (id int PRIMARY KEY, v text)");
+rp_replicant_ok([ -d => $srcconn, -S => 'words', '--create-slot' ], 'slot words created');
+rp_psql($src, "INSERT INTO e VALUES (1, 'ok', 'x')");
+my $end = rp_fence($src, 'SELECT 1');
+rp_psql($dst, 'CREATE DATABASE words');
+$rc = rp_replicant('enum', -d => $srcconn, -S => 'words', '--start', '--endpos', $end, '--create-tables',
+	'-o', 'include_tables=public.e', '--sink', 'postgres:' . rp_conninfo($dst, 'words'), '--state-dir', "$work/st-enum");
+my $err = slurp("$work/enum.err");
+isnt($rc, 0, "4. a destination without the source's enum stops the run (exit $rc)");
+like($err, qr/SQLSTATE 42704 \(undefined_object\).*: type "?(public"?\.)?"?mood"? does not exist/,
+	"4. the line carries the server's words: the type does not exist") or diag($err);
+# a value the destination column's type refuses: the SQLSTATE, never the value
+rp_psql($dst, 'CREATE TABLE public.bad (id int PRIMARY KEY, v int)', 'words');
+rp_replicant_ok([ -d => $srcconn, -S => 'words2', '--create-slot' ], 'slot words2 created');
+rp_psql($src, "INSERT INTO bad VALUES (1, '$CANARY')");
+$end = rp_fence($src, 'SELECT 1');
+$rc = rp_replicant('value', -d => $srcconn, -S => 'words2', '--start', '--endpos', $end,
+	'-o', 'include_tables=public.bad', '--sink', 'postgres:' . rp_conninfo($dst, 'words'), '--state-dir', "$work/st-value");
+$err = slurp("$work/value.err");
+is($rc, 3, '4. a value the destination type refuses halts (exit 3)') or diag($err);
+like($err, qr/SQLSTATE 22P02 \(invalid_text_representation\) on table "public"\."bad"/, '4. the line names the SQLSTATE and the table')
+  or diag($err);
+unlike($err, qr/b81f0c2e|invalid input syntax/, "4. and not the server's message, which quotes the value");
 
 done_testing();

@@ -6,7 +6,7 @@
 # -lmicrohttpd), into a directory of its own; that build
 #   - does not link libmicrohttpd, and works without --metrics-port (--help, exit 0);
 #   - refuses --metrics-port at startup, before anything connects: exactly
-#     "replicant: error: this replicant was built without metrics (libmicrohttpd)", exit 1;
+#     "replicant: error: this replicant was built without metrics (libmicrohttpd)", exit 4;
 #   - passes its unit test of the metrics page (tests/test_metrics.c: the page is rendered
 #     the same, and serving it fails with that message).
 # The normal build (with libmicrohttpd) serves the page: the tests that scrape it.
@@ -35,7 +35,7 @@ like(slurp("$work/help.out"), qr/--metrics-port/, '--help lists --metrics-port')
 
 is(rp_run('run', { stdout => "$work/run.out" }, "$obj/replicant", '-d', 'dbname=nothing_to_connect_to',
 		'--slot', 's', '--metrics-port=9187'),
-	1, '--metrics-port without libmicrohttpd: exit 1');
+	4, '--metrics-port without libmicrohttpd: exit 4 (refused)');
 (my $run_err = slurp("$work/run.err")) =~ s/\n+\z//;
 is($run_err, 'replicant: error: this replicant was built without metrics (libmicrohttpd)',
 	'--metrics-port without libmicrohttpd: exactly the error that says so, before anything connects');

@@ -15,7 +15,7 @@
 #   (2) --snapshot into the file sink, then the same stream: each snapshot row's composite
 #       values render exactly as the streamed insert of the same values (one encoding);
 #   (3) a composite with a field the plugin sends as text plus type OID (xml: no binary form
-#       to take inside a record) still stops the copy (exit 1, a configuration the snapshot
+#       to take inside a record) still stops the copy (exit 4, a configuration the snapshot
 #       cannot copy), naming the table and the column and why.
 use strict;
 use warnings;
@@ -123,7 +123,7 @@ is(scalar @diff, 0, "(2) the 6 snapshot rows' composites render as their streame
 # (3) a field with no binary form to convert: refused, naming the column
 is(rp_replicant('xml', -d => $srcconn, -S => 'comp_x', '--create-slot', '--snapshot', '--start', '--create-tables',
 		-o => 'include_tables=public.xml_t', '--sink', "postgres:$dstconn", '--state-dir', "$work/s3", '--no-loop'),
-	1, '(3) a composite with an xml field stops the copy with exit 1');
+	4, '(3) a composite with an xml field stops the copy with exit 4 (refused)');
 like(slurp("$work/xml.err"), qr/xml_t.*column "v".*no snapshot conversion/,
 	'(3) the message names the table and the column and why');
 

@@ -11,8 +11,8 @@
 #       log's checkpoint;
 #   (b) an exec sink child that answers garbage (a row of data) instead of "ack N" -> exit 3,
 #       nothing of the unit confirmed or checkpointed;
-#   (c) a bad include_tables pattern, an unknown plugin option, a bad boolean -> exit 1
-#       naming the option;
+#   (c) a bad include_tables pattern, an unknown plugin option, a bad boolean -> exit 4
+#       (refused: no retry mends it) naming the option;
 #   (d) the slot dropped under a checkpoint -> exit 3, "does not exist".
 # On the way, pg_recvlogical's connection options: -h -p -U override what -d says (a -d
 # naming an unreachable server, or another user), and the PG* environment stands in for -d.
@@ -48,8 +48,8 @@ sub slots { return rp_psql($src, "SELECT count(*) FROM pg_replication_slots WHER
 is(rp_replicant('conn', -d => "host=/nonexistent-$$ port=1 dbname=postgres", -h => $host, -p => $port, -U => $user,
 		-S => 'conn_opts', '--create-slot'), 0, '-h -p -U override -d (exit 0)') or diag(slurp("$work/conn.err"));
 is(slots(), '1', '-h -p -U: slot conn_opts created');
-is(rp_replicant('conn-u', -d => $srcconn, -U => 'rp_no_such_role', -S => 'conn_opts', '--drop-slot'), 1,
-	'-U over -d: exit 1');
+is(rp_replicant('conn-u', -d => $srcconn, -U => 'rp_no_such_role', -S => 'conn_opts', '--drop-slot'), 4,
+	'-U over -d: exit 4 (the server refuses the role: no retry mends it)');
 like(slurp("$work/conn-u.err"), qr/rp_no_such_role/, "-U overrides -d's user (the error names rp_no_such_role)");
 is(rp_replicant('conn-env', { env => { PGHOST => $host, PGPORT => $port, PGUSER => $user, PGDATABASE => 'postgres' } },
 		-S => 'conn_opts', '--drop-slot'), 0, 'the PG* environment reaches the connection (exit 0)')
@@ -165,13 +165,13 @@ is(rp_unacked($src, 'execslot', "$work/state-exec/execslot.checkpoint", $bound),
 	'(b) nothing of the unit the child never acknowledged was confirmed or checkpointed');
 
 # ---- (c) options the plugin refuses: an error naming the option, nothing acknowledged
-$err = consumer(1, '(c) include_tables=a.b.c', -S => 'execslot', '--start', '-n', -o => 'include_tables=a.b.c',
+$err = consumer(4, '(c) include_tables=a.b.c', -S => 'execslot', '--start', '-n', -o => 'include_tables=a.b.c',
 	'--state-dir', "$work/state-opt");
 like($err, qr/\Qinvalid table pattern "a.b.c" in option "include_tables"\E/, '(c) names the bad include_tables pattern');
-$err = consumer(1, '(c) no_such_option=1', -S => 'execslot', '--start', '-n', -o => 'no_such_option=1',
+$err = consumer(4, '(c) no_such_option=1', -S => 'execslot', '--start', '-n', -o => 'no_such_option=1',
 	'--state-dir', "$work/state-opt");
 like($err, qr/\Qunrecognized option "no_such_option"\E/, '(c) names the unknown option');
-$err = consumer(1, '(c) streaming=perhaps', -S => 'execslot', '--start', '-n', -o => 'streaming=perhaps',
+$err = consumer(4, '(c) streaming=perhaps', -S => 'execslot', '--start', '-n', -o => 'streaming=perhaps',
 	'--state-dir', "$work/state-opt");
 like($err, qr/\Qboolean option "streaming"\E/, '(c) names the bad boolean option');
 is(rp_unacked($src, 'execslot', "$work/state-opt/execslot.checkpoint", $bound), '',

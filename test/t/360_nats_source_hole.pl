@@ -21,7 +21,7 @@
 #               slot pointed at HA
 #   (e) system  T1..T4 of HA, then a second source system's transactions (cluster src2,
 #               its own writer and stream): another system id
-#   (g) a stream the sink never writes (two subjects): refused as a config error (exit 1)
+#   (g) a stream the sink never writes (two subjects): refused as a config error (exit 4)
 use strict;
 use warnings;
 use FindBin;
@@ -258,11 +258,11 @@ read_stream('HOLE_E', 'hole_e', "$work/e.log");
 halted('e', 'HOLE_E', qr/[Ss]ystem/, 'the system id');
 nothing_from('e', "$work/e.log", 100);
 
-# ---- (g) a stream the sink never writes (two subjects): refused as a config error (exit 1)
+# ---- (g) a stream the sink never writes (two subjects): refused as a config error (exit 4)
 is(($nats->tool('HOLE_G', 'create-open', 'hg1,hg2', 3))[0], 0, '(g) stream HOLE_G created with two subjects');
 $rc = rp_replicant('hole_g', '--source', $nats->sink_url, '--nats-stream', 'HOLE_G', -S => 'hole_g',
 	'--state-dir', "$work/st-hole_g", '--start', '--sink', "file:$work/g.log", '--no-loop');
-is($rc, 1, '(g) a reader of a stream with two subjects exits 1') or diag(err_tail("$work/hole_g.err", 3));
+is($rc, 4, '(g) a reader of a stream with two subjects exits 4') or diag(err_tail("$work/hole_g.err", 3));
 like(slurp("$work/hole_g.err"), qr/NATS stream "HOLE_G" has 2 subjects/,
 	'(g) the refusal names the stream and its 2 subjects') or diag(err_tail("$work/hole_g.err", 1));
 

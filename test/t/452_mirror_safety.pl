@@ -24,9 +24,9 @@
 #       the destination lacks halts naming the table (exit 3, checkpoint held);
 #       --on-divergence=skip goes on.
 #   (4) a destination trigger raising with MESSAGE, TABLE, COLUMN, CONSTRAINT, DETAIL and
-#       HINT set to the row's value (SQLSTATE 23514, and 57P01, which reads as a lost
-#       connection), on the stream path and the snapshot path: the canary is in no consumer
-#       output.
+#       HINT set to the row's value (SQLSTATE 23514, 57P01, which reads as a lost
+#       connection, and 42704, a class whose server messages are shown: a RAISE's is not),
+#       on the stream path and the snapshot path: the canary is in no consumer output.
 # PARTS (or the test's arguments): the parts to run (default: 1 2 3 4), to show each one
 # failing on its own.
 use strict;
@@ -344,6 +344,12 @@ ALTER TABLE public.$t ENABLE ALWAYS TRIGGER raise;");
 	my $rc = rp_replicant('run-57', { stdout => "$work/run-57.out" }, '-v', -d => $srcconn, -S => 's4', '--start', '-n',
 		'-E', $end, '--sink', 'postgres:' . rp_conninfo($dst, 'd4c'), '--state-dir', "$work/state");
 	isnt($rc, 0, "(4) the 57P01 trigger stops the run (exit $rc)");
+	# a state whose server messages are shown (42704, undefined_object), raised by a
+	# trigger: the words are the trigger's, so not shown
+	newdb('d4r');
+	$trigger->('d4r', 'diag_t', '42704');
+	consumer(3, 'd4r', 's4', '-E', $end);
+	err_has('SQLSTATE 42704 (undefined_object)');
 	# the snapshot path
 	rp_psql($src, "INSERT INTO diag_s SELECT g, canary() || '-' || g FROM generate_series(1, 3) g");
 	newdb('d4s');

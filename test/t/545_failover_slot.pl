@@ -17,7 +17,7 @@
 # refuses a 17 server) holds synchronized copies of the failover slots and of no other; with
 # synchronized_standby_slots naming it, streaming from the failover slot to an end position
 # delivers every row. On 15: `--failover` (and --alter-slot's --no-failover)
-# is refused once connected, before anything is created: exit 1, `replicant: error:` naming
+# is refused once connected, before anything is created: exit 4 (refused), `replicant: error:` naming
 # the option and the server's version, no "Try --help" line (the command line was right,
 # the server is too old), and no slot. Without --create-slot or --alter-slot, --failover is
 # a usage error (exit 2, with the hint) on any server.
@@ -145,7 +145,7 @@ my @refusals = (
 for my $r (@refusals)
 {
 	my ($name, $slot, $option, @args) = @$r;
-	is(rp_replicant($name, -d => $c15, -S => $slot, @args), 1, "15: @args exits 1");
+	is(rp_replicant($name, -d => $c15, -S => $slot, @args), 4, "15: @args exits 4 (refused)");
 	my $err = text("$work/$name.err");
 	like($err, qr/^replicant: error: \Q$option\E needs PostgreSQL 17 or later .*the server is PostgreSQL \Q$ver15\E$/m,
 		"15: ... the error names $option and the server's version ($ver15)");

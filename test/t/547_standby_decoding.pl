@@ -131,7 +131,7 @@ is(rp_psql($dst, qq{SELECT nextval('w_id_seq') > $last}), 't',
 ok($m->signal('TERM') && defined($m->wait_exit) && $m->status == 0, 'the mirror exits 0 on SIGTERM')
   or diag($errs->());
 is(rp_replicant('backfill', -d => $sc, -S => 'onstb', '--start', '--sink', $sink, '--state-dir', "$work/state",
-		'--backfill=public.k', '-n'), 1, '--backfill on a standby exits 1');
+		'--backfill=public.k', '-n'), 4, '--backfill on a standby exits 4 (refused)');
 like(slurp("$work/backfill.err"),
 	qr/^replicant: error: --backfill cannot run on a standby: its watermarks are logical messages, which a server in recovery cannot write/m,
 	'... saying why');

@@ -37,6 +37,7 @@
 #include "sinks/mirror/rp_mirror_history_copy.h"
 #include "rp_format.h"
 #include "values/rp_pgtext.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_status.h"
 
 static const char *const rp_mirror_bf_setup_sql =
@@ -453,8 +454,12 @@ rp_mirror_backfill_progress(void *arg, uint32_t relid, char **token)
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		char		code[64],
+					said[256];
 
-		rc = rp_fail(RP_HALT_NONE, "backfill: reading its progress failed (SQLSTATE %s)", state ? state : "none");
+		rp_pgerr_code(state, code, sizeof(code));
+		rc = rp_fail(RP_HALT_NONE, "backfill: reading its progress failed (%s)%s", code,
+					 rp_pgerr_said(res, said, sizeof(said)));
 	}
 	else if (PQntuples(res) > 0)
 	{

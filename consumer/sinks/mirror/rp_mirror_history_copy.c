@@ -100,8 +100,7 @@ rp_mirror_history_snap_time(RpMirror *pg, const RpSnapshotCtx *ctx, int64_t *at_
 									" WHERE split_part(p.token, '|', 1) <> split_part(EXCLUDED.token, '|', 1)"
 									" RETURNING token"), 4, NULL, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		rc = rp_fail(RP_HALT_NONE, "destination storing the history snapshot's time failed: SQLSTATE %s",
-					 PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "(connection lost)");
+		rc = rp_mirror_fail_result(pg, res, "storing the history snapshot's time", NULL);
 	PQclear(res);
 	if (rc < 0)
 		return rc;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "base/rp_ckpt.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_session.h"
 #include "sinks/mirror/rp_mirror_int.h"
 #include "base/rp_status.h"
@@ -85,30 +86,6 @@ rp_mirror_bk(RpMirror *pg, const char *tmpl)
 
 /* ---- statements and their errors ------------------------------------------------ */
 
-/* A few SQLSTATEs by name; anything else by its code alone. */
-static const char *
-rp_mirror_sqlstate_name(const char *state)
-{
-	static const struct
-	{
-		const char *code;
-		const char *name;
-	}			names[] = {
-		{"23502", "not_null_violation"}, {"23503", "foreign_key_violation"},
-		{"23505", "unique_violation"}, {"23514", "check_violation"},
-		{"23P01", "exclusion_violation"}, {"22P02", "invalid_text_representation"},
-		{"22001", "string_data_right_truncation"}, {"22003", "numeric_value_out_of_range"},
-		{"42P01", "undefined_table"}, {"42703", "undefined_column"},
-		{"42501", "insufficient_privilege"}, {"40001", "serialization_failure"},
-		{"40P01", "deadlock_detected"}, {"57P01", "admin_shutdown"},
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(names[i].code, state) == 0)
-			return names[i].name;
-	return "error";
-}
-
 bool
 rp_mirror_known_constraint(const RpMirrorTable *t, const char *name)
 {
@@ -158,29 +135,31 @@ static int
 rp_mirror_fail_status(bool connected, PGresult *res, const char *what, const RpMirrorTable *t)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	char		where[512];
+	char		where[512],
+				code[64],
+				said[256];
 
 	/*
 	 * A lost destination is retried after reconnecting, and so are the
 	 * transient conditions (serialization failure, deadlock, lock timeout,
-	 * cancel, out of resources); anything else halts.  Only the SQLSTATE and
-	 * names the consumer knows are shown: the server's message, and libpq's,
-	 * which repeats it, can quote values, and so can the table, column and
-	 * constraint fields a trigger sets (G4).
+	 * cancel, out of resources); anything else halts.  Shown: the SQLSTATE,
+	 * the names the consumer knows, and the server's message only where
+	 * rp_pgerr.h allows it.  libpq's message repeats the server's, and the
+	 * table, column and constraint fields a trigger sets can hold anything
+	 * (G4).
 	 */
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_pgerr_said(res, said, sizeof(said));
 	if (state && (strncmp(state, "40", 2) == 0 || strcmp(state, "55P03") == 0 ||
 				  strcmp(state, "57014") == 0 || strncmp(state, "53", 2) == 0))
-		rp_fail(RP_HALT_NONE, "destination %s failed: SQLSTATE %s (%s), will retry", what,
-				state, rp_mirror_sqlstate_name(state));
+		rp_fail(RP_HALT_NONE, "destination %s failed: %s%s, will retry", what, code, said);
 	else if (!connected || state == NULL ||
 			 strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
-		rp_fail(RP_HALT_NONE, "destination connection lost during %s (SQLSTATE %s)", what,
-				state ? state : "none");
+		rp_fail(RP_HALT_NONE, "destination connection lost during %s (%s)", what, code);
 	else
 	{
 		rp_mirror_diag_where(res, t, where, sizeof(where));
-		rp_fail(RP_HALT_SINK, "destination %s failed: SQLSTATE %s (%s)%s", what, state,
-				rp_mirror_sqlstate_name(state), where);
+		rp_fail(RP_HALT_SINK, "destination %s failed: %s%s%s", what, code, where, said);
 	}
 	/* the events' (a code, value-free) */
 	rp_error_set_sqlstate(state);
@@ -272,7 +251,7 @@ rp_mirror_session_open(const char *conninfo, const char *appname, bool synchrono
 	conn = rp_session_open(&spec, &err);
 	if (conn == NULL && err.result == NULL)
 	{
-		rp_fail(RP_HALT_NONE, "%scould not connect to the destination: %s", who, err.message);
+		rp_fail(rp_session_halt(&err), "%scould not connect to the destination: %s", who, err.message);
 		return NULL;
 	}
 	if (conn == NULL)

@@ -30,6 +30,7 @@
 #include "values/rp_pgbin.h"
 #include "values/rp_pgtext.h"
 #include "snapshot/rp_snapshot.h"
+#include "base/rp_pgerr.h"
 #include "base/rp_sql.h"
 #include "base/rp_status.h"
 
@@ -89,16 +90,21 @@ rp_mirror_snap_fail(PGresult *res, const char *what, const RpMirrorTable *t)
 	RpHalt		halt = state && (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
 								 strncmp(state, "40", 2) == 0 || strncmp(state, "53", 2) == 0)
 	? RP_HALT_NONE : RP_HALT_SINK;
-	char		where[512];
+	char		where[512],
+				code[64],
+				said[256];
 
 	/*
-	 * SQLSTATE and the names we know only: the message, DETAIL and CONTEXT
-	 * can quote values, and a trigger can put anything in the table, column
-	 * and constraint fields (G4).
+	 * SQLSTATE, the names we know, and the message where rp_pgerr.h allows
+	 * it: DETAIL and CONTEXT can quote values, and a trigger can put anything
+	 * in the table, column and constraint fields (G4).
 	 */
 	rp_mirror_diag_where(res, t, where, sizeof(where));
-	return rp_fail(halt, "destination %s failed: SQLSTATE %s%s", what,
-				   state ? state : "(connection lost)", where);
+	rp_pgerr_code(state, code, sizeof(code));
+	rp_fail(halt, "destination %s failed: %s%s%s", what,
+			state ? code : "connection lost", where, rp_pgerr_said(res, said, sizeof(said)));
+	rp_error_set_sqlstate(state);
+	return -1;
 }
 
 /* What a statement was for, for rp_mirror_snap_fail_sql. */
