@@ -249,7 +249,8 @@ deb_build() {
 		"./usr/share/postgresql/15/extension/replicant--$VERSION.sql"; do
 		dpkg-deb -c "$ext" | awk '{ print $6 }' | grep -qxF "$f" || { echo "$ext lacks $f"; return 1; }
 	done
-	for f in ./usr/bin/replicant ./usr/share/man/man1/replicant.1.gz ./lib/systemd/system/replicant@.service; do
+	for f in ./usr/bin/replicant ./usr/share/man/man1/replicant.1.gz ./lib/systemd/system/replicant@.service \
+		./usr/share/doc/replicant/examples/replicant.rules.yml; do
 		dpkg-deb -c "$cli" | awk '{ print $6 }' | grep -qxF "$f" || { echo "$cli lacks $f"; return 1; }
 	done
 	if dpkg-deb -c "$ext" | awk '{ print $6 }' | grep -q '/bin/replicant$'; then

@@ -26,6 +26,16 @@ typedef void (*RpMetricsSourceFn) (RpBuf *out, const void *arg);
 
 #define RP_METRICS_MAX_SOURCES 16
 
+/* What a retry was for: replicant_retries_total{cause=...}. */
+typedef enum RpRetryCause
+{
+	RP_RETRY_SOURCE,			/* the source connection was lost or refused
+								 * for now */
+	RP_RETRY_SINK,				/* the sink failed for now (a lost or busy
+								 * destination) */
+	RP_RETRY__COUNT
+}			RpRetryCause;
+
 typedef struct RpMetricsSource
 {
 	RpMetricsSourceFn fn;
@@ -34,8 +44,8 @@ typedef struct RpMetricsSource
 } RpMetricsSource;
 
 /*
- * The receiving thread writes bytes, halts, server_wal_end and
- * last_commit_time; the metrics thread reads them, every access atomic
+ * The receiving thread writes bytes, halts, server_wal_end,
+ * pending_commit_time and checkpoint_moved_at; the metrics thread reads them, every access atomic
  * (rp_counter.h).  The sources are set before rp_metrics_start.
  */
 typedef struct RpMetrics
@@ -43,7 +53,17 @@ typedef struct RpMetrics
 	uint64_t	bytes;			/* frame bytes received */
 	uint64_t	halts[RP_HALT__COUNT];
 	uint64_t	server_wal_end;
-	int64_t		last_commit_time;	/* us since the Unix epoch */
+	int64_t		pending_commit_time;	/* the oldest received and not yet
+										 * durable, us since the Unix epoch;
+										 * 0: none */
+	int64_t		checkpoint_moved_at;	/* when the durable checkpoint last
+										 * moved, us */
+	uint64_t	retries[RP_RETRY__COUNT];
+	int			server_version; /* the source's (PQserverVersion), 0 unknown */
+	const char *version;		/* this build's, for replicant_build_info */
+	char		labels[256];	/* on every sample: slot="S",sink="KIND", or
+								 * "" */
+	char		address[64];	/* where the page is served (IPv4 or IPv6) */
 	int			nsources;
 	RpMetricsSource sources[RP_METRICS_MAX_SOURCES];
 	void	   *daemon;
@@ -58,12 +78,24 @@ extern int	rp_metrics_add(RpMetrics *m, RpMetricsSourceFn fn, const void *arg);
 /* True when this build can serve the page (libmicrohttpd). */
 extern bool rp_metrics_available(void);
 
+/*
+ * The labels every sample carries (a slot name and a sink kind, never a
+ * connection string), and the address the page is served on (NULL:
+ * 127.0.0.1).  Before rp_metrics_start; -1 after rp_fail (RP_HALT_CONFIG)
+ * when the address is not an IPv4 or IPv6 literal.
+ */
+extern void rp_metrics_set_labels(RpMetrics *m, const char *slot, const char *sink_kind);
+extern int	rp_metrics_set_address(RpMetrics *m, const char *address);
+
 /* port 0: no endpoint, counters only.  -1 after rp_fail. */
 extern int	rp_metrics_start(RpMetrics *m, int port);
 extern void rp_metrics_stop(RpMetrics *m);
 
-/* Seconds behind: age of the last delivered commit while WAL is pending. */
-extern double rp_metrics_lag_seconds(const RpMetrics *m, uint64_t lag_bytes, int64_t now_us);
+/*
+ * Seconds behind the source: now minus the commit time of the oldest
+ * transaction received and not yet durable (pending, 0: none); 0 when none.
+ */
+extern double rp_metrics_lag_seconds(int64_t pending, int64_t now_us);
 
 /* The exposition text (caller frees). */
 extern char *rp_metrics_render(const RpMetrics *m);
@@ -78,5 +110,11 @@ extern void rp_metrics_label_value(RpBuf *b, const char *s);
 /* The page's own counters as sources (arg: the RpMetrics). */
 extern void rp_metrics_received(RpBuf *out, const void *arg);
 extern void rp_metrics_halts(RpBuf *out, const void *arg);
+
+/*
+ * replicant_build_info and the process_* family of Prometheus's client
+ * libraries (CPU, memory, file descriptors, start time: /proc/self).
+ */
+extern void rp_metrics_process(RpBuf *out, const void *arg);
 
 #endif							/* RP_METRICS_H */

@@ -99,6 +99,7 @@ typedef struct RpCli
 								 * run */
 	bool		no_progress;	/* --no-progress: no progress display at all */
 	int			metrics_port;
+	const char *metrics_address;	/* --metrics-address, or NULL: 127.0.0.1 */
 	RpMirrorOptions pg;			/* mirror sink */
 	RpNatsOptions nats;			/* NATS JetStream sink */
 	bool		no_early_apply;

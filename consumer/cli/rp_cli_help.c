@@ -51,6 +51,7 @@ usage_general(void)
 		   "                         it shows the snapshot's and the catch-up's progress, then goes)\n");
 	printf("      --no-progress      no progress display, even on a terminal\n");
 	printf("      --metrics-port=PORT  serve Prometheus metrics on 127.0.0.1:PORT\n");
+	printf("      --metrics-address=ADDR  serve them on this IPv4 or IPv6 address instead (0.0.0.0, ::)\n");
 	printf("      --config=FILE      long options as lines NAME = VALUE (flags: NAME); # comments;\n"
 		   "                         the command line's options replace the file's\n");
 	printf("\nConnection options:\n");

@@ -25,7 +25,10 @@ rp_cli_metrics_delivery(RpBuf *out, const void *arg)
 	uint64_t	ck = RP_COUNT_LOAD(c->checkpoint_lsn);
 	uint64_t	wal_end = RP_COUNT_LOAD(cm->m->server_wal_end);
 	uint64_t	lag = wal_end > ck ? wal_end - ck : 0;
-	char		line[256];
+	int64_t		pending = RP_COUNT_LOAD(cm->m->pending_commit_time);
+	int64_t		moved = RP_COUNT_LOAD(cm->m->checkpoint_moved_at);
+	int64_t		now = rp_clock_wall_us();
+	char		line[384];
 	int			n;
 
 	rp_metrics_sample(out, "replicant_transactions_total", "counter", "Transactions delivered to the sink.", NULL, RP_COUNT_LOAD(c->txns));
@@ -39,9 +42,14 @@ rp_cli_metrics_delivery(RpBuf *out, const void *arg)
 	rp_metrics_sample(out, "replicant_checkpoint_lsn", "gauge", "End LSN of the last durable unit.", NULL, ck);
 	rp_metrics_sample(out, "replicant_lag_bytes", "gauge", "Server WAL position minus the checkpoint.", NULL, lag);
 	n = snprintf(line, sizeof(line),
-				 "# HELP replicant_lag_seconds Age of the last delivered commit while WAL is pending.\n"
+				 "# HELP replicant_lag_seconds Seconds behind the source: now minus the commit time of the oldest transaction received and not yet durable (0 when caught up).\n"
 				 "# TYPE replicant_lag_seconds gauge\nreplicant_lag_seconds %.3f\n",
-				 rp_metrics_lag_seconds(cm->m, lag, rp_clock_wall_us()));
+				 rp_metrics_lag_seconds(pending, now));
+	rp_buf_put_bytes(out, line, (size_t) n);
+	n = snprintf(line, sizeof(line),
+				 "# HELP replicant_checkpoint_age_seconds Seconds since the durable checkpoint last moved, while something received waits for it (0 when caught up).\n"
+				 "# TYPE replicant_checkpoint_age_seconds gauge\nreplicant_checkpoint_age_seconds %.3f\n",
+				 pending != 0 && moved != 0 && now > moved ? (now - moved) / 1e6 : 0.0);
 	rp_buf_put_bytes(out, line, (size_t) n);
 }
 
@@ -158,7 +166,8 @@ rp_cli_metrics_register(RpMetrics *m, const RpCliMetrics *cm)
 		(cm->sink && rp_metrics_add(m, rp_cli_metrics_sink, cm->sink) < 0) ||
 		(cm->nsrc && rp_metrics_add(m, rp_natsrc_metrics, cm->nsrc) < 0) ||
 		(cm->progress && rp_metrics_add(m, rp_cli_metrics_progress, cm->progress) < 0) ||
-		rp_metrics_add(m, rp_metrics_halts, m) < 0)
+		rp_metrics_add(m, rp_metrics_halts, m) < 0 ||
+		rp_metrics_add(m, rp_metrics_process, m) < 0)
 		return -1;
 	return 0;
 }

@@ -75,6 +75,7 @@ typedef enum RpCliOpt
 	RP_OPT_PROGRESS,
 	RP_OPT_NO_PROGRESS,
 	RP_OPT_METRICS_PORT,
+	RP_OPT_METRICS_ADDRESS,
 	RP_OPT_CONFIG,
 	/* action */
 	RP_OPT_CREATE_SLOT,
@@ -152,6 +153,7 @@ static const struct option long_options[] = {
 	{"progress", no_argument, NULL, RP_OPT_PROGRESS},
 	{"no-progress", no_argument, NULL, RP_OPT_NO_PROGRESS},
 	{"metrics-port", required_argument, NULL, RP_OPT_METRICS_PORT},
+	{"metrics-address", required_argument, NULL, RP_OPT_METRICS_ADDRESS},
 	{"config", required_argument, NULL, RP_OPT_CONFIG},
 	/* connection (rp_cli_conninfo.c, as every command takes them) */
 	RP_CLI_CONN_LONG_OPTIONS,
@@ -397,6 +399,17 @@ opt_tuning(RpCli *cli, int c, const char *arg)
 				return RP_EXIT_REFUSED;
 			}
 			return OPT_TAKEN;
+		case RP_OPT_METRICS_ADDRESS:
+			{
+				RpMetrics	probe;
+
+				/* an address literal, IPv4 or IPv6: no name to resolve */
+				rp_metrics_init(&probe);
+				if (rp_metrics_set_address(&probe, arg) < 0)
+					return bad_value("metrics-address", arg, "an IPv4 or IPv6 address");
+				cli->metrics_address = arg;
+				return OPT_TAKEN;
+			}
 	}
 	return OPT_OTHER;
 }

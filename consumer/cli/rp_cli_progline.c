@@ -208,13 +208,20 @@ rp_cli_progress_stream(RpCliProgress *cp, const RpRunProgress *st)
 		snprintf(l, sizeof(l), "%" PRId64 " messages", st->lag_msgs);
 	else
 		rp_progress_bytes(st->lag_bytes, l, sizeof(l));
+
+	/*
+	 * Caught up by what was received, not by bytes: WAL the server decoded to
+	 * nothing leaves bytes behind until the next idle confirmation, and the
+	 * line used to flip back to "catch-up ... ETA --" while idle.
+	 */
 	if (st->lag_msgs >= 0)
 		snprintf(line, sizeof(line), "%s: lag %s, ETA %s; %" PRIu64 " txns, %s changes/s, checkpoint %s",
-				 lag > 0 ? "catch-up" : "streaming", l, lag > 0 ? e : "0s", st->txns, r, ck);
+				 st->caught_up ? "streaming, caught up" : "catch-up", l, st->caught_up ? "0s" : e, st->txns, r, ck);
 	else
 		snprintf(line, sizeof(line), "%s: lag %s, %.1f s, ETA %s; %" PRIu64 " txns, %s changes/s, checkpoint %s",
-				 lag > 0 ? "catch-up" : "streaming", l, st->lag_seconds, lag > 0 ? e : "0s", st->txns, r, ck);
-	if (cp->mode == RP_PROGRESS_AUTO && st->known && lag <= 0)
+				 st->caught_up ? "streaming, caught up" : "catch-up", l, st->lag_seconds,
+				 st->caught_up ? "0s" : e, st->txns, r, ck);
+	if (cp->mode == RP_PROGRESS_AUTO && st->known && st->caught_up)
 	{
 		/* caught up: the line goes, one permanent line says so */
 		snprintf(line, sizeof(line), "catch-up: caught up at checkpoint %s", ck);

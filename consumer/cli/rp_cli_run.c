@@ -175,7 +175,7 @@ run_prepare(RpCli *cli, RpSinkEnv *env)
  * lost one.  NULL with *rc the exit status (reported) when it cannot be.
  */
 static RpSink *
-open_sink_waiting(RpCli *cli, const RpSinkEnv *env, int *rc)
+open_sink_waiting(RpCli *cli, const RpSinkEnv *env, RpMetrics *metrics, int *rc)
 {
 	RpSink	   *sink;
 	int			backoff = 1;
@@ -195,6 +195,7 @@ open_sink_waiting(RpCli *cli, const RpSinkEnv *env, int *rc)
 			return NULL;
 		}
 		pg_log_error("%s; retrying in %d s", rp_error(), backoff);
+		RP_COUNT_ADD(metrics->retries[RP_RETRY_SINK], 1);
 		if (!rp_pause_ms(backoff * 1000))
 		{
 			*rc = RP_EXIT_OK;
@@ -360,7 +361,10 @@ run_metrics_start(RpCliRun *cr)
 	if ((cr->src = run_source(cr)) == NULL)
 		return -1;
 	cr->metrics_src.nsrc = cr->nsrc;
-	if (rp_cli_metrics_register(&cr->metrics, &cr->metrics_src) < 0 ||
+	cr->metrics.version = RP_VERSION;
+	rp_metrics_set_labels(&cr->metrics, cli->slot, rp_cli_sink_kind(cli->sink));
+	if (rp_metrics_set_address(&cr->metrics, cli->metrics_address ? cli->metrics_address : "127.0.0.1") < 0 ||
+		rp_cli_metrics_register(&cr->metrics, &cr->metrics_src) < 0 ||
 		rp_metrics_start(&cr->metrics, cli->metrics_port) < 0)
 		return -1;
 	return 0;
@@ -450,7 +454,7 @@ rp_cli_run_stream(RpCli *cli)
 	if (rc != RP_EXIT_OK)
 		goto out;
 	run_tune_malloc(cli);
-	cr->sink = open_sink_waiting(cli, &env, &rc);
+	cr->sink = open_sink_waiting(cli, &env, &cr->metrics, &rc);
 	if (cr->sink == NULL)
 		goto out;
 	snprintf(cr->ckpt_path, sizeof(cr->ckpt_path), "%s/%s.checkpoint", cli->state_dir, cli->slot);

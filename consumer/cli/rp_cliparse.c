@@ -226,3 +226,17 @@ rp_cli_sink_is_nats(const char *sink)
 {
 	return strncmp(sink, "nats://", 7) == 0 || strncmp(sink, "tls://", 6) == 0;
 }
+
+const char *
+rp_cli_sink_kind(const char *sink)
+{
+	if (sink == NULL || !rp_cli_sink_known(sink))
+		return "";
+	if (strcmp(sink, "stdout") == 0 || strcmp(sink, "-") == 0)
+		return "stdout";
+	if (strncmp(sink, "file:", 5) == 0)
+		return "file";
+	if (strncmp(sink, "exec:", 5) == 0)
+		return "exec";
+	return rp_cli_sink_is_nats(sink) ? "nats" : "postgresql";
+}

@@ -52,4 +52,11 @@ extern bool rp_cli_sink_known(const char *sink);
 /* nats://... or tls://...: the NATS JetStream sink */
 extern bool rp_cli_sink_is_nats(const char *sink);
 
+/*
+ * The kind of sink --sink names, for a label: "stdout", "file", "exec",
+ * "postgresql", "nats" (never the rest of the string: it may hold a
+ * password); "" when unknown.
+ */
+extern const char *rp_cli_sink_kind(const char *sink);
+
 #endif							/* RP_CLIPARSE_H */

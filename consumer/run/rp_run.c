@@ -22,6 +22,7 @@ rp_run_init(RpRun *run, const RpRunOptions *o, const RpRunHooks *h)
 	memset(run, 0, sizeof(*run));
 	run->o = *o;
 	run->h = *h;
+	rp_lagq_init(&run->lagq);
 	if (run->h.metrics == NULL)
 	{
 		/* counted for no one */
@@ -184,6 +185,7 @@ run_loop(RpRun *run, int have_ck, uint64_t progress_lsn)
 		if (durable.end_lsn > progress_lsn)
 			progress_lsn = durable.end_lsn;
 		run->streamed = false;
+		RP_COUNT_ADD(run->h.metrics->retries[lost_sink ? RP_RETRY_SINK : RP_RETRY_SOURCE], 1);
 		rp_run_log(run, RP_RUN_LOG_ERROR, "%s; reconnecting in %d s", why, backoff);
 		if (!rp_pause_ms(backoff * 1000))
 			return 0;

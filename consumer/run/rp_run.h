@@ -21,6 +21,7 @@
 #include "backfill/rp_backfill.h"
 #include "base/rp_event.h"
 #include "base/rp_metrics.h"
+#include "run/rp_lagq.h"
 #include "run/rp_source.h"
 #include "stream/rp_sink.h"
 #include "stream/rp_asm.h"
@@ -57,13 +58,16 @@ typedef struct RpRunProgress
 {
 	uint64_t	lag_bytes;		/* a slot: the server's WAL end past the
 								 * checkpoint */
-	double		lag_seconds;
+	double		lag_seconds;	/* now minus the commit time of the oldest
+								 * transaction received and not yet durable */
 	int64_t		lag_msgs;		/* a stream: messages past what is durable; -1
 								 * from a slot */
 	uint64_t	txns;
 	uint64_t	changes;
 	uint64_t	checkpoint_lsn;
 	bool		known;			/* the server's (or the stream's) end is known */
+	bool		caught_up;		/* everything received is durable, and no
+								 * transaction is half received */
 } RpRunProgress;
 
 typedef enum RpRunLogLevel
@@ -116,6 +120,8 @@ typedef struct RpRun
 	bool		streamed;		/* a connection started since the last retry */
 	int64_t		last_advance_us;	/* last idle advance asked of the delivery
 									 * thread */
+	RpLagQueue	lagq;			/* commit times received, not yet durable */
+	uint64_t	lag_ck;			/* the durable end the lag last saw */
 } RpRun;
 
 /* The run's options and hooks (copied; the strings they point to are the caller's). */

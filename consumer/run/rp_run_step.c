@@ -70,11 +70,24 @@ show_progress(RpRun *run)
 	RpRunProgress p;
 	RpSourceEnd e;
 	uint64_t	end = RP_COUNT_LOAD(run->counters.checkpoint_lsn);
+	int64_t		now = rp_clock_wall_us();
+	int64_t		oldest;
 
 	memset(&e, 0, sizeof(e));
 	run->src->end(run->src, &e);
 	if (!e.by_seq)
 		RP_COUNT_STORE(run->h.metrics->server_wal_end, e.end);
+	if (e.server_version)
+		RP_COUNT_STORE(run->h.metrics->server_version, e.server_version);
+	rp_lagq_durable(&run->lagq, end);
+	oldest = rp_lagq_oldest(&run->lagq);
+	RP_COUNT_STORE(run->h.metrics->pending_commit_time, oldest);
+	if (end != run->lag_ck || run->h.metrics->checkpoint_moved_at == 0)
+	{
+		/* the checkpoint's age counts from its last move */
+		run->lag_ck = end;
+		RP_COUNT_STORE(run->h.metrics->checkpoint_moved_at, now);
+	}
 	if (run->h.progress == NULL)
 		return;
 	memset(&p, 0, sizeof(p));
@@ -105,10 +118,17 @@ show_progress(RpRun *run)
 		p.lag_msgs = e.end > done ? (int64_t) (e.end - done) : 0;
 	}
 	else
-	{
 		p.lag_bytes = e.end > end ? e.end - end : 0;
-		p.lag_seconds = rp_metrics_lag_seconds(run->h.metrics, p.lag_bytes, rp_clock_wall_us());
-	}
+	p.lag_seconds = rp_metrics_lag_seconds(oldest, now);
+
+	/*
+	 * Caught up: the server has sent what it had when we connected, nothing
+	 * received waits for the sink and no transaction is half received.  WAL
+	 * the server decoded to nothing (another database, a checkpoint) leaves
+	 * bytes behind until the next idle confirmation, which is not being
+	 * behind.
+	 */
+	p.caught_up = e.by_seq ? p.lag_msgs == 0 : e.sent_all && oldest == 0 && !rp_asm_busy(&run->asm_);
 	run->h.progress(run->h.arg, &p);
 }
 
@@ -142,7 +162,7 @@ deliver_ready(RpRun *run, bool *done, uint64_t source_seq)
 		end = item->kind == RP_ITEM_TXN ? item->txn->end_lsn
 			: item->kind == RP_ITEM_MESSAGE ? item->msg.lsn : 0;
 		if (item->kind == RP_ITEM_TXN)
-			RP_COUNT_STORE(run->h.metrics->last_commit_time, item->txn->commit_time);
+			rp_lagq_push(&run->lagq, item->txn->end_lsn, item->txn->commit_time);
 
 		rc = rp_pipe_push(&run->pipe, item, wait_tick, run);
 		if (rc < 0)
@@ -247,11 +267,29 @@ idle(RpRun *run)
 	return !rp_asm_busy(&run->asm_) && rp_pipe_idle(&run->pipe);
 }
 
-/* A slot's keepalive: idle positions, endpos, the reply asked for. */
+/*
+ * A slot's keepalive: idle positions, endpos, the reply asked for.  One
+ * read while a batch is on its way is held (*held) and taken once the
+ * delivery is idle: the server sends no other until our next status update,
+ * and --endpos past WAL that decodes to nothing waited for it, a whole
+ * --status-interval.
+ */
 static int
-on_keepalive(RpRun *run, const RpSourceRead *r, bool *done)
+on_keepalive(RpRun *run, const RpSourceRead *r, bool *done, uint64_t *held)
 {
-	if (idle(run))
+	if (!idle(run))
+	{
+		if (r->lsn > *held)
+			*held = r->lsn;
+
+		/*
+		 * Past the end position with every transaction received whole: the
+		 * drain at the end delivers the batch now, not at its --batch-ms.
+		 */
+		if (run->o.endpos && r->lsn >= run->o.endpos && !rp_asm_busy(&run->asm_))
+			*done = true;
+	}
+	else
 	{
 		int64_t		now = rp_clock_wall_us();
 
@@ -283,7 +321,24 @@ typedef struct RpRunTurn
 	uint64_t	held_lsn;		/* a stream's position read while busy:
 								 * recorded once idle */
 	uint64_t	held_seq;
+	uint64_t	held_keepalive; /* a slot's keepalive read while busy (0:
+								 * none) */
 } RpRunTurn;
+
+/* The held keepalive, once nothing is on its way: as if it came now. */
+static int
+take_held_keepalive(RpRun *run, RpRunTurn *t)
+{
+	RpSourceRead k;
+
+	if (t->held_keepalive == 0 || !idle(run))
+		return 0;
+	memset(&k, 0, sizeof(k));
+	k.kind = RP_SOURCE_POSITION;
+	k.lsn = t->held_keepalive;
+	t->held_keepalive = 0;
+	return on_keepalive(run, &k, &t->done, &t->held_keepalive);
+}
 
 /* One thing read from the source. */
 static int
@@ -299,7 +354,7 @@ on_read(RpRun *run, RpRunTurn *t, const RpSourceRead *r)
 			break;
 		case RP_SOURCE_FRAME:
 			/* the transaction's own checkpoint passes a held position */
-			t->held_lsn = t->held_seq = 0;
+			t->held_lsn = t->held_seq = t->held_keepalive = 0;
 			rc = rp_asm_frame(&run->asm_, r->data, r->len, r->lsn);
 			RP_COUNT_ADD(run->h.metrics->bytes, r->len);
 			t->in_txn = !r->ends;
@@ -308,7 +363,7 @@ on_read(RpRun *run, RpRunTurn *t, const RpSourceRead *r)
 			break;
 		case RP_SOURCE_POSITION:
 			if (run->src->keepalives)
-				return on_keepalive(run, r, &t->done);
+				return on_keepalive(run, r, &t->done, &t->held_keepalive);
 
 			/*
 			 * a stream's empty transactions: the checkpoint moves only when
@@ -352,6 +407,14 @@ rp_run_once(RpRun *run, bool have_ck)
 		t.done = (run->o.endpos_seq && t.read_seq >= run->o.endpos_seq) ||
 			(run->o.endpos && o.ck.end_lsn >= run->o.endpos);
 	}
+
+	/*
+	 * A slot: a status update asking for the walsender's reply, whose
+	 * position says at once whether what the server had at connect is sent
+	 * (caught up, show_progress), not at its keepalive some 30 s later.
+	 */
+	else if (run->pipe.started && send_feedback(run, true, true) < 0)
+		return -1;
 	for (;;)
 	{
 		RpSourceRead r;
@@ -371,6 +434,8 @@ rp_run_once(RpRun *run, bool have_ck)
 			rp_pipe_advance(&run->pipe, t.held_lsn, t.held_seq);
 			t.held_lsn = t.held_seq = 0;
 		}
+		if (take_held_keepalive(run, &t) < 0)
+			return -1;
 		if (t.done)
 			return stream_done(run);
 		if (rp_stop_requested())
@@ -386,7 +451,8 @@ rp_run_once(RpRun *run, bool have_ck)
 			return -1;
 		run->read_seq = t.read_seq;
 		show_progress(run);
-		if (run->src->read(run->src, &r, wait_ms) < 0 || on_read(run, &t, &r) < 0)
+		/* a held keepalive is looked at again soon: the batch may be done */
+		if (run->src->read(run->src, &r, t.held_keepalive ? 20 : wait_ms) < 0 || on_read(run, &t, &r) < 0)
 			return -1;
 	}
 }

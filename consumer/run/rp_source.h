@@ -74,6 +74,10 @@ typedef struct RpSourceEnd
 								 * bytes */
 	uint64_t	end;			/* the server's WAL end, or the stream's last
 								 * sequence; 0 unknown */
+	int			server_version; /* the source server's (PQserverVersion); 0
+								 * unknown or none */
+	bool		sent_all;		/* a slot: the server has sent what it had
+								 * when this connection began */
 } RpSourceEnd;
 
 typedef struct RpSource RpSource;

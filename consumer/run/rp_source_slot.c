@@ -437,6 +437,8 @@ slot_end(const RpSource *src, RpSourceEnd *e)
 
 	e->by_seq = false;
 	e->end = s->conn.server_wal_end;
+	e->server_version = s->connected && s->conn.pg ? PQserverVersion(s->conn.pg) : 0;
+	e->sent_all = s->connected && s->conn.sent_lsn >= s->conn.flush_lsn;
 }
 
 static void

@@ -524,6 +524,8 @@ rp_conn_read(RpConn *c, RpMsg *msg, int timeout_ms)
 		msg->reply_requested = buf[17] != 0;
 		if (msg->lsn > c->server_wal_end)
 			c->server_wal_end = msg->lsn;
+		if (msg->lsn > c->sent_lsn)
+			c->sent_lsn = msg->lsn;
 		return 0;
 	}
 	if (buf[0] == 'w' && n >= 25)
@@ -538,6 +540,8 @@ rp_conn_read(RpConn *c, RpMsg *msg, int timeout_ms)
 			c->received_lsn = msg->lsn;
 		if (wal_end > c->server_wal_end)
 			c->server_wal_end = wal_end;
+		if (wal_end > c->sent_lsn)
+			c->sent_lsn = wal_end;
 		return 0;
 	}
 	rp_conn_release(msg);

@@ -26,6 +26,10 @@ typedef struct RpConn
 	uint64_t	server_wal_end; /* highest WAL end the server reported
 								 * (identify, keepalive, XLogData): no status
 								 * update goes past it */
+	uint64_t	sent_lsn;		/* highest position the walsender said it sent
+								 * (keepalive, XLogData): at flush_lsn or past
+								 * it, what the server had at connect is
+								 * decoded */
 	int64_t		last_status_us;
 } RpConn;
 

@@ -10,7 +10,8 @@
 #      log shows the pause doubling: 1, 2, 4 s), they do not start over at 1 s each time.
 #   3. The destination comes back: the mirror catches up, the tables are equal, and no
 #      counter of the metrics page ever went backwards on any read (the delivery restarted
-#      from its durable checkpoint after the loss); the transactions counter ends past N.
+#      from its durable checkpoint after the loss); the transactions counter ends past N,
+#      and the retries are counted as the sink's (replicant_retries_total{cause="sink"}).
 #   4. A session holds a lock on the destination table and the source commits a row: the
 #      mirror's batch waits on the lock. SIGTERM stops it all the same (its destination
 #      query is cancelled): exit 0, the destination's checkpoint did not move, the slot is
@@ -46,7 +47,7 @@ sub read_metrics
 {
 	my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/metrics");
 	return 0 unless $r->{success};
-	$page = $r->{content};
+	$page = rp_plain_metrics($r->{content});
 	$reads++;
 	for my $line (split /\n/, $page)
 	{
@@ -95,6 +96,8 @@ wait_for("the transactions counter past $before",
 	sub { read_metrics() && ($high{replicant_transactions_total} // 0) > $before });
 like($page, qr/^replicant_halts_total\{reason="error"\} [1-9]/m,
 	'the lost destination is counted in replicant_halts_total{reason="error"}');
+like($page, qr/^replicant_retries_total\{cause="sink"\} [1-9]/m,
+	'and its retries in replicant_retries_total{cause="sink"}');
 rp_compare_tables($src, $dst, 't');
 
 # ---- 4.

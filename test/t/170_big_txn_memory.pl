@@ -78,8 +78,8 @@ while ($c->alive && time() < $deadline)
 	my $r = HTTP::Tiny->new(timeout => 2)->get("http://127.0.0.1:$port/metrics");
 	if ($r->{success})
 	{
-		$spills_metric  = $1 if $r->{content} =~ /^replicant_spills_total (\d+)$/m && $1 > $spills_metric;
-		$mem_metric_max = $1 if $r->{content} =~ /^replicant_memory_bytes (\d+)$/m && $1 > $mem_metric_max;
+		$spills_metric  = $1 if rp_plain_metrics($r->{content}) =~ /^replicant_spills_total (\d+)$/m && $1 > $spills_metric;
+		$mem_metric_max = $1 if rp_plain_metrics($r->{content}) =~ /^replicant_memory_bytes (\d+)$/m && $1 > $mem_metric_max;
 	}
 	usleep(200_000);
 }

@@ -9,7 +9,7 @@
 # session holds its destination table locked (LOCK ... IN SHARE MODE): nothing it reads is
 # durable, and the pane shows "catch-up: lag N messages" with N > 0 (the stream's messages
 # past the reader's durable checkpoint). Then the lock goes: the reader catches up, the line
-# says "streaming: lag 0 messages", and the destination holds the 300 rows. Nothing is
+# says "streaming, caught up: lag 0 messages", and the destination holds the 300 rows. Nothing is
 # timed: every step waits for its condition (bounded by RP_TEST_TIMEOUT).
 use strict;
 use warnings;
@@ -57,7 +57,7 @@ $reader->wait_pane(qr/^catch-up: lag [1-9][0-9]* messages, ETA $eta; [0-9]+ txns
 unlike($reader->{last}, qr/ B, /, "a stream reader's line shows no WAL lag");
 $lock->send('COMMIT;');
 $lock->close;
-$reader->wait_pane(qr/^streaming: lag 0 messages, ETA 0s; [0-9]+ txns, [0-9.]+[kMG]? changes\/s, checkpoint $lsn$/m,
+$reader->wait_pane(qr/^streaming, caught up: lag 0 messages, ETA 0s; [0-9]+ txns, [0-9.]+[kMG]? changes\/s, checkpoint $lsn$/m,
 	'the end of the catch-up');
 is(rp_psql($dst, 'SELECT count(*) FROM t'), $ROWS, "the destination holds the $ROWS rows");
 

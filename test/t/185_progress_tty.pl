@@ -59,7 +59,7 @@ sub metrics
 {
 	my ($port) = @_;
 	my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/metrics");
-	return $r->{success} ? $r->{content} : undef;
+	return $r->{success} ? rp_plain_metrics($r->{content}) : undef;
 }
 
 # ---- (a) the snapshot on a terminal
@@ -92,14 +92,14 @@ $lock->send('COMMIT;');
 ok($lock->close, 'the locking session ended');
 
 # the end of the copy: the stream's line, with its lag
-$ta->wait_pane(qr/^streaming: lag /m, "the stream's line");
+$ta->wait_pane(qr/^streaming, caught up: lag /m, "the stream's line, caught up");
 $ta->wait_pane(qr/^snapshot: 2 tables, [0-9]+ rows in /m, "the snapshot's total");
 my $final = $ta->pane;
 # every line whole: one of the display's forms or a log line, to its end
 my @forms = (
 	qr/^snapshot: public\.(?:big_t|$LONG) copied, [0-9]+ rows in $eta$/,
 	qr/^snapshot: 2 tables, [0-9]+ rows in $eta$/,
-	qr/^(?:streaming|catch-up): lag [0-9.]+ [KMGTP]?i?B, [0-9.]+ s, ETA $eta; [0-9]+ txns, $num changes\/s, checkpoint $lsn$/,
+	qr/^(?:streaming, caught up|catch-up): lag [0-9.]+ [KMGTP]?i?B, [0-9.]+ s, ETA $eta; [0-9]+ txns, $num changes\/s, checkpoint $lsn$/,
 	qr/^replicant: created slot "$SLOT" with a snapshot at consistent point $lsn$/,
 	qr/^replicant: snapshot complete: [0-9]+ rows; streaming from $lsn$/,
 	qr/^replicant: streaming from slot "$SLOT"$/,
@@ -114,7 +114,7 @@ is("@broken", '', 'every line of the final screen is whole (nothing left over or
   or diag("--- the pane\n$final");
 unlike($final, qr/^  public\./m, 'no per-table progress line is left on the final screen');
 is(scalar(() = $final =~ / copied, /g), 2, "one 'copied' line per table");
-is(scalar(() = $final =~ /^(?:streaming|catch-up): lag /mg), 1, 'one stream line');
+is(scalar(() = $final =~ /^(?:streaming, caught up|catch-up): lag /mg), 1, 'one stream line');
 is(rp_psql($dst, 'SELECT count(*) FROM big_t'), $BIG_ROWS, 'big_t copied whole');
 $page = metrics($port);
 ok(defined $page, 'the metrics page answers after the snapshot');
@@ -138,7 +138,7 @@ is($piped->wait_exit, 0, 'the piped consumer stops cleanly');
 my $berr = slurp("$work/b.err");
 unlike($berr, qr/\033/, 'no escape sequence in the piped stderr');
 unlike($berr, qr/\r/,   'no carriage return in the piped stderr');
-unlike($berr, qr/^(?:snapshot|streaming|catch-up):|^  public\./m, 'no progress line in the piped stderr');
+unlike($berr, qr/^(?:snapshot|streaming|catch-up)[:,]|^  public\./m, 'no progress line in the piped stderr');
 
 # ---- (c) the default on a terminal: the catch-up, then its end
 my $total = $BIG_ROWS + 20000;
@@ -148,7 +148,7 @@ my $tc = RpTest::Tmux->run('c', [ RpTest::replicant_bin(), -d => $srcconn, -S =>
 $tc->wait_pane(qr/^catch-up: caught up at checkpoint $lsn$/m, 'the end of the catch-up');
 ok(rp_wait_until(sub { rp_psql($dst, 'SELECT count(*) FROM big_t') == $total }),
 	"the catch-up applies the rows ($total in big_t)");
-unlike($tc->pane, qr/^(?:streaming|catch-up): lag /m, "the stream's line went after the catch-up");
+unlike($tc->pane, qr/^(?:streaming, caught up|catch-up): lag /m, "the stream's line went after the catch-up");
 ok(kill('TERM', $tc->pid), 'SIGTERM sent to the consumer (c)');
 is($tc->wait_exit, 0, 'the consumer (c) stops cleanly on SIGTERM');
 

@@ -112,7 +112,7 @@ ok(rp_wait_until(sub { -e $LOG && slurp($LOG) =~ /"id":12900/ && slurp($LOG) =~ 
 my $r = HTTP::Tiny->new(timeout => 10)->get("http://127.0.0.1:$mport/metrics");
 ok($r->{success}, "the metrics page answers on port $mport");
 open(my $mf, '>', $metrics) or die $!;
-print $mf ($r->{success} ? $r->{content} : '');
+print $mf ($r->{success} ? rp_plain_metrics($r->{content}) : '');
 close $mf;
 $c->signal('TERM');
 is($c->wait_exit, 0, 'the consumer stopped by SIGTERM exits 0') or diag(slurp("$work/run-metrics.err"));

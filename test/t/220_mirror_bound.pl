@@ -78,7 +78,7 @@ sub flushes
 {
 	my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/metrics");
 	return undef unless $r->{success};
-	return $r->{content} =~ /^replicant_mirror_bound_flushes_total (\d+)$/m ? $1 : undef;
+	return rp_plain_metrics($r->{content}) =~ /^replicant_mirror_bound_flushes_total (\d+)$/m ? $1 : undef;
 }
 # start_consumer(NAME): a consumer with the metrics page in the background, no end position
 sub start_consumer

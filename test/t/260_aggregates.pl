@@ -105,7 +105,7 @@ sub metric
 	rp_wait_until(
 		sub {
 			my $r = $http->get("http://127.0.0.1:$metrics_port/metrics");
-			$page = $r->{content} if $r->{success};
+			$page = rp_plain_metrics($r->{content}) if $r->{success};
 			return defined $page;
 		},
 		$consumer);

@@ -96,7 +96,7 @@ $src->start;
 
 my $page = HTTP::Tiny->new(timeout => 10)->get("http://127.0.0.1:$port/metrics");
 ok($page->{success}, "the metrics page answers on port $port");
-my $metrics = $page->{success} ? $page->{content} : '';
+my $metrics = $page->{success} ? rp_plain_metrics($page->{content}) : '';
 open(my $mfh, '>', "$work/metrics.txt") or die "$work/metrics.txt: $!";
 print $mfh $metrics;
 close $mfh;

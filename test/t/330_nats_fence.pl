@@ -138,7 +138,7 @@ my $metrics = '';
 ok(rp_wait_until(
 		sub {
 			my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/metrics");
-			$metrics = $r->{content} if $r->{success};
+			$metrics = rp_plain_metrics($r->{content}) if $r->{success};
 			return $r->{success} && $metrics =~ /^replicant_nats_stream_full_total(\{[^}]*\})? [1-9]/m;
 		},
 		$c),

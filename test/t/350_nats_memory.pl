@@ -44,7 +44,7 @@ sub metric
 	my ($name) = @_;
 	my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/metrics");
 	return undef unless $r->{success};
-	return $r->{content} =~ /^\Q$name\E (\S+)$/m ? $1 : undef;
+	return rp_plain_metrics($r->{content}) =~ /^\Q$name\E (\S+)$/m ? $1 : undef;
 }
 
 # hwm_mb(PROC): the process's peak RSS (VmHWM) in MB

@@ -64,7 +64,7 @@ if (open(my $fh, '<', '/proc/' . $reader->pid . '/status'))
 	close $fh;
 }
 my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/metrics");
-my ($spilled) = $r->{success} && $r->{content} =~ /^replicant_spills_total (\d+)$/m ? ($1) : ('none');
+my ($spilled) = $r->{success} && rp_plain_metrics($r->{content}) =~ /^replicant_spills_total (\d+)$/m ? ($1) : ('none');
 $reader->signal('TERM');
 is($reader->wait_exit, 0, 'the reader stops cleanly on SIGTERM (exit 0)') or diag(slurp("$work/reader1.err"));
 note("reader: peak RSS $hwm MB (limit $LIMIT_MB MB), $spilled transactions spilled");
