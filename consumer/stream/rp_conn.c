@@ -230,7 +230,7 @@ rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info)
 	 */
 	snprintf(sql, sizeof(sql),
 			 "SELECT slot_type, coalesce(plugin, ''), coalesce(confirmed_flush_lsn::text, ''), "
-			 "coalesce(wal_status, ''), %s FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+			 "coalesce(wal_status, ''), %s, coalesce(active_pid, 0) FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
 			 PQserverVersion(c->pg) >= RP_CONN_FAILOVER_MIN_VERSION ? "synced" : "false", lit);
 	PQfreemem(lit);
 	res = PQexec(c->pg, sql);
@@ -245,6 +245,7 @@ rp_conn_slot_info(RpConn *c, const char *slot, RpSlotInfo *info)
 			info->confirmed_flush = 0;
 		info->lost = strcmp(PQgetvalue(res, 0, 3), "lost") == 0;
 		info->synced = strcmp(PQgetvalue(res, 0, 4), "t") == 0;
+		info->active_pid = atoi(PQgetvalue(res, 0, 5));
 	}
 	PQclear(res);
 	return rc;

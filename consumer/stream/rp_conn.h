@@ -43,6 +43,7 @@ typedef struct RpSlotInfo
 	uint64_t	confirmed_flush;
 	bool		synced;			/* 17+: copied from a primary by slot sync
 								 * (and still so on the promoted standby) */
+	int			active_pid;		/* the walsender streaming from it, or 0 */
 } RpSlotInfo;
 
 typedef enum RpMsgKind

@@ -17,11 +17,35 @@ rp_col_by_attnum(const RpRelation *rel, int16_t attnum)
 	return NULL;
 }
 
+static const char *
+rp_schema_identity_name(char identity)
+{
+	switch (identity)
+	{
+		case RP_IDENTITY_FULL:
+			return "FULL";
+		case RP_IDENTITY_NOTHING:
+			return "NOTHING";
+		case RP_IDENTITY_INDEX:
+			return "USING INDEX";
+		default:
+			return "DEFAULT";
+	}
+}
+
 RpSchemaChange
 rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, size_t whatlen)
 {
-	const uint8_t keyflags = RP_COL_PRIMARY_KEY | RP_COL_IDENTITY;
 	bool		added = false;
+
+	/*
+	 * A new replica identity (DEFAULT, FULL, USING INDEX, NOTHING) changes
+	 * what the old row of an update or delete carries, not the rows: a sink
+	 * takes it as it comes (the mirror matches by the new key, the primary
+	 * key under FULL), and a change it can then not apply halts on its own.
+	 * A primary key that changes is a change of the table.
+	 */
+	bool		identity = before != NULL && before->identity != after->identity;
 
 	what[0] = '\0';
 	if (before == NULL)
@@ -29,11 +53,6 @@ rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, si
 	if (strcmp(before->schema, after->schema) != 0 || strcmp(before->name, after->name) != 0)
 	{
 		snprintf(what, whatlen, "table renamed to \"%s\".\"%s\"", after->schema, after->name);
-		return RP_SCHEMA_DESTRUCTIVE;
-	}
-	if (before->identity != after->identity)
-	{
-		snprintf(what, whatlen, "replica identity changed");
 		return RP_SCHEMA_DESTRUCTIVE;
 	}
 
@@ -76,11 +95,13 @@ rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, si
 					 b->type_name, a->type_name);
 			return RP_SCHEMA_DESTRUCTIVE;
 		}
-		if ((a->flags & keyflags) != (b->flags & keyflags))
+		if ((a->flags & RP_COL_PRIMARY_KEY) != (b->flags & RP_COL_PRIMARY_KEY))
 		{
-			snprintf(what, whatlen, "key or identity of column \"%s\" changed", b->name);
+			snprintf(what, whatlen, "primary key of column \"%s\" changed", b->name);
 			return RP_SCHEMA_DESTRUCTIVE;
 		}
+		if ((a->flags & RP_COL_IDENTITY) != (b->flags & RP_COL_IDENTITY))
+			identity = true;
 	}
 	for (uint16_t i = 0; i < after->natts; i++)
 		if (rp_col_by_attnum(before, after->cols[i].attnum) == NULL)
@@ -89,5 +110,10 @@ rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, si
 				snprintf(what, whatlen, "column \"%s\" added", after->cols[i].name);
 			added = true;
 		}
-	return added ? RP_SCHEMA_ADDITIVE : RP_SCHEMA_SAME;
+	if (identity && !added && before->identity != after->identity)
+		snprintf(what, whatlen, "replica identity changed (%s to %s)", rp_schema_identity_name(before->identity),
+				 rp_schema_identity_name(after->identity));
+	else if (identity && !added)
+		snprintf(what, whatlen, "replica identity columns changed");
+	return added || identity ? RP_SCHEMA_ADDITIVE : RP_SCHEMA_SAME;
 }

@@ -278,17 +278,25 @@ START_TEST(test_diff_classes)
 	s = base;
 	s.id_flags = RP_COL_NOT_NULL;	/* primary key dropped */
 	expect_diff(&base, &s, RP_SCHEMA_DESTRUCTIVE, "\"id\"");
+
+	/*
+	 * replica identity (issue 46): what an old row carries, not the rows; a
+	 * sink takes it (the mirror matches by the new key)
+	 */
 	s = base;
 	s.id_flags = RP_COL_PRIMARY_KEY | RP_COL_NOT_NULL;	/* out of the identity */
-	expect_diff(&base, &s, RP_SCHEMA_DESTRUCTIVE, "\"id\"");
+	expect_diff(&base, &s, RP_SCHEMA_ADDITIVE, "replica identity columns changed");
 	s = base;
 	s.note_flags = RP_COL_IDENTITY; /* into the identity */
-	expect_diff(&base, &s, RP_SCHEMA_DESTRUCTIVE, "\"note\"");
-
-	/* replica identity */
+	expect_diff(&base, &s, RP_SCHEMA_ADDITIVE, "replica identity columns changed");
 	s = base;
 	s.identity = RP_IDENTITY_FULL;
-	expect_diff(&base, &s, RP_SCHEMA_DESTRUCTIVE, "identity");
+	expect_diff(&base, &s, RP_SCHEMA_ADDITIVE, "replica identity changed (DEFAULT to FULL)");
+	expect_diff(&s, &base, RP_SCHEMA_ADDITIVE, "replica identity changed (FULL to DEFAULT)");
+	s.has_c3 = true;			/* and a column added: additive, naming it */
+	expect_diff(&base, &s, RP_SCHEMA_ADDITIVE, "\"c3\"");
+	s.note_name = "remark";		/* and a rename: destructive */
+	expect_diff(&base, &s, RP_SCHEMA_DESTRUCTIVE, "renamed");
 
 	/* column rename: both names */
 	s = base;
@@ -857,7 +865,7 @@ START_TEST(test_schema_handler)
 
 	v2.has_note = false;
 	v3.has_note = false;
-	v3.identity = RP_IDENTITY_FULL;
+	v3.id_flags = RP_COL_NOT_NULL;	/* the primary key dropped */
 	ct_sink_init(&f);
 	f.s.handle_schema_change = ct_sink_schema;
 	ck_assert_int_eq(rp_deliver_init(&dl, &f.s, &ck, NULL, NULL, &l), 0);

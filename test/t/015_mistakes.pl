@@ -20,6 +20,11 @@
 #      source's enum type halts (exit 3) saying 'type ... does not exist', where it said
 #      "SQLSTATE 42704 (error)"; a destination column whose type refuses the row's value
 #      (22P02, a data exception) halts naming the SQLSTATE and never the value.
+#   5. a slot another consumer streams from: a consumer whose checkpoint is behind the slot
+#      is told the slot is active for that walsender's PID (retried; with --no-loop exit 1),
+#      not halted `gap` while the other's position moves (a second NATS writer of one stream
+#      halted so with nothing lost). Once the slot is free the comparison is made: this
+#      consumer's log lacks what the other consumed, a real gap (exit 3).
 use strict;
 use warnings;
 use FindBin;
@@ -129,5 +134,27 @@ is($rc, 3, '4. a value the destination type refuses halts (exit 3)') or diag($er
 like($err, qr/SQLSTATE 22P02 \(invalid_text_representation\) on table "public"\."bad"/, '4. the line names the SQLSTATE and the table')
   or diag($err);
 unlike($err, qr/b81f0c2e|invalid input syntax/, "4. and not the server's message, which quotes the value");
+
+# ---- 5. a slot another consumer streams from
+rp_replicant_ok([ -d => $srcconn, -S => 'shared', '--create-slot' ], 'slot shared created');
+rp_psql($src, 'INSERT INTO t VALUES (100)');
+$end = rp_fence($src, 'INSERT INTO t VALUES (101)');
+rp_replicant_ok([ -d => $srcconn, -S => 'shared', '--start', '--endpos', $end, '--sink', "file:$work/b.jsonl",
+		'--state-dir', "$work/st-b" ], '5. consumer B reads slot shared to a fence (its checkpoint)');
+my $a = rp_consumer('shared-a', -d => $srcconn, -S => 'shared', '--start', '-s', '1', '--sink', "file:$work/a.jsonl",
+	'--state-dir', "$work/st-a");
+my $past = rp_fence($src, 'INSERT INTO t VALUES (102)');
+ok(rp_wait_confirmed($src, 'shared', $past, $a), '5. consumer A streams from it, past B\'s checkpoint');
+$rc = rp_replicant('shared-b', -d => $srcconn, -S => 'shared', '--start', '--no-loop', '--sink', "file:$work/b.jsonl",
+	'--state-dir', "$work/st-b");
+$err = slurp("$work/shared-b.err");
+is($rc, 1, '5. B, while A streams: exit 1 with --no-loop (retried without it), not a gap halt') or diag($err);
+like($err, qr/replication slot "shared" is active for PID [0-9]+/, '5. the line says the slot is active, and for whom');
+unlike($err, qr/halted|past the checkpoint/, '5. no gap is judged while the slot moves');
+ok($a->signal('TERM') && defined($a->wait_exit) && $a->status == 0, '5. A stops (exit 0)');
+$rc = rp_replicant('shared-b2', -d => $srcconn, -S => 'shared', '--start', '--no-loop', '--sink', "file:$work/b.jsonl",
+	'--state-dir', "$work/st-b");
+is($rc, 3, "5. the slot free, B's log lacks what A consumed: the gap halt (exit 3)");
+like(slurp("$work/shared-b2.err"), qr/replication slot "shared" is at .*, past the checkpoint/, '5. naming both positions');
 
 done_testing();

@@ -265,5 +265,14 @@ $rc = rp_replicant('hole_g', '--source', $nats->sink_url, '--nats-stream', 'HOLE
 is($rc, 4, '(g) a reader of a stream with two subjects exits 4') or diag(err_tail("$work/hole_g.err", 3));
 like(slurp("$work/hole_g.err"), qr/NATS stream "HOLE_G" has 2 subjects/,
 	'(g) the refusal names the stream and its 2 subjects') or diag(err_tail("$work/hole_g.err", 1));
+# a writer into that stream (two subjects, delete and purge allowed) is refused before it
+# publishes: exit 4 (issue 46: it exited 2 at the sink's open, where the docs said 1)
+my $srcc = rp_conninfo($src);
+rp_replicant_ok([ -d => $srcc, -S => 'hole_gw', '--create-slot' ], '(g) slot hole_gw created');
+$rc = rp_replicant('hole_gw', -d => $srcc, -S => 'hole_gw', '--start', '--sink', $nats->sink_url,
+	'--nats-stream', 'HOLE_G', '--nats-subject-prefix', 'hg1', '--state-dir', "$work/st-hole_gw", '--no-loop');
+is($rc, 4, '(g) a writer into it is refused: exit 4') or diag(err_tail("$work/hole_gw.err", 3));
+like(slurp("$work/hole_gw.err"), qr/NATS stream "HOLE_G"/, '(g) the refusal names the stream')
+  or diag(err_tail("$work/hole_gw.err", 3));
 
 done_testing();

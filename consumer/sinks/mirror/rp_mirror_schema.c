@@ -41,6 +41,51 @@ rp_mirror_alter(RpMirror *pg, RpMirrorTable *t, const char *action, const RpColu
 	return rc;
 }
 
+/*
+ * The destination table renamed as the source's was, in the open
+ * transaction: SET SCHEMA (the prefix kept), then RENAME TO.
+ */
+static int
+rp_mirror_rename(RpMirror *pg, RpMirrorTable *t, const RpRelation *after)
+{
+	char		schema[256];
+	char	   *qs,
+			   *qn,
+			   *qold = rp_sql_ident_dup(t->dest_name);
+	RpBuf		sql;
+	int			rc = 0;
+
+	snprintf(schema, sizeof(schema), "%s%s", pg->opts.schema_prefix ? pg->opts.schema_prefix : "", after->schema);
+	qs = rp_sql_ident_dup(schema);
+	qn = rp_sql_ident_dup(after->name);
+	rp_buf_init(&sql, 256);
+	if (strcmp(schema, t->dest_schema) != 0)
+	{
+		rp_buf_put_text(&sql, "ALTER TABLE ");
+		rp_buf_put_text(&sql, t->qname);
+		rp_buf_put_text(&sql, " SET SCHEMA ");
+		rp_buf_put_text(&sql, qs);
+		rp_buf_put_text(&sql, "; ");
+	}
+	if (strcmp(after->name, t->dest_name) != 0)
+	{
+		rp_buf_put_text(&sql, "ALTER TABLE ");
+		rp_buf_put_text(&sql, qs);
+		rp_buf_put_char(&sql, '.');
+		rp_buf_put_text(&sql, qold);
+		rp_buf_put_text(&sql, " RENAME TO ");
+		rp_buf_put_text(&sql, qn);
+	}
+	rp_buf_put_char(&sql, '\0');
+	if (sql.len > 1)
+		rc = rp_mirror_exec(pg, sql.data, "ALTER TABLE (rename)", t);
+	rp_buf_free(&sql);
+	rp_free(qs);
+	rp_free(qn);
+	rp_free(qold);
+	return rc;
+}
+
 static const RpColumn *
 rp_mirror_col(const RpRelation *rel, int16_t attnum)
 {
@@ -62,6 +107,9 @@ rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRe
 	RpMirrorTable *t;
 	char		what[256];
 
+	bool		renamed = before && (strcmp(before->schema, after->schema) != 0 ||
+									 strcmp(before->name, after->name) != 0);
+
 	if (change == RP_SCHEMA_SAME)
 		return 0;
 
@@ -81,13 +129,21 @@ rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRe
 	rp_schema_diff(before, after, what, sizeof(what));
 	if (change == RP_SCHEMA_DESTRUCTIVE)
 	{
+		/*
+		 * A rename cannot be skipped: the rows after it name the new table.
+		 * Renaming by hand cannot be timed (what came before it in the
+		 * halted batch still names the old one), so apply renames it in the
+		 * batch's own transaction, after what came before.
+		 */
 		if (pg->opts.on_destructive == RP_DESTRUCTIVE_HALT)
-			return rp_fail(RP_HALT_SCHEMA, "destructive schema change of table %s: %s (halting; --on-destructive=apply or skip overrides)",
+			return rp_fail(RP_HALT_SCHEMA, "destructive schema change of table %s: %s (halting; %s)",
+						   t->qname, what, renamed ? "--on-destructive=apply renames the destination table too"
+						   : "--on-destructive=apply or skip overrides");
+		if (renamed && pg->opts.on_destructive == RP_DESTRUCTIVE_SKIP)
+			return rp_fail(RP_HALT_SCHEMA, "schema change of table %s cannot be skipped: %s, and the rows after it are the renamed table's (--on-destructive=apply renames the destination table too)",
 						   t->qname, what);
-		if (strcmp(before->schema, after->schema) != 0 || strcmp(before->name, after->name) != 0 ||
-			before->identity != after->identity)
-			return rp_fail(RP_HALT_SCHEMA, "schema change of table %s cannot be applied: %s",
-						   t->qname, what);
+		if (renamed && rp_mirror_rename(pg, t, after) < 0)
+			return -1;
 	}
 	if (change == RP_SCHEMA_ADDITIVE || pg->opts.on_destructive == RP_DESTRUCTIVE_APPLY)
 	{
