@@ -88,11 +88,11 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, uint64_t switc
 	/*
 	 * Another walsender streams from the slot: another consumer, or the
 	 * walsender of this one's previous process, which has not noticed yet
-	 * that it ended.  Its position moves under us, so it says nothing about
-	 * a gap yet (a second NATS writer of the same stream read the stream's
-	 * tail, then a slot already past it, and halted `gap` with nothing
-	 * lost); START_REPLICATION would refuse it anyway.  Retried, and judged
-	 * once the slot is free.
+	 * that it ended.  Its position moves under us, so it says nothing about a
+	 * gap yet (a second NATS writer of the same stream read the stream's
+	 * tail, then a slot already past it, and halted `gap` with nothing lost);
+	 * START_REPLICATION would refuse it anyway.  Retried, and judged once the
+	 * slot is free.
 	 */
 	if (info.active_pid != 0)
 		return rp_fail(RP_HALT_NONE, "replication slot \"%s\" is active for PID %d (another consumer, or the walsender of one that just ended)",

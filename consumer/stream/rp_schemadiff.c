@@ -42,8 +42,8 @@ rp_schema_diff(const RpRelation *before, const RpRelation *after, char *what, si
 	 * A new replica identity (DEFAULT, FULL, USING INDEX, NOTHING) changes
 	 * what the old row of an update or delete carries, not the rows: a sink
 	 * takes it as it comes (the mirror matches by the new key, the primary
-	 * key under FULL), and a change it can then not apply halts on its own.
-	 * A primary key that changes is a change of the table.
+	 * key under FULL), and a change it can then not apply halts on its own. A
+	 * primary key that changes is a change of the table.
 	 */
 	bool		identity = before != NULL && before->identity != after->identity;
 

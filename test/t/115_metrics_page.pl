@@ -17,6 +17,9 @@
 #      goes, and both are 0 again once the rows are in.
 #   4. A source that goes away and comes back is counted in
 #      replicant_retries_total{cause="source"}.
+# A real Prometheus (Debian's 2.42, scraping every second) reads the same: through its query
+# API, replicant_lag_seconds{slot="mp",sink="postgresql"} is 0 while caught up, above 0 and
+# rising behind the lock, and its target is up.
 use strict;
 use warnings;
 use FindBin;
@@ -24,6 +27,7 @@ use lib "$FindBin::RealBin/../perl";
 use RpTest;
 use Test::More;
 use HTTP::Tiny;
+use JSON::PP;
 
 my $work = rp_work();
 my $src = rp_cluster('src');
@@ -79,8 +83,34 @@ is(rp_run('promtool-rules', { stdout => "$work/promtool-rules.out" }, 'promtool'
 		rp_root() . '/packaging/prometheus/replicant.rules.yml'),
 	0, 'promtool check rules passes the example rules') or diag(slurp("$work/promtool-rules.out"));
 
+# a Prometheus scraping the page every second, queried through its HTTP API
+my $pport = PostgreSQL::Test::Cluster::get_free_port();
+mkdir "$work/prom";
+open(my $pc, '>', "$work/prom/prometheus.yml") or die $!;
+print $pc "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+  . "  - job_name: replicant\n    static_configs:\n      - targets: ['127.0.0.1:$port']\n";
+close $pc;
+my $prom = RpTest::Proc->start(name => 'prometheus',
+	cmd => [ 'prometheus', "--config.file=$work/prom/prometheus.yml", "--storage.tsdb.path=$work/prom/data",
+		"--web.listen-address=127.0.0.1:$pport" ],
+	stdout => "$work/prometheus.out", stderr => "$work/prometheus.out");
+# prom(QUERY): the value of the query's one sample now, or undef
+sub prom
+{
+	my ($q) = @_;
+	my $r = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$pport/api/v1/query?query=" . $q);
+	return undef unless $r->{success};
+	my $d = eval { decode_json($r->{content}) };
+	return undef unless $d && $d->{status} eq 'success' && @{ $d->{data}{result} } == 1;
+	return $d->{data}{result}[0]{value}[1];
+}
+my $LAG = 'replicant_lag_seconds%7Bslot%3D%22mp%22%2Csink%3D%22postgresql%22%7D';
+ok(rp_wait_until(sub { (prom('up%7Bjob%3D%22replicant%22%7D') // '') eq '1' }, $prom),
+	'Prometheus scrapes the page: its target is up') or diag(slurp("$work/prometheus.out"));
+
 # ---- 2. caught up, and WAL with nothing to apply
 ok(rp_wait_until(sub { (metric('replicant_lag_seconds') // -1) == 0 }), 'caught up: lag_seconds 0');
+ok(rp_wait_until(sub { (prom($LAG) // -1) eq '0' }), 'caught up: Prometheus reads lag_seconds 0');
 is(metric('replicant_checkpoint_age_seconds'), '0.000', 'caught up: checkpoint_age_seconds 0');
 sleep 3;
 rp_psql($src, 'CREATE TABLE other_t AS SELECT g FROM generate_series(1, 20000) g; SELECT pg_switch_wal()', 'other');
@@ -97,7 +127,7 @@ is($max_idle, 0, 'idle: WAL the mirror has nothing to apply from leaves lag_seco
 # ---- 3. behind
 my $lock = rp_session($dst, 'lock');
 $lock->send("BEGIN; LOCK TABLE t IN SHARE MODE; SELECT 'locked';");
-ok(rp_wait_until(sub { slurp($lock->out) =~ /locked/ }), 'a session holds the destination table');
+ok(rp_wait_until(sub { -e $lock->out && slurp($lock->out) =~ /locked/ }), 'a session holds the destination table');
 rp_psql($src, "INSERT INTO t VALUES (11, 'b')");
 ok(rp_wait_until(sub { (metric('replicant_lag_seconds') // 0) >= 1 }), 'behind: lag_seconds reaches 1');
 my $first = metric('replicant_lag_seconds');
@@ -105,11 +135,18 @@ sleep 2;
 my $second = metric('replicant_lag_seconds');
 cmp_ok($second, '>', $first, "behind: lag_seconds rises ($first, then $second)");
 cmp_ok(metric('replicant_checkpoint_age_seconds') // 0, '>=', 1, 'behind: the checkpoint ages');
+my $p1;
+ok(rp_wait_until(sub { $p1 = prom($LAG); defined $p1 && $p1 >= 1 }), "behind: Prometheus reads the lag ($p1 s)");
+my $p2;
+ok(rp_wait_until(sub { $p2 = prom($LAG); defined $p2 && $p2 > $p1 }), "behind: and reads it rising ($p1, then $p2)");
 $lock->send('COMMIT;');
 $lock->close;
 ok(rp_wait_until(sub { rp_psql($dst, 'SELECT count(*) FROM t') == 11 }), 'the lock gone, the row is applied');
 ok(rp_wait_until(sub { (metric('replicant_lag_seconds') // -1) == 0 && (metric('replicant_checkpoint_age_seconds') // -1) == 0 }),
 	'caught up again: both 0');
+ok(rp_wait_until(sub { (prom($LAG) // -1) eq '0' }), 'caught up again: Prometheus reads 0');
+$prom->signal('TERM');
+$prom->wait_exit;
 
 # ---- 4. the source goes away and comes back
 $src->stop('fast');

@@ -131,9 +131,9 @@ rp_mirror_table_schema_change(RpMirror *pg, const RpRelation *before, const RpRe
 	{
 		/*
 		 * A rename cannot be skipped: the rows after it name the new table.
-		 * Renaming by hand cannot be timed (what came before it in the
-		 * halted batch still names the old one), so apply renames it in the
-		 * batch's own transaction, after what came before.
+		 * Renaming by hand cannot be timed (what came before it in the halted
+		 * batch still names the old one), so apply renames it in the batch's
+		 * own transaction, after what came before.
 		 */
 		if (pg->opts.on_destructive == RP_DESTRUCTIVE_HALT)
 			return rp_fail(RP_HALT_SCHEMA, "destructive schema change of table %s: %s (halting; %s)",
