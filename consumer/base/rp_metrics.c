@@ -20,20 +20,46 @@
 #include "base/rp_counter.h"
 #include "base/rp_metrics.h"
 
+/* A sample's HELP and TYPE lines (when help is set), then its name and labels. */
+static void
+rp_metrics_head(RpBuf *b, const char *name, const char *type, const char *help, const char *labels)
+{
+	if (help)
+	{
+		rp_buf_put_text(b, "# HELP ");
+		rp_buf_put_text(b, name);
+		rp_buf_put_char(b, ' ');
+		rp_buf_put_text(b, help);
+		rp_buf_put_text(b, "\n# TYPE ");
+		rp_buf_put_text(b, name);
+		rp_buf_put_char(b, ' ');
+		rp_buf_put_text(b, type);
+		rp_buf_put_char(b, '\n');
+	}
+	rp_buf_put_text(b, name);
+	rp_buf_put_text(b, labels ? labels : "");
+}
+
 void
 rp_metrics_sample(RpBuf *b, const char *name, const char *type, const char *help, const char *labels,
 				  uint64_t v)
 {
-	char		line[512];
-	int			n;
+	char		num[32];
 
-	if (help)
-	{
-		n = snprintf(line, sizeof(line), "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-		rp_buf_put_bytes(b, line, (size_t) n);
-	}
-	n = snprintf(line, sizeof(line), "%s%s %" PRIu64 "\n", name, labels ? labels : "", v);
-	rp_buf_put_bytes(b, line, (size_t) n);
+	rp_metrics_head(b, name, type, help, labels);
+	snprintf(num, sizeof(num), " %" PRIu64 "\n", v);
+	rp_buf_put_text(b, num);
+}
+
+void
+rp_metrics_sample_real(RpBuf *b, const char *name, const char *type, const char *help, const char *labels,
+					   double v)
+{
+	char		num[64];
+
+	rp_metrics_head(b, name, type, help, labels);
+	snprintf(num, sizeof(num), " %.3f\n", v);
+	rp_buf_put_text(b, num);
 }
 
 void
@@ -46,23 +72,6 @@ rp_metrics_label_value(RpBuf *b, const char *s)
 		if (*p != '\n')
 			rp_buf_put_char(b, *p);
 	}
-}
-
-/* One sample of a real value (seconds), after its HELP and TYPE lines when help is set. */
-static void
-rp_metrics_sample_real(RpBuf *b, const char *name, const char *type, const char *help, const char *labels,
-					   double v)
-{
-	char		line[512];
-	int			n;
-
-	if (help)
-	{
-		n = snprintf(line, sizeof(line), "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-		rp_buf_put_bytes(b, line, (size_t) n);
-	}
-	n = snprintf(line, sizeof(line), "%s%s %.3f\n", name, labels ? labels : "", v);
-	rp_buf_put_bytes(b, line, (size_t) n);
 }
 
 void

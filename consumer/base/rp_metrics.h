@@ -104,6 +104,10 @@ extern char *rp_metrics_render(const RpMetrics *m);
 extern void rp_metrics_sample(RpBuf *b, const char *name, const char *type, const char *help,
 							  const char *labels, uint64_t v);
 
+/* The same with a real value (seconds), printed with three decimals. */
+extern void rp_metrics_sample_real(RpBuf *b, const char *name, const char *type, const char *help,
+								   const char *labels, double v);
+
 /* A label value (a relation name), quotes and backslashes escaped, newlines dropped. */
 extern void rp_metrics_label_value(RpBuf *b, const char *s);
 

@@ -28,8 +28,6 @@ rp_cli_metrics_delivery(RpBuf *out, const void *arg)
 	int64_t		pending = RP_COUNT_LOAD(cm->m->pending_commit_time);
 	int64_t		moved = RP_COUNT_LOAD(cm->m->checkpoint_moved_at);
 	int64_t		now = rp_clock_wall_us();
-	char		line[384];
-	int			n;
 
 	rp_metrics_sample(out, "replicant_transactions_total", "counter", "Transactions delivered to the sink.", NULL, RP_COUNT_LOAD(c->txns));
 	rp_metrics_sample(out, "replicant_changes_total", "counter", "Rows, truncates and messages delivered.", NULL, RP_COUNT_LOAD(c->changes));
@@ -41,16 +39,12 @@ rp_cli_metrics_delivery(RpBuf *out, const void *arg)
 	rp_metrics_sample(out, "replicant_early_drops_total", "counter", "Early applies dropped (abort, or another commit first).", NULL, RP_COUNT_LOAD(c->early_drops));
 	rp_metrics_sample(out, "replicant_checkpoint_lsn", "gauge", "End LSN of the last durable unit.", NULL, ck);
 	rp_metrics_sample(out, "replicant_lag_bytes", "gauge", "Server WAL position minus the checkpoint.", NULL, lag);
-	n = snprintf(line, sizeof(line),
-				 "# HELP replicant_lag_seconds Seconds behind the source: now minus the commit time of the oldest transaction received and not yet durable (0 when caught up).\n"
-				 "# TYPE replicant_lag_seconds gauge\nreplicant_lag_seconds %.3f\n",
-				 rp_metrics_lag_seconds(pending, now));
-	rp_buf_put_bytes(out, line, (size_t) n);
-	n = snprintf(line, sizeof(line),
-				 "# HELP replicant_checkpoint_age_seconds Seconds since the durable checkpoint last moved, while something received waits for it (0 when caught up).\n"
-				 "# TYPE replicant_checkpoint_age_seconds gauge\nreplicant_checkpoint_age_seconds %.3f\n",
-				 pending != 0 && moved != 0 && now > moved ? (now - moved) / 1e6 : 0.0);
-	rp_buf_put_bytes(out, line, (size_t) n);
+	rp_metrics_sample_real(out, "replicant_lag_seconds", "gauge",
+						   "Seconds behind the source: now minus the commit time of the oldest transaction received and not yet durable (0 when caught up).",
+						   NULL, rp_metrics_lag_seconds(pending, now));
+	rp_metrics_sample_real(out, "replicant_checkpoint_age_seconds", "gauge",
+						   "Seconds since the durable checkpoint last moved, while something received waits for it (0 when caught up).",
+						   NULL, pending != 0 && moved != 0 && now > moved ? (now - moved) / 1e6 : 0.0);
 }
 
 void
