@@ -21,7 +21,10 @@
 # (c) Without --progress (the default) on a terminal: after a stop, rows written to the
 #     source are a lag the stream catches up; the stream's line goes once caught up and one
 #     line says so ("catch-up: caught up at checkpoint ...").
-use strict;
+# (d) --progress with -s 3600, caught up, then WAL the stream decodes to nothing (another
+#     database's table): the bytes behind grow (no idle confirmation for an hour) and the
+#     line says "streaming, caught up: lag N MiB" with N > 0. It flipped back to
+#     "catch-up: ... ETA --" while idle (issue 46), which no wait for the bytes ends.
 use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
@@ -151,5 +154,17 @@ ok(rp_wait_until(sub { rp_psql($dst, 'SELECT count(*) FROM big_t') == $total }),
 unlike($tc->pane, qr/^(?:streaming, caught up|catch-up): lag /m, "the stream's line went after the catch-up");
 ok(kill('TERM', $tc->pid), 'SIGTERM sent to the consumer (c)');
 is($tc->wait_exit, 0, 'the consumer (c) stops cleanly on SIGTERM');
+
+# ---- (d) idle WAL while caught up: still "streaming, caught up"
+rp_psql($src, 'CREATE DATABASE other');
+my $td = RpTest::Tmux->run('d', [ RpTest::replicant_bin(), -d => $srcconn, -S => $SLOT, '--start', '--progress',
+		'--sink', "postgres:$dstconn", '--state-dir', "$work/state_a", '-s', '3600' ], stdout => "$work/d.out");
+$td->wait_pane(qr/^streaming, caught up: lag /m, '(d) caught up');
+rp_psql($src, 'CREATE TABLE other_t AS SELECT g FROM generate_series(1, 50000) g', 'other');
+$td->wait_pane(qr/^streaming, caught up: lag [1-9][0-9.]* [KMGT]?i?B, [0-9.]+ s, ETA 0s;/m,
+	"(d) WAL of another database: bytes behind, and still caught up");
+unlike($td->pane, qr/^catch-up:/m, '(d) no catch-up line');
+ok(kill('TERM', $td->pid), 'SIGTERM sent to the consumer (d)');
+is($td->wait_exit, 0, 'the consumer (d) stops cleanly on SIGTERM');
 
 done_testing();
