@@ -4,7 +4,7 @@
 # packages and replaces what `make install` put in the system's PostgreSQL).
 #
 #   deps      apt-get installs what it needs (pgxnclient, debhelper, dpkg-dev,
-#             postgresql-server-dev-all, systemd, unzip) when missing
+#             postgresql-server-dev-all, systemd, unzip, man-db) when missing
 #   unit      systemd-analyze verify of packaging/replicant@.service (offline: no running
 #             systemd needed), and the lines the service relies on
 #   dist      make dist: replicant-VERSION.zip holds the committed tree and no build output,
@@ -161,7 +161,7 @@ restore() {
 
 deps() {
 	local want=(pgxnclient debhelper dpkg-dev postgresql-server-dev-all systemd unzip libpq-dev
-		pkg-config libmicrohttpd-dev libnats-dev python3) missing=() p
+		pkg-config libmicrohttpd-dev libnats-dev python3 man-db) missing=() p
 	for p in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
