@@ -6,11 +6,13 @@
 #   deps      apt-get installs what it needs (pgxnclient, debhelper, dpkg-dev,
 #             postgresql-server-dev-all, systemd, unzip, man-db) when missing
 #   unit      systemd-analyze verify of packaging/replicant@.service (offline: no running
-#             systemd needed), and the lines the service relies on
+#             systemd needed), the lines the service relies on, and its hardening
+#             (systemd-analyze security --offline: an exposure of at most 4.5, "OK")
 #   dist      make dist: replicant-VERSION.zip holds the committed tree and no build output,
 #             and its META.json passes regress/tools/check_meta.py
 #   pgxn      pgxn install ./replicant-VERSION.zip (from the zip, not the tree; without the
-#             consumer's optional libraries, as with only the server headers and libpq), then in a
+#             consumer's optional libraries, as with only the server headers and libpq; the man
+#             page installed into pg_config --mandir), then in a
 #             temporary cluster: pgxn load (CREATE EXTENSION), a decoding session through the
 #             installed plugin (replicant.peek_changes) and the installed consumer run to
 #             --endpos into a file sink, with --config
