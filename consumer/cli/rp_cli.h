@@ -86,6 +86,7 @@ typedef struct RpCli
 								 * not a slot */
 	const char *nats_subjects;	/* --nats-subjects: the data that reaches the
 								 * sink */
+	bool		nats_from_current_start;	/* --nats-from-current-start */
 	int			status_interval_ms;
 	bool		no_loop;
 	int			verbose;

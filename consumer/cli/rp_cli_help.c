@@ -67,6 +67,9 @@ usage_general(void)
 		   "                         read --nats-stream into --sink (no -d: only --aggregate's seed uses it)\n");
 	printf("      --nats-subjects=FILTER  only data on subjects matching FILTER reaches the sink\n"
 		   "                         (the reader still reads and checks the whole stream)\n");
+	printf("      --nats-from-current-start  without a checkpoint, read a stream whose beginning is\n"
+		   "                         gone, or that the stream registry does not know, from its\n"
+		   "                         first whole transaction (what it lost is lost to the sink)\n");
 	printf("  (--nats-stream names the stream; --nats-creds, --nats-tls-* apply to it)\n");
 }
 

@@ -105,6 +105,7 @@ typedef enum RpCliOpt
 	RP_OPT_NATS_TLS_KEY,
 	RP_OPT_SOURCE,
 	RP_OPT_NATS_SUBJECTS,
+	RP_OPT_NATS_FROM_CURRENT_START,
 	/* sinks: the mirror */
 	RP_OPT_CREATE_TABLES,
 	RP_OPT_ON_DESTRUCTIVE,
@@ -184,6 +185,7 @@ static const struct option long_options[] = {
 	{"nats-tls-key", required_argument, NULL, RP_OPT_NATS_TLS_KEY},
 	{"source", required_argument, NULL, RP_OPT_SOURCE},
 	{"nats-subjects", required_argument, NULL, RP_OPT_NATS_SUBJECTS},
+	{"nats-from-current-start", no_argument, NULL, RP_OPT_NATS_FROM_CURRENT_START},
 	{"create-tables", no_argument, NULL, RP_OPT_CREATE_TABLES},
 	{"on-destructive", required_argument, NULL, RP_OPT_ON_DESTRUCTIVE},
 	{"schema-prefix", required_argument, NULL, RP_OPT_SCHEMA_PREFIX},
@@ -556,6 +558,9 @@ opt_nats(RpCli *cli, int c, const char *arg)
 				return bad_value("nats-subjects", arg, "a subject wildcard, e.g. replicant.cdc.public.*");
 			cli->nats_subjects = arg;
 			return OPT_TAKEN;
+		case RP_OPT_NATS_FROM_CURRENT_START:
+			cli->nats_from_current_start = true;
+			return OPT_TAKEN;
 	}
 	return OPT_OTHER;
 }
@@ -773,6 +778,8 @@ check_source(const RpCli *cli)
 			return rp_cli_usage_error("--endpos as a stream sequence needs --source nats://...; with a slot it is an LSN (X/Y)");
 		if (cli->nats_subjects)
 			return rp_cli_usage_error("--nats-subjects needs --source nats://...");
+		if (cli->nats_from_current_start)
+			return rp_cli_usage_error("--nats-from-current-start needs --source nats://...");
 		return RP_CLI_RUN;
 	}
 	if (!cli->start || cli->create_slot || cli->drop_slot || cli->alter_slot)

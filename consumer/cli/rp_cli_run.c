@@ -316,6 +316,7 @@ run_source(RpCliRun *cr)
 		no.url = cli->source;
 		no.stream = cli->nats.stream;
 		no.subjects = cli->nats_subjects;
+		no.from_current_start = cli->nats_from_current_start;
 		no.creds = cli->nats.creds;
 		no.tls_ca = cli->nats.tls_ca;
 		no.tls_cert = cli->nats.tls_cert;

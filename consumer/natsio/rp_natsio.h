@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rp_buf.h"
 #include "base/rp_ckpt.h"
 
 /* ---- the headers of a message (rp_natsio_head.c) ---- */
@@ -49,6 +50,32 @@ extern void rp_nats_head_parse(RpNatsHead *head, RpNatsHdrGet get, void *arg);
 /* A decimal u64 header value (digits only): true with *out. */
 extern bool rp_natsio_parse_u64(const char *s, uint64_t *out);
 
+/* ---- the stream registry (rp_natsio_reg.c) ---- */
+
+/* the key-value bucket that records each stream's creation time and slot */
+#define RP_NATSIO_REGISTRY "REPLICANT_STREAMS"
+
+/* A stream's entry. */
+typedef struct RpNatsioReg
+{
+	bool		found;
+	int64_t		created;		/* the stream's creation time (ns since the
+								 * epoch, as the server reports it) */
+	char		slot[RP_SLOT_NAME_MAX];
+}			RpNatsioReg;
+
+/* The key of a stream's entry (NUL-terminated; out is reset first). */
+extern void rp_natsio_reg_key(RpBuf *out, const char *stream);
+
+/* An entry's value, {"slot":"S","created":N} (NUL-terminated; out is reset first). */
+extern void rp_natsio_reg_format(RpBuf *out, const RpNatsioReg * r);
+
+/* Parse a value: true with *r (found set); false when malformed. */
+extern bool rp_natsio_reg_parse(const char *text, size_t len, RpNatsioReg * r);
+
+/* A creation time as UTC text for a message: 2026-12-07T12:19:30.587034969Z. */
+extern void rp_natsio_time_text(int64_t ns, char *dst, size_t len);
+
 #ifdef RP_HAVE_NATS
 /* ---- the connection (rp_natsio_conn.c) ---- */
 #include <nats/nats.h>
@@ -83,6 +110,22 @@ extern const char *rp_natsio_msg_header(void *arg, const char *key);
  */
 extern int	rp_natsio_stream_info(jsCtx *js, const char *stream, jsStreamInfo **si,
 								  natsStatus * st, jsErrCode * code);
+
+/* ---- the stream registry on the server (rp_natsio_reg.c) ---- */
+
+/*
+ * The entry of stream: 0 with *r (r->found false when there is none, or no
+ * bucket); -1 after rp_fail.
+ */
+extern int	rp_natsio_reg_get(jsCtx *js, const char *stream, RpNatsioReg * r);
+
+/*
+ * Record stream where it has no entry yet (the bucket made with replicas
+ * when missing): 0 recorded (or already so), 1 another entry is there, -1
+ * after rp_fail.
+ */
+extern int	rp_natsio_reg_put(jsCtx *js, const char *stream, int replicas,
+							  const RpNatsioReg * r);
 #endif							/* RP_HAVE_NATS */
 
 #endif							/* RP_NATSIO_H */

@@ -264,6 +264,49 @@ learn_identity(RpNatsSrc *s, uint64_t *first, uint64_t *last, RpCheckpoint *bind
 	return 0;
 }
 
+/*
+ * The stream against the registry (natsio/rp_natsio_reg.c): made when its
+ * writer recorded it, and, for a reader without a checkpoint, holding its
+ * slot's history from the beginning, unless --nats-from-current-start
+ * accepts the loss.
+ */
+static int
+check_origin(RpNatsSrc *s, bool have_ck, uint64_t first)
+{
+	RpNatsioReg reg;
+	const char *hint = "--nats-from-current-start reads it from its first whole transaction, and what it lost is lost to the sink";
+
+	if (rp_natsio_reg_get(s->js, s->o.stream, &reg) < 0)
+		return -1;
+	if (!have_ck && s->o.from_current_start)
+	{
+		if (!reg.found || reg.created != s->created || first > 1)
+			fprintf(stderr, "replicant: NATS stream \"%s\" is read from its first whole transaction (--nats-from-current-start): what it held before is not in the sink\n",
+					s->o.stream);
+		return 0;
+	}
+	if (reg.found && reg.created != s->created)
+	{
+		char		was[48];
+		char		now[48];
+
+		rp_natsio_time_text(reg.created, was, sizeof(was));
+		rp_natsio_time_text(s->created, now, sizeof(now));
+		return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\" was made at %s, but the stream slot \"%s\" wrote was made at %s (stream registry %s): it was deleted and made again, and does not hold that history%s%s",
+					   s->o.stream, now, reg.slot, was, RP_NATSIO_REGISTRY,
+					   have_ck ? "" : "; ", have_ck ? "" : hint);
+	}
+	if (have_ck)
+		return 0;
+	if (!reg.found)
+		return rp_fail(RP_HALT_IDENTITY, "NATS stream \"%s\" has no entry in the stream registry %s (an earlier replicant wrote it, or the entry was deleted): nothing says it holds its slot's changes from the beginning; %s",
+					   s->o.stream, RP_NATSIO_REGISTRY, hint);
+	if (first > 1)
+		return rp_fail(RP_HALT_GAP, "NATS stream \"%s\" no longer holds its first messages (its first sequence is %" PRIu64 "): they were purged or dropped by limits; %s",
+					   s->o.stream, first, hint);
+	return 0;
+}
+
 static int
 subscribe(RpNatsSrc *s, uint64_t start)
 {
@@ -317,7 +360,7 @@ rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint 
 	rp_natsrc_source_name(s->o.stream, bind->source, sizeof(bind->source));
 	if (have_ck)
 	{
-		if (check_checkpoint(s, ck, first, last) < 0)
+		if (check_origin(s, true, first) < 0 || check_checkpoint(s, ck, first, last) < 0)
 			return -1;
 		bind->system_id = ck->system_id;
 		bind->timeline = ck->timeline;
@@ -326,15 +369,21 @@ rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint 
 	}
 	else
 	{
-		if (learn_identity(s, &first, &last, bind) < 0)
+		/* before its first message is read: it may be gone too */
+		bool		checked = last > 0;
+
+		if (checked && check_origin(s, false, first) < 0)
+			return -1;
+		if (learn_identity(s, &first, &last, bind) < 0 ||
+			(!checked && check_origin(s, false, first) < 0))
 			return -1;
 		start = first;
 
 		/*
-		 * a stream whose beginning is gone: start at its first whole
-		 * transaction
+		 * a stream whose beginning is gone (accepted): start at its first
+		 * whole transaction
 		 */
-		s->skip_partial = first > 1;
+		s->skip_partial = first > 1 || s->o.from_current_start;
 	}
 	rp_natsrc_chain_init(&s->chain, start, have_ck ? ck->end_lsn : 0, true, bind->system_id,
 						 bind->timeline);

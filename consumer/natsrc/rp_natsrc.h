@@ -27,6 +27,11 @@ typedef struct RpNatsSrcOptions
 	const char *stream;
 	const char *subjects;		/* a subject wildcard: only matching data
 								 * reaches the sink (NULL: all) */
+	bool		from_current_start; /* without a checkpoint, a stream whose
+									 * beginning is gone, or that the registry
+									 * does not know, is read from its first
+									 * whole transaction (the history before
+									 * it is lost to this reader) */
 	const char *creds;
 	const char *tls_ca;
 	const char *tls_cert;

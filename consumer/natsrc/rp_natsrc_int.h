@@ -57,6 +57,7 @@ struct RpNatsSrc
 	natsSubscription *sub;
 	char	   *subject;		/* the stream's one subject */
 	uint64_t	last_seq;		/* the stream's last sequence, as last seen */
+	int64_t		created;		/* the stream's creation time */
 	RpNatsChain chain;
 	bool		skip_partial;	/* no checkpoint, the stream's start is gone:
 								 * skip to a whole transaction */

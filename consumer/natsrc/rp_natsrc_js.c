@@ -49,6 +49,7 @@ rp_natsrc_stream_state(RpNatsSrc *s, uint64_t *first, uint64_t *last)
 					   s->o.stream);
 	*first = si->State.FirstSeq;
 	*last = si->State.LastSeq;
+	s->created = si->Created;
 	if (s->subject == NULL)
 	{
 		int			n = si->Config ? si->Config->SubjectsLen : 0;

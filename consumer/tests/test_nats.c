@@ -401,6 +401,49 @@ START_TEST(test_fence_verdict)
 
 END_TEST
 
+/* The stream registry's key and value (natsio/rp_natsio_reg.c), and its time text. */
+START_TEST(test_registry_entry)
+{
+	RpBuf		b;
+	RpNatsioReg r = {true, 1796645970587034969LL, "cdc_1"};
+	RpNatsioReg back;
+	char		t[48];
+
+	rp_buf_init(&b, 16);
+	rp_natsio_reg_key(&b, "REPLICANT_cdc-1");
+	ck_assert_str_eq(b.data, "REPLICANT_cdc-1");
+
+	/*
+	 * a key allows [-/_=.A-Za-z0-9]: anything else, '=' and '.' included, one
+	 * to one as =XX
+	 */
+	rp_natsio_reg_key(&b, "a.b=c/d\xc3\xa9");
+	ck_assert_str_eq(b.data, "a=2Eb=3Dc=2Fd=C3=A9");
+
+	rp_natsio_reg_format(&b, &r);
+	ck_assert_str_eq(b.data, "{\"slot\":\"cdc_1\",\"created\":1796645970587034969}");
+	ck_assert(rp_natsio_reg_parse(b.data, b.len - 1, &back));
+	ck_assert(back.found);
+	ck_assert_str_eq(back.slot, "cdc_1");
+	ck_assert(back.created == r.created);
+	/* member order and spacing are free; a missing or mistyped member is not */
+	ck_assert(rp_natsio_reg_parse("{ \"created\": 5, \"slot\": \"s\" }", 29, &back));
+	ck_assert(back.created == 5 && strcmp(back.slot, "s") == 0);
+	ck_assert(!rp_natsio_reg_parse("{\"slot\":\"s\"}", 12, &back));
+	ck_assert(!back.found);
+	ck_assert(!rp_natsio_reg_parse("{\"slot\":1,\"created\":5}", 22, &back));
+	ck_assert(!rp_natsio_reg_parse("{\"slot\":\"s\",\"created\":5.5}", 26, &back));
+	ck_assert(!rp_natsio_reg_parse("not json", 8, &back));
+	/* the parse reports through its return, never as a pending error */
+	ck_assert_int_eq(rp_error_halt(), RP_HALT_NONE);
+	rp_buf_free(&b);
+
+	rp_natsio_time_text(1796645970587034969LL, t, sizeof(t));
+	ck_assert_str_eq(t, "2026-12-07T12:19:30.587034969Z");
+}
+
+END_TEST
+
 Suite	   *
 ct_suite_nats(void)
 {
@@ -419,6 +462,7 @@ ct_suite_nats(void)
 	tcase_add_test(tc, test_window_failures);
 	tcase_add_test(tc, test_classify);
 	tcase_add_test(tc, test_fence_verdict);
+	tcase_add_test(tc, test_registry_entry);
 	suite_add_tcase(s, tc);
 	return s;
 }

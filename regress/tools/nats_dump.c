@@ -6,7 +6,8 @@
  *                                       line each: {"seq":N,"subject":"...","headers":
  *                                       {"Key":"value" or ["v1","v2"]},"data":"payload"}
  *                                       ({"seq":N,"missing":true} for a sequence not there)
- *   nats_dump URLS STREAM info          {"messages":N,"bytes":N,"first_seq":N,"last_seq":N,
+ *   nats_dump URLS STREAM info          {"exists":true,"created":NS,"messages":N,"bytes":N,
+ *                                        "first_seq":N,"last_seq":N,
  *                                        "max_bytes":N,"discard":"new|old","replicas":N,
  *                                        "duplicates_ns":N,"deny_delete":B,"deny_purge":B,
  *                                        "subjects":[...],"leader":"n1"}
@@ -15,6 +16,13 @@
  *                                       storage, subjects PREFIX.>, limits retention, deny
  *                                       delete and purge, MAX_BYTES with discard new
  *   nats_dump URLS STREAM max-bytes N   update the stream's max bytes (-1: unlimited)
+ *   nats_dump URLS STREAM max-age S     update the stream's max age in seconds (0: none)
+ *   nats_dump URLS STREAM delete-stream delete the stream
+ *   nats_dump URLS STREAM register SLOT record the stream in the NATS sink's stream registry
+ *                                       as slot SLOT's, made when the server says (a
+ *                                       planted stream that stands for one the sink wrote)
+ *   nats_dump URLS STREAM registry      the stream's registry entry as stored, or
+ *                                       {"exists":false}
  *   nats_dump URLS STREAM tail          the last message as dump prints it, plus
  *                                       "last_complete_end": the Replicant-End-Lsn of the last
  *                                       data message with Replicant-Last or position message
@@ -48,6 +56,7 @@
  * set (test/t/080_nats_dump_detached.pl). Built by the scripts into their temp dir:
  *   cc -O2 -o DIR/nats_dump regress/tools/nats_dump.c $(pkg-config --cflags --libs libnats)
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +105,7 @@ transient(natsStatus s, jsErrCode jerr)
 		s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED ||
 		s == NATS_STALE_CONNECTION ||
 		jerr == 10008 /* cluster not available */ ||
-		jerr == 10076 /* no responders */;
+		jerr == 10076 /* no responders */ ;
 }
 
 static void
@@ -343,7 +352,11 @@ tail(const char *stream)
 	}
 	m = get_msg(stream, last);
 	seq = last;
-	/* walk back to the last message with Replicant-Last, skipping the open transaction */
+
+	/*
+	 * walk back to the last message with Replicant-Last, skipping the open
+	 * transaction
+	 */
 	while (seq > 0)
 	{
 		natsMsg    *w = (seq == last) ? m : get_msg(stream, seq);
@@ -358,7 +371,11 @@ tail(const char *stream)
 			const char *op = header(w, "Replicant-Op");
 
 			lastv = header(w, "Replicant-Last");
-			/* a position message marks a confirmable end as a last message does */
+
+			/*
+			 * a position message marks a confirmable end as a last message
+			 * does
+			 */
 			if ((lastv != NULL && strcmp(lastv, "true") == 0) || strcmp(op, "position") == 0)
 			{
 				snprintf(end, sizeof(end), "%s", header(w, "Replicant-End-Lsn") ? header(w, "Replicant-End-Lsn") : "");
@@ -445,12 +462,12 @@ info(const char *stream)
 		printf("{\"exists\":false}\n");
 		return;
 	}
-	printf("{\"exists\":true,\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64
+	printf("{\"exists\":true,\"created\":%" PRId64 ",\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64
 		   ",\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
 		   ",\"max_bytes\":%" PRId64 ",\"discard\":\"%s\",\"replicas\":%" PRId64
 		   ",\"duplicates_ns\":%" PRId64 ",\"deny_delete\":%s,\"deny_purge\":%s"
 		   ",\"retention\":%d,\"storage\":%d,\"subjects\":[",
-		   si->State.Msgs, si->State.Bytes, si->State.FirstSeq, si->State.LastSeq,
+		   si->Created, si->State.Msgs, si->State.Bytes, si->State.FirstSeq, si->State.LastSeq,
 		   si->Config->MaxBytes, si->Config->Discard == js_DiscardNew ? "new" : "old",
 		   si->Config->Replicas, si->Config->Duplicates,
 		   si->Config->DenyDelete ? "true" : "false",
@@ -510,8 +527,15 @@ create(const char *stream, const char *prefix, int64_t max_bytes, int64_t replic
 	}
 }
 
+/* which limit set_limit changes */
+enum limit
+{
+	LIMIT_MAX_BYTES,
+	LIMIT_MAX_AGE_S
+};
+
 static void
-set_max_bytes(const char *stream, int64_t max_bytes)
+set_limit(const char *stream, enum limit which, int64_t value)
 {
 	double		deadline = now_s() + RETRY_SECONDS;
 
@@ -526,7 +550,15 @@ set_max_bytes(const char *stream, int64_t max_bytes)
 			fprintf(stderr, "nats_dump: stream %s does not exist\n", stream);
 			exit(2);
 		}
-		si->Config->MaxBytes = max_bytes;
+		if (which == LIMIT_MAX_BYTES)
+			si->Config->MaxBytes = value;
+		else
+		{
+			/* the server refuses a duplicate window longer than the max age */
+			si->Config->MaxAge = value * 1000000000LL;
+			if (value > 0 && si->Config->Duplicates > si->Config->MaxAge)
+				si->Config->Duplicates = si->Config->MaxAge;
+		}
 		s = js_UpdateStream(NULL, js, si->Config, NULL, &jerr);
 		jsStreamInfo_Destroy(si);
 		if (s == NATS_OK)
@@ -535,6 +567,102 @@ set_max_bytes(const char *stream, int64_t max_bytes)
 			die("update stream", s, jerr);
 		retry_pause();
 	}
+}
+
+static void
+delete_stream(const char *stream)
+{
+	jsErrCode	jerr = 0;
+	natsStatus	s = js_DeleteStream(js, stream, NULL, &jerr);
+
+	if (s != NATS_OK)
+		die("delete stream", s, jerr);
+}
+
+/*
+ * The stream registry the NATS sink keeps (docs/sinks.md): the JetStream
+ * key-value bucket REPLICANT_STREAMS, key the stream name (bytes outside
+ * [A-Za-z0-9_-] as =XX), value {"slot":"S","created":N}.
+ */
+static kvStore *
+registry(bool make)
+{
+	kvStore    *kv = NULL;
+	kvConfig	cfg;
+	natsStatus	s = js_KeyValue(&kv, js, "REPLICANT_STREAMS");
+
+	if (s == NATS_OK)
+		return kv;
+	if (!make)
+		return NULL;
+	kvConfig_Init(&cfg);
+	cfg.Bucket = "REPLICANT_STREAMS";
+	cfg.History = 1;
+	cfg.StorageType = js_FileStorage;
+	cfg.Replicas = nservers >= 3 ? 3 : 1;
+	if ((s = js_CreateKeyValue(&kv, js, &cfg)) != NATS_OK)
+		die("create key-value bucket", s, 0);
+	return kv;
+}
+
+static void
+registry_key(const char *stream, char *key, size_t len)
+{
+	size_t		n = 0;
+
+	for (const unsigned char *p = (const unsigned char *) stream; *p && n + 4 < len; p++)
+	{
+		if (isalnum(*p) || *p == '_' || *p == '-')
+			key[n++] = (char) *p;
+		else
+			n += (size_t) snprintf(key + n, len - n, "=%02X", *p);
+	}
+	key[n] = '\0';
+}
+
+/* register SLOT: record the stream as slot SLOT's, made when the server says (replaces) */
+static void
+register_stream(const char *stream, const char *slot)
+{
+	jsStreamInfo *si = stream_info(stream);
+	kvStore    *kv;
+	char		key[512];
+	char		val[512];
+	uint64_t	rev = 0;
+	natsStatus	s;
+
+	if (si == NULL)
+	{
+		fprintf(stderr, "nats_dump: stream %s does not exist\n", stream);
+		exit(2);
+	}
+	kv = registry(true);
+	registry_key(stream, key, sizeof(key));
+	snprintf(val, sizeof(val), "{\"slot\":\"%s\",\"created\":%" PRId64 "}", slot, si->Created);
+	jsStreamInfo_Destroy(si);
+	if ((s = kvStore_PutString(&rev, kv, key, val)) != NATS_OK)
+		die("put registry entry", s, 0);
+	kvStore_Destroy(kv);
+}
+
+/* registry: the stream's entry as stored, or {"exists":false} */
+static void
+show_registry(const char *stream)
+{
+	kvStore    *kv = registry(false);
+	kvEntry    *e = NULL;
+	char		key[512];
+
+	registry_key(stream, key, sizeof(key));
+	if (kv == NULL || kvStore_Get(&e, kv, key) != NATS_OK)
+		printf("{\"exists\":false}\n");
+	else
+	{
+		printf("%.*s\n", kvEntry_ValueLen(e), (const char *) kvEntry_Value(e));
+		kvEntry_Destroy(e);
+	}
+	if (kv)
+		kvStore_Destroy(kv);
 }
 
 static void
@@ -747,7 +875,11 @@ main(int argc, char **argv)
 			 tok = strtok_r(NULL, ",", &save))
 			servers[nservers++] = tok;
 	}
-	/* the first server at random (spreads the parallel dumps), unless the test asks for order */
+
+	/*
+	 * the first server at random (spreads the parallel dumps), unless the
+	 * test asks for order
+	 */
 	if (getenv("NATS_DUMP_IN_ORDER") == NULL)
 		first = (int) (getpid() % nservers);
 	connect_js();
@@ -778,7 +910,15 @@ main(int argc, char **argv)
 	else if (strcmp(cmd, "purge-below") == 0 && argc == 5)
 		purge_below(argv[2], strtoull(argv[4], NULL, 10));
 	else if (strcmp(cmd, "max-bytes") == 0 && argc == 5)
-		set_max_bytes(argv[2], strtoll(argv[4], NULL, 10));
+		set_limit(argv[2], LIMIT_MAX_BYTES, strtoll(argv[4], NULL, 10));
+	else if (strcmp(cmd, "max-age") == 0 && argc == 5)
+		set_limit(argv[2], LIMIT_MAX_AGE_S, strtoll(argv[4], NULL, 10));
+	else if (strcmp(cmd, "delete-stream") == 0 && argc == 4)
+		delete_stream(argv[2]);
+	else if (strcmp(cmd, "register") == 0 && argc == 5)
+		register_stream(argv[2], argv[4]);
+	else if (strcmp(cmd, "registry") == 0 && argc == 4)
+		show_registry(argv[2]);
 	else if (strcmp(cmd, "tail") == 0)
 		tail(argv[2]);
 	else if (strcmp(cmd, "publish") == 0 && argc >= 6)

@@ -111,7 +111,9 @@ sub plant
 	my ($stream, $prefix, @range) = @_;
 	my ($rc) = $nats->tool($stream, 'create-open', $prefix, 3);
 	my ($rc2, $map) = $nats->tool($stream, 'copy', 'HA', 'ha', $prefix, @range);
-	ok($rc == 0 && $rc2 == 0, "stream $stream created and HA's messages @range[0, 1] copied into it"
+	# recorded in the sink's stream registry as the sink records a stream it makes
+	my ($rc3) = $nats->tool($stream, 'register', 'ha');
+	ok($rc == 0 && $rc2 == 0 && $rc3 == 0, "stream $stream created, registered and HA's messages @range[0, 1] copied into it"
 		  . (@range > 2 ? " but @range[2 .. $#range]" : ''));
 	return $map;
 }
@@ -253,7 +255,8 @@ my @e = ($nats->tool('HOLE_E', 'create-open', 'hoe', 3))[0];
 push @e, ($nats->tool('HOLE_E', 'copy', 'HA', 'ha', 'hoe', 1, $T4_LAST))[0];
 my $E2_LAST = $nats->last_seq('HE2');
 push @e, ($nats->tool('HOLE_E', 'copy', 'HE2', 'he2', 'hoe', 1, $E2_LAST))[0];
-is("@e", '0 0 0', "(e) HOLE_E holds HA's T1..T4, then HE2's 1..$E2_LAST");
+push @e, ($nats->tool('HOLE_E', 'register', 'ha'))[0];
+is("@e", '0 0 0 0', "(e) HOLE_E holds HA's T1..T4, then HE2's 1..$E2_LAST");
 read_stream('HOLE_E', 'hole_e', "$work/e.log");
 halted('e', 'HOLE_E', qr/[Ss]ystem/, 'the system id');
 nothing_from('e', "$work/e.log", 100);

@@ -76,6 +76,44 @@ static const char rp_nats_name[] = "nats";
 /* ---- the tail ---- */
 
 /*
+ * The tail read again while writing, against the end this writer knew:
+ * 0, or -1 after rp_fail.
+ */
+static int
+check_went_back(RpNatsSink *ns, uint64_t last_seq)
+{
+	/*
+	 * A stream whose end went back lost messages it had acknowledged, and the
+	 * slot has been confirmed past them: resuming after the older tail would
+	 * write the next changes behind a hole no reader can see.  Seen with
+	 * nats-server 2.9.10 when the leader and a follower were killed together
+	 * while the third node caught up (a restarted node reset its copy and
+	 * voted the stale one leader), and when the whole cluster was stopped
+	 * while one node's copy still caught up.  A stream restored from a backup
+	 * or re-created looks the same.  A leader just elected might answer
+	 * before it has applied what it holds, so the tail is asked again for
+	 * RP_NATS_BEHIND_S before this halts: what a stream lost stays lost.
+	 */
+	if (last_seq < ns->known_seq)
+	{
+		char		end[24];
+		int64_t		now = rp_clock_mono_us();
+
+		rp_lsn_format(ns->stream_end, end);
+		if (ns->behind_since_us == 0)
+			ns->behind_since_us = now;
+		if (now - ns->behind_since_us < (int64_t) RP_NATS_BEHIND_S * 1000000)
+			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\" ends at sequence %llu, below the %llu it acknowledged to this writer; asking again",
+						   ns->stream, (unsigned long long) last_seq,
+						   (unsigned long long) ns->known_seq);
+		return rp_fail(RP_HALT_GAP, "NATS stream \"%s\" lost messages it had acknowledged: its last sequence is %llu, this writer had %llu acknowledged (up to end LSN %s), and so for %d s; the changes in between are missing from it and the slot has been confirmed past them: rebuild the stream (docs/operations.md)",
+					   ns->stream, (unsigned long long) last_seq,
+					   (unsigned long long) ns->known_seq, end, RP_NATS_BEHIND_S);
+	}
+	return 0;
+}
+
+/*
  * Read the stream's tail into the resume point.  fence: this writer has
  * started; a tail that moved since it last knew the stream's end and that
  * another writer wrote halts it.
@@ -83,14 +121,25 @@ static const char rp_nats_name[] = "nats";
 static int
 read_tail(RpNatsSink *ns, bool fence)
 {
+	RpNatsTailState st;
 	uint64_t	last_seq;
 	RpNatsHead	last;
 	RpNatsHead	data;
 	RpCheckpoint bound = ns->ck;	/* the source this run streams (set by
 									 * handle_batch) */
 
-	if (rp_nats_tail_read(&ns->link, ns->stream, &last_seq, &last, &data) < 0)
+	if (rp_nats_tail_read(&ns->link, ns->stream, ns->prefix, &st, &last, &data) < 0)
 		return -1;
+
+	/*
+	 * deleted, made again, or its first messages gone since the open checked
+	 * it
+	 */
+	if (st.missing)
+		return rp_nats_stream_gone(ns->stream, ns->created);
+	if (rp_nats_stream_identity(ns->stream, st.created, st.first_seq, st.last_seq, ns->created) < 0)
+		return -1;
+	last_seq = st.last_seq;
 	if (!fence && last_seq > 0)
 		snprintf(ns->predecessor, sizeof(ns->predecessor), "%s", last.writer);
 	if (fence)
@@ -110,34 +159,8 @@ read_tail(RpNatsSink *ns, bool fence)
 		}
 	}
 
-	/*
-	 * A stream whose end went back lost messages it had acknowledged, and the
-	 * slot has been confirmed past them: resuming after the older tail would
-	 * write the next changes behind a hole no reader can see.  Seen with
-	 * nats-server 2.9.10 when the leader and a follower were killed together
-	 * while the third node caught up (a restarted node reset its copy and
-	 * voted the stale one leader), and when the whole cluster was stopped
-	 * while one node's copy still caught up.  A stream restored from a backup
-	 * or re-created looks the same.  A leader just elected might answer
-	 * before it has applied what it holds, so the tail is asked again for
-	 * RP_NATS_BEHIND_S before this halts: what a stream lost stays lost.
-	 */
-	if (fence && last_seq < ns->known_seq)
-	{
-		char		end[24];
-		int64_t		now = rp_clock_mono_us();
-
-		rp_lsn_format(ns->stream_end, end);
-		if (ns->behind_since_us == 0)
-			ns->behind_since_us = now;
-		if (now - ns->behind_since_us < (int64_t) RP_NATS_BEHIND_S * 1000000)
-			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\" ends at sequence %llu, below the %llu it acknowledged to this writer; asking again",
-						   ns->stream, (unsigned long long) last_seq,
-						   (unsigned long long) ns->known_seq);
-		return rp_fail(RP_HALT_GAP, "NATS stream \"%s\" lost messages it had acknowledged: its last sequence is %llu, this writer had %llu acknowledged (up to end LSN %s), and so for %d s; the changes in between are missing from it and the slot has been confirmed past them: rebuild the stream (docs/operations.md)",
-					   ns->stream, (unsigned long long) last_seq,
-					   (unsigned long long) ns->known_seq, end, RP_NATS_BEHIND_S);
-	}
+	if (fence && check_went_back(ns, last_seq) < 0)
+		return -1;
 	ns->behind_since_us = 0;
 	ns->known_seq = last_seq;
 	memset(&ns->resume, 0, sizeof(ns->resume));
@@ -171,6 +194,40 @@ read_tail(RpNatsSink *ns, bool fence)
 	 */
 	ns->nrels = 0;
 	ns->need_tail = false;
+	return 0;
+}
+
+/*
+ * The server's advisories about the stream (made, updated, deleted): the
+ * writer reads the stream again before its next publish, so limits that
+ * drop messages, or a stream deleted or made again, halt it while it runs
+ * too (read_tail checks both).  Called on libnats' thread.
+ */
+static void
+stream_advisory(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+	RpNatsSink *ns = closure;
+	const char *subj = natsMsg_GetSubject(msg);
+
+	if (subj && (strstr(subj, ".UPDATED.") || strstr(subj, ".DELETED.") || strstr(subj, ".CREATED.")))
+		__atomic_store_n(&ns->stream_event, 1, __ATOMIC_RELEASE);
+	natsMsg_Destroy(msg);
+}
+
+static int
+watch_stream(RpNatsSink *ns)
+{
+	char		subject[512];
+	natsStatus	st;
+
+	snprintf(subject, sizeof(subject), "$JS.EVENT.ADVISORY.STREAM.*.%s", ns->stream);
+	st = natsConnection_Subscribe(&ns->advisories, ns->link.nc, subject, stream_advisory, ns);
+	if (st != NATS_OK)
+	{
+		ns->advisories = NULL;
+		return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": subscribing to its advisories failed (%s)",
+					   ns->stream, rp_natsio_status_text(st));
+	}
 	return 0;
 }
 
@@ -246,6 +303,8 @@ publish_unit(RpNatsSink *ns, RpDelivery *dl, const RpNatsUnit *u, const RpCheckp
 		int			rc = 0;
 		RpNatsWin	w;
 
+		if (__atomic_exchange_n(&ns->stream_event, 0, __ATOMIC_ACQ_REL))
+			ns->need_tail = true;
 		if (ns->need_tail && read_tail(ns, true) < 0)
 		{
 			if (rp_error_halt() != RP_HALT_NONE)
@@ -339,6 +398,11 @@ rp_nats_close(RpSink *s)
 
 	if (ns->held)
 		natsMsg_Destroy(ns->held);
+	if (ns->advisories)
+	{
+		natsSubscription_Unsubscribe(ns->advisories);
+		natsSubscription_Destroy(ns->advisories);
+	}
 	rp_nats_disconnect(&ns->link);
 	pthread_mutex_destroy(&ns->link.mu);
 	pthread_cond_destroy(&ns->link.cv);
@@ -458,8 +522,9 @@ rp_nats_open(const RpNatsOptions *opts, const RpSinkEnv *env)
 	s->close = rp_nats_close;
 
 	if (rp_nats_connect(&ns->link, &ns->o) < 0 ||
-		rp_nats_stream_ensure(&ns->link, &ns->o, ns->stream, ns->prefix) < 0 ||
-		read_tail(ns, false) < 0)
+		rp_nats_stream_ensure(&ns->link, &ns->o, ns->stream, ns->prefix, ns->slot,
+							  &ns->created) < 0 ||
+		read_tail(ns, false) < 0 || watch_stream(ns) < 0)
 	{
 		rp_nats_close(s);
 		return NULL;

@@ -245,17 +245,44 @@ typedef struct RpNatsLink
 extern int	rp_nats_connect(RpNatsLink *l, const RpNatsOptions *o);
 extern void rp_nats_disconnect(RpNatsLink *l);
 
-/* rp_nats_stream.c: create the stream when missing, check it when present */
+/*
+ * rp_nats_stream.c: create the stream when missing (unless the registry
+ * knows it: then it was deleted, a halt), check its config and identity
+ * when present, record it in the registry; *created: its creation time.
+ */
 extern int	rp_nats_stream_ensure(RpNatsLink *l, const RpNatsOptions *o, const char *stream,
-								  const char *prefix);
+								  const char *prefix, const char *slot, int64_t *created);
+
+/* Does the config keep every message the sink appends?  0, or -1 after rp_fail (config). */
+extern int	rp_nats_stream_check(const jsStreamConfig *c, const char *stream, const char *prefix);
 
 /*
- * rp_nats_tail.c: the stream's last sequence (*last_seq, 0 when empty), the
- * head of its last message (*last) and of its last data or position
- * message (*data, kind OTHER when none).  -1 after rp_fail.
+ * Is the stream, made at created and holding first_seq..last_seq, the one
+ * made at recorded (0: not known)?  0, or -1 after rp_fail (identity, gap).
  */
-extern int	rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_seq,
-							  RpNatsHead *last, RpNatsHead *data);
+extern int	rp_nats_stream_identity(const char *stream, int64_t created, uint64_t first_seq,
+									uint64_t last_seq, int64_t recorded);
+
+/* The halt for a stream that the registry knows and that no longer exists: -1. */
+extern int	rp_nats_stream_gone(const char *stream, int64_t created);
+
+/* What the tail read says about the stream itself. */
+typedef struct RpNatsTailState
+{
+	bool		missing;		/* no such stream (nothing else is set) */
+	uint64_t	first_seq;
+	uint64_t	last_seq;		/* 0 when empty */
+	int64_t		created;		/* its creation time */
+}			RpNatsTailState;
+
+/*
+ * rp_nats_tail.c: the stream's state (its config checked against prefix:
+ * rp_nats_stream_check), the head of its last message (*last) and of its
+ * last data or position message (*data, kind OTHER when none).  -1 after
+ * rp_fail.
+ */
+extern int	rp_nats_tail_read(RpNatsLink *l, const char *stream, const char *prefix,
+							  RpNatsTailState * st, RpNatsHead *last, RpNatsHead *data);
 
 /*
  * rp_nats_pub.c: start a window after last_seq; publish one message
@@ -303,6 +330,9 @@ typedef struct RpNatsSink
 	char		predecessor[64];	/* the writer of the tail this one found
 									 * at its start */
 	RpNatsLink	link;
+	int64_t		created;		/* the stream's creation time (registry) */
+	natsSubscription *advisories;	/* the server's advisories about it */
+	int			stream_event;	/* one came (atomic): read the stream again */
 
 	/* what the stream holds, as this writer knows it */
 	uint64_t	known_seq;		/* its last sequence */

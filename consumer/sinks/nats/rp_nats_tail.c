@@ -101,14 +101,17 @@ rp_nats_resume_covers(const RpNatsResume *r, uint64_t commit_lsn, uint64_t index
  * relation descriptions to the last data or position message.
  */
 int
-rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_seq, RpNatsHead *last,
-				  RpNatsHead *data)
+rp_nats_tail_read(RpNatsLink *l, const char *stream, const char *prefix, RpNatsTailState * st,
+				  RpNatsHead *last, RpNatsHead *data)
 {
 	jsStreamInfo *si = NULL;
 	jsErrCode	code = 0;
 	natsStatus	s;
 	uint64_t	first;
+	uint64_t   *last_seq = &st->last_seq;
+	int			rc;
 
+	memset(st, 0, sizeof(*st));
 	memset(last, 0, sizeof(*last));
 	memset(data, 0, sizeof(*data));
 	switch (rp_natsio_stream_info(l->js, stream, &si, &s, &code))
@@ -124,15 +127,30 @@ rp_nats_tail_read(RpNatsLink *l, const char *stream, uint64_t *last_seq, RpNatsH
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\" has no leader: a replica answered with its own state; asking again",
 						   stream);
 		default:
+			if (s == NATS_NOT_FOUND || code == JSStreamNotFoundErr)
+			{
+				st->missing = true;
+				return 0;
+			}
 			if (code)
 				return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading its last sequence failed (JetStream error %d)",
 							   stream, (int) code);
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": reading its last sequence failed (%s)",
 						   stream, rp_natsio_status_text(s));
 	}
-	*last_seq = si->State.LastSeq;
+
+	/*
+	 * its limits may have changed since it was checked (the writer heard of
+	 * it, or failed)
+	 */
+	rc = rp_nats_stream_check(si->Config, stream, prefix);
+	st->first_seq = si->State.FirstSeq;
+	st->last_seq = si->State.LastSeq;
+	st->created = si->Created;
 	first = si->State.FirstSeq;
 	jsStreamInfo_Destroy(si);
+	if (rc < 0)
+		return -1;
 
 	for (uint64_t seq = *last_seq; seq >= first && seq > 0; seq--)
 	{
