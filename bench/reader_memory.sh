@@ -74,34 +74,8 @@ $| = 1;
 while (<STDIN>) { print "ack $1\n" if /^\{"kind":"flush","seq":(\d+)/; }
 PERL
 
-# run_measured LOG CMD...: RUN_RC, RUN_S, RUN_RSS_KB (as bench/consumer_memory.sh)
-run_measured() {
-	local log=$1 a pid line hwm=0 tfile=$1.time timed=0
-	shift
-	RUN_RC=0
-	[[ -x /usr/bin/time ]] && timed=1
-	a=$(now)
-	if ((timed)); then
-		/usr/bin/time -v -o "$tfile" "$@" 2>"$log" >/dev/null &
-	else
-		"$@" 2>"$log" >/dev/null &
-	fi
-	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		if ((!timed)); then
-			line=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
-			[[ -n $line ]] && hwm=$line
-		fi
-		sleep 0.1
-	done
-	wait "$pid" || RUN_RC=$?
-	RUN_S=$(sub "$(now)" "$a")
-	if ((timed)); then
-		RUN_RSS_KB=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tfile")
-	else
-		RUN_RSS_KB=$hwm
-	fi
-}
+# shellcheck source=bench/tools/measure.sh
+. "$here/tools/measure.sh"
 
 printf 'replicant stream reader memory bench: PostgreSQL %s, %s cores, nats-server %s, %s\n' \
 	"$(src -Atc 'show server_version')" "$(nproc)" "$(nats-server --version 2>&1 | awk '{ print $NF }')" \
