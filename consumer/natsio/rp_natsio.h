@@ -50,6 +50,14 @@ extern void rp_nats_head_parse(RpNatsHead *head, RpNatsHdrGet get, void *arg);
 /* A decimal u64 header value (digits only): true with *out. */
 extern bool rp_natsio_parse_u64(const char *s, uint64_t *out);
 
+/*
+ * name with every byte outside [A-Za-z0-9_-] as <mark>XX (uppercase hex),
+ * appended to out: a subject token ('%', sinks/nats/) or a key-value key
+ * ('=', the registry), one to one when mark is escaped too
+ * (rp_natsio_reg.c)
+ */
+extern void rp_natsio_escape(RpBuf *out, const char *name, char mark);
+
 /* ---- the stream registry (rp_natsio_reg.c) ---- */
 
 /* the key-value bucket that records each stream's creation time and slot */

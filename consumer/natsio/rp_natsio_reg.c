@@ -29,23 +29,31 @@
 #include "natsio/rp_natsio.h"
 
 void
-rp_natsio_reg_key(RpBuf *out, const char *stream)
+rp_natsio_escape(RpBuf *out, const char *name, char mark)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
-	rp_buf_reset(out);
-	for (const unsigned char *p = (const unsigned char *) stream; *p; p++)
+	for (const unsigned char *p = (const unsigned char *) name; *p; p++)
 	{
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-			(*p >= '0' && *p <= '9') || *p == '_' || *p == '-')
-			rp_buf_put_char(out, (char) *p);
+		unsigned char c = *p;
+
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			c == '_' || c == '-')
+			rp_buf_put_u8(out, c);
 		else
 		{
-			rp_buf_put_char(out, '=');
-			rp_buf_put_char(out, hex[*p >> 4]);
-			rp_buf_put_char(out, hex[*p & 15]);
+			rp_buf_put_u8(out, (uint8_t) mark);
+			rp_buf_put_u8(out, (uint8_t) hex[c >> 4]);
+			rp_buf_put_u8(out, (uint8_t) hex[c & 15]);
 		}
 	}
+}
+
+void
+rp_natsio_reg_key(RpBuf *out, const char *stream)
+{
+	rp_buf_reset(out);
+	rp_natsio_escape(out, stream, '=');
 	rp_buf_put_char(out, '\0');
 }
 

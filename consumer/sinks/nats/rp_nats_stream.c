@@ -142,11 +142,11 @@ stream_adopt(RpNatsLink *l, const RpNatsOptions *o, const char *stream, const ch
 	RpNatsioReg mine;
 
 	*created = si->Created;
-	if (reg->found)
-		return rp_nats_stream_identity(stream, si->Created, si->State.FirstSeq,
-									   si->State.LastSeq, reg->created);
-	if (rp_nats_stream_identity(stream, si->Created, si->State.FirstSeq, si->State.LastSeq, 0) < 0)
+	if (rp_nats_stream_identity(stream, si->Created, si->State.FirstSeq, si->State.LastSeq,
+								reg->found ? reg->created : 0) < 0)
 		return -1;
+	if (reg->found)
+		return 0;
 	if (si->State.LastSeq > 0)
 		fprintf(stderr, "replicant: NATS stream \"%s\" has no entry in the stream registry %s (an earlier replicant wrote it, or the entry was deleted): recording it now\n",
 				stream, RP_NATSIO_REGISTRY);

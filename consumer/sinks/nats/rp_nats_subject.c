@@ -12,22 +12,7 @@
 void
 rp_nats_subject_escape(RpBuf *out, const char *name)
 {
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *) name; *p; p++)
-	{
-		unsigned char c = *p;
-
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			c == '_' || c == '-')
-			rp_buf_put_u8(out, c);
-		else
-		{
-			rp_buf_put_u8(out, '%');
-			rp_buf_put_u8(out, (uint8_t) hex[c >> 4]);
-			rp_buf_put_u8(out, (uint8_t) hex[c & 15]);
-		}
-	}
+	rp_natsio_escape(out, name, '%');
 }
 
 void
