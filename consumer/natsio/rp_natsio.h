@@ -108,6 +108,14 @@ extern const char *rp_natsio_status_text(natsStatus s);
 /* natsMsgHeader_Get as an RpNatsHdrGet (arg: the natsMsg) */
 extern const char *rp_natsio_msg_header(void *arg, const char *key);
 
+/*
+ * Free a message a subscription delivered now, not on libnats' collector
+ * thread; NULL is nothing.  Only those: libnats builds them with
+ * natsMsg_free as their collector callback, while a message a request
+ * returned (js_GetMsg) may carry another and stays natsMsg_Destroy's.
+ */
+extern void rp_natsio_msg_free(natsMsg *m);
+
 /* ---- a stream's state (rp_natsio_info.c) ---- */
 
 /*

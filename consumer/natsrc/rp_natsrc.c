@@ -1,14 +1,14 @@
 /*
  * rp_natsrc.c
  *    The NATS source (rp_natsrc.h): the connection, the checkpoint's check
- *    against the stream, an ordered consumer from the checkpoint on, and
- *    each message through the hole checks into a frame (rp_natsrc_frame.c).
+ *    against the stream, a pull consumer from the checkpoint on
+ *    (rp_natsrc_pull.c), and each message through the hole checks into a
+ *    frame (rp_natsrc_frame.c).
  *
- * Reading uses an ordered consumer: ephemeral, flow controlled, no acks,
- * and libnats recreates it by itself after a leader change or a missed
- * heartbeat, from the last stream sequence it delivered; a reconnect is
- * survived the same way.  The reader never acknowledges anything to the
- * stream, so any number of readers share it, each at its own pace.
+ * The consumer is the server's view of where reading is; the reader does
+ * not trust it: every message must be the next sequence, and one that is
+ * not starts a new consumer at the next one (out_of_order).  A fetch that
+ * fails ends the open (the run reopens after what is durable).
  */
 #include "rp_alloc.h"
 
@@ -137,19 +137,10 @@ rp_natsrc_free(RpNatsSrc *s)
 void
 rp_natsrc_close(RpNatsSrc *s)
 {
-	if (s->sub)
-	{
-		/*
-		 * the ordered consumer is ephemeral: the server drops it with the
-		 * subscription
-		 */
-		natsSubscription_Unsubscribe(s->sub);
-		natsSubscription_Destroy(s->sub);
-	}
+	rp_natsrc_unsubscribe(s);
 	if (s->js)
 		jsCtx_Destroy(s->js);
 	rp_natsio_close(s->nc);
-	s->sub = NULL;
 	s->js = NULL;
 	s->nc = NULL;
 
@@ -178,6 +169,7 @@ rp_natsrc_metrics(RpBuf *out, const void *arg)
 	rp_metrics_sample(out, "replicant_nats_source_lag_messages", "gauge", "Messages the stream holds past what this reader read.", NULL, last > read ? last - read : 0);
 	rp_metrics_sample(out, "replicant_nats_source_messages_total", "counter", "Stream messages read (relation and position messages too).", NULL, RP_COUNT_LOAD(c->messages));
 	rp_metrics_sample(out, "replicant_nats_source_opens_total", "counter", "Times the stream was opened (the first, and every reopen after a failure).", NULL, RP_COUNT_LOAD(c->opens));
+	rp_metrics_sample(out, "replicant_nats_source_fetches_total", "counter", "Fetches from the stream's pull consumer answered.", NULL, RP_COUNT_LOAD(c->fetches));
 	rp_metrics_sample(out, "replicant_nats_source_replays_total", "counter", "Messages the consumer delivered again (below the next sequence), dropped; the consumer started again where reading is.", NULL, RP_COUNT_LOAD(c->replays));
 	rp_metrics_sample(out, "replicant_nats_source_skips_total", "counter", "Times the consumer skipped a message the stream holds; started again at it.", NULL, RP_COUNT_LOAD(c->skips));
 	rp_metrics_sample(out, "replicant_nats_source_relation_gets_total", "counter", "Relation descriptions fetched by sequence (a reader that started after them).", NULL, RP_COUNT_LOAD(c->relation_gets));
@@ -307,35 +299,6 @@ check_origin(RpNatsSrc *s, bool have_ck, uint64_t first)
 	return 0;
 }
 
-static int
-subscribe(RpNatsSrc *s, uint64_t start)
-{
-	jsSubOptions so;
-	jsErrCode	code = 0;
-	natsStatus	st;
-
-	jsSubOptions_Init(&so);
-	so.Stream = s->o.stream;
-	so.Ordered = true;
-	if (start > 1)
-	{
-		so.Config.DeliverPolicy = js_DeliverByStartSequence;
-		so.Config.OptStartSeq = start;
-	}
-	else
-		so.Config.DeliverPolicy = js_DeliverAll;
-	st = js_SubscribeSync(&s->sub, s->js, s->subject, NULL, &so, &code);
-	if (st != NATS_OK)
-	{
-		s->sub = NULL;
-		return rp_natsrc_js_fail(s, "subscribing", st, code);
-	}
-	RP_COUNT_ADD(s->count.opens, 1);
-	/* what libnats may hold unread: bounded (G5); flow control keeps it below */
-	natsSubscription_SetPendingLimits(s->sub, RP_NATSRC_PENDING_MSGS, RP_NATSRC_PENDING_BYTES);
-	return 0;
-}
-
 int
 rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint *bind)
 {
@@ -389,7 +352,7 @@ rp_natsrc_open(RpNatsSrc *s, const RpCheckpoint *ck, bool have_ck, RpCheckpoint 
 						 bind->timeline);
 	s->open_txn = false;
 	s->last_msg_ms = s->last_check_ms = rp_clock_mono_ms();
-	return subscribe(s, start);
+	return rp_natsrc_subscribe(s, start);
 }
 
 /*
@@ -420,21 +383,15 @@ stall_check(RpNatsSrc *s)
 static int
 resubscribe(RpNatsSrc *s, uint64_t seq)
 {
-	if (s->sub)
-	{
-		natsSubscription_Unsubscribe(s->sub);
-		natsSubscription_Destroy(s->sub);
-		s->sub = NULL;
-	}
-	return subscribe(s, seq);
+	rp_natsrc_unsubscribe(s);
+	return rp_natsrc_subscribe(s, seq);
 }
 
 /*
  * A delivered message that is not the next one (seq != chain.next_seq).
- * Below it: the consumer replays what was read (libnats recreates an
- * ordered consumer after missed heartbeats or a leader change, and has
- * been seen to start it again further back): dropped, and the consumer
- * started again where reading is.  Above it: a hole only if the stream
+ * Below it: the consumer replays what was read (a consumer recreated on a
+ * leader change has been seen to start again further back): dropped, and
+ * a consumer started again where reading is.  Above it: a hole only if the stream
  * really lacks the next message (deleted or expired, so the get finds
  * none); a message that is there was skipped by the consumer, which is
  * started again at it.  1: the message is dropped; 0: let the hole checks
@@ -489,7 +446,7 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 		uint64_t	seq;
 		int			rc;
 
-		st = natsSubscription_NextMsg(&m, s->sub, left > 0 ? left : 0);
+		st = rp_natsrc_next(s, &m, left > 0 ? left : 0);
 		if (st == NATS_TIMEOUT)
 			return stall_check(s);
 		if (st != NATS_OK)
@@ -498,7 +455,7 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 		st = natsMsg_GetMetaData(&meta, m);
 		if (st != NATS_OK)
 		{
-			natsMsg_Destroy(m);
+			rp_natsio_msg_free(m);
 			return rp_fail(RP_HALT_NONE, "NATS stream \"%s\": a delivered message has no metadata (%s)",
 						   s->o.stream, rp_natsio_status_text(st));
 		}
@@ -514,7 +471,7 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 			if (rc != 0)
 			{
 				jsMsgMetaData_Destroy(meta);
-				natsMsg_Destroy(m);
+				rp_natsio_msg_free(m);
 				if (rc < 0)
 					return -1;
 				continue;
@@ -529,7 +486,7 @@ rp_natsrc_read(RpNatsSrc *s, RpNatsSrcEvent *ev, int timeout_ms)
 		jsMsgMetaData_Destroy(meta);
 		s->resub_at = 0;
 		rc = rp_natsrc_message(s, m, ev->seq, ev);
-		natsMsg_Destroy(m);
+		rp_natsio_msg_free(m);
 		if (rc < 0 || ev->kind != RP_NATSRC_NONE)
 			return rc < 0 ? -1 : 0;
 		if (rp_clock_mono_ms() >= deadline)

@@ -19,9 +19,9 @@ extern bool rp_natsrc_subject_match(const char *pattern, const char *subject);
 #include "rp_buf.h"
 #include "rp_decode.h"
 
-/* what libnats may hold unread for the reader (flow control keeps it below) */
-#define RP_NATSRC_PENDING_MSGS 65536
-#define RP_NATSRC_PENDING_BYTES (32 * 1024 * 1024)
+/* one fetch: at most this many messages and bytes, whichever comes first */
+#define RP_NATSRC_FETCH_MSGS 1024
+#define RP_NATSRC_FETCH_BYTES (4 * 1024 * 1024)
 /* no message this long while the stream is ahead: the consumer is stuck */
 #define RP_NATSRC_STALL_MS 15000
 
@@ -43,6 +43,7 @@ typedef struct RpNatsSrcCounters
 								 * too) */
 	uint64_t	opens;			/* subscriptions opened (the first, and every
 								 * reopen) */
+	uint64_t	fetches;		/* fetches answered */
 	uint64_t	relation_gets;	/* descriptions fetched by sequence */
 	uint64_t	replays;		/* messages delivered again, dropped */
 	uint64_t	skips;			/* messages the consumer skipped though the
@@ -54,7 +55,10 @@ struct RpNatsSrc
 	RpNatsSrcOptions o;
 	natsConnection *nc;
 	jsCtx	   *js;
-	natsSubscription *sub;
+	natsSubscription *sub;		/* the pull consumer (rp_natsrc_pull.c) */
+	natsMsgList batch;			/* the last fetch, handed out from batch_at */
+	int			batch_at;
+	int64_t		fetch_bytes;	/* a fetch's byte bound */
 	char	   *subject;		/* the stream's one subject */
 	uint64_t	last_seq;		/* the stream's last sequence, as last seen */
 	int64_t		created;		/* the stream's creation time */
@@ -83,6 +87,15 @@ struct RpNatsSrc
 	RpBuf		rec;			/* one record */
 	RpBuf		tmp;
 };
+
+/* rp_natsrc_pull.c: a pull consumer from start on; -1 after rp_fail */
+extern int	rp_natsrc_subscribe(RpNatsSrc *s, uint64_t start);
+
+/* rp_natsrc_pull.c: drop the consumer and what is left of its last fetch */
+extern void rp_natsrc_unsubscribe(RpNatsSrc *s);
+
+/* rp_natsrc_pull.c: the next message, fetched when none is left (NATS_TIMEOUT: none came); the caller frees it (rp_natsio_msg_free) */
+extern natsStatus rp_natsrc_next(RpNatsSrc *s, natsMsg **m, int64_t timeout_ms);
 
 /* rp_natsrc_js.c: a message by sequence (leader-routed get); -1 after rp_fail */
 extern int	rp_natsrc_get(RpNatsSrc *s, uint64_t seq, natsMsg **m);

@@ -84,7 +84,7 @@ use Test::More;
 our @EXPORT = qw(
   rp_root rp_timeout rp_work rp_fixture rp_fixture_section slurp
   rp_cluster rp_pg_config rp_psql rp_psql_bg rp_session rp_conninfo
-  rp_replicant rp_replicant_ok rp_consumer rp_run rp_plain_metrics
+  rp_replicant rp_replicant_ok rp_replicant_peak rp_consumer rp_run rp_plain_metrics
   rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
   rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
   rp_dst_checkpoint rp_wait_dst_checkpoint rp_unacked rp_table_digest rp_compare_tables
@@ -281,6 +281,30 @@ sub rp_replicant
 		return -1;
 	}
 	return $rc;
+}
+
+# rp_replicant_peak(NAME, ARG...): rp_replicant under GNU time (/usr/bin/time -v, a
+# dependency, regress/install_deps.sh): its exit status and its peak RSS in MB (undef when
+# time wrote none). Options as rp_consumer's.
+sub rp_replicant_peak
+{
+	my ($name, @args) = @_;
+	my %o = ref $args[0] eq 'HASH' ? %{ shift @args } : ();
+	my $tv = rp_work() . "/$name.time";
+	my $p = RpTest::Proc->start(
+		name   => $name,
+		cmd    => [ '/usr/bin/time', '-v', '-o', $tv, replicant_bin(), @args ],
+		stderr => rp_work() . "/$name.err",
+		%o);
+	my $rc = $p->wait_exit;
+	if (!defined $rc)
+	{
+		diag("$name: still running after $TIMEOUT s, killed");
+		$p->kill9_alive;
+		return (-1, undef);
+	}
+	my ($kb) = (-e $tv ? slurp($tv) : '') =~ /Maximum resident set size \(kbytes\): (\d+)/;
+	return ($rc, defined $kb ? int($kb / 1024) : undef);
 }
 
 # rp_replicant_ok([ARG...], TEST_NAME): a run that must exit 0

@@ -6,8 +6,9 @@
 # A 200-row transaction of 512 kB values (about 100 MB) is written to a 3-replica stream by
 # the NATS sink, then read back by a mirror reader (--source nats://) with --max-memory 32MB,
 # so the assembled transaction spills (replicant_spills_total > 0) and what libnats holds
-# unread stays bounded (RP_NATSRC_PENDING_BYTES, flow control). The reader's peak RSS must
-# stay under 170 MB (the bound 350_nats_memory.pl holds the writer to), and the destination
+# unread stays bounded (the pull consumer's fetches of RP_NATSRC_FETCH_BYTES, each room for
+# several of these messages: a fetch smaller than a message would never deliver it). The
+# reader's peak RSS must stay under 170 MB (the bound 350_nats_memory.pl holds the writer to), and the destination
 # must then equal the source row for row; a second reader started after the transaction,
 # from a checkpoint in the middle of the stream, must still know the table (its relation
 # description, published once at the stream's start, fetched by sequence).
