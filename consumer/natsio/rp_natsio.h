@@ -109,10 +109,9 @@ extern const char *rp_natsio_status_text(natsStatus s);
 extern const char *rp_natsio_msg_header(void *arg, const char *key);
 
 /*
- * Free a message a subscription delivered now, not on libnats' collector
- * thread; NULL is nothing.  Only those: libnats builds them with
- * natsMsg_free as their collector callback, while a message a request
- * returned (js_GetMsg) may carry another and stays natsMsg_Destroy's.
+ * Free a message a fetch delivered now, not on libnats' collector thread;
+ * NULL is nothing.  The reader's hot path only: the few messages a request
+ * returns (js_GetMsg) are left to natsMsg_Destroy.
  */
 extern void rp_natsio_msg_free(natsMsg *m);
 
