@@ -624,6 +624,23 @@ rp_decode_change(RpDecoder *dec, RpReader *r, RpRecord *rec)
 	return 1;
 }
 
+/*
+ * Version 4 ends a commit with its timeline; records of versions 1 to 3 do
+ * not, and stored records (version 0 here) may hold either.  A timeline of 0
+ * or one in a frame of an earlier version leaves bytes over: malformed.
+ */
+static void
+rp_decode_commit_tli(const RpDecoder *dec, RpReader *r, RpRecord *rec)
+{
+	if (r->ok && rp_reader_left(r) == RP_COMMIT_TLI_LEN &&
+		(dec->version == 0 || dec->version >= RP_PROTO_VERSION_COMMIT_TLI))
+	{
+		rec->u.commit.timeline = rp_get_u32(r);
+		if (rec->u.commit.timeline == 0)
+			r->ok = false;
+	}
+}
+
 int
 rp_decoder_next(RpDecoder *dec, RpRecord *rec)
 {
@@ -658,12 +675,14 @@ rp_decoder_next(RpDecoder *dec, RpRecord *rec)
 			rec->u.commit.commit_lsn = rp_get_u64(&r);
 			rec->u.commit.end_lsn = rp_get_u64(&r);
 			rec->u.commit.commit_time = (int64_t) rp_get_u64(&r);
+			rp_decode_commit_tli(dec, &r, rec);
 			break;
 		case RP_TAG_STREAM_COMMIT:
 			rec->u.commit.xid = rp_get_u32(&r);
 			rec->u.commit.commit_lsn = rp_get_u64(&r);
 			rec->u.commit.end_lsn = rp_get_u64(&r);
 			rec->u.commit.commit_time = (int64_t) rp_get_u64(&r);
+			rp_decode_commit_tli(dec, &r, rec);
 			break;
 		case RP_TAG_ORIGIN:
 			rec->u.origin.lsn = rp_get_u64(&r);

@@ -101,6 +101,8 @@ typedef struct RpRecord
 			uint64_t	commit_lsn;
 			uint64_t	end_lsn;
 			int64_t		commit_time;
+			uint32_t	timeline;	/* version 4: the WAL's timeline (0: not
+									 * said) */
 		}			commit;
 		struct
 		{

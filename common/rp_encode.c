@@ -20,12 +20,21 @@ rp_enc_begin(RpBuf *buf, uint32_t xid, uint64_t final_lsn, int64_t commit_time)
 void
 rp_enc_commit(RpBuf *buf, uint64_t commit_lsn, uint64_t end_lsn, int64_t commit_time)
 {
+	rp_enc_commit_tli(buf, commit_lsn, end_lsn, commit_time, 0);
+}
+
+void
+rp_enc_commit_tli(RpBuf *buf, uint64_t commit_lsn, uint64_t end_lsn, int64_t commit_time,
+				  uint32_t timeline)
+{
 	size_t		at = rp_buf_begin_record(buf, RP_TAG_COMMIT);
 
 	rp_buf_put_u8(buf, 0);
 	rp_buf_put_u64(buf, commit_lsn);
 	rp_buf_put_u64(buf, end_lsn);
 	rp_buf_put_u64(buf, (uint64_t) commit_time);
+	if (timeline != 0)
+		rp_buf_put_u32(buf, timeline);
 	rp_buf_end_record(buf, at);
 }
 
@@ -61,12 +70,21 @@ void
 rp_enc_stream_commit(RpBuf *buf, uint32_t xid, uint64_t commit_lsn, uint64_t end_lsn,
 					 int64_t commit_time)
 {
+	rp_enc_stream_commit_tli(buf, xid, commit_lsn, end_lsn, commit_time, 0);
+}
+
+void
+rp_enc_stream_commit_tli(RpBuf *buf, uint32_t xid, uint64_t commit_lsn, uint64_t end_lsn,
+						 int64_t commit_time, uint32_t timeline)
+{
 	size_t		at = rp_buf_begin_record(buf, RP_TAG_STREAM_COMMIT);
 
 	rp_buf_put_u32(buf, xid);
 	rp_buf_put_u64(buf, commit_lsn);
 	rp_buf_put_u64(buf, end_lsn);
 	rp_buf_put_u64(buf, (uint64_t) commit_time);
+	if (timeline != 0)
+		rp_buf_put_u32(buf, timeline);
 	rp_buf_end_record(buf, at);
 }
 

@@ -29,11 +29,20 @@ rp_enc_frame_header(RpBuf *buf)
 
 extern void rp_enc_begin(RpBuf *buf, uint32_t xid, uint64_t final_lsn, int64_t commit_time);
 extern void rp_enc_commit(RpBuf *buf, uint64_t commit_lsn, uint64_t end_lsn, int64_t commit_time);
+
+/*
+ * The same, with the commit's timeline (protocol version 4); a timeline of 0
+ * writes the record of versions 1 to 3.
+ */
+extern void rp_enc_commit_tli(RpBuf *buf, uint64_t commit_lsn, uint64_t end_lsn, int64_t commit_time,
+							  uint32_t timeline);
 extern void rp_enc_origin(RpBuf *buf, uint64_t origin_lsn, const char *name);
 extern void rp_enc_stream_start(RpBuf *buf, uint32_t xid, bool first_segment);
 extern void rp_enc_stream_stop(RpBuf *buf);
 extern void rp_enc_stream_commit(RpBuf *buf, uint32_t xid, uint64_t commit_lsn,
 								 uint64_t end_lsn, int64_t commit_time);
+extern void rp_enc_stream_commit_tli(RpBuf *buf, uint32_t xid, uint64_t commit_lsn,
+									 uint64_t end_lsn, int64_t commit_time, uint32_t timeline);
 extern void rp_enc_stream_abort(RpBuf *buf, uint32_t xid, uint32_t subxid);
 extern void rp_enc_message(RpBuf *buf, bool transactional, uint32_t xid, uint64_t lsn,
 						   const char *prefix, const char *content, size_t content_len);

@@ -605,6 +605,8 @@ rp_render_record_out(RpBuf *buf, const RpRecord *rec, const RpRelMap *rels, cons
 			rp_render_member_lsn(buf, "commit_lsn", rec->u.commit.commit_lsn);
 			rp_render_member_lsn(buf, "end_lsn", rec->u.commit.end_lsn);
 			rp_render_member_time(buf, "commit_time", rec->u.commit.commit_time);
+			if (rec->u.commit.timeline != 0)
+				rp_render_member_u64(buf, "timeline", rec->u.commit.timeline);
 			break;
 		case RP_TAG_ORIGIN:
 			rp_buf_put_char(buf, ',');

@@ -27,14 +27,21 @@
  * would take an extended timestamp for one of 290000 BC.  Version 3 adds
  * two fields at the end of every Relation record (RP_REL_KIND_* below),
  * which the option partitions=root needs; everything else is version 2.
+ * Version 4 ends every Commit and Stream commit record with the timeline of
+ * the WAL the commit was decoded from (RP_COMMIT_TLI_LEN), so that a consumer
+ * reading a standby that is promoted under it checkpoints on the new
+ * timeline from the first commit after the switch; everything else is
+ * version 3.
  */
-#define RP_PROTO_VERSION        3	/* the newest version this code speaks */
-#define RP_PROTO_VERSION_STR    "3" /* the consumer asks for it */
+#define RP_PROTO_VERSION        4	/* the newest version this code speaks */
+#define RP_PROTO_VERSION_STR    "4" /* the consumer asks for it */
 #define RP_PROTO_VERSION_MIN    1
-#define RP_PROTO_VERSION_MAX    3
+#define RP_PROTO_VERSION_MAX    4
 #define RP_PROTO_VERSION_DEFAULT 1	/* the plugin's, when none is asked for */
 #define RP_PROTO_VERSION_EXT_TS 2	/* the first with the extended timestamps */
 #define RP_PROTO_VERSION_REL_KIND 3 /* the first with the relation kind fields */
+#define RP_PROTO_VERSION_COMMIT_TLI 4	/* the first with the commit's timeline */
+#define RP_COMMIT_TLI_LEN       4	/* u32 timeline at the end of a commit */
 #define RP_FRAME_HEADER_LEN     2
 #define RP_RECORD_HEADER_LEN    5
 
@@ -43,7 +50,7 @@ typedef enum RpTag
 {
 	RP_TAG_BEGIN = 'B',			/* xid u32, final_lsn u64, commit_time i64 */
 	RP_TAG_COMMIT = 'C',		/* flags u8, commit_lsn u64, end_lsn u64,
-								 * commit_time i64 */
+								 * commit_time i64, [v4: timeline u32] */
 	RP_TAG_ORIGIN = 'O',		/* origin_lsn u64, name str */
 	RP_TAG_RELATION = 'R',		/* see docs/protocol.md "Relation" */
 	RP_TAG_INSERT = 'I',		/* change header, new tuple */
@@ -56,7 +63,7 @@ typedef enum RpTag
 	RP_TAG_STREAM_START = 'S',	/* xid u32, first_segment u8 */
 	RP_TAG_STREAM_STOP = 'E',	/* (empty) */
 	RP_TAG_STREAM_COMMIT = 'c', /* xid u32, commit_lsn u64, end_lsn u64,
-								 * commit_time i64 */
+								 * commit_time i64, [v4: timeline u32] */
 	RP_TAG_STREAM_ABORT = 'A'	/* xid u32, subxid u32 */
 } RpTag;
 

@@ -103,6 +103,23 @@ rp_state(LogicalDecodingContext *ctx)
 	return (RpState *) ctx->output_plugin_private;
 }
 
+/*
+ * The timeline of the WAL the commit record was read from (version 4; 0
+ * before it, which encodes the older record).  The reader chose it for the
+ * segment holding the record, from the server's history as it is now
+ * (XLogReadDetermineTimeline): on a standby promoted while we decode, the
+ * first commit read after the switch already says the new timeline, which
+ * a consumer must checkpoint on or its restart takes the old timeline's
+ * position for one past the switch.
+ */
+static inline uint32
+rp_commit_timeline(LogicalDecodingContext *ctx, const RpState *st)
+{
+	if (st->opts.proto_version < RP_PROTO_VERSION_COMMIT_TLI)
+		return 0;
+	return ctx->reader->currTLI;
+}
+
 /* ---- startup ---------------------------------------------------------- */
 
 static void
@@ -177,7 +194,8 @@ rp_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit_
 	st->changes_since_progress = 0;
 	if (!skipped)
 	{
-		rp_enc_commit(rp_output_buf(st), commit_lsn, txn->end_lsn, rp_commit_time(txn));
+		rp_enc_commit_tli(rp_output_buf(st), commit_lsn, txn->end_lsn, rp_commit_time(txn),
+						  rp_commit_timeline(ctx, st));
 		rp_output_record_done(ctx, st);
 		rp_output_flush(ctx, st);
 	}
@@ -275,8 +293,8 @@ rp_stream_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr 
 	OutputPluginUpdateProgress(ctx, !sent);
 	if (sent)
 	{
-		rp_enc_stream_commit(rp_output_buf(st), txn->xid, commit_lsn, txn->end_lsn,
-							 rp_commit_time(txn));
+		rp_enc_stream_commit_tli(rp_output_buf(st), txn->xid, commit_lsn, txn->end_lsn,
+								 rp_commit_time(txn), rp_commit_timeline(ctx, st));
 		rp_output_record_done(ctx, st);
 		rp_output_flush(ctx, st);
 	}

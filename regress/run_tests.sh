@@ -65,12 +65,13 @@ RP_PG_VERSIONS=${RP_PG_VERSIONS-15.18 17 18}
 VERSION_TESTS=(test/t/050_file_sink_kill9.pl test/t/070_mirror_stream.pl test/t/200_mirror_messages.pl
 	test/t/351_nats_source_memory.pl test/t/420_snapshot_mirror.pl test/t/460_backfill.pl
 	test/t/720_verify_truth.pl test/t/730_migration.pl)
-# Tests that need one major of the matrix (run with its servers, and only there): 540 checks
-# 18's virtual generated columns, 545 17's failover slots (and their refusal on 15), 546 a
-# resume on a promoted 17 standby, 547 decoding from a 17 standby, 750 mirrors 18 into 15
-# and 15 into 18.
-declare -A MAJOR_TESTS=([test/t/540_virtual_generated.pl]=18 [test/t/545_failover_slot.pl]=17
-	[test/t/546_failover_resume.pl]=17 [test/t/547_standby_decoding.pl]=17
+# Tests that need majors of the matrix (run with the servers of each major listed, and only
+# there; RP_TEST_MAJOR names it, test/perl/RpTest.pm's rp_test_major): 540 checks 18's
+# virtual generated columns, 545 the failover slots of 17 and 18 (and their refusal on 15),
+# 546 a resume on a promoted standby, 547 decoding from a standby and a promotion under it,
+# each on 17 and 18; 750 mirrors 18 into 15 and 15 into 18.
+declare -A MAJOR_TESTS=([test/t/540_virtual_generated.pl]=18 [test/t/545_failover_slot.pl]="17 18"
+	[test/t/546_failover_resume.pl]="17 18" [test/t/547_standby_decoding.pl]="17 18"
 	[test/t/750_cross_version.pl]=18)
 
 quick=0
@@ -384,13 +385,13 @@ version_suites() {
 		fi
 		[[ $v == *.* ]] && continue    # a minor of 15: the pg_regress suite only
 		for t in "${VERSION_TESTS[@]}" $(printf '%s\n' "${!MAJOR_TESTS[@]}" | sort); do
-			[[ -z ${MAJOR_TESTS[$t]:-} || ${MAJOR_TESTS[$t]} == "$v" ]] || continue
+			[[ -z ${MAJOR_TESTS[$t]:-} || " ${MAJOR_TESTS[$t]} " == *" $v "* ]] || continue
 			wanted "pg$v/$t" || continue
 			base=$(basename "$t" .pl)
 			log=$logdir/pg$v-tap-$base.log
 			# the server logs of the test's run on 15 go: the version line reads this run's
 			rm -f test/tmp_check/log/"${base}"_*.log
-			if TAP_PG_CONFIG=$pgc tap_run "$log" "$RP_ROOT" "$t"; then
+			if TAP_PG_CONFIG=$pgc RP_TEST_MAJOR=$v tap_run "$log" "$RP_ROOT" "$t"; then
 				pass "pg$v/$t" "$took"
 				printf '  %s checks passed (PostgreSQL %s)\n' "$(grep -cE '^ok [0-9]+' "$log" || true)" \
 					"$(sed -n 's/.*starting PostgreSQL \([0-9.]*\) .*/\1/p' test/tmp_check/log/"${base}"_*.log 2>/dev/null | sort -u | paste -sd ' ' -)"
@@ -405,12 +406,13 @@ version_suites() {
 
 # the tests of MAJOR_TESTS whose major this run has not: named, not passed
 major_tests_not_run() {
-	local t
+	local t v
 	for t in $(printf '%s\n' "${!MAJOR_TESTS[@]}" | sort); do
-		wanted "pg${MAJOR_TESTS[$t]}/$t" || continue
-		[[ " ${RP_PG_CONFIGS:-} " != *" ${MAJOR_TESTS[$t]}="* ]] || continue
-		printf 'skipped pg%s/%s (needs PostgreSQL %s: RP_PG_VERSIONS="%s")\n' "${MAJOR_TESTS[$t]}" "$t" \
-			"${MAJOR_TESTS[$t]}" "$RP_PG_VERSIONS"
+		for v in ${MAJOR_TESTS[$t]}; do
+			wanted "pg$v/$t" || continue
+			[[ " ${RP_PG_CONFIGS:-} " != *" $v="* ]] || continue
+			printf 'skipped pg%s/%s (needs PostgreSQL %s: RP_PG_VERSIONS="%s")\n' "$v" "$t" "$v" "$RP_PG_VERSIONS"
+		done
 	done
 }
 

@@ -62,12 +62,12 @@ SELECT pg_temp.decode_error(array[(SELECT data FROM pg_logical_slot_peek_binary_
                                    'frame_size', '1024') OFFSET 1 LIMIT 1)]);
 -- not a frame at all, another protocol version, an empty frame
 SELECT pg_temp.decode_error(array['\x7b226b696e64223a317d'::bytea]);
-SELECT pg_temp.decode_error(array['\x5204'::bytea || substr(f, 3)]) FROM frame1;
+SELECT pg_temp.decode_error(array['\x5205'::bytea || substr(f, 3)]) FROM frame1;
 SELECT pg_temp.decode_error(array['\x5200'::bytea]);
 SELECT pg_temp.decode_error(array[''::bytea]);
 -- the same through the error path of the SQL function itself
 \set VERBOSITY terse
-SELECT * FROM replicant.decode(array['\x5204'::bytea]);
+SELECT * FROM replicant.decode(array['\x5205'::bytea]);
 SELECT * FROM replicant.decode((SELECT array[f, substr(f, 1, 100)] FROM frame1));
 \set VERBOSITY default
 

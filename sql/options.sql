@@ -19,7 +19,7 @@ SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'forma
 SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'format', 'json', 'frame_size', '1023');
 SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'format', 'json', 'frame_size', '67108865');
 SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'format', 'json', 'frame_size', '64kB');
-SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'format', 'json', 'proto_version', '4');
+SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'format', 'json', 'proto_version', '5');
 SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'format', 'json', 'proto_version', '0');
 SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'format', 'json', 'proto_version', 'one');
 SELECT data FROM pg_logical_slot_peek_changes('options_slot', NULL, NULL, 'format', 'json', 'include_tables', 'a.b.c');

@@ -101,6 +101,20 @@ SELECT (SELECT sum(octet_length(data)) FROM pg_logical_slot_peek_binary_changes(
        5 * (SELECT count(*) FROM pg_temp.changes() x WHERE x LIKE 'relation %') AS v3_adds_kind_only;
 SELECT count(*) FILTER (WHERE substr(data, 1, 2) <> '\x5202'::bytea) AS v2_frames_of_another_version
 FROM pg_logical_slot_peek_binary_changes('part_slot', NULL, NULL, 'proto_version', '2');
+-- version 4 adds the timeline of the WAL each commit was read from (4 bytes)
+-- to each Commit record and nothing else; in JSON "timeline" ends the commit
+SELECT (SELECT sum(octet_length(data)) FROM pg_logical_slot_peek_binary_changes('part_slot',
+          NULL, NULL, 'proto_version', '4')) -
+       (SELECT sum(octet_length(data)) FROM pg_logical_slot_peek_binary_changes('part_slot',
+          NULL, NULL, 'proto_version', '3')) =
+       4 * (SELECT count(*) FROM pg_temp.changes() x WHERE x = 'commit') AS v4_adds_timeline_only;
+SELECT count(*) AS commits,
+       count(*) FILTER (WHERE (data::jsonb->>'timeline')::int =
+                        (SELECT timeline_id FROM pg_control_checkpoint())) AS on_this_timeline
+FROM pg_logical_slot_peek_changes('part_slot', NULL, NULL, 'format', 'json', 'proto_version', '4')
+WHERE data::jsonb->>'kind' = 'commit';
+SELECT count(*) FILTER (WHERE data::jsonb ? 'timeline') AS v3_json_with_timeline
+FROM pg_logical_slot_peek_changes('part_slot', NULL, NULL, 'format', 'json', 'proto_version', '3');
 SELECT pg_replication_slot_advance('part_slot', pg_current_wal_lsn()) IS NOT NULL AS advanced;
 
 -- A root whose partitions' replica identity does not cover its own: the

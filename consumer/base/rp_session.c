@@ -11,7 +11,7 @@
 #include "base/rp_status.h"
 
 /* the connection keywords a spec can set, plus dbname and the terminator */
-#define RP_SESSION_MAX_KEYS 5
+#define RP_SESSION_MAX_KEYS 9
 
 /*
  * Notices (and warnings) can quote row values: DETAIL and CONTEXT lines,
@@ -125,6 +125,10 @@ rp_session_open(const RpSessionSpec *spec, RpSessionError *err)
 	rp_session_key(keys, vals, &n, "replication", spec->replication);
 	rp_session_key(keys, vals, &n, "application_name", spec->application_name);
 	rp_session_key(keys, vals, &n, "fallback_application_name", spec->fallback_application_name);
+	rp_session_key(keys, vals, &n, "host", spec->host);
+	rp_session_key(keys, vals, &n, "port", spec->port);
+	rp_session_key(keys, vals, &n, "hostaddr", spec->hostaddr);
+	rp_session_key(keys, vals, &n, "target_session_attrs", spec->target_session_attrs);
 	keys[n] = NULL;
 	vals[n] = NULL;
 	conn = rp_session_connect(keys, vals);

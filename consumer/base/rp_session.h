@@ -29,6 +29,16 @@ typedef struct RpSessionSpec
 											 * NULL */
 
 	/*
+	 * Set over the user's, or NULL: one server of a multi-host conninfo
+	 * (host, port, hostaddr as libpq reports the connection that chose it,
+	 * target_session_attrs "any").
+	 */
+	const char *host;
+	const char *port;
+	const char *hostaddr;
+	const char *target_session_attrs;
+
+	/*
 	 * SET commands run in the same round trip as "SET search_path = ''"
 	 * (which always comes first), or NULL: the session's pinned GUCs.
 	 */

@@ -301,7 +301,18 @@ on_keepalive(RpRun *run, const RpSourceRead *r, bool *done, uint64_t *held)
 		if (r->reply_requested ||
 			now - run->last_advance_us >= (int64_t) run->o.status_interval_ms * 1000)
 		{
-			rp_pipe_advance(&run->pipe, r->lsn, 0);
+			uint32_t	tli = 0;
+
+			/*
+			 * the position on the source's timeline as it is now (a standby
+			 * promoted since the last commit): not recorded when unknown
+			 */
+			if (run->src->timeline_now == NULL || run->src->timeline_now(run->src, &tli))
+			{
+				if (tli != 0)
+					rp_pipe_set_timeline(&run->pipe, tli);
+				rp_pipe_advance(&run->pipe, r->lsn, 0);
+			}
 			run->last_advance_us = now;
 		}
 		if (run->o.endpos && r->lsn >= run->o.endpos)

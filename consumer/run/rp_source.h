@@ -110,6 +110,14 @@ struct RpSource
 	int			(*feedback) (RpSource *src, uint64_t durable_lsn, bool force, bool request_reply);
 
 	/*
+	 * The timeline every position read so far lies on, asked of the source
+	 * now, into *tli (0: it cannot have moved, as a primary's under a live
+	 * connection).  false when it could not be asked: the caller records no
+	 * idle position this time.  NULL: a source without timelines.
+	 */
+	bool		(*timeline_now) (RpSource *src, uint32_t *tli);
+
+	/*
 	 * A clean end (endpos, a stop): the last feedback, then the stream ended
 	 * politely.
 	 */

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "base/rp_clock.h"
+#include "base/rp_sql.h"
 #include "base/rp_status.h"
 #include "base/rp_tlhist.h"
 #include "rp_lsn.h"
@@ -43,6 +44,10 @@ typedef struct RpSlotSource
 	bool		connected;
 	RpMsg		msg;			/* the last read, released by the next read or
 								 * close */
+	bool		standby;		/* the server was in recovery at open: its
+								 * timeline may move under the stream */
+	RpConn		side;			/* IDENTIFY_SYSTEM beside the stream
+								 * (standby only), or pg NULL */
 } RpSlotSource;
 
 /*
@@ -358,6 +363,7 @@ slot_open(RpSource *src, RpSourceOpen *o)
 		return -1;
 	start = s->o.startpos ? s->o.startpos : o->ck.end_lsn;
 
+	s->standby = rp_sql_in_recovery(s->conn.pg);
 	if (set_decoding_work_mem(s, o->early) < 0)
 		return -1;
 	opts = plugin_options(&s->o);
@@ -430,6 +436,41 @@ slot_finish(RpSource *src, uint64_t durable_lsn)
 		rp_error_clear();		/* the connection is going anyway */
 	rp_conn_finish(&s->conn, RP_FINISH_TIMEOUT_MS);
 	s->connected = false;
+	if (s->side.pg)
+		rp_conn_close(&s->side);
+}
+
+/*
+ * A standby promoted under the stream (or following a promoted upstream)
+ * goes on decoding on its new timeline.  Commits say their timeline (wire
+ * version 4); a keepalive's position says none, and recorded on the old
+ * timeline past the switch point it would make the next start halt (the old
+ * timeline's history ends before it).  Every position this connection read
+ * is WAL of this server, which lies on the server's timeline of any moment
+ * after the read: IDENTIFY_SYSTEM on a second connection to the same server
+ * says it.  A primary's timeline never moves under a connection.
+ */
+static bool
+slot_timeline_now(RpSource *src, uint32_t *tli)
+{
+	RpSlotSource *s = (RpSlotSource *) src;
+
+	*tli = 0;
+	if (!s->standby || !s->connected)
+		return true;
+	if (s->side.pg == NULL && rp_conn_open_beside(&s->side, &s->conn, s->o.conninfo, s->o.progname) < 0)
+	{
+		rp_error_clear();
+		return false;
+	}
+	if (rp_conn_identify(&s->side) < 0)
+	{
+		rp_error_clear();
+		rp_conn_close(&s->side);
+		return false;
+	}
+	*tli = s->side.timeline;
+	return true;
 }
 
 static void
@@ -441,6 +482,8 @@ slot_close(RpSource *src)
 	if (s->connected)
 		rp_conn_close(&s->conn);
 	s->connected = false;
+	if (s->side.pg)
+		rp_conn_close(&s->side);
 }
 
 static void
@@ -473,6 +516,7 @@ rp_source_slot_new(const RpSlotSourceOptions *o)
 	s->base.open = slot_open;
 	s->base.read = slot_read;
 	s->base.feedback = slot_feedback;
+	s->base.timeline_now = slot_timeline_now;
 	s->base.finish = slot_finish;
 	s->base.close = slot_close;
 	s->base.end = slot_end;

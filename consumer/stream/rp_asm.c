@@ -404,6 +404,7 @@ rp_asm_stream_record(RpAsm *a, const RpRecord *rec)
 			t->commit_lsn = rec->u.commit.commit_lsn;
 			t->end_lsn = rec->u.commit.end_lsn;
 			t->commit_time = rec->u.commit.commit_time;
+			t->timeline = rec->u.commit.timeline;
 			rp_asm_finish(a, t);
 			return 0;
 		case RP_TAG_STREAM_ABORT:
@@ -475,6 +476,7 @@ rp_asm_record(RpAsm *a, const RpRecord *rec, const unsigned char *raw, size_t ra
 			t->commit_lsn = rec->u.commit.commit_lsn;
 			t->end_lsn = rec->u.commit.end_lsn;
 			t->commit_time = rec->u.commit.commit_time;
+			t->timeline = rec->u.commit.timeline;
 			rp_asm_finish(a, t);
 			return 0;
 		case RP_TAG_ORIGIN:

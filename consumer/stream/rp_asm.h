@@ -44,6 +44,8 @@ typedef struct RpTxn
 	uint64_t	commit_lsn;
 	uint64_t	end_lsn;
 	int64_t		commit_time;	/* us since the Unix epoch */
+	uint32_t	timeline;		/* of the WAL it was read from (wire version
+								 * 4, a stream's header), 0 when not said */
 	uint64_t	nchanges;		/* rows, truncates, transactional messages */
 	uint64_t	source_seq;		/* from a stream: the sequence of its last
 								 * message (0: a slot) */

@@ -79,6 +79,8 @@ rp_conn_fail_plugin(RpConn *c, RpHalt halt, const char *what, const PGresult *re
 	return -1;
 }
 
+static int rp_conn_open_spec(RpConn *c, const RpSessionSpec *spec);
+
 int
 rp_conn_open(RpConn *c, const char *conninfo, const char *progname)
 {
@@ -87,10 +89,35 @@ rp_conn_open(RpConn *c, const char *conninfo, const char *progname)
 		.replication = "database",
 		.fallback_application_name = progname,
 	};
+
+	return rp_conn_open_spec(c, &spec);
+}
+
+int
+rp_conn_open_beside(RpConn *c, const RpConn *main, const char *conninfo, const char *progname)
+{
+	const char *hostaddr = PQhostaddr(main->pg);
+	RpSessionSpec spec = {
+		.conninfo = conninfo,
+		.replication = "database",
+		.fallback_application_name = progname,
+		.host = PQhost(main->pg),
+		.port = PQport(main->pg),
+		/* empty for a Unix socket: libpq then keeps the user's */
+		.hostaddr = hostaddr && hostaddr[0] ? hostaddr : NULL,
+		.target_session_attrs = "any",
+	};
+
+	return rp_conn_open_spec(c, &spec);
+}
+
+static int
+rp_conn_open_spec(RpConn *c, const RpSessionSpec *spec)
+{
 	RpSessionError err;
 
 	memset(c, 0, sizeof(*c));
-	c->pg = rp_session_open(&spec, &err);
+	c->pg = rp_session_open(spec, &err);
 	if (c->pg == NULL && err.result == NULL)
 		return rp_fail(rp_session_halt(&err), "could not connect: %s", err.message);
 	if (c->pg == NULL)

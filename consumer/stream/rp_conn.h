@@ -69,6 +69,14 @@ extern int	rp_conn_open(RpConn *c, const char *conninfo, const char *progname);
 extern void rp_conn_close(RpConn *c);
 
 /*
+ * Another replication connection to the server main is connected to, even
+ * when conninfo lists several (a side session: IDENTIFY_SYSTEM while main
+ * streams).
+ */
+extern int	rp_conn_open_beside(RpConn *c, const RpConn *main, const char *conninfo,
+								const char *progname);
+
+/*
  * A clean end of the stream, as pg_recvlogical's on SIGINT: CopyDone, then
  * wait (at most timeout_ms) until it and the status update sent before it
  * have left and the server ended the copy; then close.  What the server

@@ -147,6 +147,15 @@ rp_ck_for(const RpDelivery *dl, const RpTxn *t, RpCheckpoint *ck)
 {
 	*ck = dl->ck;
 	ck->commit_lsn = t->commit_lsn;
+
+	/*
+	 * A source promoted under us: from the first commit read on the new
+	 * timeline the checkpoint is on it.  Timelines only grow along one
+	 * history; an older one said here is the segment's choice of the reader
+	 * (the switch segment is read from the new timeline), never a step back.
+	 */
+	if (t->timeline > ck->timeline)
+		ck->timeline = t->timeline;
 	if (t->end_lsn > ck->end_lsn)
 		ck->end_lsn = t->end_lsn;
 	if (t->source_seq > ck->source_seq)

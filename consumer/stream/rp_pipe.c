@@ -85,8 +85,8 @@ rp_pipe_main(void *arg)
 		int			rc = 0;
 		uint64_t	batches;
 
-		/* the source moved to a new timeline: later checkpoints are on it */
-		if (p->timeline != 0 && p->timeline != p->dl->ck.timeline)
+		/* the source moved to a new timeline (never back: see rp_ck_for) */
+		if (p->timeline > p->dl->ck.timeline)
 			p->dl->ck.timeline = p->timeline;
 
 		if (p->reopen_requested)

@@ -237,6 +237,59 @@ START_TEST(test_begin_commit)
 
 END_TEST
 
+/* Version 4: a commit ends with its timeline; earlier versions refuse it. */
+START_TEST(test_commit_timeline)
+{
+	RpBuf		b;
+	RpDecoder	dec;
+	RpRecord	rec;
+
+	ct_frame(&b);
+	rp_enc_commit_tli(&b, UINT64_C(0x16B374D848), UINT64_C(0x16B374D880), T_2024, 7);
+	rp_enc_stream_commit_tli(&b, 9, 0x100, 0x180, T_2024, 4294967295u);
+	rp_enc_commit_tli(&b, 0x200, 0x280, T_2024, 0);
+
+	rp_decoder_init(&dec);
+	ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+	next_ok(&dec, &rec, RP_TAG_COMMIT);
+	ck_assert_uint_eq(rec.u.commit.timeline, 7);
+	ck_assert_uint_eq(rec.u.commit.end_lsn, UINT64_C(0x16B374D880));
+	ck_assert_str_eq(ct_render(&rec, &dec.rels, NULL),
+					 "{\"kind\":\"commit\",\"commit_lsn\":\"16/B374D848\",\"end_lsn\":\"16/B374D880\","
+					 "\"commit_time\":\"" T_2024_TEXT "\",\"timeline\":7}");
+	next_ok(&dec, &rec, RP_TAG_STREAM_COMMIT);
+	ck_assert_uint_eq(rec.u.commit.xid, 9);
+	ck_assert_uint_eq(rec.u.commit.timeline, 4294967295u);
+	/* without one (0 to the encoder): the record of versions 1 to 3 */
+	next_ok(&dec, &rec, RP_TAG_COMMIT);
+	ck_assert_uint_eq(rec.u.commit.timeline, 0);
+	ck_assert_ptr_null(strstr(ct_render(&rec, &dec.rels, NULL), "timeline"));
+	expect_end(&dec);
+	rp_decoder_free(&dec);
+
+	/* a frame of version 3 carries no timeline: 4 bytes over are malformed */
+	b.data[1] = 3;
+	rp_decoder_init(&dec);
+	ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+	ck_assert_int_eq(rp_decoder_next(&dec, &rec), -1);
+	ck_assert_ptr_nonnull(strstr(dec.error, "malformed commit record"));
+	rp_decoder_free(&dec);
+	rp_buf_free(&b);
+
+	/* timeline 0 is no timeline: malformed */
+	ct_frame(&b);
+	rp_enc_commit(&b, 0x200, 0x280, T_2024);
+	rp_buf_put_u32(&b, 0);
+	b.data[RP_FRAME_HEADER_LEN + 4] += 4;	/* the payload length's low byte */
+	rp_decoder_init(&dec);
+	ck_assert(rp_decoder_frame(&dec, b.data, b.len));
+	ck_assert_int_eq(rp_decoder_next(&dec, &rec), -1);
+	rp_decoder_free(&dec);
+	rp_buf_free(&b);
+}
+
+END_TEST
+
 START_TEST(test_origin)
 {
 	RpBuf		b;
@@ -513,7 +566,7 @@ START_TEST(test_relation_kind)
 	char		expect[1024];
 
 	ct_frame(&b);
-	ck_assert_uint_eq((uint8_t) b.data[1], 3);
+	ck_assert_uint_eq((uint8_t) b.data[1], RP_PROTO_VERSION);
 	put_kind_relation(&b, 7, RP_REL_KIND_PARTITION_ROOT, 0x0badf00d);
 	first_len = b.len - RP_FRAME_HEADER_LEN;
 	put_kind_relation(&b, 8, RP_REL_KIND_TABLE, 0);
@@ -1685,6 +1738,7 @@ ct_suite_codec(void)
 
 	tc = ct_tcase("records");
 	tcase_add_test(tc, test_begin_commit);
+	tcase_add_test(tc, test_commit_timeline);
 	tcase_add_test(tc, test_origin);
 	tcase_add_test(tc, test_stream_records);
 	tcase_add_loop_test(tc, test_relation_roundtrip, 0, 4);

@@ -83,7 +83,7 @@ use Test::More;
 
 our @EXPORT = qw(
   rp_root rp_timeout rp_work rp_fixture rp_fixture_section slurp
-  rp_cluster rp_pg_config rp_psql rp_psql_bg rp_session rp_conninfo
+  rp_cluster rp_pg_config rp_test_major rp_psql rp_psql_bg rp_session rp_conninfo
   rp_replicant rp_replicant_ok rp_replicant_peak rp_consumer rp_run rp_plain_metrics
   rp_wait_until rp_poll rp_wait_file_match rp_file_size rp_last_line
   rp_fence rp_lsn_cmp rp_lsn_lt rp_slot_confirmed rp_wait_confirmed
@@ -146,6 +146,16 @@ sub server_conf
 	$conf .= "output_plugin_libraries = '$plugin_libraries'\n"
 	  if $settings =~ /^output_plugin_libraries\t/m;
 	return $conf;
+}
+
+# rp_test_major(LOWEST): the major a test of several runs on this time: RP_TEST_MAJOR, which
+# regress/run_tests.sh sets for each major MAJOR_TESTS lists, or LOWEST when run by hand
+sub rp_test_major
+{
+	my ($lowest) = @_;
+	my $m = $ENV{RP_TEST_MAJOR} // $lowest;
+	die "RpTest: RP_TEST_MAJOR=$m, but this test needs PostgreSQL $lowest or later\n" if $m < $lowest;
+	return $m;
 }
 
 # rp_pg_config(MAJOR): the pg_config of an installation of that major (a label of

@@ -28,11 +28,13 @@ use lib "$FindBin::RealBin/../perl";
 use RpTest;
 use Test::More;
 
+my $maj = rp_test_major(17);
+
 my $work = rp_work();
 
-my $n17 = rp_cluster('pg17', { pg_config => rp_pg_config('17') });
+my $n17 = rp_cluster('pg17', { pg_config => rp_pg_config($maj) });
 my $n15 = rp_cluster('pg15', { pg_config => rp_pg_config('15') });
-like($n17->pg_version, qr/^17/, 'one server is PostgreSQL 17 (' . $n17->pg_version . ')');
+like($n17->pg_version, qr/^$maj\b/, "one server is PostgreSQL $maj (" . $n17->pg_version . ')');
 like($n15->pg_version, qr/^15/, 'the other is PostgreSQL 15 (' . $n15->pg_version . ')');
 my $c17 = rp_conninfo($n17);
 my $c15 = rp_conninfo($n15);
@@ -63,22 +65,22 @@ rp_psql($n17, $schema);
 rp_psql($n17, q{INSERT INTO t SELECT i, 'before ' || i FROM generate_series(1, 50) i});
 
 # ---- 17: creating
-rp_replicant_ok([ -d => $c17, -S => 'fo', '--create-slot', '--failover' ], '17: --create-slot --failover exits 0');
-is(failover('fo'), 't', '17: the slot made with --failover is a failover slot');
-rp_replicant_ok([ -d => $c17, -S => 'plain', '--create-slot' ], '17: a plain --create-slot exits 0');
-is(failover('plain'), 'f', '17: the slot made without --failover is not a failover slot');
+rp_replicant_ok([ -d => $c17, -S => 'fo', '--create-slot', '--failover' ], "$maj: " . '--create-slot --failover exits 0');
+is(failover('fo'), 't', "$maj: " . 'the slot made with --failover is a failover slot');
+rp_replicant_ok([ -d => $c17, -S => 'plain', '--create-slot' ], "$maj: " . 'a plain --create-slot exits 0');
+is(failover('plain'), 'f', "$maj: " . 'the slot made without --failover is not a failover slot');
 
 # ---- 17: altering
-rp_replicant_ok([ -d => $c17, -S => 'fo', '--alter-slot', '--no-failover' ], '17: --alter-slot --no-failover exits 0');
-is(failover('fo'), 'f', '17: --alter-slot --no-failover turned failover off');
-rp_replicant_ok([ -d => $c17, -S => 'fo', '--alter-slot', '--failover' ], '17: --alter-slot --failover exits 0');
-is(failover('fo'), 't', '17: --alter-slot --failover turned it on again');
-rp_replicant_ok([ -d => $c17, -S => 'plain', '--alter-slot', '--failover' ], '17: --alter-slot --failover of the plain slot exits 0');
-is(failover('plain'), 't', '17: the plain slot is now a failover slot');
+rp_replicant_ok([ -d => $c17, -S => 'fo', '--alter-slot', '--no-failover' ], "$maj: " . '--alter-slot --no-failover exits 0');
+is(failover('fo'), 'f', "$maj: " . '--alter-slot --no-failover turned failover off');
+rp_replicant_ok([ -d => $c17, -S => 'fo', '--alter-slot', '--failover' ], "$maj: " . '--alter-slot --failover exits 0');
+is(failover('fo'), 't', "$maj: " . '--alter-slot --failover turned it on again');
+rp_replicant_ok([ -d => $c17, -S => 'plain', '--alter-slot', '--failover' ], "$maj: " . '--alter-slot --failover of the plain slot exits 0');
+is(failover('plain'), 't', "$maj: " . 'the plain slot is now a failover slot');
 is(rp_replicant('alter-missing', -d => $c17, -S => 'nosuch', '--alter-slot', '--failover'),
-	1, '17: --alter-slot of a missing slot exits 1');
+	1, "$maj: " . '--alter-slot of a missing slot exits 1');
 like(text("$work/alter-missing.err"), qr/^replicant: error: ALTER_REPLICATION_SLOT failed: .*"nosuch"/m,
-	'17: ... naming the command and the slot');
+	"$maj: " . '... naming the command and the slot');
 
 # ---- 17: the snapshot path, and the stream of a failover slot
 my $snap = RpTest::Proc->start(name => 'snap',
@@ -86,22 +88,22 @@ my $snap = RpTest::Proc->start(name => 'snap',
 		'--start', '--sink', "file:$work/snap.jsonl", '--state-dir', "$work/state-snap", '--batch-ms', '0' ],
 	stderr => "$work/snap.err");
 ok(rp_wait_file_match("$work/snap.jsonl", qr/"kind":"checkpoint"/, $snap),
-	'17: --create-slot --snapshot --failover --start checkpoints its snapshot (the consumer runs on)')
+	"$maj: " . '--create-slot --snapshot --failover --start checkpoints its snapshot (the consumer runs on)')
   or diag(text("$work/snap.err"));
-is(failover('fosnap'), 't', '17: the slot made with --snapshot --failover is a failover slot');
+is(failover('fosnap'), 't', "$maj: " . 'the slot made with --snapshot --failover is a failover slot');
 rp_psql($n17, q{INSERT INTO t SELECT i, 'after ' || i FROM generate_series(51, 60) i});
 ok(rp_wait_until(sub { my @m = text("$work/snap.jsonl") =~ /"kind":"insert"[^\n]*"table":"t"/g; @m == 10 }, $snap),
-	'17: the 10 rows inserted after the snapshot reach the log through the failover slot');
+	"$maj: " . 'the 10 rows inserted after the snapshot reach the log through the failover slot');
 my @rows = text("$work/snap.jsonl") =~ /"kind":"row"[^\n]*"store":"public\.t"/g;
-is(scalar(@rows), 50, '17: the snapshot copied the 50 rows there were before');
-ok($snap->signal('TERM') && defined($snap->wait_exit) && $snap->status == 0, '17: the consumer exits 0 on SIGTERM')
+is(scalar(@rows), 50, "$maj: " . 'the snapshot copied the 50 rows there were before');
+ok($snap->signal('TERM') && defined($snap->wait_exit) && $snap->status == 0, "$maj: " . 'the consumer exits 0 on SIGTERM')
   or diag(text("$work/snap.err"));
 
 # ---- 17: a physical standby that synchronizes the failover slots, set up as
 # docs/operations.md says: on the primary a physical slot for it and
 # synchronized_standby_slots; on the standby sync_replication_slots, hot_standby_feedback,
 # primary_slot_name, a primary_conninfo with dbname
-rp_replicant_ok([ -d => $c17, -S => 'nofo', '--create-slot' ], '17: a slot without failover, for the standby to leave out');
+rp_replicant_ok([ -d => $c17, -S => 'nofo', '--create-slot' ], "$maj: " . 'a slot without failover, for the standby to leave out');
 rp_psql($n17, "SELECT pg_create_physical_replication_slot('stb')");
 rp_psql($n17, "ALTER SYSTEM SET synchronized_standby_slots = 'stb'; SELECT pg_reload_conf()");
 # a cold copy without the slots (15's pg_basebackup does not back up a 17 server)
@@ -111,17 +113,17 @@ my $stb = rp_standby($n17, 'stb17', 'cold', "primary_slot_name = 'stb'", 'hot_st
 my $synced = "SELECT coalesce(string_agg(slot_name || ':' || failover || ':' || synced, ',' ORDER BY slot_name), '')"
   . ' FROM pg_replication_slots';
 ok(rp_wait_until(sub { rp_psql($stb, $synced) eq 'fo:true:true,fosnap:true:true,plain:true:true' }),
-	'17: the standby holds a synchronized copy of each failover slot, and no other slot')
+	"$maj: " . 'the standby holds a synchronized copy of each failover slot, and no other slot')
   or diag('standby: ' . rp_psql($stb, $synced));
 
 # the slot fo exists since before these rows: streamed to an end position
 my $end = rp_fence($n17, 'INSERT INTO fence DEFAULT VALUES');
 rp_replicant_ok([ -d => $c17, -S => 'fo', '--start', '--sink', "file:$work/fo.jsonl", '--state-dir', "$work/state-fo",
-		'-E', $end ], '17: streaming from the failover slot to the end position exits 0');
+		'-E', $end ], "$maj: " . 'streaming from the failover slot to the end position exits 0');
 my @ins = text("$work/fo.jsonl") =~ /"kind":"insert"[^\n]*"table":"t"/g;
-is(scalar(@ins), 10, '17: the 10 rows committed after the failover slot was made are in its log');
-like(text("$work/fo.jsonl"), qr/"kind":"insert"[^\n]*"table":"fence"/, '17: ... and the fence');
-is(failover('fo'), 't', '17: the slot is still a failover slot after streaming');
+is(scalar(@ins), 10, "$maj: " . 'the 10 rows committed after the failover slot was made are in its log');
+like(text("$work/fo.jsonl"), qr/"kind":"insert"[^\n]*"table":"fence"/, "$maj: " . '... and the fence');
+is(failover('fo'), 't', "$maj: " . 'the slot is still a failover slot after streaming');
 
 # ---- usage: --failover without an action that takes it (nothing connects)
 is(rp_replicant('usage-start', -d => $c17, -S => 'fo', '--start', '--failover'), 2,
