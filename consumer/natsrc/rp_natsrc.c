@@ -215,7 +215,11 @@ check_checkpoint(RpNatsSrc *s, const RpCheckpoint *ck, uint64_t first, uint64_t 
 		nontx = t != NULL && strcmp(t, "false") == 0;
 	}
 	natsMsg_Destroy(m);
-	same = !h.bad && h.system_id == ck->system_id && h.timeline == ck->timeline &&
+	/*
+	 * the checkpoint's timeline is the last commit's: a position published
+	 * after a promotion may say a later one
+	 */
+	same = !h.bad && h.system_id == ck->system_id && h.timeline >= ck->timeline &&
 		((h.kind == RP_NATS_KIND_DATA && h.last && !nontx && h.commit_lsn == ck->commit_lsn) ||
 		 (h.kind == RP_NATS_KIND_DATA && nontx && h.end_lsn == ck->end_lsn) ||
 		 (h.kind == RP_NATS_KIND_POSITION && h.end_lsn <= ck->end_lsn));

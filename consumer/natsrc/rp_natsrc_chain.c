@@ -73,10 +73,18 @@ rp_natsrc_chain_step(RpNatsChain *c, uint64_t seq, const RpNatsHead *h)
 		c->system_id = h->system_id;
 		c->timeline = h->timeline;
 	}
-	else if (h->system_id != c->system_id || h->timeline != c->timeline)
+	else if (h->system_id != c->system_id || h->timeline < c->timeline)
 		return refuse(c, RP_NATS_STEP_IDENTITY,
 					  "the message at sequence %" PRIu64 " comes from system %" PRIu64 " timeline %u, but this reader follows system %" PRIu64 " timeline %u",
 					  seq, h->system_id, h->timeline, c->system_id, c->timeline);
+
+	/*
+	 * A later timeline: the writer's source was promoted, and the writer
+	 * judged the new timeline's history before it published on it
+	 * (run/rp_source_slot.c); what it wrote before stays in the stream.
+	 */
+	else if (h->timeline > c->timeline)
+		c->timeline = h->timeline;
 	if (h->kind == RP_NATS_KIND_RELATION)
 		return RP_NATS_STEP_SKIP;
 

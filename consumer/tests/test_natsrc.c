@@ -140,6 +140,21 @@ START_TEST(test_chain_identity)
 	ck_assert_msg(strstr(c.why, "system 7") && strstr(c.why, "system 8"), "%s", c.why);
 	rp_natsrc_chain_init(&c, 1, 0, true, 7, 2);
 	ck_assert_int_eq(rp_natsrc_chain_step(&c, 1, &h), RP_NATS_STEP_IDENTITY);
+	ck_assert_msg(strstr(c.why, "timeline 1") && strstr(c.why, "timeline 2"), "%s", c.why);
+
+	/*
+	 * the writer's source promoted: a later timeline is followed, and then
+	 * the earlier one is refused
+	 */
+	rp_natsrc_chain_init(&c, 1, 0, true, 7, 1);
+	ck_assert_int_eq(rp_natsrc_chain_step(&c, 1, &h), RP_NATS_STEP_BEGIN);
+	h = data(0x300, 0x310, 0x210, 0, true);
+	h.timeline = 2;
+	ck_assert_int_eq(rp_natsrc_chain_step(&c, 2, &h), RP_NATS_STEP_BEGIN);
+	ck_assert_uint_eq(c.timeline, 2);
+	h = data(0x400, 0x410, 0x310, 0, true);
+	ck_assert_int_eq(rp_natsrc_chain_step(&c, 3, &h), RP_NATS_STEP_IDENTITY);
+	h = data(0x200, 0x210, 0, 0, true);
 	/* relation messages are checked too */
 	rp_natsrc_chain_init(&c, 1, 0, true, 8, 1);
 	h = kind(RP_NATS_KIND_RELATION, 0);
