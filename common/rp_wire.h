@@ -40,7 +40,7 @@
 #define RP_PROTO_VERSION_DEFAULT 1	/* the plugin's, when none is asked for */
 #define RP_PROTO_VERSION_EXT_TS 2	/* the first with the extended timestamps */
 #define RP_PROTO_VERSION_REL_KIND 3 /* the first with the relation kind fields */
-#define RP_PROTO_VERSION_COMMIT_TLI 4	/* the first with the commit's timeline */
+#define RP_PROTO_VERSION_COMMIT_TLI 4	/* the first with commit timelines */
 #define RP_COMMIT_TLI_LEN       4	/* u32 timeline at the end of a commit */
 #define RP_FRAME_HEADER_LEN     2
 #define RP_RECORD_HEADER_LEN    5

@@ -215,6 +215,7 @@ check_checkpoint(RpNatsSrc *s, const RpCheckpoint *ck, uint64_t first, uint64_t 
 		nontx = t != NULL && strcmp(t, "false") == 0;
 	}
 	natsMsg_Destroy(m);
+
 	/*
 	 * the checkpoint's timeline is the last commit's: a position published
 	 * after a promotion may say a later one

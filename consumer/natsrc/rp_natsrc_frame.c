@@ -276,7 +276,7 @@ rp_natsrc_message(RpNatsSrc *s, natsMsg *m, uint64_t seq, RpNatsSrcEvent *ev)
 		return -1;
 	if (h.last)
 	{
-		/* the writer's checkpoint timeline: the reader's checkpoint follows it */
+		/* the writer's timeline: the reader's checkpoint follows it */
 		rp_enc_commit_tli(&s->frame, s->commit_lsn, h.end_lsn, s->commit_time, h.timeline);
 		s->open_txn = false;
 		ev->ends = true;

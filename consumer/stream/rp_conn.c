@@ -79,7 +79,7 @@ rp_conn_fail_plugin(RpConn *c, RpHalt halt, const char *what, const PGresult *re
 	return -1;
 }
 
-static int rp_conn_open_spec(RpConn *c, const RpSessionSpec *spec);
+static int	rp_conn_open_spec(RpConn *c, const RpSessionSpec *spec);
 
 int
 rp_conn_open(RpConn *c, const char *conninfo, const char *progname)
