@@ -252,6 +252,17 @@ connect_source(RpRun *run, bool have_ck, RpSourceOpen *o)
 			snprintf(run->dl.ck.slot, sizeof(run->dl.ck.slot), "%s", run->o.slot);
 		}
 		memcpy(run->dl.ck.source, o->bind.source, sizeof(o->bind.source));
+
+		/*
+		 * The origin floor: a log's history begins where the stream starts,
+		 * and says so durably before anything is delivered.  A slot made
+		 * again later starts past it, and the next start halts (gap) instead
+		 * of taking the new slot's start for the log's, which would leave out
+		 * every change committed in between.
+		 */
+		if (!have_ck && run->dl.sink->keeps_floor && o->bind.end_lsn != 0 &&
+			rp_deliver_advance(&run->dl, o->bind.end_lsn, 0) < 0)
+			return -1;
 		if (rp_pipe_start(&run->pipe, &run->dl, 2 * run->o.limits.max_bytes) < 0)
 			return -1;
 	}

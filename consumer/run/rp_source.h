@@ -62,7 +62,10 @@ typedef struct RpSourceOpen
 	bool		early;			/* the sink applies streamed transactions
 								 * before their commit */
 	RpCheckpoint bind;			/* out: the source's identity (system id,
-								 * timeline, source) */
+								 * timeline, source); without a checkpoint,
+								 * end_lsn: where the stream starts (a slot's
+								 * confirmed position, or the start position
+								 * given), the origin floor */
 	RpEvent		up;				/* out: CONN_UP's fields (the start LSN, or
 								 * the stream) */
 } RpSourceOpen;

@@ -46,8 +46,8 @@ typedef struct RpSlotSource
 								 * close */
 	bool		standby;		/* the server was in recovery at open: its
 								 * timeline may move under the stream */
-	RpConn		side;			/* IDENTIFY_SYSTEM beside the stream
-								 * (standby only), or pg NULL */
+	RpConn		side;			/* IDENTIFY_SYSTEM beside the stream (standby
+								 * only), or pg NULL */
 } RpSlotSource;
 
 /*
@@ -55,7 +55,8 @@ typedef struct RpSlotSource
  * checkpoint: a missing, invalidated or advanced slot is a gap (G3).
  */
 static int
-check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, uint64_t switchpoint)
+check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, uint64_t switchpoint,
+		   uint64_t *confirmed)
 {
 	RpSlotInfo	info;
 	const char *slot = s->o.slot;
@@ -64,6 +65,7 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, uint64_t switc
 
 	if (rp_conn_slot_info(&s->conn, slot, &info) < 0)
 		return -1;
+	*confirmed = info.confirmed_flush;
 
 	/*
 	 * With no checkpoint nothing was received from the slot, so nothing can
@@ -122,6 +124,13 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, uint64_t switc
 	 * a checkpoint that never held a position (nothing delivered yet) has no
 	 * gap
 	 */
+	if (have_ck && ck->end_lsn > 0 && ck->commit_lsn == 0 && info.confirmed_flush > ck->end_lsn)
+	{
+		rp_lsn_format(info.confirmed_flush, a);
+		rp_lsn_format(ck->end_lsn, b);
+		return rp_fail(RP_HALT_GAP, "replication slot \"%s\" is at %s, past %s, where this sink's history begins (its origin floor, with no transaction delivered since): the slot was made again or advanced after it, and the changes in between are gone",
+					   slot, a, b);
+	}
 	if (have_ck && ck->end_lsn > 0 && info.confirmed_flush > ck->end_lsn)
 	{
 		rp_lsn_format(info.confirmed_flush, a);
@@ -140,8 +149,8 @@ plugin_options(const RpSlotSourceOptions *so)
 	bool		streaming_set = false;
 
 	/*
-	 * version 3: every timestamp PostgreSQL has (2), and a partition root's
-	 * kind (3)
+	 * version 4: every timestamp PostgreSQL has (2), a partition root's kind
+	 * (3), the commit's timeline (4)
 	 */
 	o[n++] = "proto_version";
 	o[n++] = RP_PROTO_VERSION_STR;
@@ -329,6 +338,7 @@ slot_open(RpSource *src, RpSourceOpen *o)
 	char	  **opts;
 	uint64_t	start;
 	uint64_t	switchpoint = 0;
+	uint64_t	confirmed = 0;
 	int			rc;
 
 	if (rp_conn_open(&s->conn, s->o.conninfo, s->o.progname) < 0)
@@ -359,8 +369,15 @@ slot_open(RpSource *src, RpSourceOpen *o)
 	o->bind.timeline = s->conn.timeline;
 	if (rp_ckpt_check_position(&o->ck, s->conn.flush_lsn) < 0)
 		return -1;
-	if (check_slot(s, o->have_ck, &o->ck, switchpoint) < 0)
+	if (check_slot(s, o->have_ck, &o->ck, switchpoint, &confirmed) < 0)
 		return -1;
+
+	/*
+	 * without a checkpoint, where the sink's history will begin: the server
+	 * starts at the slot's position when asked for an earlier one
+	 */
+	if (!o->have_ck)
+		o->bind.end_lsn = s->o.startpos > confirmed ? s->o.startpos : confirmed;
 	start = s->o.startpos ? s->o.startpos : o->ck.end_lsn;
 
 	s->standby = rp_sql_in_recovery(s->conn.pg);

@@ -169,6 +169,14 @@ struct RpSink
 	 */
 	int			(*handle_message) (RpSink *sink, const RpMessage *msg, const RpCheckpoint *ck);
 	bool		declines_messages;
+
+	/*
+	 * The run records the stream's start as the first checkpoint before the
+	 * first delivery when there is none (the origin floor of an append log:
+	 * run/rp_run_step.c).
+	 */
+	bool		keeps_floor;
+
 	/* Optional: return 0 to go on, -1 to halt.  Default: halt on destructive. */
 	int			(*handle_schema_change) (RpSink *sink, const RpRelation *before,
 										 const RpRelation *after, RpSchemaChange change);

@@ -484,6 +484,51 @@ START_TEST(test_torn_tail)
 
 END_TEST
 
+/*
+ * A whole data line after the last checkpoint line of a transaction at or
+ * below its commit is no torn tail: the log diverges from its checkpoint
+ * (append_frontier_divergent); one of a later transaction is cut.
+ */
+START_TEST(test_divergent_tail)
+{
+	off_t		size = good_file();
+	static const char later[] = "{\"kind\":\"insert\",\"commit_lsn\":\"0/300\",\"end_lsn\":\"0/328\"}\n";
+	static const char partial[] = "{\"kind\":\"insert\",\"commit_lsn\":\"0/100\",\"end_";
+	const char *const stale[] = {
+		"{\"kind\":\"insert\",\"commit_lsn\":\"0/200\",\"end_lsn\":\"0/228\"}\n",
+		"{\"kind\":\"insert\",\"commit_lsn\":\"0/100\",\"end_lsn\":\"0/128\",\"xid\":1}\n",
+		/* after a later transaction's lines too */
+		"{\"kind\":\"insert\",\"commit_lsn\":\"0/300\",\"end_lsn\":\"0/328\"}\n"
+		"{\"kind\":\"delete\",\"commit_lsn\":\"0/1FF\",\"end_lsn\":\"0/228\"}\n"
+	};
+
+	expect_cut(size, later, strlen(later));
+	/* a line cut short is a write cut short, whatever it began to say */
+	expect_cut(size, partial, strlen(partial));
+	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++)
+	{
+		char	   *before,
+				   *after;
+		size_t		lb,
+					la;
+
+		ct_write_file(logpath, stale[i], strlen(stale[i]), true);
+		before = ct_slurp(logpath, &lb);
+		rp_error_clear();
+		ck_assert_msg(rp_sink_file_open(logpath, NULL) == NULL, "a divergent log was opened (%zu)", i);
+		ck_assert_int_eq(rp_error_halt(), RP_HALT_SINK);
+		ck_assert_msg(strstr(rp_error(), "diverges from its last checkpoint line") &&
+					  strstr(rp_error(), "(commit 0/200)") && strstr(rp_error(), logpath), "%s", rp_error());
+		after = ct_slurp(logpath, &la);
+		ck_assert_msg(la == lb && memcmp(before, after, la) == 0, "the divergent log was changed");
+		free(before);
+		free(after);
+		reset_file(size);
+	}
+}
+
+END_TEST
+
 START_TEST(test_no_checkpoint_emptied)
 {
 	RpSink	   *s;
@@ -997,6 +1042,7 @@ ct_suite_file_sink(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_torn_tail);
+	tcase_add_test(tc, test_divergent_tail);
 	tcase_add_test(tc, test_no_checkpoint_emptied);
 	tcase_add_test(tc, test_snapshot_progress_kept);
 	tcase_add_test(tc, test_damaged_last_checkpoint);

@@ -281,6 +281,7 @@ rp_sink_exec_open(const char *command, int ack_timeout_s, const RpSinkEnv *env)
 	rp_snaplog_init(&x->snaplog, env);
 	rp_buf_init(&x->out, 64 * 1024);
 	s->name = "exec";
+	s->keeps_floor = true;
 	s->priv = x;
 	s->handle_transaction = rp_exec_txn;
 	s->handle_batch = rp_exec_batch;

@@ -190,6 +190,32 @@ rp_file_data_opening(const char *line, size_t len)
 }
 
 /*
+ * The commit LSN a transaction's data line carries right after its kind
+ * (rp_lines.c puts the transaction's fields there), into *commit; false for
+ * a line without one (a snapshot row, a message, a relation).
+ */
+static bool
+rp_file_line_commit(const char *line, size_t len, uint64_t *commit)
+{
+	static const char key[] = "\",\"commit_lsn\":\"";
+	const char *k = memmem(line, len, key, sizeof(key) - 1);
+	const char *v,
+			   *q;
+	char		lsn[RP_LSN_BUFLEN];
+
+	/* the first member after "kind" */
+	if (k == NULL || memchr(line + 1, ',', (size_t) (k - line)) != NULL)
+		return false;
+	v = k + sizeof(key) - 1;
+	q = memchr(v, '"', len - (size_t) (v - line));
+	if (q == NULL || (size_t) (q - v) >= sizeof(lsn))
+		return false;
+	memcpy(lsn, v, (size_t) (q - v));
+	lsn[q - v] = '\0';
+	return rp_lsn_parse(lsn, commit);
+}
+
+/*
  * Is line (len bytes, no newline) the beginning of a checkpoint line as
  * rp_file_ckpt_format writes it?  A template walk: literals, then runs of
  * digits, hex digits or slot characters; each run is followed by a
@@ -301,6 +327,29 @@ rp_file_zero_tail(RpFileSink *f, char *buf, off_t from, off_t size, off_t *zstar
  * checkpoint line may vouch for acknowledged rows before it.  Returns 0 for
  * a torn tail, -1 (after rp_fail) otherwise; reads only.
  */
+/*
+ * A whole data line after the last checkpoint line that belongs to a
+ * transaction at or below that checkpoint's commit cannot be the torn tail
+ * of a later unit: the log and its checkpoint diverge (another writer
+ * appended to it, or it was edited).  True after rp_fail.
+ */
+static bool
+rp_file_tail_diverges(RpFileSink *f, const char *head, size_t headlen, off_t line_at)
+{
+	uint64_t	commit;
+	char		a[RP_LSN_BUFLEN],
+				b[RP_LSN_BUFLEN];
+
+	if (!f->have_ck || f->ck.commit_lsn == 0 || !rp_file_line_commit(head, headlen, &commit) ||
+		commit > f->ck.commit_lsn)
+		return false;
+	rp_fail(RP_HALT_SINK,
+			"file sink log \"%s\" diverges from its last checkpoint line: the line at byte %lld, after it, is of the transaction at commit %s, "
+			"which that checkpoint (commit %s) says the log already holds: another writer appended to the log, or it was edited; nothing was cut (docs/operations.md)",
+			f->path, (long long) line_at, rp_lsn_format(commit, a), rp_lsn_format(f->ck.commit_lsn, b));
+	return true;
+}
+
 static int
 rp_file_check_tail(RpFileSink *f, char *buf, off_t from, off_t size)
 {
@@ -347,6 +396,8 @@ rp_file_check_tail(RpFileSink *f, char *buf, off_t from, off_t size)
 					? "a damaged checkpoint line" : "a line the sink does not write";
 				break;
 			}
+			if (rp_file_tail_diverges(f, head, headlen, line_at))
+				return -1;
 			p = nl + 1;
 			line_at = pos + (off_t) (p - buf);
 			headlen = 0;
@@ -714,6 +765,7 @@ rp_sink_file_open(const char *path, const RpSinkEnv *env)
 	rp_buf_init(&f->out, 64 * 1024);
 	s->name = "file";
 	s->owns_checkpoint = true;
+	s->keeps_floor = true;
 	s->priv = f;
 	s->checkpoint = rp_file_checkpoint;
 	s->handle_transaction = rp_file_txn;

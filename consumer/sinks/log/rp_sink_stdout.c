@@ -116,6 +116,7 @@ rp_sink_stdout_open(const RpSinkEnv *env)
 	rp_snaplog_init(&so->snaplog, env);
 	s->name = "stdout";
 	s->owns_checkpoint = false;
+	s->keeps_floor = true;
 	s->priv = so;
 	s->handle_transaction = rp_stdout_txn;
 	s->handle_message = rp_stdout_message;
