@@ -121,8 +121,8 @@ check_slot(RpSlotSource *s, bool have_ck, const RpCheckpoint *ck, uint64_t switc
 	}
 
 	/*
-	 * a checkpoint that never held a position (nothing delivered yet) has no
-	 * gap
+	 * a checkpoint that never held a position has no gap; one that holds only
+	 * where the sink's history begins (the origin floor) says so
 	 */
 	if (have_ck && ck->end_lsn > 0 && ck->commit_lsn == 0 && info.confirmed_flush > ck->end_lsn)
 	{

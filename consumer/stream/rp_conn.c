@@ -79,7 +79,26 @@ rp_conn_fail_plugin(RpConn *c, RpHalt halt, const char *what, const PGresult *re
 	return -1;
 }
 
-static int	rp_conn_open_spec(RpConn *c, const RpSessionSpec *spec);
+/* A replication connection opened as spec says. */
+static int
+rp_conn_open_spec(RpConn *c, const RpSessionSpec *spec)
+{
+	RpSessionError err;
+
+	memset(c, 0, sizeof(*c));
+	c->pg = rp_session_open(spec, &err);
+	if (c->pg == NULL && err.result == NULL)
+		return rp_fail(rp_session_halt(&err), "could not connect: %s", err.message);
+	if (c->pg == NULL)
+	{
+		int			rc = rp_conn_fail_result(RP_HALT_NONE, err.result, "session setup", err.message);
+
+		PQclear(err.result);
+		return rc;
+	}
+	c->dbname = rp_strndup(PQdb(c->pg), strlen(PQdb(c->pg)));
+	return 0;
+}
 
 int
 rp_conn_open(RpConn *c, const char *conninfo, const char *progname)
@@ -109,26 +128,6 @@ rp_conn_open_beside(RpConn *c, const RpConn *main, const char *conninfo, const c
 	};
 
 	return rp_conn_open_spec(c, &spec);
-}
-
-static int
-rp_conn_open_spec(RpConn *c, const RpSessionSpec *spec)
-{
-	RpSessionError err;
-
-	memset(c, 0, sizeof(*c));
-	c->pg = rp_session_open(spec, &err);
-	if (c->pg == NULL && err.result == NULL)
-		return rp_fail(rp_session_halt(&err), "could not connect: %s", err.message);
-	if (c->pg == NULL)
-	{
-		int			rc = rp_conn_fail_result(RP_HALT_NONE, err.result, "session setup", err.message);
-
-		PQclear(err.result);
-		return rc;
-	}
-	c->dbname = rp_strndup(PQdb(c->pg), strlen(PQdb(c->pg)));
-	return 0;
 }
 
 void

@@ -317,17 +317,6 @@ rp_file_zero_tail(RpFileSink *f, char *buf, off_t from, off_t size, off_t *zstar
 }
 
 /*
- * What follows the last checkpoint line (from `from` to `size`) may be cut
- * only if it is the torn tail of a unit that never got its checkpoint line
- * durably, so that nothing in it was acknowledged: whole data lines, then
- * at most one line without its newline that begins like a data line or is
- * the beginning of a checkpoint line, then at most a run of never-written
- * blocks.  A whole line of any other kind (a checkpoint line that does not
- * match, a foreign line) or a NUL byte elsewhere is damage: a damaged
- * checkpoint line may vouch for acknowledged rows before it.  Returns 0 for
- * a torn tail, -1 (after rp_fail) otherwise; reads only.
- */
-/*
  * A whole data line after the last checkpoint line that belongs to a
  * transaction at or below that checkpoint's commit cannot be the torn tail
  * of a later unit: the log and its checkpoint diverge (another writer
@@ -350,6 +339,17 @@ rp_file_tail_diverges(RpFileSink *f, const char *head, size_t headlen, off_t lin
 	return true;
 }
 
+/*
+ * What follows the last checkpoint line (from `from` to `size`) may be cut
+ * only if it is the torn tail of a unit that never got its checkpoint line
+ * durably, so that nothing in it was acknowledged: whole data lines, then
+ * at most one line without its newline that begins like a data line or is
+ * the beginning of a checkpoint line, then at most a run of never-written
+ * blocks.  A whole line of any other kind (a checkpoint line that does not
+ * match, a foreign line) or a NUL byte elsewhere is damage: a damaged
+ * checkpoint line may vouch for acknowledged rows before it.  Returns 0 for
+ * a torn tail, -1 (after rp_fail) otherwise; reads only.
+ */
 static int
 rp_file_check_tail(RpFileSink *f, char *buf, off_t from, off_t size)
 {
